@@ -1,0 +1,1638 @@
+/*
+ * moraine_core.c — the Lua module `moraine.core`: a thin layer over
+ * engine/moraine.h. Users require `moraine` (bindings/moraine.lua), which
+ * wraps this module and documents the API.
+ *
+ * One source for Lua 5.4 and LuaJIT 2.1 (Lua 5.1 API); see the compat block.
+ *
+ * Ownership: every C resource lives in a userdata with __gc (and __close for
+ * Lua 5.4), so a Lua error (a longjmp) never leaks it:
+ *   db      (moraine.db)     owns moraine_db; tracks its open reads and its txn
+ *   txn     (moraine.txn)    owns moraine_txn; uservalue keeps its db alive
+ *   read    (moraine.read)   owns moraine_read; uservalue keeps its db alive
+ *   cursor  (moraine.cursor) owns moraine_cursor; uservalue keeps its read alive
+ *   jbox    (moraine.jbox)   owns a jansson json_t while it is converted
+ * Closing a db ends its reads and aborts its txn first (moraine_close needs no
+ * transaction open); a cursor is valid only while its read is open.
+ *
+ * Errors: every failure raises a table {code = "EINVAL", message = "..."} with
+ * the metatable registered as "moraine.error". Wrong argument types caught by
+ * luaL_check* raise standard Lua string errors.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "moraine.h"
+
+/* ---- compat: Lua 5.4 and LuaJIT (5.1 API) ----------------------------------- */
+#if LUA_VERSION_NUM == 501
+#define MR_LUAJIT 1
+#define mr_rawlen(L, i) lua_objlen((L), (i))
+#define mr_getuv(L, i) lua_getfenv((L), (i))
+#define mr_setuv(L, i) lua_setfenv((L), (i))
+#define mr_absindex(L, i) ((i) > 0 || (i) <= LUA_REGISTRYINDEX ? (i) : lua_gettop(L) + (i) + 1)
+#define MR_TCDATA 10 /* LuaJIT's type tag for FFI cdata */
+#else
+#define MR_LUAJIT 0
+#define mr_rawlen(L, i) lua_rawlen((L), (i))
+#define mr_getuv(L, i) lua_getuservalue((L), (i))
+#define mr_setuv(L, i) lua_setuservalue((L), (i))
+#define mr_absindex(L, i) lua_absindex((L), (i))
+#endif
+#ifndef LUA_OK
+#define LUA_OK 0
+#endif
+
+static void mr_setfuncs(lua_State *L, const luaL_Reg *l)
+{
+    for (; l->name; l++) {
+        lua_pushcfunction(L, l->func);
+        lua_setfield(L, -2, l->name);
+    }
+}
+
+static void *mr_testudata(lua_State *L, int idx, const char *tname)
+{
+    void *p = lua_touserdata(L, idx);
+    if (p == NULL || !lua_getmetatable(L, idx))
+        return NULL;
+    luaL_getmetatable(L, tname);
+    int same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return same ? p : NULL;
+}
+
+/* ---- names ------------------------------------------------------------------ */
+#define MT_DB "moraine.db"
+#define MT_TXN "moraine.txn"
+#define MT_READ "moraine.read"
+#define MT_CURSOR "moraine.cursor"
+#define MT_ERROR "moraine.error"
+#define MT_JBOX "moraine.jbox"
+#define REG_INT64CTOR "moraine.int64ctor"
+#define REG_CDATACONV "moraine.cdataconv"
+
+static char null_sentinel; /* its address is moraine.null */
+
+static void push_null(lua_State *L)
+{
+    lua_pushlightuserdata(L, &null_sentinel);
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+/* Replaces the message string on top of the stack by an error table. */
+static void make_error(lua_State *L, const char *code)
+{
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, code);
+    lua_setfield(L, -2, "code");
+    lua_insert(L, -2);
+    lua_setfield(L, -2, "message");
+    luaL_getmetatable(L, MT_ERROR);
+    lua_setmetatable(L, -2);
+}
+
+/* Raises an error table from the message string on top of the stack. */
+static int raise_top(lua_State *L, int code)
+{
+    make_error(L, moraine_strerror(code));
+    return lua_error(L);
+}
+
+/* Raises the engine's last failure. Copies moraine_errmsg() at once: a later
+ * moraine call (a finalizer run by the GC) could overwrite it. */
+static int raise_engine(lua_State *L, int code)
+{
+    lua_pushstring(L, moraine_errmsg());
+    return raise_top(L, code);
+}
+
+static int raise_errf(lua_State *L, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    lua_pushvfstring(L, fmt, ap);
+    va_end(ap);
+    return raise_top(L, code);
+}
+
+static int l_error_tostring(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_getfield(L, 1, "code");
+    lua_getfield(L, 1, "message");
+    lua_pushfstring(L, "moraine: %s: %s", lua_isstring(L, 2) ? lua_tostring(L, 2) : "?",
+                    lua_isstring(L, 3) ? lua_tostring(L, 3) : "");
+    return 1;
+}
+
+/* core.is_error(v) -> boolean */
+static int l_is_error(lua_State *L)
+{
+    int yes = 0;
+    if (lua_type(L, 1) == LUA_TTABLE && lua_getmetatable(L, 1)) {
+        luaL_getmetatable(L, MT_ERROR);
+        yes = lua_rawequal(L, -1, -2);
+        lua_pop(L, 2);
+    }
+    lua_pushboolean(L, yes);
+    return 1;
+}
+
+/* core.raise(code_name, message): raises an error table (used by moraine.lua). */
+static int l_raise(lua_State *L)
+{
+    const char *code = luaL_checkstring(L, 1);
+    luaL_checkstring(L, 2);
+    lua_settop(L, 2);
+    make_error(L, code);
+    return lua_error(L);
+}
+
+/* ---- integers ---------------------------------------------------------------- */
+#define MR_2_53 INT64_C(9007199254740992)
+
+/* Pushes an exact int64. LuaJIT: a number within +-2^53, else an int64_t cdata
+ * made by the constructor moraine.lua registered (ctor(hi, lo) = hi*2^32 + lo). */
+static void push_int64(lua_State *L, int64_t v)
+{
+#if MR_LUAJIT
+    if (v >= -MR_2_53 && v <= MR_2_53) {
+        lua_pushnumber(L, (lua_Number)v);
+        return;
+    }
+    lua_getfield(L, LUA_REGISTRYINDEX, REG_INT64CTOR);
+    if (lua_type(L, -1) != LUA_TFUNCTION) {
+        lua_pop(L, 1);
+        lua_pushnumber(L, (lua_Number)v); /* no constructor: best effort */
+        return;
+    }
+    uint64_t u = (uint64_t)v;
+    uint32_t hi = (uint32_t)(u >> 32), lo = (uint32_t)u;
+    lua_pushnumber(L, hi >= UINT32_C(0x80000000) ? (lua_Number)hi - 4294967296.0 : (lua_Number)hi);
+    lua_pushnumber(L, (lua_Number)lo);
+    lua_call(L, 2, 1);
+#else
+    lua_pushinteger(L, (lua_Integer)v);
+#endif
+}
+
+/* 1 and *out if the double is integral and inside int64's range. */
+static int double_to_int64(lua_Number d, int64_t *out)
+{
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+        return 0; /* out of range, or NaN */
+    int64_t i = (int64_t)d;
+    if ((lua_Number)i != d)
+        return 0;
+    *out = i;
+    return 1;
+}
+
+#if MR_LUAJIT
+/* An int64_t/uint64_t cdata, through the converter moraine.lua registered
+ * (returns its decimal text, or nil for any other cdata). */
+static int cdata_to_int64(lua_State *L, int idx, int64_t *out)
+{
+    idx = mr_absindex(L, idx);
+    lua_getfield(L, LUA_REGISTRYINDEX, REG_CDATACONV);
+    if (lua_type(L, -1) != LUA_TFUNCTION) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    lua_pushvalue(L, idx);
+    lua_call(L, 1, 1);
+    int ok = 0;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        const char *s = lua_tostring(L, -1);
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno == 0 && end != s && *end == '\0') {
+            *out = (int64_t)v;
+            ok = 1;
+        }
+    }
+    lua_pop(L, 1);
+    return ok;
+}
+#endif
+
+/* 1 and *out if the value at idx is an exact integer (a Lua integer, an
+ * integral float in range, or under LuaJIT an int64/uint64 cdata in range). */
+static int to_int64(lua_State *L, int idx, int64_t *out)
+{
+    int t = lua_type(L, idx);
+    if (t == LUA_TNUMBER) {
+#if !MR_LUAJIT
+        if (lua_isinteger(L, idx)) {
+            *out = (int64_t)lua_tointeger(L, idx);
+            return 1;
+        }
+#endif
+        return double_to_int64(lua_tonumber(L, idx), out);
+    }
+#if MR_LUAJIT
+    if (t == MR_TCDATA)
+        return cdata_to_int64(L, idx, out);
+#endif
+    return 0;
+}
+
+static int64_t check_int(lua_State *L, int idx)
+{
+    int64_t v;
+    if (!to_int64(L, idx, &v)) {
+        if (lua_type(L, idx) == LUA_TNUMBER)
+            luaL_argerror(L, idx, "number has no exact int64 representation");
+        luaL_typerror_compat:
+        luaL_argerror(L, idx, lua_pushfstring(L, "integer expected, got %s", luaL_typename(L, idx)));
+    }
+    return v;
+}
+
+static int64_t opt_int(lua_State *L, int idx, int64_t def)
+{
+    return lua_isnoneornil(L, idx) ? def : check_int(L, idx);
+}
+
+/* core.int64(v): normalises an integer (LuaJIT: number within +-2^53, else int64 cdata). */
+static int l_int64(lua_State *L)
+{
+    luaL_checkany(L, 1);
+    push_int64(L, check_int(L, 1));
+    return 1;
+}
+
+/* core.set_int64_ctor(fn), core.set_cdata_conv(fn): LuaJIT hooks from moraine.lua. */
+static int l_set_int64_ctor(lua_State *L)
+{
+    if (!lua_isnil(L, 1))
+        luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, REG_INT64CTOR);
+    return 0;
+}
+
+static int l_set_cdata_conv(lua_State *L)
+{
+    if (!lua_isnil(L, 1))
+        luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, REG_CDATACONV);
+    return 0;
+}
+
+/* core.all_versions() -> MORAINE_ALL_VERSIONS as a Lua value (moraine.ALL) */
+static int l_all_versions(lua_State *L)
+{
+    push_int64(L, MORAINE_ALL_VERSIONS);
+    return 1;
+}
+
+/* A name argument: a string without NUL bytes. */
+static const char *check_name(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, idx, &len);
+    if (strlen(s) != len)
+        luaL_argerror(L, idx, "name contains a NUL byte");
+    return s;
+}
+
+/* ---- userdata handles ----------------------------------------------------------- */
+typedef struct lread lread;
+typedef struct ltxn ltxn;
+
+typedef struct {
+    moraine_db *db;
+    lread *reads; /* open read handles, to end them on close */
+    ltxn *txn;    /* the open write handle, if any */
+    int busy;     /* inside import/export: close refused */
+} ldb;
+
+struct ltxn {
+    moraine_txn *txn;
+    ldb *owner;
+    int inflight; /* a method is running (still set after it raised) */
+    int failed;   /* a method failed: the first error is uservalue[2] */
+};
+
+struct lread {
+    moraine_read *rd;
+    ldb *owner;
+    lread *prev, *next;
+    int linked;
+    moraine_children ch; /* children walk of the spec functions */
+    int ch_active;
+};
+
+typedef struct {
+    moraine_cursor *cur;
+    lread *owner;
+    moraine_children ch; /* children walk of the current row */
+    int ch_active;
+} lcursor;
+
+typedef struct {
+    json_t *j;
+} jbox;
+
+/* New userdata of size sz with metatable tname; with owner_idx != 0 its
+ * uservalue becomes {owner} (keeps the owner alive as long as it). */
+static void *new_handle(lua_State *L, size_t sz, const char *tname, int owner_idx)
+{
+    if (owner_idx)
+        owner_idx = mr_absindex(L, owner_idx);
+    void *p = lua_newuserdata(L, sz);
+    memset(p, 0, sz);
+    luaL_getmetatable(L, tname);
+    lua_setmetatable(L, -2);
+    lua_createtable(L, 2, 0);
+    if (owner_idx) {
+        lua_pushvalue(L, owner_idx);
+        lua_rawseti(L, -2, 1);
+    }
+    mr_setuv(L, -2);
+    return p;
+}
+
+static void children_release(moraine_children *ch, int *active)
+{
+    if (*active) {
+        moraine_children_free(ch);
+        *active = 0;
+    }
+}
+
+static void read_close(lread *r)
+{
+    children_release(&r->ch, &r->ch_active);
+    if (r->rd) {
+        moraine_read_end(r->rd);
+        r->rd = NULL;
+    }
+    if (r->linked) {
+        if (r->prev)
+            r->prev->next = r->next;
+        else
+            r->owner->reads = r->next;
+        if (r->next)
+            r->next->prev = r->prev;
+        r->prev = r->next = NULL;
+        r->linked = 0;
+    }
+}
+
+static void txn_abort(ltxn *t)
+{
+    if (t->txn) {
+        moraine_txn_abort(t->txn);
+        t->txn = NULL;
+    }
+    if (t->owner && t->owner->txn == t)
+        t->owner->txn = NULL;
+}
+
+static void db_close(ldb *d)
+{
+    if (d->txn)
+        txn_abort(d->txn);
+    while (d->reads)
+        read_close(d->reads);
+    if (d->db) {
+        moraine_close(d->db);
+        d->db = NULL;
+    }
+}
+
+/* ---- value conversion: C -> Lua --------------------------------------------- */
+static void push_value(lua_State *L, const moraine_value *v)
+{
+    switch (v->type) {
+    case MORAINE_NULL:
+        push_null(L);
+        break;
+    case MORAINE_INT:
+        push_int64(L, v->i);
+        break;
+    case MORAINE_STR:
+        lua_pushlstring(L, v->len ? v->s : "", v->len);
+        break;
+    case MORAINE_BOOL:
+        lua_pushboolean(L, v->i != 0);
+        break;
+    case MORAINE_REAL:
+        lua_pushnumber(L, (lua_Number)v->d);
+        break;
+    case MORAINE_JSON:
+        lua_createtable(L, 0, 1);
+        lua_pushlstring(L, v->len ? v->s : "", v->len);
+        lua_setfield(L, -2, "json");
+        break;
+    default:
+        raise_errf(L, MORAINE_ECORRUPT, "value of unknown type %d", (int)v->type);
+    }
+}
+
+/* Pushes a row as a table column name -> value (values copied). */
+static void push_row(lua_State *L, const moraine_row *row)
+{
+    const moraine_relation_info *rel = row->rel;
+    luaL_checkstack(L, 6, NULL);
+    lua_createtable(L, 0, (int)rel->ncols);
+    for (size_t i = 0; i < rel->ncols; i++) {
+        if (i < row->ncols)
+            push_value(L, &row->vals[i]);
+        else
+            push_null(L);
+        lua_setfield(L, -2, rel->colnames[i]);
+    }
+}
+
+/* Pushes the embedded children of @row: with only == NULL a table child
+ * relation name -> array of child rows, else the array of the child rows of
+ * relation @only. The walk state lives in a userdata (*ch/*active) so that a
+ * Lua error in between cannot leak it. */
+static void push_children(lua_State *L, lread *r, moraine_children *ch, int *active, const moraine_row *row,
+                          const char *only)
+{
+    lua_newtable(L);
+    if (row->children == NULL || row->children_len == 0)
+        return;
+    children_release(ch, active);
+    memset(ch, 0, sizeof *ch);
+    moraine_row_children(r->rd, row, ch);
+    *active = 1;
+    for (;;) {
+        moraine_row c;
+        int rc = moraine_children_next(ch, &c);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            lua_pushstring(L, moraine_errmsg());
+            children_release(ch, active);
+            raise_top(L, rc);
+        }
+        if (only) {
+            if (strcmp(c.rel->name, only) != 0)
+                continue;
+            push_row(L, &c);
+            lua_rawseti(L, -2, (int)mr_rawlen(L, -2) + 1);
+        } else {
+            lua_getfield(L, -1, c.rel->name);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                lua_newtable(L);
+                lua_pushvalue(L, -1);
+                lua_setfield(L, -3, c.rel->name);
+            }
+            push_row(L, &c);
+            lua_rawseti(L, -2, (int)mr_rawlen(L, -2) + 1);
+            lua_pop(L, 1);
+        }
+    }
+    children_release(ch, active);
+}
+
+static const char *placement_name(moraine_placement p)
+{
+    switch (p) {
+    case MORAINE_PLACE_TEMPORAL:
+        return "temporal";
+    case MORAINE_PLACE_CHILD:
+        return "child";
+    case MORAINE_PLACE_SNAPSHOT:
+        return "snapshot";
+    case MORAINE_PLACE_ROWS:
+        return "rows";
+    }
+    return "unknown";
+}
+
+static void push_relinfo(lua_State *L, const moraine_relation_info *in)
+{
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, in->name);
+    lua_setfield(L, -2, "name");
+    push_int64(L, (int64_t)in->id);
+    lua_setfield(L, -2, "id");
+    lua_pushstring(L, placement_name(in->placement));
+    lua_setfield(L, -2, "placement");
+    lua_createtable(L, (int)in->ncols, 0);
+    for (size_t i = 0; i < in->ncols; i++) {
+        lua_pushstring(L, in->colnames[i]);
+        lua_rawseti(L, -2, (int)i + 1);
+    }
+    lua_setfield(L, -2, "columns");
+    if (in->parent) {
+        lua_pushstring(L, in->parent);
+        lua_setfield(L, -2, "parent");
+    }
+}
+
+/* ---- db --------------------------------------------------------------------- */
+static ldb *check_db(lua_State *L, int idx)
+{
+    ldb *d = (ldb *)luaL_checkudata(L, idx, MT_DB);
+    if (d->db == NULL)
+        raise_errf(L, MORAINE_EINVAL, "catalog is closed");
+    return d;
+}
+
+static int opt_bool_field(lua_State *L, int idx, const char *key, int def)
+{
+    lua_getfield(L, idx, key);
+    int t = lua_type(L, -1), v = def;
+    if (t == LUA_TBOOLEAN)
+        v = lua_toboolean(L, -1);
+    else if (t != LUA_TNIL)
+        raise_errf(L, MORAINE_EINVAL, "open: option '%s' must be a boolean, got %s", key, luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return v;
+}
+
+static size_t opt_size_field(lua_State *L, int idx, const char *key)
+{
+    lua_getfield(L, idx, key);
+    int64_t v = 0;
+    if (!lua_isnil(L, -1) && (!to_int64(L, -1, &v) || v < 0))
+        raise_errf(L, MORAINE_EINVAL, "open: option '%s' must be a non-negative integer (bytes)", key);
+    lua_pop(L, 1);
+    return (size_t)v;
+}
+
+/* core.open(path, opts) -> db */
+static int l_open(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    moraine_options o;
+    memset(&o, 0, sizeof o);
+    o.create = 1;
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        lua_pushnil(L);
+        while (lua_next(L, 2)) {
+            lua_pop(L, 1);
+            const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+            if (!k || !(strcmp(k, "map_size") == 0 || strcmp(k, "max_map_size") == 0 || strcmp(k, "read_only") == 0 ||
+                        strcmp(k, "no_sync") == 0 || strcmp(k, "create") == 0))
+                raise_errf(L, MORAINE_EINVAL, "open: unknown option '%s'", k ? k : luaL_typename(L, -1));
+        }
+        o.map_size = opt_size_field(L, 2, "map_size");
+        o.max_map_size = opt_size_field(L, 2, "max_map_size");
+        o.read_only = opt_bool_field(L, 2, "read_only", 0);
+        o.no_sync = opt_bool_field(L, 2, "no_sync", 0);
+        o.create = opt_bool_field(L, 2, "create", 1);
+    }
+    ldb *d = (ldb *)new_handle(L, sizeof *d, MT_DB, 0);
+    int rc = moraine_open(path, &o, &d->db);
+    if (rc != 0) {
+        d->db = NULL;
+        return raise_engine(L, rc);
+    }
+    return 1;
+}
+
+static int l_db_close(lua_State *L)
+{
+    ldb *d = (ldb *)luaL_checkudata(L, 1, MT_DB);
+    if (d->busy)
+        return raise_errf(L, MORAINE_ETXN, "cannot close the catalog during import/export");
+    db_close(d);
+    return 0;
+}
+
+static int l_db_gc(lua_State *L)
+{
+    ldb *d = (ldb *)lua_touserdata(L, 1);
+    if (d && !d->busy)
+        db_close(d);
+    return 0;
+}
+
+static int l_db_tostring(lua_State *L)
+{
+    ldb *d = (ldb *)luaL_checkudata(L, 1, MT_DB);
+    if (d->db)
+        lua_pushfstring(L, "moraine.db (%p)", (void *)d);
+    else
+        lua_pushliteral(L, "moraine.db (closed)");
+    return 1;
+}
+
+static int l_db_last_snapshot(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    int64_t s;
+    int rc = moraine_last_snapshot(d->db, &s);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    if (rc == 0)
+        lua_pushnil(L);
+    else
+        push_int64(L, s);
+    return 1;
+}
+
+static int l_db_relations(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    lua_newtable(L);
+    for (size_t i = 0;; i++) {
+        moraine_relation_info in;
+        int rc = moraine_relation_at(d->db, i, &in);
+        if (rc < 0)
+            return raise_engine(L, rc);
+        if (rc == 0)
+            break;
+        push_relinfo(L, &in);
+        lua_rawseti(L, -2, (int)i + 1);
+    }
+    return 1;
+}
+
+static int l_db_relation(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    const char *name = check_name(L, 2);
+    moraine_relation_info in;
+    int rc = moraine_relation(d->db, name, &in);
+    if (rc == MORAINE_ENOTFOUND) {
+        lua_pushnil(L);
+        return 1;
+    }
+    if (rc != 0)
+        return raise_engine(L, rc);
+    push_relinfo(L, &in);
+    return 1;
+}
+
+/* ---- write transactions ------------------------------------------------------ */
+
+/* Enters a txn method: the txn must be open. Marks the call in flight; a call
+ * that raises (with any error, argument errors too) leaves the mark, and the
+ * commit then refuses. */
+static ltxn *tx_enter(lua_State *L)
+{
+    ltxn *t = (ltxn *)luaL_checkudata(L, 1, MT_TXN);
+    if (t->txn == NULL)
+        raise_errf(L, MORAINE_ETXN, "transaction is finished (use it only inside the commit function)");
+    if (t->inflight)
+        t->failed = 1;
+    t->inflight = 1;
+    return t;
+}
+
+/* Records the error value on top as the txn's first failure, then raises it. */
+static int tx_raise(lua_State *L, ltxn *t)
+{
+    if (!t->failed) {
+        t->failed = 1;
+        mr_getuv(L, 1);
+        lua_pushvalue(L, -2);
+        lua_rawseti(L, -2, 2);
+        lua_pop(L, 1);
+    }
+    t->inflight = 0;
+    return lua_error(L);
+}
+
+static int tx_fail_engine(lua_State *L, ltxn *t, int code)
+{
+    lua_pushstring(L, moraine_errmsg());
+    make_error(L, moraine_strerror(code));
+    return tx_raise(L, t);
+}
+
+static int tx_failf(lua_State *L, ltxn *t, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    lua_pushvfstring(L, fmt, ap);
+    va_end(ap);
+    make_error(L, moraine_strerror(code));
+    return tx_raise(L, t);
+}
+
+static void tx_leave(ltxn *t)
+{
+    t->inflight = 0;
+}
+
+/* Converts the Lua value at idx to *v for column @col of relation @rel. */
+static void to_value(lua_State *L, ltxn *t, int idx, moraine_value *v, moraine_coltype ct, const char *rel,
+                     const char *col, int allow_missing)
+{
+    memset(v, 0, sizeof *v);
+    int ty = lua_type(L, idx);
+    switch (ty) {
+    case LUA_TNIL:
+        if (!allow_missing)
+            tx_failf(L, t, MORAINE_EINVAL, "%s: missing column '%s'", rel, col);
+        v->type = MORAINE_NULL;
+        return;
+    case LUA_TBOOLEAN:
+        v->type = MORAINE_BOOL;
+        v->i = lua_toboolean(L, idx);
+        return;
+    case LUA_TSTRING:
+        v->type = MORAINE_STR;
+        v->s = lua_tolstring(L, idx, &v->len);
+        return;
+    case LUA_TLIGHTUSERDATA:
+        if (lua_touserdata(L, idx) == &null_sentinel) {
+            v->type = MORAINE_NULL;
+            return;
+        }
+        break;
+    case LUA_TNUMBER: {
+        int64_t i;
+#if !MR_LUAJIT
+        int exact = lua_isinteger(L, idx);
+        if (exact || ct == MORAINE_COL_BIGINT) {
+#else
+        {
+#endif
+            if (to_int64(L, idx, &i)) {
+                v->type = MORAINE_INT;
+                v->i = i;
+                return;
+            }
+            if (ct == MORAINE_COL_BIGINT) {
+                char buf[64];
+                snprintf(buf, sizeof buf, "%.17g", (double)lua_tonumber(L, idx));
+                tx_failf(L, t, MORAINE_EINVAL, "%s: column '%s': %s is not an exact int64 integer", rel, col, buf);
+            }
+        }
+        v->type = MORAINE_REAL;
+        v->d = (double)lua_tonumber(L, idx);
+        return;
+    }
+    case LUA_TTABLE:
+        lua_pushliteral(L, "json");
+        lua_rawget(L, idx);
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            v->type = MORAINE_JSON;
+            v->s = lua_tolstring(L, -1, &v->len); /* stays on the stack for the call */
+            return;
+        }
+        lua_pop(L, 1);
+        tx_failf(L, t, MORAINE_EINVAL, "%s: column '%s': a table value must be {json = \"<text>\"}", rel, col);
+        return;
+#if MR_LUAJIT
+    case MR_TCDATA: {
+        int64_t i;
+        if (to_int64(L, idx, &i)) {
+            v->type = MORAINE_INT;
+            v->i = i;
+            return;
+        }
+        tx_failf(L, t, MORAINE_EINVAL, "%s: column '%s': cdata value is not an int64_t/uint64_t in int64 range", rel,
+                 col);
+        return;
+    }
+#endif
+    default:
+        break;
+    }
+    tx_failf(L, t, MORAINE_EINVAL, "%s: column '%s': unsupported value of type %s", rel, col, luaL_typename(L, idx));
+}
+
+/* Builds the value array of the name-keyed row table at row_idx in @info's
+ * column order. The array is a userdata and the values are left on the stack
+ * (strings point into them) until the caller resets the stack. */
+static moraine_value *row_values(lua_State *L, ltxn *t, int row_idx, const moraine_relation_info *info,
+                                 int allow_missing)
+{
+    luaL_checktype(L, row_idx, LUA_TTABLE);
+    size_t nkeys = 0;
+    lua_pushnil(L);
+    while (lua_next(L, row_idx)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING) {
+            const char *tn = luaL_typename(L, -1);
+            tx_failf(L, t, MORAINE_EINVAL, "%s: unknown column (a %s key)", info->name, tn);
+        }
+        const char *k = lua_tostring(L, -1);
+        if (moraine_column_index(info, k) < 0)
+            tx_failf(L, t, MORAINE_EINVAL, "%s: unknown column '%s'", info->name, k);
+        nkeys++;
+    }
+    luaL_checkstack(L, (int)info->ncols + 8, "too many columns");
+    moraine_value *vals = (moraine_value *)lua_newuserdata(L, (info->ncols ? info->ncols : 1) * sizeof *vals);
+    for (size_t i = 0; i < info->ncols; i++) {
+        lua_pushstring(L, info->colnames[i]);
+        lua_rawget(L, row_idx);
+        to_value(L, t, lua_gettop(L), &vals[i], info->coltypes ? info->coltypes[i] : MORAINE_COL_ANY, info->name,
+                 info->colnames[i], allow_missing);
+    }
+    (void)nkeys;
+    return vals;
+}
+
+static void tx_relation(lua_State *L, ltxn *t, const char *name, moraine_relation_info *info)
+{
+    int rc = moraine_relation(t->owner->db, name, info);
+    if (rc != 0)
+        tx_fail_engine(L, t, rc);
+}
+
+static int l_tx_define(lua_State *L)
+{
+    ltxn *t = tx_enter(L);
+    const char *name = check_name(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    lua_settop(L, 3);
+    size_t n = mr_rawlen(L, 3);
+    luaL_checkstack(L, (int)n + 8, "too many columns");
+    const char **names = (const char **)lua_newuserdata(L, (n ? n : 1) * sizeof *names);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, 3, (int)i + 1);
+        size_t len;
+        if (lua_type(L, -1) != LUA_TSTRING)
+            tx_failf(L, t, MORAINE_EINVAL, "%s: column name %d is not a string", name, (int)i + 1);
+        names[i] = lua_tolstring(L, -1, &len);
+        if (strlen(names[i]) != len)
+            tx_failf(L, t, MORAINE_EINVAL, "%s: column name %d contains a NUL byte", name, (int)i + 1);
+    }
+    int rc = moraine_txn_define(t->txn, name, n, names);
+    if (rc != 0)
+        return tx_fail_engine(L, t, rc);
+    tx_leave(t);
+    return 0;
+}
+
+static int l_tx_insert(lua_State *L)
+{
+    ltxn *t = tx_enter(L);
+    const char *name = check_name(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    int64_t ord = opt_int(L, 4, -1);
+    lua_settop(L, 4);
+    moraine_relation_info info;
+    tx_relation(L, t, name, &info);
+    moraine_value *vals = row_values(L, t, 3, &info, 0);
+    int rc = moraine_txn_insert(t->txn, name, vals, info.ncols, ord);
+    if (rc != 0)
+        return tx_fail_engine(L, t, rc);
+    tx_leave(t);
+    return 0;
+}
+
+static int l_tx_end_row(lua_State *L)
+{
+    ltxn *t = tx_enter(L);
+    const char *name = check_name(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    lua_settop(L, 3);
+    moraine_relation_info info;
+    tx_relation(L, t, name, &info);
+    moraine_value *vals = row_values(L, t, 3, &info, 1);
+    int rc = moraine_txn_end(t->txn, name, vals, info.ncols);
+    if (rc != 0)
+        return tx_fail_engine(L, t, rc);
+    tx_leave(t);
+    return 0;
+}
+
+static int l_tx_put_row(lua_State *L)
+{
+    ltxn *t = tx_enter(L);
+    const char *name = check_name(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    int64_t ord = check_int(L, 4);
+    lua_settop(L, 4);
+    moraine_relation_info info;
+    tx_relation(L, t, name, &info);
+    moraine_value *vals = row_values(L, t, 3, &info, 0);
+    int rc = moraine_txn_put_row(t->txn, name, vals, info.ncols, ord);
+    if (rc != 0)
+        return tx_fail_engine(L, t, rc);
+    tx_leave(t);
+    return 0;
+}
+
+static int l_tx_delete_row(lua_State *L)
+{
+    ltxn *t = tx_enter(L);
+    const char *name = check_name(L, 2);
+    int64_t ord = check_int(L, 3);
+    int rc = moraine_txn_delete_row(t->txn, name, ord);
+    if (rc != 0)
+        return tx_fail_engine(L, t, rc);
+    tx_leave(t);
+    return 0;
+}
+
+static int l_txn_gc(lua_State *L)
+{
+    ltxn *t = (ltxn *)lua_touserdata(L, 1);
+    if (t)
+        txn_abort(t);
+    return 0;
+}
+
+static int l_txn_tostring(lua_State *L)
+{
+    ltxn *t = (ltxn *)luaL_checkudata(L, 1, MT_TXN);
+    lua_pushstring(L, t->txn ? "moraine.txn (open)" : "moraine.txn (finished)");
+    return 1;
+}
+
+/* db:commit(snapshot_id or nil, fn) -> true */
+static int l_db_commit(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    int64_t snap = opt_int(L, 2, MORAINE_NO_SNAPSHOT);
+    luaL_checktype(L, 3, LUA_TFUNCTION);
+    lua_settop(L, 3);
+    ltxn *t = (ltxn *)new_handle(L, sizeof *t, MT_TXN, 1); /* 4 */
+    t->owner = d;
+    int rc = moraine_txn_begin(d->db, snap, &t->txn);
+    if (rc != 0) {
+        t->txn = NULL;
+        return raise_engine(L, rc);
+    }
+    d->txn = t;
+    lua_pushvalue(L, 3);
+    lua_pushvalue(L, 4);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+        txn_abort(t);
+        return lua_error(L); /* fn's error, as raised */
+    }
+    if (t->txn == NULL)
+        return raise_errf(L, MORAINE_ETXN, "the transaction was closed before it could commit (catalog closed?)");
+    if (t->failed || t->inflight) {
+        txn_abort(t);
+        mr_getuv(L, 4);
+        lua_rawgeti(L, -1, 2);
+        if (!lua_isnil(L, -1))
+            return lua_error(L);
+        return raise_errf(L, MORAINE_ETXN, "a call on the transaction failed; nothing was committed");
+    }
+    moraine_txn *mt = t->txn;
+    t->txn = NULL;
+    d->txn = NULL;
+    rc = moraine_txn_commit(mt);
+    if (rc != 0)
+        return raise_engine(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* ---- reads -------------------------------------------------------------------- */
+static lread *new_read(lua_State *L, ldb *d, int db_idx)
+{
+    lread *r = (lread *)new_handle(L, sizeof *r, MT_READ, db_idx);
+    r->owner = d;
+    int rc = moraine_read_begin(d->db, &r->rd);
+    if (rc != 0) {
+        r->rd = NULL;
+        raise_engine(L, rc);
+    }
+    r->next = d->reads;
+    if (d->reads)
+        d->reads->prev = r;
+    d->reads = r;
+    r->linked = 1;
+    return r;
+}
+
+static lread *check_read(lua_State *L, int idx)
+{
+    lread *r = (lread *)luaL_checkudata(L, idx, MT_READ);
+    if (r->rd == NULL)
+        raise_errf(L, MORAINE_ETXN, "read transaction is closed (use it only inside the read function)");
+    return r;
+}
+
+static int l_read_gc(lua_State *L)
+{
+    lread *r = (lread *)lua_touserdata(L, 1);
+    if (r)
+        read_close(r);
+    return 0;
+}
+
+static int l_read_tostring(lua_State *L)
+{
+    lread *r = (lread *)luaL_checkudata(L, 1, MT_READ);
+    lua_pushstring(L, r->rd ? "moraine.read (open)" : "moraine.read (closed)");
+    return 1;
+}
+
+/* The snapshot a read uses when none is given: its newest; INT64_MAX (live
+ * rows) when the catalog has none yet. */
+static int64_t default_snapshot(lua_State *L, lread *r)
+{
+    int64_t s;
+    int rc = moraine_read_last_snapshot(r->rd, &s);
+    if (rc < 0)
+        raise_engine(L, rc);
+    return rc == 1 ? s : INT64_MAX;
+}
+
+static int l_read_last_snapshot(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    int64_t s;
+    int rc = moraine_read_last_snapshot(r->rd, &s);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    if (rc == 0)
+        lua_pushnil(L);
+    else
+        push_int64(L, s);
+    return 1;
+}
+
+/* One step of a cursor: pushes row, children, ord and returns 3, or returns 0
+ * (nothing pushed) when done. */
+static int cursor_step(lua_State *L, lcursor *c)
+{
+    if (c->owner == NULL || c->owner->rd == NULL)
+        return raise_errf(L, MORAINE_ETXN, "scan used after its read transaction was closed");
+    if (c->cur == NULL)
+        return 0;
+    moraine_row row;
+    int rc = moraine_cursor_next(c->cur, &row);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    if (rc == 0) {
+        moraine_cursor_close(c->cur);
+        c->cur = NULL;
+        return 0;
+    }
+    luaL_checkstack(L, 8, NULL);
+    push_row(L, &row);
+    push_children(L, c->owner, &c->ch, &c->ch_active, &row, NULL);
+    push_int64(L, row.ord);
+    return 3;
+}
+
+static int l_scan_iter(lua_State *L)
+{
+    lcursor *c = (lcursor *)lua_touserdata(L, lua_upvalueindex(1));
+    int n = cursor_step(L, c);
+    if (n == 0) {
+        lua_pushnil(L);
+        return 1;
+    }
+    return n;
+}
+
+static int l_cursor_gc(lua_State *L)
+{
+    lcursor *c = (lcursor *)lua_touserdata(L, 1);
+    if (c == NULL)
+        return 0;
+    children_release(&c->ch, &c->ch_active);
+    if (c->cur && c->owner && c->owner->rd)
+        moraine_cursor_close(c->cur);
+    c->cur = NULL;
+    return 0;
+}
+
+/* Opens a cursor on the read at read_idx; pushes the cursor userdata. */
+static lcursor *open_cursor(lua_State *L, lread *r, int read_idx, const char *name, int64_t scope, int64_t at)
+{
+    lcursor *c = (lcursor *)new_handle(L, sizeof *c, MT_CURSOR, read_idx);
+    c->owner = r;
+    int rc = moraine_scan_open(r->rd, name, scope, at, &c->cur);
+    if (rc != 0) {
+        c->cur = NULL;
+        raise_engine(L, rc);
+    }
+    return c;
+}
+
+/* Reads the scan options table at idx: {at = S, table_id = T}. */
+static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *at)
+{
+    *scope = MORAINE_ANY_SCOPE;
+    int have_at = 0;
+    if (!lua_isnoneornil(L, idx)) {
+        luaL_checktype(L, idx, LUA_TTABLE);
+        lua_pushnil(L);
+        while (lua_next(L, idx)) {
+            lua_pop(L, 1);
+            const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+            if (!k || (strcmp(k, "at") != 0 && strcmp(k, "table_id") != 0))
+                raise_errf(L, MORAINE_EINVAL, "scan: unknown option '%s' (expected 'at' or 'table_id')",
+                           k ? k : luaL_typename(L, -1));
+        }
+        lua_getfield(L, idx, "at");
+        if (!lua_isnil(L, -1)) {
+            if (!to_int64(L, -1, at))
+                raise_errf(L, MORAINE_EINVAL, "scan: option 'at' must be an integer snapshot id or moraine.ALL");
+            have_at = 1;
+        }
+        lua_pop(L, 1);
+        lua_getfield(L, idx, "table_id");
+        if (!lua_isnil(L, -1) && !to_int64(L, -1, scope))
+            raise_errf(L, MORAINE_EINVAL, "scan: option 'table_id' must be an integer");
+        lua_pop(L, 1);
+    }
+    if (!have_at)
+        *at = default_snapshot(L, r);
+}
+
+static int push_scan(lua_State *L, lread *r, const char *name, int64_t scope, int64_t at)
+{
+    lcursor *c = open_cursor(L, r, 1, name, scope, at);
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, l_scan_iter, 1);
+    lua_pushnil(L);
+    lua_pushnil(L);
+    lua_pushvalue(L, -4); /* to-be-closed value for Lua 5.4's generic for */
+    (void)c;
+    return 4;
+}
+
+/* rd:scan(name, opts) -> iterator (row, children, ord) */
+static int l_read_scan(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    const char *name = check_name(L, 2);
+    int64_t scope, at;
+    scan_opts(L, r, 3, &scope, &at);
+    lua_settop(L, 3);
+    return push_scan(L, r, name, scope, at);
+}
+
+/* rd:files(T, S): rd:scan("ducklake_data_file", {at = S, table_id = T}) */
+static int l_read_files(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    int64_t scope = opt_int(L, 2, MORAINE_ANY_SCOPE);
+    int64_t at = lua_isnoneornil(L, 3) ? default_snapshot(L, r) : check_int(L, 3);
+    lua_settop(L, 3);
+    return push_scan(L, r, "ducklake_data_file", scope, at);
+}
+
+enum { SPEC_PARTITION, SPEC_SORT, SPEC_PARTITION_BY_ID };
+
+static int read_spec(lua_State *L, int kind)
+{
+    lread *r = check_read(L, 1);
+    int64_t table_id = check_int(L, 2);
+    moraine_row row;
+    int rc;
+    if (kind == SPEC_PARTITION_BY_ID) {
+        int64_t pid = check_int(L, 3);
+        rc = moraine_partition_spec_by_id(r->rd, table_id, pid, &row);
+    } else {
+        int64_t at = lua_isnoneornil(L, 3) ? default_snapshot(L, r) : check_int(L, 3);
+        rc = kind == SPEC_SORT ? moraine_sort_spec_at(r->rd, table_id, at, &row)
+                               : moraine_partition_spec_at(r->rd, table_id, at, &row);
+    }
+    if (rc < 0)
+        return raise_engine(L, rc);
+    if (rc == 0) {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_row(L, &row);
+    push_children(L, r, &r->ch, &r->ch_active, &row,
+                  kind == SPEC_SORT ? "ducklake_sort_expression" : "ducklake_partition_column");
+    lua_setfield(L, -2, kind == SPEC_SORT ? "expressions" : "columns");
+    return 1;
+}
+
+static int l_read_partition_spec(lua_State *L)
+{
+    return read_spec(L, SPEC_PARTITION);
+}
+
+static int l_read_sort_spec(lua_State *L)
+{
+    return read_spec(L, SPEC_SORT);
+}
+
+static int l_read_partition_spec_by_id(lua_State *L)
+{
+    return read_spec(L, SPEC_PARTITION_BY_ID);
+}
+
+/* db:read(fn) -> fn's results; the read is closed whatever happens */
+static int l_db_read(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_settop(L, 2);
+    lread *r = new_read(L, d, 1); /* 3 */
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    int rc = lua_pcall(L, 1, LUA_MULTRET, 0);
+    read_close(r);
+    if (rc != LUA_OK)
+        return lua_error(L);
+    return lua_gettop(L) - 3;
+}
+
+/* protected body of db:scan: (read, name, opts) -> array of entries */
+static int scan_collect(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    const char *name = check_name(L, 2);
+    int64_t scope, at;
+    scan_opts(L, r, 3, &scope, &at);
+    lua_settop(L, 3);
+    lcursor *c = open_cursor(L, r, 1, name, scope, at); /* 4 */
+    lua_newtable(L);                                    /* 5 */
+    for (int n = 1;; n++) {
+        if (cursor_step(L, c) == 0)
+            break;
+        lua_createtable(L, 0, 3);
+        lua_insert(L, -4);
+        lua_setfield(L, -4, "ord");
+        lua_setfield(L, -3, "children");
+        lua_setfield(L, -2, "row");
+        lua_rawseti(L, 5, n);
+    }
+    l_cursor_gc_inline:
+    children_release(&c->ch, &c->ch_active);
+    if (c->cur)
+        moraine_cursor_close(c->cur);
+    c->cur = NULL;
+    return 1;
+}
+
+/* db:scan(name, opts) -> array of {row =, children =, ord =} */
+static int l_db_scan(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    check_name(L, 2);
+    lua_settop(L, 3);
+    lread *r = new_read(L, d, 1); /* 4 */
+    lua_pushcfunction(L, scan_collect);
+    lua_pushvalue(L, 4);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    int rc = lua_pcall(L, 3, 1, 0);
+    read_close(r);
+    if (rc != LUA_OK)
+        return lua_error(L);
+    return 1;
+}
+
+/* ---- import / export ------------------------------------------------------------ */
+typedef struct {
+    lua_State *L;
+    int fn_idx;  /* progress function */
+    int err_idx; /* slot for the callback's error */
+    int failed;
+} progress_ctx;
+
+static int progress_cb(void *ud, uint64_t done, uint64_t total)
+{
+    progress_ctx *p = (progress_ctx *)ud;
+    lua_State *L = p->L;
+    if (p->failed)
+        return 1;
+    if (!lua_checkstack(L, 4)) {
+        p->failed = 1;
+        lua_pushliteral(L, "progress: Lua stack overflow");
+        lua_replace(L, p->err_idx);
+        return 1;
+    }
+    lua_pushvalue(L, p->fn_idx);
+#if MR_LUAJIT
+    lua_pushnumber(L, (lua_Number)done);
+    lua_pushnumber(L, (lua_Number)total);
+#else
+    lua_pushinteger(L, (lua_Integer)done);
+    lua_pushinteger(L, (lua_Integer)total);
+#endif
+    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+        p->failed = 1;
+        lua_replace(L, p->err_idx);
+        return 1;
+    }
+    int cancel = lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return cancel;
+}
+
+static int import_export(lua_State *L, int import)
+{
+    ldb *d = check_db(L, 1);
+    const char *dir = luaL_checkstring(L, 2);
+    lua_settop(L, 3);
+    if (!lua_isnil(L, 3)) {
+        luaL_checktype(L, 3, LUA_TTABLE);
+        lua_getfield(L, 3, "progress");
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TFUNCTION)
+            luaL_argerror(L, 3, "'progress' must be a function");
+    } else {
+        lua_pushnil(L);
+    }
+    lua_pushnil(L); /* 5: error slot */
+    progress_ctx p = {L, 4, 5, 0};
+    moraine_progress_fn fn = lua_isnil(L, 4) ? NULL : progress_cb;
+    d->busy++;
+    int rc = import ? moraine_import_ndjson(d->db, dir, fn, &p) : moraine_export_ndjson(d->db, dir, fn, &p);
+    d->busy--;
+    if (rc != 0)
+        lua_pushstring(L, moraine_errmsg());
+    if (p.failed) {
+        lua_pushvalue(L, 5);
+        return lua_error(L);
+    }
+    if (rc != 0)
+        return raise_top(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_db_import(lua_State *L)
+{
+    return import_export(L, 1);
+}
+
+static int l_db_export(lua_State *L)
+{
+    return import_export(L, 0);
+}
+
+/* ---- JSON (jansson) ---------------------------------------------------------------- */
+static int l_jbox_gc(lua_State *L)
+{
+    jbox *b = (jbox *)lua_touserdata(L, 1);
+    if (b && b->j) {
+        json_decref(b->j);
+        b->j = NULL;
+    }
+    return 0;
+}
+
+static jbox *new_jbox(lua_State *L)
+{
+    jbox *b = (jbox *)lua_newuserdata(L, sizeof *b);
+    b->j = NULL;
+    luaL_getmetatable(L, MT_JBOX);
+    lua_setmetatable(L, -2);
+    return b;
+}
+
+/* Pushes the compact JSON text of @j (the buffer is a Lua userdata: no leak). */
+static void push_json_text(lua_State *L, const json_t *j)
+{
+    size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
+    size_t n = json_dumpb(j, NULL, 0, flags);
+    char *buf = (char *)lua_newuserdata(L, n ? n : 1);
+    size_t m = json_dumpb(j, buf, n, flags);
+    lua_pushlstring(L, buf, m <= n ? m : n);
+    lua_remove(L, -2);
+}
+
+/* Pushes @j as a Lua value. nested_text: objects and arrays become
+ * {json = "<compact text>"} (a row's field) instead of tables. */
+static void push_json(lua_State *L, json_t *j, int nested_text)
+{
+    luaL_checkstack(L, 4, "JSON nested too deeply");
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: {
+        if (nested_text) {
+            lua_createtable(L, 0, 1);
+            push_json_text(L, j);
+            lua_setfield(L, -2, "json");
+            return;
+        }
+        lua_createtable(L, 0, (int)json_object_size(j));
+        for (void *it = json_object_iter(j); it; it = json_object_iter_next(j, it)) {
+            lua_pushlstring(L, json_object_iter_key(it), json_object_iter_key_len(it));
+            push_json(L, json_object_iter_value(it), 0);
+            lua_rawset(L, -3);
+        }
+        return;
+    }
+    case JSON_ARRAY: {
+        if (nested_text) {
+            lua_createtable(L, 0, 1);
+            push_json_text(L, j);
+            lua_setfield(L, -2, "json");
+            return;
+        }
+        size_t n = json_array_size(j);
+        lua_createtable(L, (int)n, 0);
+        for (size_t i = 0; i < n; i++) {
+            push_json(L, json_array_get(j, i), 0);
+            lua_rawseti(L, -2, (int)i + 1);
+        }
+        return;
+    }
+    case JSON_STRING:
+        lua_pushlstring(L, json_string_value(j), json_string_length(j));
+        return;
+    case JSON_INTEGER:
+        push_int64(L, (int64_t)json_integer_value(j));
+        return;
+    case JSON_REAL:
+        lua_pushnumber(L, (lua_Number)json_real_value(j));
+        return;
+    case JSON_TRUE:
+        lua_pushboolean(L, 1);
+        return;
+    case JSON_FALSE:
+        lua_pushboolean(L, 0);
+        return;
+    case JSON_NULL:
+        push_null(L);
+        return;
+    }
+    push_null(L);
+}
+
+/* core.json_decode(str) -> value */
+static int l_json_decode(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    lua_settop(L, 1);
+    jbox *b = new_jbox(L);
+    json_error_t e;
+    b->j = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+    if (b->j == NULL)
+        return raise_errf(L, MORAINE_EJSON, "%s (line %d, column %d)", e.text, e.line, e.column);
+    push_json(L, b->j, 0);
+    json_decref(b->j);
+    b->j = NULL;
+    return 1;
+}
+
+/* Converts object @o to a row table appended to rows (idx rows_idx); the
+ * first row's keys become colnames (idx cols_idx). */
+static void push_ndjson_row(lua_State *L, json_t *o, int rows_idx, int cols_idx)
+{
+    int first = mr_rawlen(L, rows_idx) == 0;
+    lua_createtable(L, 0, (int)json_object_size(o));
+    int n = 0;
+    for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it)) {
+        lua_pushlstring(L, json_object_iter_key(it), json_object_iter_key_len(it));
+        if (first) {
+            lua_pushvalue(L, -1);
+            lua_rawseti(L, cols_idx, ++n);
+        }
+        push_json(L, json_object_iter_value(it), 1);
+        lua_rawset(L, -3);
+    }
+    lua_rawseti(L, rows_idx, (int)mr_rawlen(L, rows_idx) + 1);
+}
+
+static int is_blank(const char *p, const char *end)
+{
+    for (; p < end; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+            return 0;
+    return 1;
+}
+
+/* core.parse_ndjson(text, filename) -> rows, colnames */
+static int l_parse_ndjson(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    const char *fname = luaL_optstring(L, 2, "?");
+    lua_settop(L, 2);
+    jbox *b = new_jbox(L); /* 3 */
+    lua_newtable(L);       /* 4: rows */
+    lua_newtable(L);       /* 5: colnames */
+    const char *p = s, *end = s + len;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+        p++;
+    json_error_t e;
+    if (p < end && *p == '[') {
+        b->j = json_loadb(s, len, JSON_ALLOW_NUL, &e);
+        if (b->j == NULL)
+            return raise_errf(L, MORAINE_EJSON, "%s:%d: %s", fname, e.line, e.text);
+        if (!json_is_array(b->j))
+            return raise_errf(L, MORAINE_EJSON, "%s:1: expected a JSON array of objects", fname);
+        size_t n = json_array_size(b->j);
+        for (size_t i = 0; i < n; i++) {
+            json_t *o = json_array_get(b->j, i);
+            if (!json_is_object(o))
+                return raise_errf(L, MORAINE_EJSON, "%s: array element %d is not a JSON object", fname, (int)i + 1);
+            push_ndjson_row(L, o, 4, 5);
+        }
+        json_decref(b->j);
+        b->j = NULL;
+        lua_pushvalue(L, 4);
+        lua_pushvalue(L, 5);
+        return 2;
+    }
+    int line = 0;
+    for (p = s; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL)
+            eol = end;
+        line++;
+        if (!is_blank(p, eol)) {
+            b->j = json_loadb(p, (size_t)(eol - p), JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+            if (b->j == NULL)
+                return raise_errf(L, MORAINE_EJSON, "%s:%d: %s (column %d)", fname, line, e.text, e.column);
+            if (!json_is_object(b->j))
+                return raise_errf(L, MORAINE_EJSON, "%s:%d: expected a JSON object", fname, line);
+            push_ndjson_row(L, b->j, 4, 5);
+            json_decref(b->j);
+            b->j = NULL;
+        }
+        p = eol + 1;
+    }
+    lua_pushvalue(L, 4);
+    lua_pushvalue(L, 5);
+    return 2;
+}
+
+/* ---- module ------------------------------------------------------------------------- */
+static const luaL_Reg db_methods[] = {{"close", l_db_close},
+                                      {"last_snapshot", l_db_last_snapshot},
+                                      {"relations", l_db_relations},
+                                      {"relation", l_db_relation},
+                                      {"commit", l_db_commit},
+                                      {"read", l_db_read},
+                                      {"scan", l_db_scan},
+                                      {"import_ndjson", l_db_import},
+                                      {"export_ndjson", l_db_export},
+                                      {NULL, NULL}};
+
+static const luaL_Reg txn_methods[] = {{"define", l_tx_define},         {"insert", l_tx_insert},
+                                       {"end_row", l_tx_end_row},       {"put_row", l_tx_put_row},
+                                       {"delete_row", l_tx_delete_row}, {NULL, NULL}};
+
+static const luaL_Reg read_methods[] = {{"last_snapshot", l_read_last_snapshot},
+                                        {"scan", l_read_scan},
+                                        {"files", l_read_files},
+                                        {"partition_spec", l_read_partition_spec},
+                                        {"sort_spec", l_read_sort_spec},
+                                        {"partition_spec_by_id", l_read_partition_spec_by_id},
+                                        {NULL, NULL}};
+
+static const luaL_Reg module_funcs[] = {{"open", l_open},
+                                        {"json_decode", l_json_decode},
+                                        {"parse_ndjson", l_parse_ndjson},
+                                        {"is_error", l_is_error},
+                                        {"raise", l_raise},
+                                        {"int64", l_int64},
+                                        {"set_int64_ctor", l_set_int64_ctor},
+                                        {"set_cdata_conv", l_set_cdata_conv},
+                                        {"all_versions", l_all_versions},
+                                        {NULL, NULL}};
+
+/* Creates metatable @name with __index = methods, __gc/__close = gc. */
+static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                      lua_CFunction tostr)
+{
+    luaL_newmetatable(L, name);
+    if (methods) {
+        lua_newtable(L);
+        mr_setfuncs(L, methods);
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__close");
+    if (tostr) {
+        lua_pushcfunction(L, tostr);
+        lua_setfield(L, -2, "__tostring");
+    }
+    lua_pushliteral(L, "moraine handle");
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 1);
+}
+
+int luaopen_moraine_core(lua_State *L);
+
+int luaopen_moraine_core(lua_State *L)
+{
+    new_class(L, MT_DB, db_methods, l_db_gc, l_db_tostring);
+    new_class(L, MT_TXN, txn_methods, l_txn_gc, l_txn_tostring);
+    new_class(L, MT_READ, read_methods, l_read_gc, l_read_tostring);
+    new_class(L, MT_CURSOR, NULL, l_cursor_gc, NULL);
+    new_class(L, MT_JBOX, NULL, l_jbox_gc, NULL);
+    luaL_newmetatable(L, MT_ERROR);
+    lua_pushcfunction(L, l_error_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+
+    lua_newtable(L);
+    mr_setfuncs(L, module_funcs);
+    push_null(L);
+    lua_setfield(L, -2, "null");
+    lua_pushliteral(L, MORAINE_VERSION_STRING);
+    lua_setfield(L, -2, "version");
+    luaL_getmetatable(L, MT_ERROR);
+    lua_setfield(L, -2, "error_mt");
+    return 1;
+}

@@ -1,0 +1,144 @@
+/*
+ * codec.c — the record format of stored values (docs/codec.md).
+ *
+ *   value  := version:u8 row group*
+ *   row    := ord:uvarint ncols:uvarint cell*
+ *   cell   := tag:u8 payload
+ *             NULL(0) | INT(1) zigzag uvarint | STR(2) len:uvarint bytes
+ *             | FALSE(3) | TRUE(4) | REAL(5) 8 bytes little-endian IEEE-754
+ *             | JSON(6) len:uvarint bytes
+ *   group  := rel_id:uvarint nrows:uvarint nbytes:uvarint row{nrows}
+ *
+ * Groups hold a parent's embedded children (docs/keyspace.md). The decoder
+ * checks every length against the end of the buffer and never reads past it;
+ * any inconsistency is MORAINE_ECORRUPT.
+ */
+#include "internal.h"
+#include <string.h>
+
+int mr_put_uvarint(mr_buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        tmp[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    tmp[n++] = (uint8_t)v;
+    return mr_buf_put(b, tmp, n);
+}
+
+int mr_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated varint");
+        uint8_t c = *p++;
+        if (shift == 63 && c > 1) return mr_err(MORAINE_ECORRUPT, "value: varint overflows 64 bits");
+        v |= (uint64_t)(c & 0x7F) << shift;
+        if (!(c & 0x80)) {
+            *pp = p;
+            *out = v;
+            return 0;
+        }
+    }
+    return mr_err(MORAINE_ECORRUPT, "value: varint longer than 10 bytes");
+}
+
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static int64_t unzigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
+
+int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
+{
+    int rc = mr_put_uvarint(b, (uint64_t)ord);
+    if (!rc) rc = mr_put_uvarint(b, n);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const moraine_value *v = &vals[i];
+        switch (v->type) {
+        case MORAINE_NULL: rc = mr_buf_byte(b, MR_T_NULL); break;
+        case MORAINE_INT:
+            rc = mr_buf_byte(b, MR_T_INT);
+            if (!rc) rc = mr_put_uvarint(b, zigzag(v->i));
+            break;
+        case MORAINE_STR:
+        case MORAINE_JSON:
+            rc = mr_buf_byte(b, v->type == MORAINE_STR ? MR_T_STR : MR_T_JSON);
+            if (!rc) rc = mr_put_uvarint(b, v->len);
+            if (!rc) rc = mr_buf_put(b, v->s, v->len);
+            break;
+        case MORAINE_BOOL: rc = mr_buf_byte(b, v->i ? MR_T_TRUE : MR_T_FALSE); break;
+        case MORAINE_REAL: {
+            uint64_t u;
+            uint8_t le[8];
+            memcpy(&u, &v->d, 8);
+            for (int k = 0; k < 8; k++) le[k] = (uint8_t)(u >> (8 * k));
+            rc = mr_buf_byte(b, MR_T_REAL);
+            if (!rc) rc = mr_buf_put(b, le, 8);
+            break;
+        }
+        default: return mr_err(MORAINE_EINVAL, "value of unknown type %d in column %zu", (int)v->type, i);
+        }
+    }
+    return rc;
+}
+
+int mr_decode_header(const uint8_t **p, const uint8_t *end)
+{
+    if (*p >= end) return mr_err(MORAINE_ECORRUPT, "value: empty");
+    if (**p != MR_FORMAT_VERSION)
+        return mr_err(MORAINE_ECORRUPT, "value: format version %u, this build reads %u", **p, MR_FORMAT_VERSION);
+    (*p)++;
+    return 0;
+}
+
+int mr_decode_row(const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *vals, size_t cap, size_t *ncols)
+{
+    const uint8_t *p = *pp;
+    uint64_t u, n;
+    int rc;
+    if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
+    *ord = (int64_t)u;
+    if ((rc = mr_get_uvarint(&p, end, &n))) return rc;
+    if (n > cap) return mr_err(MORAINE_ECORRUPT, "value: %llu columns where the table has %zu", (unsigned long long)n, cap);
+    for (size_t i = 0; i < n; i++) {
+        moraine_value *v = &vals[i];
+        if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated at column %zu", i);
+        uint8_t tag = *p++;
+        switch (tag) {
+        case MR_T_NULL: v->type = MORAINE_NULL; break;
+        case MR_T_INT:
+            if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
+            v->type = MORAINE_INT;
+            v->i = unzigzag(u);
+            break;
+        case MR_T_STR:
+        case MR_T_JSON:
+            if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
+            if (u > (uint64_t)(end - p)) return mr_err(MORAINE_ECORRUPT, "value: string of %llu bytes runs past the end at column %zu", (unsigned long long)u, i);
+            v->type = tag == MR_T_STR ? MORAINE_STR : MORAINE_JSON;
+            v->s = (const char *)p;
+            v->len = (size_t)u;
+            p += u;
+            break;
+        case MR_T_FALSE:
+        case MR_T_TRUE:
+            v->type = MORAINE_BOOL;
+            v->i = tag == MR_T_TRUE;
+            break;
+        case MR_T_REAL: {
+            if (end - p < 8) return mr_err(MORAINE_ECORRUPT, "value: truncated double at column %zu", i);
+            uint64_t bits = 0;
+            for (int k = 7; k >= 0; k--) bits = (bits << 8) | p[k];
+            memcpy(&v->d, &bits, 8);
+            v->type = MORAINE_REAL;
+            p += 8;
+            break;
+        }
+        default: return mr_err(MORAINE_ECORRUPT, "value: unknown cell tag 0x%02x at column %zu", tag, i);
+        }
+    }
+    *ncols = (size_t)n;
+    *pp = p;
+    return 0;
+}

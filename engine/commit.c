@@ -1,0 +1,899 @@
+/*
+ * commit.c — staged commits: one DuckLake snapshot, one LMDB write
+ * transaction (docs/semantics.md).
+ *
+ * Rows that carry children (a data file and its partition values and stats,
+ * a spec and its columns, a snapshot and its changes) are collected in memory
+ * while the commit is built ("pending" entries, found by their identity: the
+ * current-subspace key) and encoded once at commit. Ending a row turns its
+ * pending entry into a history entry; the current key is deleted at commit.
+ * Rows of non-temporal tables are written straight into the LMDB transaction.
+ * Nothing reaches the store unless moraine_txn_commit succeeds.
+ */
+#include "internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint32_t rel_id;
+    uint64_t nrows;
+    mr_buf bytes;
+} group;
+
+typedef struct pending {
+    mr_buf ident;        /* current-subspace key (snapshot key for snapshots) */
+    mr_buf target;       /* where the value goes at commit */
+    int delete_current;  /* the row was live in the store: delete ident at commit */
+    int ended;           /* target is a history key */
+    int current_gone;    /* an older entry of this identity deletes the stored live row */
+    int history_noover;  /* refuse to overwrite an existing history version */
+    mr_rel *rel;
+    int64_t ord;
+    moraine_value *vals;
+    size_t ncols;
+    uint8_t *store;      /* owned bytes the string values point into */
+    group *groups;
+    size_t ngroups;
+} pending;
+
+struct moraine_txn {
+    moraine_db *db;
+    MDB_txn *t;
+    int64_t snapshot;
+    int failed;
+    char failmsg[1024];
+    pending **list;      /* in creation order */
+    size_t nlist, caplist;
+    pending **slots;     /* hash: identity -> newest pending entry */
+    size_t nslots, used;
+    mr_rel **defs;       /* relations defined by this commit */
+    size_t ndefs;
+    int64_t *next_ord;   /* per relation id, -1 = not loaded */
+    int *ord_dirty;
+    size_t nord;
+    int64_t next_rel_id;
+    mr_buf kb, kb2;      /* key scratch */
+};
+
+/* ---- failure bookkeeping ---- */
+
+static int fail(moraine_txn *txn, int rc)
+{
+    if (!txn->failed) {
+        txn->failed = rc;
+        snprintf(txn->failmsg, sizeof txn->failmsg, "%s", moraine_errmsg());
+    }
+    return rc;
+}
+
+static int usable(moraine_txn *txn)
+{
+    if (!txn) return mr_err(MORAINE_EINVAL, "NULL transaction");
+    if (txn->failed) return mr_err(MORAINE_ETXN, "the commit already failed and must be aborted: %s", txn->failmsg);
+    return 0;
+}
+
+/* ---- pending entries ---- */
+
+static uint64_t fnv(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static pending **slot_for(moraine_txn *txn, const uint8_t *k, size_t n)
+{
+    size_t mask = txn->nslots - 1;
+    for (size_t i = fnv(k, n) & mask;; i = (i + 1) & mask) {
+        pending *e = txn->slots[i];
+        if (!e || (e->ident.len == n && memcmp(e->ident.p, k, n) == 0)) return &txn->slots[i];
+    }
+}
+
+static pending *lookup(moraine_txn *txn, const mr_buf *k) { return *slot_for(txn, k->p, k->len); }
+
+static int grow_slots(moraine_txn *txn)
+{
+    size_t n = txn->nslots ? txn->nslots * 2 : 1024;
+    pending **old = txn->slots;
+    size_t oldn = txn->nslots;
+    txn->slots = calloc(n, sizeof *txn->slots);
+    if (!txn->slots) {
+        txn->slots = old;
+        return mr_err(MORAINE_ENOMEM, "out of memory");
+    }
+    txn->nslots = n;
+    for (size_t i = 0; i < oldn; i++)
+        if (old[i]) *slot_for(txn, old[i]->ident.p, old[i]->ident.len) = old[i];
+    free(old);
+    return 0;
+}
+
+static void pending_free(pending *e)
+{
+    if (!e) return;
+    mr_buf_free(&e->ident);
+    mr_buf_free(&e->target);
+    free(e->vals);
+    free(e->store);
+    for (size_t i = 0; i < e->ngroups; i++) mr_buf_free(&e->groups[i].bytes);
+    free(e->groups);
+    free(e);
+}
+
+/* Copies a row: the values and every string they point to. */
+static int copy_row(pending *e, const moraine_value *row, size_t n)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        if (row[i].type == MORAINE_STR || row[i].type == MORAINE_JSON) bytes += row[i].len;
+    e->vals = calloc(n ? n : 1, sizeof *e->vals);
+    e->store = malloc(bytes ? bytes : 1);
+    if (!e->vals || !e->store) return mr_err(MORAINE_ENOMEM, "out of memory");
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        e->vals[i] = row[i];
+        if (row[i].type == MORAINE_STR || row[i].type == MORAINE_JSON) {
+            if (row[i].len) memcpy(e->store + off, row[i].s, row[i].len);
+            e->vals[i].s = (const char *)e->store + off;
+            off += row[i].len;
+        }
+    }
+    e->ncols = n;
+    return 0;
+}
+
+/* Registers a new pending entry under identity key @k (newest wins). */
+static int add_pending(moraine_txn *txn, pending *e)
+{
+    int rc = 0;
+    if ((txn->used + 1) * 2 > txn->nslots && (rc = grow_slots(txn))) return rc;
+    if (txn->nlist == txn->caplist) {
+        size_t cap = txn->caplist ? txn->caplist * 2 : 256;
+        pending **p = realloc(txn->list, cap * sizeof *p);
+        if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+        txn->list = p;
+        txn->caplist = cap;
+    }
+    pending **s = slot_for(txn, e->ident.p, e->ident.len);
+    if (!*s) txn->used++;
+    else e->current_gone = (*s)->delete_current || (*s)->current_gone;
+    *s = e;
+    txn->list[txn->nlist++] = e;
+    return 0;
+}
+
+static pending *new_pending(mr_rel *r, int64_t ord)
+{
+    pending *e = calloc(1, sizeof *e);
+    if (e) {
+        e->rel = r;
+        e->ord = ord;
+    }
+    return e;
+}
+
+/* Loads the stored value at @key (a live row or a snapshot) into a pending
+ * entry so it can gain children or be ended. Returns 1 when found, 0 when not. */
+static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
+{
+    MDB_val k = {key->len, key->p}, v;
+    int mrc = mdb_get(txn->t, txn->db->dbi, &k, &v);
+    if (mrc == MDB_NOTFOUND) return 0;
+    if (mrc) return mr_lmdb_err(mrc, "reading a stored row");
+    /* the relation id is the element after the subspace byte for C keys; snapshots are ducklake_snapshot */
+    mr_rel *r = NULL;
+    const uint8_t *kp = key->p + 1, *kend = key->p + key->len;
+    if (key->p[0] == MR_SUB_SNAPSHOT) {
+        r = mr_txn_rel(txn, "ducklake_snapshot");
+    } else {
+        moraine_value idv;
+        mr_buf scratch = {0};
+        int rc = mr_key_next(&kp, kend, &idv, &scratch);
+        mr_buf_free(&scratch);
+        if (rc) return rc;
+        r = idv.type == MORAINE_INT ? mr_rel_by_id(txn->db, (uint64_t)idv.i) : NULL;
+    }
+    char desc[200];
+    if (!r) {
+        mr_key_describe(key->p, key->len, desc, sizeof desc);
+        return mr_err(MORAINE_ECORRUPT, "stored row %s names an unknown table", desc);
+    }
+    pending *e = new_pending(r, 0);
+    if (!e) return mr_err(MORAINE_ENOMEM, "out of memory");
+    int rc = 0;
+    e->store = malloc(v.mv_size ? v.mv_size : 1);
+    e->vals = calloc(r->info.ncols ? r->info.ncols : 1, sizeof *e->vals);
+    if (!e->store || !e->vals) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+    if (!rc) {
+        memcpy(e->store, v.mv_data, v.mv_size);
+        const uint8_t *p = e->store, *end = p + v.mv_size;
+        rc = mr_decode_header(&p, end);
+        if (!rc) rc = mr_decode_row(&p, end, &e->ord, e->vals, r->info.ncols, &e->ncols);
+        if (!rc && e->ncols != r->info.ncols) rc = mr_err(MORAINE_ECORRUPT, "stored row has %zu columns, table %s has %zu", e->ncols, r->info.name, r->info.ncols);
+        while (!rc && p < end) {
+            uint64_t id, nrows, nbytes;
+            if ((rc = mr_get_uvarint(&p, end, &id)) || (rc = mr_get_uvarint(&p, end, &nrows)) || (rc = mr_get_uvarint(&p, end, &nbytes))) break;
+            if (nbytes > (uint64_t)(end - p)) {
+                rc = mr_err(MORAINE_ECORRUPT, "child group runs past the end of the value");
+                break;
+            }
+            group *g = realloc(e->groups, (e->ngroups + 1) * sizeof *g);
+            if (!g) {
+                rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            }
+            e->groups = g;
+            g = &e->groups[e->ngroups++];
+            memset(g, 0, sizeof *g);
+            g->rel_id = (uint32_t)id;
+            g->nrows = nrows;
+            rc = mr_buf_put(&g->bytes, p, (size_t)nbytes);
+            p += nbytes;
+        }
+        if (rc == MORAINE_ECORRUPT) {
+            char m[512];
+            snprintf(m, sizeof m, "%s", moraine_errmsg());
+            mr_key_describe(key->p, key->len, desc, sizeof desc);
+            rc = mr_err(MORAINE_ECORRUPT, "stored row %s of %s: %s", desc, r->info.name, m);
+        }
+    }
+    if (!rc) rc = mr_buf_put(&e->ident, key->p, key->len);
+    if (!rc) rc = mr_buf_put(&e->target, key->p, key->len);
+    if (!rc) rc = add_pending(txn, e);
+    if (rc) {
+        pending_free(e);
+        return rc;
+    }
+    *out = e;
+    return 1;
+}
+
+/* ---- relations ---- */
+
+mr_rel *mr_txn_rel(moraine_txn *txn, const char *name)
+{
+    for (size_t i = txn->ndefs; i-- > 0;)
+        if (strcmp(txn->defs[i]->info.name, name) == 0) return txn->defs[i];
+    return mr_rel_by_name(txn->db, name);
+}
+
+static int rel_of(moraine_txn *txn, const char *name, mr_rel **out)
+{
+    if (!name) return mr_err(MORAINE_EINVAL, "NULL table name");
+    mr_rel *r = mr_txn_rel(txn, name);
+    if (!r) return mr_err(MORAINE_ENOTFOUND, "table '%s' is not defined in this catalog (define it first)", name);
+    if (r->info.ncols == 0) return mr_err(MORAINE_EINVAL, "table '%s' was defined without columns; define its columns first", name);
+    *out = r;
+    return 0;
+}
+
+int moraine_txn_define(moraine_txn *txn, const char *name, size_t ncols, const char *const *colnames)
+{
+    int rc = usable(txn);
+    if (rc) return rc;
+    if (!name || !*name) return fail(txn, mr_err(MORAINE_EINVAL, "moraine_txn_define: empty table name"));
+    if (strlen(name) > 400) return fail(txn, mr_err(MORAINE_EINVAL, "table name of %zu bytes is too long", strlen(name)));
+    for (size_t i = 0; i < ncols; i++)
+        if (!colnames || !colnames[i]) return fail(txn, mr_err(MORAINE_EINVAL, "%s: NULL column name %zu", name, i));
+    mr_rel *have = mr_txn_rel(txn, name);
+    if (have) {
+        if (ncols == 0) return 0;
+        if (have->info.ncols == ncols) {
+            size_t i = 0;
+            while (i < ncols && strcmp(have->names[i], colnames[i]) == 0) i++;
+            if (i == ncols) return 0;
+        }
+        if (have->info.ncols != 0)
+            return fail(txn, mr_err(MORAINE_EEXIST, "table '%s' is already defined with other columns (%zu columns)", name, have->info.ncols));
+    }
+    uint32_t id;
+    if (have) {
+        id = have->info.id;
+    } else {
+        if (txn->next_rel_id == 0) {
+            int64_t v = 1;
+            if ((rc = mr_meta_get_int(txn->t, txn->db->dbi, "next_rel_id", &v)) < 0) return fail(txn, rc);
+            txn->next_rel_id = rc ? v : 1;
+        }
+        id = (uint32_t)txn->next_rel_id++;
+    }
+    mr_rel *r;
+    if ((rc = mr_rel_build(txn->db, name, id, ncols, colnames, &r))) return fail(txn, rc);
+    mr_rel **d = realloc(txn->defs, (txn->ndefs + 1) * sizeof *d);
+    if (!d) {
+        mr_rel_free(r);
+        return fail(txn, mr_err(MORAINE_ENOMEM, "out of memory"));
+    }
+    txn->defs = d;
+    txn->defs[txn->ndefs++] = r;
+    return 0;
+}
+
+/* ---- ord counters ---- */
+
+static int ord_slot(moraine_txn *txn, mr_rel *r, int64_t **slot)
+{
+    uint32_t id = r->info.id;
+    if (id >= txn->nord) {
+        size_t n = id + 64;
+        int64_t *p = realloc(txn->next_ord, n * sizeof *p);
+        if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+        txn->next_ord = p;
+        int *d = realloc(txn->ord_dirty, n * sizeof *d);
+        if (!d) return mr_err(MORAINE_ENOMEM, "out of memory");
+        txn->ord_dirty = d;
+        for (size_t i = txn->nord; i < n; i++) {
+            txn->next_ord[i] = -1;
+            txn->ord_dirty[i] = 0;
+        }
+        txn->nord = n;
+    }
+    if (txn->next_ord[id] < 0) {
+        char name[32];
+        snprintf(name, sizeof name, "ord:%u", id);
+        int64_t v = 0;
+        int rc = mr_meta_get_int(txn->t, txn->db->dbi, name, &v);
+        if (rc < 0) return rc;
+        txn->next_ord[id] = rc ? v : 0;
+    }
+    *slot = &txn->next_ord[id];
+    return 0;
+}
+
+static int take_ord(moraine_txn *txn, mr_rel *r, int64_t ord, int64_t *out)
+{
+    int64_t *slot = NULL;
+    int rc = ord_slot(txn, r, &slot);
+    if (rc) return rc;
+    if (ord < -1) return mr_err(MORAINE_EINVAL, "%s: row position %lld is negative", r->info.name, (long long)ord);
+    if (ord == -1) ord = *slot;
+    if (ord == INT64_MAX) return mr_err(MORAINE_EINVAL, "%s: row position overflows", r->info.name);
+    if (ord + 1 > *slot) {
+        *slot = ord + 1;
+        txn->ord_dirty[r->info.id] = 1;
+    }
+    *out = ord;
+    return 0;
+}
+
+/* ---- begin ---- */
+
+int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
+{
+    if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_txn_begin: NULL argument");
+    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    if (db->writer) return mr_err(MORAINE_ETXN, "a commit is already open on this catalog handle");
+    /* Grow the map ahead of need while no read transaction of ours is open
+     * (LMDB allows resizing only then): when more than half is in use. */
+    if (db->nreaders == 0) {
+        MDB_envinfo ei;
+        MDB_stat st;
+        if (mdb_env_info(db->env, &ei) == 0 && mdb_env_stat(db->env, &st) == 0) {
+            size_t used = (ei.me_last_pgno + 1) * (size_t)st.ms_psize;
+            if (ei.me_mapsize > db->opts.map_size) db->opts.map_size = ei.me_mapsize;
+            while (used * 2 > db->opts.map_size && mr_grow_map(db) == 0) {
+            }
+        }
+    }
+    moraine_txn *txn = calloc(1, sizeof *txn);
+    if (!txn) return mr_err(MORAINE_ENOMEM, "out of memory");
+    txn->db = db;
+    txn->snapshot = snapshot_id;
+    int mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
+    if (mrc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(db->env, 0);
+        mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
+    }
+    if (mrc) {
+        free(txn);
+        return mr_lmdb_err(mrc, "starting a commit");
+    }
+    int rc = mr_load_relations(db, txn->t);
+    if (!rc && snapshot_id != MORAINE_NO_SNAPSHOT) {
+        int64_t last = 0;
+        int have = mr_meta_get_int(txn->t, db->dbi, "last_snapshot", &last);
+        if (have < 0) rc = have;
+        else if (snapshot_id < 0) rc = mr_err(MORAINE_ESNAPSHOT, "snapshot id %lld is negative", (long long)snapshot_id);
+        else if (have && snapshot_id <= last)
+            rc = mr_err(MORAINE_ESNAPSHOT, "snapshot %lld is not above the last committed snapshot %lld", (long long)snapshot_id,
+                        (long long)last);
+    }
+    if (!rc) rc = grow_slots(txn);
+    if (rc) {
+        mdb_txn_abort(txn->t);
+        free(txn->slots);
+        free(txn);
+        return rc;
+    }
+    db->writer = txn;
+    *out = txn;
+    return 0;
+}
+
+/* ---- insert ---- */
+
+static int parent_ident(moraine_txn *txn, mr_rel *child, const moraine_value *row, mr_rel **parent, mr_buf *out)
+{
+    mr_rel *p = mr_txn_rel(txn, child->info.parent);
+    if (!p || p->info.ncols == 0) return 0;
+    *parent = p;
+    out->len = 0;
+    int rc;
+    if (p->info.placement == MORAINE_PLACE_SNAPSHOT) {
+        if (row[child->parentkey[0]].type != MORAINE_INT) return 0;
+        rc = mr_snapshot_key(out, row[child->parentkey[0]].i);
+    } else {
+        if (p->nkey != child->nkey) return 0;
+        rc = mr_buf_byte(out, MR_SUB_CURRENT);
+        if (!rc) rc = mr_key_int(out, p->info.id);
+        for (int i = 0; !rc && i < child->nkey; i++) rc = mr_key_value(out, &row[child->parentkey[i]]);
+    }
+    return rc ? rc : 1;
+}
+
+static int append_child(pending *parent, mr_rel *child, const moraine_value *row, size_t n, int64_t ord)
+{
+    group *g = NULL;
+    for (size_t i = 0; i < parent->ngroups; i++)
+        if (parent->groups[i].rel_id == child->info.id) g = &parent->groups[i];
+    if (!g) {
+        group *gs = realloc(parent->groups, (parent->ngroups + 1) * sizeof *gs);
+        if (!gs) return mr_err(MORAINE_ENOMEM, "out of memory");
+        parent->groups = gs;
+        g = &gs[parent->ngroups++];
+        memset(g, 0, sizeof *g);
+        g->rel_id = child->info.id;
+    }
+    g->nrows++;
+    return mr_encode_row(&g->bytes, ord, row, n);
+}
+
+static int put_rows_value(moraine_txn *txn, mr_rel *r, const moraine_value *row, size_t n, int64_t ord, unsigned flags)
+{
+    mr_buf v = {0};
+    int rc = mr_rows_key(&txn->kb, r, ord);
+    if (!rc) rc = mr_buf_byte(&v, MR_FORMAT_VERSION);
+    if (!rc) rc = mr_encode_row(&v, ord, row, n);
+    if (!rc) {
+        if (txn->kb.len > MR_MAX_KEY) rc = mr_err(MORAINE_EINVAL, "%s: key too long", r->info.name);
+    }
+    if (!rc) {
+        MDB_val k = {txn->kb.len, txn->kb.p}, val = {v.len, v.p};
+        int mrc = mdb_put(txn->t, txn->db->dbi, &k, &val, flags);
+        if (mrc == MDB_KEYEXIST) rc = mr_err(MORAINE_EEXIST, "%s: a row already sits at position %lld", r->info.name, (long long)ord);
+        else if (mrc) rc = mr_lmdb_err(mrc, r->info.name);
+    }
+    mr_buf_free(&v);
+    return rc;
+}
+
+static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row, size_t n, int64_t ord)
+{
+    char desc[256];
+    const moraine_value *b = &row[r->info.begin_col], *e = &row[r->info.end_col];
+    mr_describe_row(r, row, n, desc, sizeof desc);
+    if (txn->snapshot == MORAINE_NO_SNAPSHOT)
+        return mr_err(MORAINE_EINVAL, "%s row %s: temporal rows need a commit with a snapshot id", r->info.name, desc);
+    if (b->type != MORAINE_INT || b->i != txn->snapshot)
+        return mr_err(MORAINE_EINVAL, "%s row %s: column 'begin_snapshot' must be this commit's snapshot %lld", r->info.name, desc,
+                      (long long)txn->snapshot);
+    if (e->type != MORAINE_NULL && (e->type != MORAINE_INT || e->i != txn->snapshot))
+        return mr_err(MORAINE_EINVAL, "%s row %s: column 'end_snapshot' must be NULL, or this commit's snapshot %lld for a version "
+                      "no snapshot sees", r->info.name, desc, (long long)txn->snapshot);
+    for (int i = 0; i < r->nkey; i++)
+        if (row[r->keycols[i]].type != MORAINE_INT && row[r->keycols[i]].type != MORAINE_STR && row[r->keycols[i]].type != MORAINE_NULL)
+            return mr_err(MORAINE_EINVAL, "%s row %s: key column '%s' must be an integer, a string or NULL", r->info.name, desc,
+                          r->names[r->keycols[i]]);
+    int rc = mr_current_key(&txn->kb, r, row, ord);
+    if (rc) return rc;
+    if (txn->kb.len > MR_MAX_KEY)
+        return mr_err(MORAINE_EINVAL, "%s row %s: key of %zu bytes is longer than LMDB's %d", r->info.name, desc, txn->kb.len, MR_MAX_KEY);
+    pending *have = lookup(txn, &txn->kb);
+    int live_elsewhere = 0;
+    if (have && !have->ended) {
+        live_elsewhere = 1;
+    } else if (!have || !(have->delete_current || have->current_gone)) {
+        MDB_val k = {txn->kb.len, txn->kb.p}, v;
+        int mrc = mdb_get(txn->t, txn->db->dbi, &k, &v);
+        if (mrc == 0) live_elsewhere = 1;
+        else if (mrc != MDB_NOTFOUND) return mr_lmdb_err(mrc, r->info.name);
+    }
+    if (live_elsewhere && e->type == MORAINE_NULL)
+        return mr_err(MORAINE_EEXIST, "%s row %s: a live row with this key already exists", r->info.name, desc);
+    pending *p = new_pending(r, ord);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    rc = copy_row(p, row, n);
+    if (!rc) rc = mr_buf_put(&p->ident, txn->kb.p, txn->kb.len);
+    if (!rc && e->type == MORAINE_NULL) rc = mr_buf_put(&p->target, txn->kb.p, txn->kb.len);
+    if (!rc && e->type != MORAINE_NULL) {
+        rc = mr_history_key(&p->target, r, p->vals, ord);
+        p->ended = 1;
+        p->history_noover = 1;
+    }
+    if (!rc && p->target.len > MR_MAX_KEY) rc = mr_err(MORAINE_EINVAL, "%s row %s: history key too long", r->info.name, desc);
+    if (!rc) {
+        /* a version no snapshot sees must not hide the live row from child lookups */
+        if (p->ended && live_elsewhere) {
+            if (txn->nlist == txn->caplist) {
+                size_t cap = txn->caplist ? txn->caplist * 2 : 256;
+                pending **l = realloc(txn->list, cap * sizeof *l);
+                if (!l) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                else {
+                    txn->list = l;
+                    txn->caplist = cap;
+                }
+            }
+            if (!rc) txn->list[txn->nlist++] = p;
+        } else {
+            rc = add_pending(txn, p);
+        }
+    }
+    if (rc) pending_free(p);
+    return rc;
+}
+
+int moraine_txn_insert(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord)
+{
+    int rc = usable(txn);
+    if (rc) return rc;
+    mr_rel *r;
+    if ((rc = rel_of(txn, name, &r))) return fail(txn, rc);
+    if ((rc = mr_check_value(r, row, ncols, ord))) return fail(txn, rc);
+    if ((rc = take_ord(txn, r, ord, &ord))) return fail(txn, rc);
+    char desc[256];
+    switch (r->info.placement) {
+    case MORAINE_PLACE_TEMPORAL:
+        rc = insert_temporal(txn, r, row, ncols, ord);
+        break;
+    case MORAINE_PLACE_SNAPSHOT: {
+        mr_describe_row(r, row, ncols, desc, sizeof desc);
+        const moraine_value *id = &row[r->keycols[0]];
+        if (id->type != MORAINE_INT || id->i != txn->snapshot) {
+            rc = mr_err(MORAINE_EINVAL, "ducklake_snapshot row %s: column 'snapshot_id' must be this commit's snapshot %lld", desc,
+                        (long long)txn->snapshot);
+            break;
+        }
+        if ((rc = mr_snapshot_key(&txn->kb, id->i))) break;
+        MDB_val k = {txn->kb.len, txn->kb.p}, v;
+        if (lookup(txn, &txn->kb) || mdb_get(txn->t, txn->db->dbi, &k, &v) == 0) {
+            rc = mr_err(MORAINE_EEXIST, "ducklake_snapshot row %s: snapshot already recorded", desc);
+            break;
+        }
+        pending *p = new_pending(r, ord);
+        if (!p) {
+            rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            break;
+        }
+        rc = copy_row(p, row, ncols);
+        if (!rc) rc = mr_buf_put(&p->ident, txn->kb.p, txn->kb.len);
+        if (!rc) rc = mr_buf_put(&p->target, txn->kb.p, txn->kb.len);
+        if (!rc) rc = add_pending(txn, p);
+        if (rc) pending_free(p);
+        break;
+    }
+    case MORAINE_PLACE_CHILD: {
+        mr_rel *parent = NULL;
+        mr_buf pk = {0};
+        int found = parent_ident(txn, r, row, &parent, &pk);
+        pending *pe = NULL;
+        if (found > 0) {
+            pe = lookup(txn, &pk);
+            if (!pe) {
+                found = load_pending(txn, &pk, &pe);
+                if (found < 0) rc = found;
+            }
+        } else if (found < 0) {
+            rc = found;
+        }
+        mr_buf_free(&pk);
+        if (rc) break;
+        if (pe) rc = append_child(pe, r, row, ncols, ord);
+        else rc = put_rows_value(txn, r, row, ncols, ord, MDB_NOOVERWRITE); /* no live parent: kept as a loose row */
+        break;
+    }
+    case MORAINE_PLACE_ROWS:
+        rc = put_rows_value(txn, r, row, ncols, ord, MDB_NOOVERWRITE);
+        break;
+    }
+    return rc ? fail(txn, rc) : 0;
+}
+
+/* ---- end ---- */
+
+static int values_equal(const moraine_value *a, const moraine_value *b)
+{
+    if (a->type != b->type) return 0;
+    switch (a->type) {
+    case MORAINE_NULL: return 1;
+    case MORAINE_INT:
+    case MORAINE_BOOL: return a->i == b->i;
+    case MORAINE_REAL: return memcmp(&a->d, &b->d, sizeof a->d) == 0;
+    default: return a->len == b->len && (a->len == 0 || memcmp(a->s, b->s, a->len) == 0);
+    }
+}
+
+static int content_matches(const mr_rel *r, const moraine_value *a, const moraine_value *b)
+{
+    for (size_t i = 0; i < r->info.ncols; i++) {
+        if ((int)i == r->info.begin_col || (int)i == r->info.end_col) continue;
+        if (!values_equal(&a[i], &b[i])) return 0;
+    }
+    return 1;
+}
+
+/* For relations keyed by row position: find the live row with these values. */
+static int find_by_content(moraine_txn *txn, mr_rel *r, const moraine_value *row, int64_t *ord)
+{
+    for (size_t i = 0; i < txn->nlist; i++) {
+        pending *e = txn->list[i];
+        if (e->rel->info.id == r->info.id && !e->ended && e->ident.p[0] == MR_SUB_CURRENT && content_matches(r, e->vals, row)) {
+            *ord = e->ord;
+            return 1;
+        }
+    }
+    mr_buf prefix = {0};
+    int rc = mr_buf_byte(&prefix, MR_SUB_CURRENT);
+    if (!rc) rc = mr_key_int(&prefix, r->info.id);
+    if (rc) return rc;
+    MDB_cursor *c;
+    int mrc = mdb_cursor_open(txn->t, txn->db->dbi, &c);
+    if (mrc) {
+        mr_buf_free(&prefix);
+        return mr_lmdb_err(mrc, "opening a cursor");
+    }
+    moraine_value *vals = calloc(r->info.ncols, sizeof *vals);
+    int found = vals ? 0 : mr_err(MORAINE_ENOMEM, "out of memory");
+    MDB_val k = {prefix.len, prefix.p}, v;
+    for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); !found && mrc == 0; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < prefix.len || memcmp(k.mv_data, prefix.p, prefix.len) != 0) break;
+        const uint8_t *p = v.mv_data, *end = p + v.mv_size;
+        int64_t o;
+        size_t n;
+        if ((rc = mr_decode_header(&p, end)) || (rc = mr_decode_row(&p, end, &o, vals, r->info.ncols, &n))) {
+            found = rc;
+            break;
+        }
+        mr_buf kb = {0};
+        if (mr_current_key(&kb, r, vals, o) == 0) {
+            pending *pe = lookup(txn, &kb);
+            if (!(pe && pe->ended) && n == r->info.ncols && content_matches(r, vals, row)) {
+                *ord = o;
+                found = 1;
+            }
+        }
+        mr_buf_free(&kb);
+    }
+    free(vals);
+    mdb_cursor_close(c);
+    mr_buf_free(&prefix);
+    return found;
+}
+
+int moraine_txn_end(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols)
+{
+    return mr_txn_end_at(txn, name, row, ncols, -1);
+}
+
+/* moraine_txn_end, and for tables keyed by row position, @ord (>= 0) names the
+ * row directly (the importer knows it) instead of a search by content. */
+int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord_hint)
+{
+    int rc = usable(txn);
+    if (rc) return rc;
+    mr_rel *r;
+    if ((rc = rel_of(txn, name, &r))) return fail(txn, rc);
+    char desc[256];
+    if (r->info.placement != MORAINE_PLACE_TEMPORAL)
+        return fail(txn, mr_err(MORAINE_EINVAL, "%s is not a temporal table: its rows are never ended", name));
+    if (ncols != r->info.ncols)
+        return fail(txn, mr_err(MORAINE_EINVAL, "%s: a row has %zu columns, the table has %zu", name, ncols, r->info.ncols));
+    if (txn->snapshot == MORAINE_NO_SNAPSHOT)
+        return fail(txn, mr_err(MORAINE_EINVAL, "%s: ending a row needs a commit with a snapshot id", name));
+    mr_describe_row(r, row, ncols, desc, sizeof desc);
+    int64_t ord = ord_hint;
+    if (r->nkey == 0 && ord_hint < 0) {
+        int f = find_by_content(txn, r, row, &ord);
+        if (f < 0) return fail(txn, f);
+        if (f == 0) return fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: no live row with these values to end", name, desc));
+    }
+    if ((rc = mr_current_key(&txn->kb, r, row, ord))) return fail(txn, rc);
+    pending *e = lookup(txn, &txn->kb);
+    if (e && e->ended) return fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: the row is not live (already ended)", name, desc));
+    if (!e) {
+        int f = load_pending(txn, &txn->kb, &e);
+        if (f < 0) return fail(txn, f);
+        if (f == 0) return fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: no live row with this key to end", name, desc));
+        e->delete_current = 1;
+    }
+    const moraine_value *b = &e->vals[r->info.begin_col];
+    if (b->type != MORAINE_INT || b->i > txn->snapshot)
+        return fail(txn, mr_err(MORAINE_EINVAL, "%s row %s: its begin_snapshot is above snapshot %lld", name, desc, (long long)txn->snapshot));
+    e->vals[r->info.end_col].type = MORAINE_INT;
+    e->vals[r->info.end_col].i = txn->snapshot;
+    e->ended = 1;
+    e->history_noover = 1;
+    if ((rc = mr_history_key(&e->target, r, e->vals, e->ord))) return fail(txn, rc);
+    return 0;
+}
+
+/* ---- non-temporal rows ---- */
+
+int moraine_txn_put_row(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord)
+{
+    int rc = usable(txn);
+    if (rc) return rc;
+    mr_rel *r;
+    if ((rc = rel_of(txn, name, &r))) return fail(txn, rc);
+    if (r->info.placement != MORAINE_PLACE_ROWS)
+        return fail(txn, mr_err(MORAINE_EINVAL, "%s is not a non-temporal table: use insert/end", name));
+    if (ord < 0) return fail(txn, mr_err(MORAINE_EINVAL, "%s: put_row needs a row position >= 0", name));
+    if ((rc = mr_check_value(r, row, ncols, ord))) return fail(txn, rc);
+    if ((rc = take_ord(txn, r, ord, &ord))) return fail(txn, rc);
+    rc = put_rows_value(txn, r, row, ncols, ord, 0);
+    return rc ? fail(txn, rc) : 0;
+}
+
+int moraine_txn_delete_row(moraine_txn *txn, const char *name, int64_t ord)
+{
+    int rc = usable(txn);
+    if (rc) return rc;
+    mr_rel *r;
+    if ((rc = rel_of(txn, name, &r))) return fail(txn, rc);
+    if (r->info.placement != MORAINE_PLACE_ROWS)
+        return fail(txn, mr_err(MORAINE_EINVAL, "%s is not a non-temporal table: its rows are ended, not deleted", name));
+    if ((rc = mr_rows_key(&txn->kb, r, ord))) return fail(txn, rc);
+    MDB_val k = {txn->kb.len, txn->kb.p};
+    int mrc = mdb_del(txn->t, txn->db->dbi, &k, NULL);
+    if (mrc == MDB_NOTFOUND) return fail(txn, mr_err(MORAINE_ENOTFOUND, "%s: no row at position %lld", name, (long long)ord));
+    if (mrc) return fail(txn, mr_lmdb_err(mrc, name));
+    return 0;
+}
+
+/* ---- commit / abort ---- */
+
+static int cmp_group(const void *a, const void *b)
+{
+    const group *x = a, *y = b;
+    return x->rel_id < y->rel_id ? -1 : x->rel_id > y->rel_id;
+}
+
+static int encode_pending(pending *e, mr_buf *v)
+{
+    v->len = 0;
+    int rc = mr_buf_byte(v, MR_FORMAT_VERSION);
+    if (!rc) rc = mr_encode_row(v, e->ord, e->vals, e->ncols);
+    if (e->ngroups > 1) qsort(e->groups, e->ngroups, sizeof *e->groups, cmp_group);
+    for (size_t i = 0; !rc && i < e->ngroups; i++) {
+        group *g = &e->groups[i];
+        rc = mr_put_uvarint(v, g->rel_id);
+        if (!rc) rc = mr_put_uvarint(v, g->nrows);
+        if (!rc) rc = mr_put_uvarint(v, g->bytes.len);
+        if (!rc) rc = mr_buf_put(v, g->bytes.p, g->bytes.len);
+    }
+    return rc;
+}
+
+static int flush(moraine_txn *txn)
+{
+    mr_buf v = {0};
+    int rc = 0;
+    MDB_dbi dbi = txn->db->dbi;
+    for (size_t i = 0; !rc && i < txn->nlist; i++) {
+        pending *e = txn->list[i];
+        if (e->delete_current) {
+            MDB_val k = {e->ident.len, e->ident.p};
+            int mrc = mdb_del(txn->t, dbi, &k, NULL);
+            if (mrc && mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "moving a row to history");
+        }
+        if (!rc) rc = encode_pending(e, &v);
+        if (!rc) {
+            MDB_val k = {e->target.len, e->target.p}, val = {v.len, v.p};
+            int mrc = mdb_put(txn->t, dbi, &k, &val, e->history_noover ? MDB_NOOVERWRITE : 0);
+            if (mrc == MDB_KEYEXIST) {
+                char desc[256];
+                mr_describe_row(e->rel, e->vals, e->ncols, desc, sizeof desc);
+                rc = mr_err(MORAINE_EEXIST, "%s row %s: a history version with the same key, begin and end already exists", e->rel->info.name, desc);
+            } else if (mrc) {
+                rc = mr_lmdb_err(mrc, "writing a row");
+            }
+        }
+    }
+    mr_buf_free(&v);
+    /* descriptors, counters, last snapshot */
+    for (size_t i = 0; !rc && i < txn->ndefs; i++) {
+        mr_rel *r = txn->defs[i];
+        mr_buf k = {0}, val = {0};
+        rc = mr_meta_key(&k, "rel");
+        if (!rc) rc = mr_key_int(&k, r->info.id);
+        if (!rc) rc = mr_rel_encode(&val, r);
+        if (!rc) {
+            MDB_val mk = {k.len, k.p}, mv = {val.len, val.p};
+            int mrc = mdb_put(txn->t, dbi, &mk, &mv, 0);
+            if (mrc) rc = mr_lmdb_err(mrc, "writing a table descriptor");
+        }
+        mr_buf_free(&k);
+        mr_buf_free(&val);
+    }
+    if (!rc && txn->ndefs) {
+        int64_t gen = 0;
+        rc = mr_meta_get_int(txn->t, dbi, "rels_gen", &gen);
+        if (rc >= 0) rc = mr_meta_put_int(txn->t, dbi, "rels_gen", gen + 1);
+        if (!rc && txn->next_rel_id) rc = mr_meta_put_int(txn->t, dbi, "next_rel_id", txn->next_rel_id);
+    }
+    for (size_t id = 0; !rc && id < txn->nord; id++) {
+        if (!txn->ord_dirty[id]) continue;
+        char name[32];
+        snprintf(name, sizeof name, "ord:%zu", id);
+        rc = mr_meta_put_int(txn->t, dbi, name, txn->next_ord[id]);
+    }
+    if (!rc && txn->snapshot != MORAINE_NO_SNAPSHOT) rc = mr_meta_put_int(txn->t, dbi, "last_snapshot", txn->snapshot);
+    return rc;
+}
+
+static void txn_free(moraine_txn *txn)
+{
+    for (size_t i = 0; i < txn->nlist; i++) pending_free(txn->list[i]);
+    free(txn->list);
+    free(txn->slots);
+    for (size_t i = 0; i < txn->ndefs; i++) mr_rel_free(txn->defs[i]);
+    free(txn->defs);
+    free(txn->next_ord);
+    free(txn->ord_dirty);
+    mr_buf_free(&txn->kb);
+    mr_buf_free(&txn->kb2);
+    free(txn);
+}
+
+int moraine_txn_commit(moraine_txn *txn)
+{
+    if (!txn) return mr_err(MORAINE_EINVAL, "NULL transaction");
+    moraine_db *db = txn->db;
+    int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : flush(txn);
+    if (rc) {
+        if (rc == MORAINE_EMAPFULL)
+            rc = mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map (map size %zu bytes, max_map_size %zu): "
+                        "raise max_map_size; nothing was written", db->opts.map_size, db->opts.max_map_size);
+        mdb_txn_abort(txn->t);
+        db->writer = NULL;
+        txn_free(txn);
+        return rc;
+    }
+    int mrc = mdb_txn_commit(txn->t);
+    db->writer = NULL;
+    if (mrc) {
+        txn_free(txn);
+        return mrc == MDB_MAP_FULL ? mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map: raise max_map_size; nothing was written")
+                                   : mr_lmdb_err(mrc, "committing");
+    }
+    /* descriptors become the handle's (they are in the store now) */
+    pthread_mutex_lock(&db->mu);
+    for (size_t i = 0; i < txn->ndefs; i++) {
+        if (mr_rels_add(db, txn->defs[i]) == 0) txn->defs[i] = NULL;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < txn->ndefs; i++)
+        if (txn->defs[i]) txn->defs[kept++] = txn->defs[i];
+    txn->ndefs = kept;
+    if (txn->ndefs == 0) {
+        int64_t gen = 0;
+        MDB_txn *t;
+        if (mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t) == 0) {
+            if (mr_meta_get_int(t, db->dbi, "rels_gen", &gen) == 1) db->rels_gen = (uint64_t)gen;
+            mdb_txn_abort(t);
+        }
+    }
+    pthread_mutex_unlock(&db->mu);
+    txn_free(txn);
+    return 0;
+}
+
+void moraine_txn_abort(moraine_txn *txn)
+{
+    if (!txn) return;
+    mdb_txn_abort(txn->t);
+    txn->db->writer = NULL;
+    txn_free(txn);
+}

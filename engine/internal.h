@@ -1,0 +1,130 @@
+/*
+ * internal.h — shared by the engine's source files; not installed.
+ * One concept per file: error.c (messages), key.c (tuple keys), codec.c
+ * (values), tables.c (DuckLake's tables and their placement), store.c
+ * (catalog handle and relation descriptors), commit.c (staged commits),
+ * read.c (temporal reads), ndjson.c (import/export).
+ */
+#ifndef MORAINE_INTERNAL_H
+#define MORAINE_INTERNAL_H
+
+#include "moraine.h"
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+/* ---- error.c ---- */
+int mr_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int mr_lmdb_err(int rc, const char *what);
+
+/* ---- buffers ---- */
+typedef struct {
+    uint8_t *p;
+    size_t len, cap;
+} mr_buf;
+int mr_buf_reserve(mr_buf *b, size_t extra);
+int mr_buf_put(mr_buf *b, const void *src, size_t n);
+int mr_buf_byte(mr_buf *b, uint8_t c);
+void mr_buf_free(mr_buf *b);
+
+/* ---- key.c: order-preserving tuple encoding (docs/keyspace.md) ---- */
+enum { MR_SUB_META = 'M', MR_SUB_CURRENT = 'C', MR_SUB_HISTORY = 'H', MR_SUB_SNAPSHOT = 'S', MR_SUB_ROWS = 'R' };
+enum { MR_K_NULL = 0x00, MR_K_STR = 0x02, MR_K_INT = 0x14 };
+#define MR_KEY_INT_LEN 9
+#define MR_MAX_KEY 511 /* LMDB's default maximum key size */
+int mr_key_int(mr_buf *b, int64_t v);
+int mr_key_str(mr_buf *b, const char *s, size_t n);
+int mr_key_value(mr_buf *b, const moraine_value *v);
+/* decode one element at *p; returns 0 and advances, or MORAINE_ECORRUPT.
+ * For strings, the decoded bytes are written to @scratch (escapes removed). */
+int mr_key_next(const uint8_t **p, const uint8_t *end, moraine_value *out, mr_buf *scratch);
+void mr_key_describe(const uint8_t *k, size_t n, char *out, size_t outlen);
+
+/* ---- codec.c: record values (docs/codec.md) ---- */
+#define MR_FORMAT_VERSION 1
+enum { MR_T_NULL = 0, MR_T_INT = 1, MR_T_STR = 2, MR_T_FALSE = 3, MR_T_TRUE = 4, MR_T_REAL = 5, MR_T_JSON = 6 };
+int mr_put_uvarint(mr_buf *b, uint64_t v);
+int mr_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out);
+int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
+/* decodes ord + row at *p into vals (capacity cap); *ncols receives the count.
+ * Returns 0 or MORAINE_ECORRUPT (never reads past end). */
+int mr_decode_row(const uint8_t **p, const uint8_t *end, int64_t *ord, moraine_value *vals, size_t cap, size_t *ncols);
+/* value header: version byte */
+int mr_decode_header(const uint8_t **p, const uint8_t *end);
+
+/* ---- tables.c: DuckLake's tables ---- */
+typedef struct {
+    const char *name;
+    moraine_placement placement;
+    const char *parent;     /* child: parent table */
+    const char *key;        /* comma-separated key columns (temporal/child->parent key) */
+    int scoped;             /* first key column is table_id: per-table range */
+    const char *columns;    /* "name:T,..." T in B V O (BOOLEAN) */
+} mr_known_table;
+const mr_known_table *mr_known(const char *name);
+moraine_coltype mr_known_coltype(const mr_known_table *kt, const char *col);
+
+/* ---- store.c: handle and relation descriptors ---- */
+#define MR_MAX_KEYCOLS 4
+typedef struct mr_rel {
+    moraine_relation_info info;
+    char **names;            /* owned column names */
+    moraine_coltype *types;
+    int nkey;                /* key columns (0: keyed by ord) */
+    int keycols[MR_MAX_KEYCOLS];
+    int scoped;
+    struct mr_rel *parent_rel; /* child relations */
+    int parentkey[MR_MAX_KEYCOLS]; /* child columns giving the parent's key, in parent key order */
+    int nchildren;           /* number of child relations (for parents) */
+} mr_rel;
+
+struct moraine_db {
+    MDB_env *env;
+    MDB_dbi dbi;
+    moraine_options opts;
+    pthread_mutex_t mu;      /* guards rels */
+    mr_rel **rels;           /* by definition order */
+    size_t nrels, caprels;
+    mr_rel **byid;           /* indexed by relation id */
+    size_t capid;
+    mr_rel **retired;        /* replaced descriptors kept until close */
+    size_t nretired;
+    uint64_t rels_gen;       /* generation of descriptors loaded */
+    moraine_txn *writer;     /* open write txn, if any */
+    int nreaders;            /* read transactions open in this process (map growth needs none) */
+};
+
+mr_rel *mr_rel_by_name(moraine_db *db, const char *name);
+int mr_rels_add(moraine_db *db, mr_rel *r);
+mr_rel *mr_txn_rel(moraine_txn *txn, const char *name);
+int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord_hint);
+int mr_clear_catalog(moraine_db *db);
+mr_rel *mr_rel_by_id(moraine_db *db, uint64_t id);
+int mr_load_relations(moraine_db *db, MDB_txn *t);
+int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out);
+int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v);
+int mr_meta_key(mr_buf *b, const char *name);
+int mr_rel_build(moraine_db *db, const char *name, uint32_t id, size_t ncols, const char *const *colnames, mr_rel **out);
+void mr_rel_free(mr_rel *r);
+int mr_rel_encode(mr_buf *b, const mr_rel *r);
+int mr_check_value(const mr_rel *r, const moraine_value *row, size_t ncols, int64_t ord);
+
+/* key helpers (commit.c and read.c) */
+int mr_current_key(mr_buf *b, const mr_rel *r, const moraine_value *row, int64_t ord);
+int mr_history_key(mr_buf *b, const mr_rel *r, const moraine_value *row, int64_t ord);
+int mr_rows_key(mr_buf *b, const mr_rel *r, int64_t ord);
+int mr_snapshot_key(mr_buf *b, int64_t id);
+int mr_describe_row(const mr_rel *r, const moraine_value *row, size_t ncols, char *out, size_t outlen);
+
+/* grow the map when a commit hit MDB_MAP_FULL; returns 0 if grown */
+int mr_grow_map(moraine_db *db);
+
+struct moraine_read {
+    moraine_db *db;
+    MDB_txn *txn;
+    moraine_cursor *cursors; /* open cursors, closed at read_end */
+    moraine_value *spec_vals; /* buffer for the spec lookups */
+    size_t spec_cap;
+};
+
+#endif

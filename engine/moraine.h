@@ -1,0 +1,406 @@
+/*
+ * moraine.h — the public contract of moraine, an embedded catalog engine for
+ * DuckLake lakes on LMDB.
+ *
+ * moraine keeps the rows of a DuckLake metadata catalog (the ducklake_* tables)
+ * in an ordered LMDB keyspace and serves them row-faithfully at any snapshot.
+ * See docs/keyspace.md (where every table lives), docs/codec.md (the value
+ * format) and docs/semantics.md (the temporal filter and the staged path).
+ *
+ * Conventions used by every function here
+ * ----------------------------------------
+ * - Functions that can fail return an int: 0 (MORAINE_OK) on success, a
+ *   negative MORAINE_E* code on failure. The message for the last failure on
+ *   the calling thread is returned by moraine_errmsg(); it names what was
+ *   wrong (table, row, column, key) and is valid until the next failing call
+ *   on the same thread.
+ * - Iterators return 1 when they produced an item, 0 when exhausted, and a
+ *   negative code on error.
+ * - Integers are exact int64 over the full range. Strings are byte strings of
+ *   any content (NUL bytes and invalid UTF-8 included) given as pointer plus
+ *   length; NULL is a distinct value type, never an empty string.
+ * - Values handed out by read functions point into LMDB's memory map (no
+ *   copy). They stay valid until the read transaction ends, and the value
+ *   array of a moraine_row until the next call on the cursor that filled it.
+ * - A write transaction that saw any failed call cannot commit: commit returns
+ *   the first error, and nothing of it reaches the store.
+ */
+#ifndef MORAINE_H
+#define MORAINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MORAINE_VERSION_STRING "0.1.0"
+
+/* ---- error codes --------------------------------------------------------- */
+enum {
+    MORAINE_OK = 0,
+    MORAINE_EINVAL = -1,      /* bad argument or bad input row/value */
+    MORAINE_ENOTFOUND = -2,   /* unknown table, row, key or snapshot */
+    MORAINE_EEXIST = -3,      /* duplicate live key, or relation redefined differently */
+    MORAINE_ESNAPSHOT = -4,   /* snapshot id not above the last committed one */
+    MORAINE_ENOTLIVE = -5,    /* ending a row that is not live */
+    MORAINE_ECORRUPT = -6,    /* stored bytes fail to decode */
+    MORAINE_ELMDB = -7,       /* LMDB reported an error (message carries mdb_strerror) */
+    MORAINE_ENOMEM = -8,      /* allocation failed */
+    MORAINE_EIO = -9,         /* file could not be read or written */
+    MORAINE_EJSON = -10,      /* malformed JSON in an import file */
+    MORAINE_EREADONLY = -11,  /* write attempted on a read-only catalog */
+    MORAINE_ETXN = -12,       /* transaction misuse (already failed, finished, nested) */
+    MORAINE_EMAPFULL = -13,   /* the commit does not fit in the map size */
+    MORAINE_ECONFLICT = -14   /* optimistic concurrency conflict (verb path) */
+};
+
+/**
+ * moraine_errmsg - message of the last failure on the calling thread.
+ * Returns: a NUL-terminated string (empty if no failure yet); valid until the
+ * next failing moraine call on this thread. Never NULL.
+ */
+const char *moraine_errmsg(void);
+
+/**
+ * moraine_strerror - short fixed name of an error code ("EINVAL", ...).
+ * @code: a MORAINE_E* value. Returns a static string; "EUNKNOWN" otherwise.
+ */
+const char *moraine_strerror(int code);
+
+/* ---- values ----------------------------------------------------------------- */
+typedef enum {
+    MORAINE_NULL = 0,  /* SQL NULL */
+    MORAINE_INT = 1,   /* BIGINT: .i */
+    MORAINE_STR = 2,   /* VARCHAR, UUID, TIMESTAMPTZ text: .s/.len, any bytes */
+    MORAINE_BOOL = 3,  /* BOOLEAN: .i is 0 or 1 */
+    MORAINE_REAL = 4,  /* a DOUBLE (only in tables moraine does not know, e.g. inlined data): .d */
+    MORAINE_JSON = 5   /* a nested JSON value kept as its compact text: .s/.len */
+} moraine_type;
+
+/** One cell. Which member is meaningful depends on @type (see moraine_type). */
+typedef struct {
+    moraine_type type;
+    int64_t i;
+    double d;
+    const char *s;
+    size_t len;
+} moraine_value;
+
+/** Column types of a relation's descriptor (what a column may hold). */
+typedef enum {
+    MORAINE_COL_ANY = 0,     /* a column moraine does not know: any value type */
+    MORAINE_COL_BIGINT = 1,  /* MORAINE_INT or NULL */
+    MORAINE_COL_VARCHAR = 2, /* MORAINE_STR or NULL (also UUID, TIMESTAMPTZ) */
+    MORAINE_COL_BOOLEAN = 3  /* MORAINE_BOOL or NULL */
+} moraine_coltype;
+
+/* ---- catalog handle ---------------------------------------------------------- */
+typedef struct moraine_db moraine_db;
+
+/** Options for moraine_open. Zero-initialise, then set what you need. */
+typedef struct {
+    size_t map_size;   /* LMDB map size in bytes; 0 = 1 GiB default. Grown on demand up to max_map_size. */
+    size_t max_map_size; /* 0 = 64 GiB; a commit that cannot fit fails with MORAINE_EMAPFULL naming this setting */
+    int read_only;     /* nonzero: open read-only (MDB_RDONLY); writes fail with MORAINE_EREADONLY */
+    int no_sync;       /* nonzero: do not fsync on commit (MDB_NOSYNC); a crash may lose recent commits */
+    int create;        /* nonzero: create the directory if missing (ignored when read_only) */
+} moraine_options;
+
+/**
+ * moraine_open - open (or create) a catalog stored in directory @path.
+ * @path: directory holding LMDB's data.mdb and lock.mdb.
+ * @opts: options, or NULL for defaults (read-write, synced, create).
+ * @out: receives the handle on success.
+ * Returns 0, or MORAINE_EIO (path missing and not creating), MORAINE_ELMDB,
+ * MORAINE_ECORRUPT (the directory holds an LMDB file that is not a moraine
+ * catalog, or a newer format), MORAINE_ENOMEM.
+ */
+int moraine_open(const char *path, const moraine_options *opts, moraine_db **out);
+
+/** moraine_close - close a catalog; NULL is a no-op. No transaction may be open. */
+void moraine_close(moraine_db *db);
+
+/**
+ * moraine_last_snapshot - id of the newest committed snapshot.
+ * Returns 1 and sets *out, or 0 when the catalog has no snapshot yet, or a
+ * negative error.
+ */
+int moraine_last_snapshot(moraine_db *db, int64_t *out);
+
+/* ---- relations (ducklake_* tables) ------------------------------------------- */
+
+/** Placement of a relation in the keyspace (docs/keyspace.md). */
+typedef enum {
+    MORAINE_PLACE_TEMPORAL = 1, /* own kind in current/history, keyed by its key columns */
+    MORAINE_PLACE_CHILD = 2,    /* embedded in a parent's value (partition_column, file stats, ...) */
+    MORAINE_PLACE_SNAPSHOT = 3, /* ducklake_snapshot, keyed by snapshot_id in the snapshot subspace */
+    MORAINE_PLACE_ROWS = 4      /* non-temporal rows in the rows subspace, keyed by row position */
+} moraine_placement;
+
+/** Read-only description of a relation as this catalog holds it. */
+typedef struct {
+    const char *name;          /* e.g. "ducklake_data_file" */
+    uint32_t id;               /* relation id in keys */
+    moraine_placement placement;
+    size_t ncols;
+    const char *const *colnames; /* in the catalog's own column order */
+    const moraine_coltype *coltypes;
+    int begin_col, end_col;    /* column index of begin_snapshot/end_snapshot, or -1 */
+    const char *parent;        /* MORAINE_PLACE_CHILD: parent relation name; else NULL */
+} moraine_relation_info;
+
+/**
+ * moraine_relation - describe relation @name as this catalog holds it.
+ * Returns 0 and fills @out (pointers owned by @db, valid until close), or
+ * MORAINE_ENOTFOUND if the catalog has no such relation.
+ */
+int moraine_relation(moraine_db *db, const char *name, moraine_relation_info *out);
+
+/**
+ * moraine_relation_at - the i-th relation of the catalog (0-based, in the
+ * order they were defined). Returns 1 and fills @out, 0 past the end.
+ */
+int moraine_relation_at(moraine_db *db, size_t i, moraine_relation_info *out);
+
+/**
+ * moraine_column_index - index of column @col in relation @rel, or -1.
+ */
+int moraine_column_index(const moraine_relation_info *rel, const char *col);
+
+/* ---- staged commits (the write path DuckLake's own rows take) ----------------- */
+typedef struct moraine_txn moraine_txn;
+
+#define MORAINE_NO_SNAPSHOT INT64_MIN /* a commit that only touches non-temporal rows */
+
+/**
+ * moraine_txn_begin - start one staged commit for DuckLake snapshot @snapshot_id.
+ * One LMDB write transaction; only one may be open per catalog at a time.
+ * @snapshot_id: the snapshot this commit writes. It must be above every
+ *   snapshot id committed before (MORAINE_ESNAPSHOT otherwise, checked here).
+ *   Temporal rows inserted must have begin_snapshot == @snapshot_id; rows
+ *   ended get end_snapshot = @snapshot_id. MORAINE_NO_SNAPSHOT starts a commit
+ *   that may only define relations and put/delete non-temporal rows.
+ * Returns 0, MORAINE_ESNAPSHOT, MORAINE_EREADONLY, MORAINE_ETXN (one already
+ * open), MORAINE_ELMDB.
+ */
+int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out);
+
+/**
+ * moraine_txn_define - declare relation @name with columns @colnames (in the
+ * catalog's column order). Known DuckLake tables get their placement and
+ * column types from moraine's table list; columns moraine does not know are
+ * kept as MORAINE_COL_ANY. A relation already defined with the same columns is
+ * a no-op. ncols may be 0 for a relation whose columns are not known yet (an
+ * empty table); it can be redefined with columns later.
+ * Returns 0, MORAINE_EEXIST (defined before with other columns), MORAINE_EINVAL
+ * (duplicate column name; a known table lacking a column its placement needs,
+ * e.g. ducklake_data_file without table_id).
+ */
+int moraine_txn_define(moraine_txn *txn, const char *name, size_t ncols, const char *const *colnames);
+
+/**
+ * moraine_txn_insert - insert one row of relation @name.
+ * @row: @ncols values in the relation's column order (ncols must equal the
+ *   descriptor's). Values are copied; the caller keeps ownership.
+ * @ord: the row's position in its table for export order (>= 0), or -1 to
+ *   append after every row of the table so far.
+ * Placement decides what happens: a temporal row (begin_snapshot must equal
+ * the commit's snapshot; end_snapshot NULL goes to current, end == begin goes
+ * straight to history); a child row is embedded in its parent (the parent's
+ * live version, inserted earlier in this commit or before; with no live parent
+ * it is kept as a loose row, still exported in place); a snapshot row
+ * (snapshot_id must equal the commit's snapshot); a non-temporal row.
+ * Returns 0, MORAINE_ENOTFOUND (relation not defined), MORAINE_EINVAL (wrong
+ * value type for a column, wrong column count, begin/end not as above),
+ * MORAINE_EEXIST (a live row with the same key exists), MORAINE_ELMDB.
+ * The message names the table, the row (its key) and the column.
+ */
+int moraine_txn_insert(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord);
+
+/**
+ * moraine_txn_end - end the live version of a temporal row at this commit's
+ * snapshot (DuckLake: UPDATE ... SET end_snapshot = S). The row moves from
+ * current to history with its embedded children.
+ * @row: the row's values in column order; its key columns identify it (for a
+ *   relation moraine does not know, every column but begin/end must match).
+ * Returns 0, MORAINE_ENOTLIVE (no live row with that key), MORAINE_ENOTFOUND
+ * (relation not defined), MORAINE_EINVAL (not a temporal relation, or the live
+ * row's begin_snapshot is above this snapshot).
+ */
+int moraine_txn_end(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols);
+
+/**
+ * moraine_txn_put_row - insert or replace the non-temporal row at position
+ * @ord (>= 0) of relation @name (placement MORAINE_PLACE_ROWS).
+ * DuckLake: in-place UPDATEs of ducklake_table_stats and the like.
+ * Returns 0, MORAINE_EINVAL, MORAINE_ENOTFOUND.
+ */
+int moraine_txn_put_row(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord);
+
+/**
+ * moraine_txn_delete_row - delete the non-temporal row at position @ord.
+ * Returns 0, MORAINE_ENOTFOUND (no such row), MORAINE_EINVAL.
+ */
+int moraine_txn_delete_row(moraine_txn *txn, const char *name, int64_t ord);
+
+/**
+ * moraine_txn_commit - make the commit durable, atomically, and free @txn.
+ * Returns 0, the first error any call on @txn returned (nothing written),
+ * MORAINE_EMAPFULL (map size exhausted even after growing to max_map_size;
+ * nothing written), MORAINE_ELMDB.
+ */
+int moraine_txn_commit(moraine_txn *txn);
+
+/** moraine_txn_abort - discard everything of @txn and free it. NULL is a no-op. */
+void moraine_txn_abort(moraine_txn *txn);
+
+/* ---- reads ------------------------------------------------------------------- */
+typedef struct moraine_read moraine_read;
+typedef struct moraine_cursor moraine_cursor;
+
+/**
+ * moraine_read_begin - open a read transaction (a consistent view of the
+ * catalog as of its newest commit). Many may be open at once, from any thread
+ * (one per thread at a time). Returns 0, MORAINE_ELMDB.
+ */
+int moraine_read_begin(moraine_db *db, moraine_read **out);
+
+/** moraine_read_end - close a read transaction and every cursor's values. */
+void moraine_read_end(moraine_read *rd);
+
+/**
+ * moraine_read_last_snapshot - newest snapshot id in this read's view.
+ * Returns 1 and sets *out, 0 when there is none.
+ */
+int moraine_read_last_snapshot(moraine_read *rd, int64_t *out);
+
+/** A decoded row: values point into the map (see conventions). */
+typedef struct {
+    const moraine_relation_info *rel;
+    size_t ncols;
+    const moraine_value *vals;
+    int64_t ord;               /* the row's position in its table */
+    /* embedded children, undecoded; walk them with moraine_row_children */
+    const uint8_t *children;
+    size_t children_len;
+    /* the row's own encoded bytes (ord and cells, docs/codec.md) */
+    const uint8_t *raw;
+    size_t raw_len;
+} moraine_row;
+
+#define MORAINE_ALL_VERSIONS INT64_MIN /* snapshot argument: every version, live and ended */
+#define MORAINE_ANY_SCOPE INT64_MIN    /* scope argument: every table */
+
+/**
+ * moraine_scan_open - rows of relation @name visible at snapshot @snapshot,
+ * exactly as `begin_snapshot <= S AND (end_snapshot IS NULL OR S < end_snapshot)`
+ * selects them (relations without end_snapshot: begin_snapshot <= S; without
+ * either: every row). One range scan of current plus one of the history
+ * versions that ended after S.
+ * @scope: for table-scoped relations (their first key column is table_id),
+ *   restrict to that table_id; MORAINE_ANY_SCOPE for all. For relations not
+ *   table-scoped it must be MORAINE_ANY_SCOPE.
+ * @snapshot: a snapshot id, or MORAINE_ALL_VERSIONS.
+ * Rows come in key order (docs/keyspace.md); child relations come parent by
+ * parent. Rows' ord gives the table's original row order.
+ * Returns 0, MORAINE_ENOTFOUND (no such relation), MORAINE_EINVAL (scope on a
+ * relation that has none).
+ */
+int moraine_scan_open(moraine_read *rd, const char *name, int64_t scope, int64_t snapshot, moraine_cursor **out);
+
+/**
+ * moraine_cursor_next - next row. Returns 1 and fills @row, 0 when done,
+ * MORAINE_ECORRUPT (the stored value does not decode; message names the key).
+ */
+int moraine_cursor_next(moraine_cursor *cur, moraine_row *row);
+
+/** moraine_cursor_close - free a cursor (also freed by moraine_read_end). NULL ok. */
+void moraine_cursor_close(moraine_cursor *cur);
+
+/** Iterator over the embedded children of a row. */
+typedef struct {
+    const uint8_t *p, *end;
+    const moraine_relation_info *rel; /* relation of the group being walked */
+    uint64_t left;                    /* rows left in the group */
+    moraine_value *vals;              /* decode buffer (owned by the iterator) */
+    size_t cap;
+    moraine_db *db;
+} moraine_children;
+
+/**
+ * moraine_row_children - start walking @row's embedded children (partition
+ * columns of a partition spec, sort expressions of a sort spec, partition
+ * values and column/variant stats of a data file, changes of a snapshot).
+ * Call moraine_children_next until it returns 0, then moraine_children_free.
+ */
+void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_children *it);
+
+/**
+ * moraine_children_next - next child row, of any child relation; check
+ * child->rel->name. Returns 1, 0 when done, MORAINE_ECORRUPT.
+ */
+int moraine_children_next(moraine_children *it, moraine_row *child);
+
+/** moraine_children_free - release the iterator's buffer. */
+void moraine_children_free(moraine_children *it);
+
+/**
+ * moraine_partition_spec_at - the partition spec (ducklake_partition_info row,
+ * partition columns embedded) in force for table @table_id at @snapshot.
+ * Returns 1 and fills @row, 0 if the table has no spec then, or an error.
+ * The row is valid until the next call on @rd of this function family.
+ * DuckLake: a table whose partitioning was reset has a zero-column spec.
+ */
+int moraine_partition_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, moraine_row *row);
+
+/**
+ * moraine_sort_spec_at - the sort spec (ducklake_sort_info row, sort
+ * expressions embedded) in force for @table_id at @snapshot. Returns 1, 0 (no
+ * sort spec: never set, or RESET SORTED BY), or an error.
+ */
+int moraine_sort_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, moraine_row *row);
+
+/**
+ * moraine_partition_spec_by_id - the partition spec @partition_id of
+ * @table_id, whatever its lifetime: live, ended, or never visible
+ * (begin == end, an intermediate spec of one transaction). This is how a data
+ * file's own spec is found. Returns 1, 0 if none, or an error.
+ */
+int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t partition_id, moraine_row *row);
+
+/* ---- import / export (docs/import-export.md) ------------------------------- */
+
+/** Progress callback: @done rows of @total so far. Return nonzero to cancel. */
+typedef int (*moraine_progress_fn)(void *ud, uint64_t done, uint64_t total);
+
+/**
+ * moraine_import_ndjson - replay a DuckLake catalog exported as a directory of
+ * `<table>.ndjson` files (one JSON object per line; a file holding one JSON
+ * array of objects is accepted too) into an empty catalog, snapshot by
+ * snapshot through the staged path, then the non-temporal tables.
+ * Accepts gaps in snapshot ids, rows whose begin_snapshot names an expired
+ * snapshot, unknown columns and tables (inlined data tables included).
+ * Returns 0; MORAINE_EIO (directory or file unreadable); MORAINE_EJSON
+ * (malformed JSON: message names file and line); MORAINE_EINVAL (a row with a
+ * wrong type or missing column: file, line, column); MORAINE_EEXIST (the
+ * catalog is not empty); staged-path errors. On any error nothing of the
+ * import remains in the catalog.
+ */
+int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud);
+
+/**
+ * moraine_export_ndjson - write every relation of the catalog to
+ * `<dir>/<table>.ndjson`, rows in their original order, columns in the
+ * catalog's order, in DuckDB's JSON-lines form (exact integers, null, strings,
+ * true/false); an empty table is a file holding one newline. Creates @dir.
+ * Returns 0; MORAINE_EIO; MORAINE_EINVAL (a string that is not valid UTF-8
+ * cannot be written as JSON: message names table, row and column).
+ */
+int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MORAINE_H */

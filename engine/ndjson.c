@@ -1,0 +1,753 @@
+/*
+ * ndjson.c — import and export of the catalog exchange format: a directory
+ * with one `<table>.ndjson` file per ducklake_* table, one JSON object per
+ * line (docs/import-export.md). JSON is parsed with jansson (exact 64-bit
+ * integers); export writes DuckDB's JSON-lines form directly.
+ *
+ * Import reads and checks every file before it writes anything, then replays
+ * the catalog snapshot by snapshot through the staged path: for snapshot S,
+ * first the versions that end at S, then the snapshot row, the versions that
+ * begin at S, and the children of those. Non-temporal tables go into the
+ * first (ducklake_metadata) or last commit. If a commit fails, the catalog is
+ * emptied again, as it was before the import.
+ */
+#include "internal.h"
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- parsed tables ---- */
+
+typedef struct {
+    char *name;
+    char **cols;
+    size_t ncols;
+    mr_rel *rel;        /* descriptor built for checking (not the store's) */
+    mr_buf data;        /* rows encoded with mr_encode_row */
+    size_t *off;        /* start of row i in data */
+    size_t *line;       /* source line of row i */
+    size_t nrows, caprows;
+} table;
+
+typedef struct {
+    table *t;
+    size_t n, cap;
+    moraine_value *vals;
+    size_t vcap;
+} tables;
+
+static void tables_free(tables *ts)
+{
+    for (size_t i = 0; i < ts->n; i++) {
+        table *t = &ts->t[i];
+        free(t->name);
+        for (size_t c = 0; c < t->ncols; c++) free(t->cols[c]);
+        free(t->cols);
+        mr_rel_free(t->rel);
+        mr_buf_free(&t->data);
+        free(t->off);
+        free(t->line);
+    }
+    free(ts->t);
+    free(ts->vals);
+}
+
+static int row_at(tables *ts, table *t, size_t i, moraine_value **vals, int64_t *ord)
+{
+    if (ts->vcap < t->ncols + 1) {
+        moraine_value *v = realloc(ts->vals, (t->ncols + 1) * sizeof *v);
+        if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
+        ts->vals = v;
+        ts->vcap = t->ncols + 1;
+    }
+    const uint8_t *p = t->data.p + t->off[i], *end = t->data.p + t->data.len;
+    size_t n;
+    int rc = mr_decode_row(&p, end, ord, ts->vals, t->ncols, &n);
+    *vals = ts->vals;
+    return rc;
+}
+
+/* Converts one JSON value to a moraine value; nested values become text. */
+static int json_to_value(json_t *j, moraine_value *v, char **owned)
+{
+    memset(v, 0, sizeof *v);
+    *owned = NULL;
+    switch (json_typeof(j)) {
+    case JSON_NULL: v->type = MORAINE_NULL; return 0;
+    case JSON_TRUE: v->type = MORAINE_BOOL; v->i = 1; return 0;
+    case JSON_FALSE: v->type = MORAINE_BOOL; v->i = 0; return 0;
+    case JSON_INTEGER: v->type = MORAINE_INT; v->i = (int64_t)json_integer_value(j); return 0;
+    case JSON_REAL: v->type = MORAINE_REAL; v->d = json_real_value(j); return 0;
+    case JSON_STRING:
+        v->type = MORAINE_STR;
+        v->s = json_string_value(j);
+        v->len = json_string_length(j);
+        return 0;
+    default: {
+        char *txt = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+        if (!txt) return mr_err(MORAINE_ENOMEM, "out of memory");
+        v->type = MORAINE_JSON;
+        v->s = txt;
+        v->len = strlen(txt);
+        *owned = txt;
+        return 0;
+    }
+    }
+}
+
+static int add_row(table *t, json_t *obj, const char *path, size_t line)
+{
+    if (!json_is_object(obj)) return mr_err(MORAINE_EINVAL, "%s:%zu: a row must be a JSON object", path, line);
+    if (t->nrows == 0 && t->ncols == 0) {
+        size_t n = json_object_size(obj);
+        t->cols = calloc(n ? n : 1, sizeof *t->cols);
+        if (!t->cols) return mr_err(MORAINE_ENOMEM, "out of memory");
+        const char *k;
+        json_t *val;
+        json_object_foreach(obj, k, val) {
+            if (!(t->cols[t->ncols++] = strdup(k))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        }
+        (void)val;
+        int rc = mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel);
+        if (rc) {
+            char m[600];
+            snprintf(m, sizeof m, "%s", moraine_errmsg());
+            return mr_err(rc, "%s:%zu: %s", path, line, m);
+        }
+    }
+    moraine_value vals[256];
+    char *owned[256];
+    if (t->ncols > 256) return mr_err(MORAINE_EINVAL, "%s: more than 256 columns", path);
+    if (json_object_size(obj) != t->ncols) {
+        const char *k;
+        json_t *val;
+        json_object_foreach(obj, k, val) {
+            size_t c = 0;
+            while (c < t->ncols && strcmp(t->cols[c], k) != 0) c++;
+            if (c == t->ncols) return mr_err(MORAINE_EINVAL, "%s:%zu: unknown column '%s' (not in the table's first row)", path, line, k);
+        }
+    }
+    int rc = 0;
+    size_t c;
+    for (c = 0; c < t->ncols; c++) {
+        json_t *j = json_object_get(obj, t->cols[c]);
+        if (!j) {
+            rc = mr_err(MORAINE_EINVAL, "%s:%zu: row is missing column '%s'", path, line, t->cols[c]);
+            break;
+        }
+        if ((rc = json_to_value(j, &vals[c], &owned[c]))) break;
+    }
+    if (!rc && (rc = mr_check_value(t->rel, vals, t->ncols, (int64_t)t->nrows))) {
+        char m[600];
+        snprintf(m, sizeof m, "%s", moraine_errmsg());
+        rc = mr_err(rc, "%s:%zu: %s", path, line, m);
+    }
+    if (!rc && t->nrows == t->caprows) {
+        size_t cap = t->caprows ? t->caprows * 2 : 64;
+        size_t *o = realloc(t->off, cap * sizeof *o), *l = o ? realloc(t->line, cap * sizeof *l) : NULL;
+        if (o) t->off = o;
+        if (l) t->line = l;
+        if (!o || !l) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        else t->caprows = cap;
+    }
+    if (!rc) {
+        t->off[t->nrows] = t->data.len;
+        t->line[t->nrows] = line;
+        rc = mr_encode_row(&t->data, (int64_t)t->nrows, vals, t->ncols);
+        if (!rc) t->nrows++;
+    }
+    for (size_t i = 0; i < c; i++) free(owned[i]);
+    return rc;
+}
+
+static int read_table(table *t, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return mr_err(MORAINE_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0, lineno = 0;
+    ssize_t n;
+    int rc = 0, first = 1;
+    while (!rc && (n = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        size_t len = (size_t)n;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+        size_t s = 0;
+        while (s < len && (line[s] == ' ' || line[s] == '\t')) s++;
+        if (s == len) continue;
+        if (first && line[s] == '[') {
+            /* the whole file is one JSON array of objects */
+            fseek(f, 0, SEEK_SET);
+            json_error_t e;
+            json_t *arr = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+            if (!arr) {
+                rc = mr_err(MORAINE_EJSON, "%s:%d: malformed JSON: %s", path, e.line, e.text);
+                break;
+            }
+            if (!json_is_array(arr)) rc = mr_err(MORAINE_EJSON, "%s: expected a JSON array of objects", path);
+            for (size_t i = 0; !rc && i < json_array_size(arr); i++) rc = add_row(t, json_array_get(arr, i), path, i + 1);
+            json_decref(arr);
+            break;
+        }
+        first = 0;
+        json_error_t e;
+        json_t *obj = json_loadb(line + s, len - s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+        if (!obj) {
+            rc = mr_err(MORAINE_EJSON, "%s:%zu: malformed JSON: %s (column %d)", path, lineno, e.text, e.column);
+            break;
+        }
+        rc = add_row(t, obj, path, lineno);
+        json_decref(obj);
+    }
+    free(line);
+    if (!rc && ferror(f)) rc = mr_err(MORAINE_EIO, "%s: read error", path);
+    fclose(f);
+    return rc;
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a > b && strcmp(s + a - b, suf) == 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int read_dir(const char *dir, tables *ts)
+{
+    DIR *d = opendir(dir);
+    if (!d) return mr_err(MORAINE_EIO, "%s: cannot open directory: %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t n = 0;
+    int rc = 0;
+    struct dirent *de;
+    while (!rc && (de = readdir(d))) {
+        if (!ends_with(de->d_name, ".ndjson") && !ends_with(de->d_name, ".json")) continue;
+        char **p = realloc(names, (n + 1) * sizeof *p);
+        if (!p || !(p[n] = strdup(de->d_name))) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        if (p) names = p;
+        if (!rc) n++;
+    }
+    closedir(d);
+    if (n) qsort(names, n, sizeof *names, cmp_str);
+    if (!rc && n == 0) rc = mr_err(MORAINE_EIO, "%s: no <table>.ndjson files: not a catalog export", dir);
+    ts->t = calloc(n ? n : 1, sizeof *ts->t);
+    if (!ts->t && !rc) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        table *t = &ts->t[ts->n++];
+        char *dot = strrchr(names[i], '.');
+        t->name = strndup(names[i], (size_t)(dot - names[i]));
+        for (size_t j = 0; j + 1 < ts->n; j++)
+            if (t->name && strcmp(ts->t[j].name, t->name) == 0) rc = mr_err(MORAINE_EINVAL, "%s: table '%s' appears twice (.json and .ndjson)", dir, t->name);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (!rc) rc = t->name ? read_table(t, path) : mr_err(MORAINE_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* ---- replay plan ---- */
+
+enum { PH_END = 0, PH_SNAPSHOT = 1, PH_INSERT = 2, PH_CHILD = 3, PH_ROWS = 4 };
+
+typedef struct {
+    int64_t snap;
+    uint32_t phase, table;
+    uint64_t row;
+} op;
+
+static int op_cmp(const void *a, const void *b)
+{
+    const op *x = a, *y = b;
+    if (x->snap != y->snap) return x->snap < y->snap ? -1 : 1;
+    if (x->phase != y->phase) return x->phase < y->phase ? -1 : 1;
+    if (x->table != y->table) return x->table < y->table ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+typedef struct {
+    op *v;
+    size_t n, cap;
+} ops;
+
+static int push(ops *o, int64_t snap, uint32_t phase, uint32_t tbl, uint64_t row)
+{
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 1024;
+        op *p = realloc(o->v, cap * sizeof *p);
+        if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+        o->v = p;
+        o->cap = cap;
+    }
+    o->v[o->n++] = (op){snap, phase, tbl, row};
+    return 0;
+}
+
+/* key bytes -> begin snapshot, for finding a child's parent */
+typedef struct {
+    mr_buf keys;
+    size_t *off, *len;
+    int64_t *begin;
+    size_t n, cap;
+    size_t *slots, nslots;
+} keymap;
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int keymap_add(keymap *m, const mr_buf *k, int64_t begin)
+{
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        size_t *o = realloc(m->off, cap * sizeof *o);
+        if (o) m->off = o;
+        size_t *l = o ? realloc(m->len, cap * sizeof *l) : NULL;
+        if (l) m->len = l;
+        int64_t *b = l ? realloc(m->begin, cap * sizeof *b) : NULL;
+        if (b) m->begin = b;
+        if (!b) return mr_err(MORAINE_ENOMEM, "out of memory");
+        m->cap = cap;
+    }
+    m->off[m->n] = m->keys.len;
+    m->len[m->n] = k->len;
+    m->begin[m->n] = begin;
+    m->n++;
+    return mr_buf_put(&m->keys, k->p, k->len);
+}
+
+static int keymap_index(keymap *m)
+{
+    m->nslots = 1;
+    while (m->nslots < m->n * 2 + 2) m->nslots *= 2;
+    m->slots = malloc(m->nslots * sizeof *m->slots);
+    if (!m->slots) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < m->nslots; i++) m->slots[i] = SIZE_MAX;
+    for (size_t i = 0; i < m->n; i++) {
+        size_t s = hash_bytes(m->keys.p + m->off[i], m->len[i]) & (m->nslots - 1);
+        while (m->slots[s] != SIZE_MAX) s = (s + 1) & (m->nslots - 1);
+        m->slots[s] = i; /* several versions of one key: the first inserted wins lookups */
+    }
+    return 0;
+}
+
+static int keymap_get(const keymap *m, const mr_buf *k, int64_t *begin)
+{
+    if (!m->slots) return 0;
+    size_t s = hash_bytes(k->p, k->len) & (m->nslots - 1);
+    for (; m->slots[s] != SIZE_MAX; s = (s + 1) & (m->nslots - 1)) {
+        size_t i = m->slots[s];
+        if (m->len[i] == k->len && memcmp(m->keys.p + m->off[i], k->p, k->len) == 0) {
+            *begin = m->begin[i];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void keymap_free(keymap *m)
+{
+    mr_buf_free(&m->keys);
+    free(m->off);
+    free(m->len);
+    free(m->begin);
+    free(m->slots);
+}
+
+static table *find_table(tables *ts, const char *name)
+{
+    for (size_t i = 0; i < ts->n; i++)
+        if (strcmp(ts->t[i].name, name) == 0) return &ts->t[i];
+    return NULL;
+}
+
+/* The parent key of a child row, or of a parent row: the tuple of key columns. */
+static int key_of(mr_buf *b, const moraine_value *vals, const int *cols, int n)
+{
+    b->len = 0;
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++) rc = mr_key_value(b, &vals[cols[i]]);
+    return rc;
+}
+
+static int plan(tables *ts, ops *o)
+{
+    int rc = 0;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    /* pass 1: snapshots and temporal rows; parents' key maps */
+    keymap *maps = calloc(ts->n ? ts->n : 1, sizeof *maps);
+    if (!maps) return mr_err(MORAINE_ENOMEM, "out of memory");
+    mr_buf kb = {0};
+    for (size_t ti = 0; !rc && ti < ts->n; ti++) {
+        table *t = &ts->t[ti];
+        if (!t->rel) continue;
+        mr_rel *r = t->rel;
+        for (size_t i = 0; !rc && i < t->nrows; i++) {
+            moraine_value *v;
+            int64_t ord;
+            if ((rc = row_at(ts, t, i, &v, &ord))) break;
+            if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
+                const moraine_value *id = &v[r->keycols[0]];
+                if (id->type != MORAINE_INT) {
+                    rc = mr_err(MORAINE_EINVAL, "%s.ndjson:%zu: column 'snapshot_id' must be an integer", t->name, t->line[i]);
+                    break;
+                }
+                if ((rc = push(o, id->i, PH_SNAPSHOT, (uint32_t)ti, i))) break;
+                if ((rc = key_of(&kb, v, r->keycols, 1)) || (rc = keymap_add(&maps[ti], &kb, id->i))) break;
+                if (id->i < first) first = id->i;
+                if (id->i > last) last = id->i;
+            } else if (r->info.placement == MORAINE_PLACE_TEMPORAL) {
+                const moraine_value *b = &v[r->info.begin_col], *e = &v[r->info.end_col];
+                if (b->type != MORAINE_INT) {
+                    rc = mr_err(MORAINE_EINVAL, "%s.ndjson:%zu: column 'begin_snapshot' must be an integer", t->name, t->line[i]);
+                    break;
+                }
+                if (e->type != MORAINE_NULL && (e->type != MORAINE_INT || e->i < b->i)) {
+                    rc = mr_err(MORAINE_EINVAL, "%s.ndjson:%zu: column 'end_snapshot' must be NULL or not below begin_snapshot", t->name, t->line[i]);
+                    break;
+                }
+                if ((rc = push(o, b->i, PH_INSERT, (uint32_t)ti, i))) break;
+                if (e->type == MORAINE_INT && e->i > b->i && (rc = push(o, e->i, PH_END, (uint32_t)ti, i))) break;
+                if (r->nkey && ((rc = key_of(&kb, v, r->keycols, r->nkey)) || (rc = keymap_add(&maps[ti], &kb, b->i)))) break;
+                if (b->i < first) first = b->i;
+                if (b->i > last) last = b->i;
+                if (e->type == MORAINE_INT && e->i > last) last = e->i;
+            }
+        }
+    }
+    for (size_t ti = 0; !rc && ti < ts->n; ti++)
+        if (maps[ti].n) rc = keymap_index(&maps[ti]);
+    /* pass 2: children and non-temporal rows */
+    int64_t rows_first = first == INT64_MAX ? MORAINE_NO_SNAPSHOT : first;
+    int64_t rows_last = last == INT64_MIN ? MORAINE_NO_SNAPSHOT : last;
+    for (size_t ti = 0; !rc && ti < ts->n; ti++) {
+        table *t = &ts->t[ti];
+        if (!t->rel) continue;
+        mr_rel *r = t->rel;
+        if (r->info.placement == MORAINE_PLACE_ROWS) {
+            int64_t at = strcmp(t->name, "ducklake_metadata") == 0 ? rows_first : rows_last;
+            for (size_t i = 0; !rc && i < t->nrows; i++) rc = push(o, at, PH_ROWS, (uint32_t)ti, i);
+        } else if (r->info.placement == MORAINE_PLACE_CHILD) {
+            table *pt = find_table(ts, r->info.parent);
+            size_t pi = pt ? (size_t)(pt - ts->t) : 0;
+            for (size_t i = 0; !rc && i < t->nrows; i++) {
+                moraine_value *v;
+                int64_t ord, begin;
+                if ((rc = row_at(ts, t, i, &v, &ord))) break;
+                int found = 0;
+                if (pt && pt->rel && (rc = key_of(&kb, v, r->parentkey, r->nkey)) == 0) found = keymap_get(&maps[pi], &kb, &begin);
+                if (rc) break;
+                rc = found ? push(o, begin, PH_CHILD, (uint32_t)ti, i) : push(o, rows_last, PH_ROWS, (uint32_t)ti, i);
+            }
+        }
+    }
+    for (size_t ti = 0; ti < ts->n; ti++) keymap_free(&maps[ti]);
+    free(maps);
+    mr_buf_free(&kb);
+    if (!rc && o->n) qsort(o->v, o->n, sizeof *o->v, op_cmp);
+    return rc;
+}
+
+int mr_clear_catalog(moraine_db *db)
+{
+    MDB_txn *t;
+    int mrc = mdb_txn_begin(db->env, NULL, 0, &t);
+    if (mrc) return mr_lmdb_err(mrc, "clearing the catalog");
+    mrc = mdb_drop(t, db->dbi, 0);
+    int rc = mrc ? mr_lmdb_err(mrc, "clearing the catalog") : mr_meta_put_int(t, db->dbi, "format", MR_FORMAT_VERSION);
+    if (!rc) rc = mr_meta_put_int(t, db->dbi, "rels_gen", (int64_t)db->rels_gen + 1);
+    if (rc) {
+        mdb_txn_abort(t);
+        return rc;
+    }
+    if ((mrc = mdb_txn_commit(t))) return mr_lmdb_err(mrc, "clearing the catalog");
+    pthread_mutex_lock(&db->mu);
+    /* descriptors of the failed import: retire them all */
+    for (size_t i = 0; i < db->nrels; i++) {
+        mr_rel **p = realloc(db->retired, (db->nretired + 1) * sizeof *p);
+        if (!p) break;
+        db->retired = p;
+        db->retired[db->nretired++] = db->rels[i];
+        db->byid[db->rels[i]->info.id] = NULL;
+    }
+    db->nrels = 0;
+    db->rels_gen++;
+    pthread_mutex_unlock(&db->mu);
+    return 0;
+}
+
+static int catalog_empty(moraine_db *db)
+{
+    int64_t last;
+    int rc = moraine_last_snapshot(db, &last);
+    if (rc < 0) return rc;
+    if (rc == 1 || db->nrels > 0) return mr_err(MORAINE_EEXIST, "the catalog is not empty: import into a new catalog");
+    return 0;
+}
+
+static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progress, void *ud)
+{
+    int rc = 0;
+    size_t i = 0;
+    uint64_t total = o->n, done = 0;
+    int defined = 0;
+    while (!rc && i < o->n) {
+        int64_t snap = o->v[i].snap;
+        moraine_txn *txn;
+        if ((rc = moraine_txn_begin(db, snap, &txn))) break;
+        if (!defined) {
+            /* every table, empty ones included, is defined in the first commit */
+            for (size_t ti = 0; !rc && ti < ts->n; ti++)
+                rc = moraine_txn_define(txn, ts->t[ti].name, ts->t[ti].ncols, (const char *const *)ts->t[ti].cols);
+            defined = 1;
+        }
+        for (; !rc && i < o->n && o->v[i].snap == snap; i++) {
+            op *p = &o->v[i];
+            table *t = &ts->t[p->table];
+            moraine_value *v;
+            int64_t ord;
+            if ((rc = row_at(ts, t, p->row, &v, &ord))) break;
+            switch (p->phase) {
+            case PH_END: {
+                /* the row as it was live: end it at this snapshot */
+                moraine_value saved = v[t->rel->info.end_col];
+                v[t->rel->info.end_col].type = MORAINE_NULL;
+                rc = mr_txn_end_at(txn, t->name, v, t->ncols, ord);
+                v[t->rel->info.end_col] = saved;
+                break;
+            }
+            case PH_INSERT: {
+                moraine_value *e = &v[t->rel->info.end_col];
+                if (e->type == MORAINE_INT && e->i != snap) e->type = MORAINE_NULL; /* ended later by its PH_END op */
+                rc = moraine_txn_insert(txn, t->name, v, t->ncols, ord);
+                break;
+            }
+            default: rc = moraine_txn_insert(txn, t->name, v, t->ncols, ord); break;
+            }
+            if (rc) {
+                char m[700];
+                snprintf(m, sizeof m, "%s", moraine_errmsg());
+                rc = mr_err(rc, "%s.ndjson:%zu: %s", t->name, t->line[p->row], m);
+            }
+            done++;
+            if (progress && (done % 4096 == 0 || done == total) && progress(ud, done, total)) {
+                rc = mr_err(MORAINE_EINVAL, "import cancelled");
+            }
+        }
+        if (rc) {
+            moraine_txn_abort(txn);
+            break;
+        }
+        if ((rc = moraine_txn_commit(txn))) break;
+    }
+    if (!rc && !defined) {
+        /* a catalog of empty tables only */
+        moraine_txn *txn;
+        if (!(rc = moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn))) {
+            for (size_t ti = 0; !rc && ti < ts->n; ti++)
+                rc = moraine_txn_define(txn, ts->t[ti].name, ts->t[ti].ncols, (const char *const *)ts->t[ti].cols);
+            if (rc) moraine_txn_abort(txn);
+            else rc = moraine_txn_commit(txn);
+        }
+    }
+    return rc;
+}
+
+int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud)
+{
+    if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_import_ndjson: NULL argument");
+    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    int rc = catalog_empty(db);
+    if (rc) return rc;
+    tables ts = {0};
+    ops o = {0};
+    rc = read_dir(dir, &ts);
+    if (!rc) rc = plan(&ts, &o);
+    if (!rc) {
+        rc = replay(db, &ts, &o, progress, ud);
+        if (rc) {
+            char m[1024];
+            snprintf(m, sizeof m, "%s", moraine_errmsg());
+            mr_clear_catalog(db);
+            rc = mr_err(rc, "%s (import undone: the catalog is empty again)", m);
+        }
+    }
+    free(o.v);
+    tables_free(&ts);
+    return rc;
+}
+
+/* ---- export ---- */
+
+typedef struct {
+    int64_t ord;
+    uint64_t seq;
+    const uint8_t *raw;
+    size_t len;
+} ent;
+
+static int ent_cmp(const void *a, const void *b)
+{
+    const ent *x = a, *y = b;
+    if (x->ord != y->ord) return x->ord < y->ord ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Returns the length of the valid UTF-8 sequence at p, or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    size_t len;
+    unsigned min;
+    if (c < 0x80) return 1;
+    if ((c & 0xE0) == 0xC0) len = 2, min = 0x80, c &= 0x1F;
+    else if ((c & 0xF0) == 0xE0) len = 3, min = 0x800, c &= 0x0F;
+    else if ((c & 0xF8) == 0xF0) len = 4, min = 0x10000, c &= 0x07;
+    else return 0;
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        c = (c << 6) | (p[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    return len;
+}
+
+static int write_json_string(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', f);
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        if (c == '"') fputs("\\\"", f);
+        else if (c == '\\') fputs("\\\\", f);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c == '\b') fputs("\\b", f);
+        else if (c == '\f') fputs("\\f", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else if (c < 0x80) fputc(c, f);
+        else {
+            size_t l = utf8_len(p + i, n - i);
+            if (!l) return -1;
+            fwrite(p + i, 1, l, f);
+            i += l;
+            continue;
+        }
+        i++;
+    }
+    fputc('"', f);
+    return 0;
+}
+
+static void write_real(FILE *f, double d)
+{
+    char buf[40];
+    if (!isfinite(d)) {
+        fputs("null", f);
+        return;
+    }
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d) break;
+    }
+    fputs(buf, f);
+    if (!strpbrk(buf, ".eEn")) fputs(".0", f);
+}
+
+static int export_table(moraine_read *rd, const mr_rel *r, const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.ndjson", dir, r->info.name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return mr_err(MORAINE_EIO, "%s: cannot write: %s", path, strerror(errno));
+    ent *es = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    if (r->info.ncols > 0) {
+        moraine_cursor *c = NULL;
+        rc = moraine_scan_open(rd, r->info.name, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c);
+        moraine_row row;
+        while (!rc && (rc = moraine_cursor_next(c, &row)) == 1) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 1024;
+                ent *p = realloc(es, cap * sizeof *p);
+                if (!p) {
+                    rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                    break;
+                }
+                es = p;
+            }
+            es[n] = (ent){row.ord, n, row.raw, row.raw_len};
+            n++;
+            rc = 0;
+        }
+        if (c) moraine_cursor_close(c);
+    }
+    if (rc < 0) goto out;
+    rc = 0;
+    if (n > 1) qsort(es, n, sizeof *es, ent_cmp);
+    moraine_value *vals = calloc(r->info.ncols ? r->info.ncols : 1, sizeof *vals);
+    if (!vals) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        const uint8_t *p = es[i].raw;
+        int64_t ord;
+        size_t nc;
+        if ((rc = mr_decode_row(&p, es[i].raw + es[i].len, &ord, vals, r->info.ncols, &nc))) break;
+        fputc('{', f);
+        for (size_t k = 0; k < nc; k++) {
+            if (k) fputc(',', f);
+            write_json_string(f, r->info.colnames[k], strlen(r->info.colnames[k]));
+            fputc(':', f);
+            const moraine_value *v = &vals[k];
+            switch (v->type) {
+            case MORAINE_NULL: fputs("null", f); break;
+            case MORAINE_INT: fprintf(f, "%lld", (long long)v->i); break;
+            case MORAINE_BOOL: fputs(v->i ? "true" : "false", f); break;
+            case MORAINE_REAL: write_real(f, v->d); break;
+            case MORAINE_JSON: fwrite(v->s, 1, v->len, f); break;
+            case MORAINE_STR:
+                if (write_json_string(f, v->s, v->len))
+                    rc = mr_err(MORAINE_EINVAL, "%s row %lld: column '%s' holds bytes that are not valid UTF-8, which JSON cannot carry",
+                                r->info.name, (long long)ord, r->info.colnames[k]);
+                break;
+            }
+        }
+        fputs("}\n", f);
+    }
+    free(vals);
+    if (!rc && n == 0) fputc('\n', f);
+out:
+    free(es);
+    if (fclose(f) != 0 && !rc) rc = mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
+    return rc;
+}
+
+int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud)
+{
+    if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_export_ndjson: NULL argument");
+    struct stat st;
+    if (stat(dir, &st) != 0 && mkdir(dir, 0775) != 0) return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+    moraine_read *rd;
+    int rc = moraine_read_begin(db, &rd);
+    if (rc) return rc;
+    size_t nrels = db->nrels;
+    for (size_t i = 0; !rc && i < nrels; i++) {
+        rc = export_table(rd, db->rels[i], dir);
+        if (!rc && progress && progress(ud, i + 1, nrels)) rc = mr_err(MORAINE_EINVAL, "export cancelled");
+    }
+    moraine_read_end(rd);
+    return rc;
+}

@@ -1,0 +1,601 @@
+/*
+ * read.c — temporal reads (docs/semantics.md).
+ *
+ * A version is visible at snapshot S when begin_snapshot <= S and
+ * (end_snapshot IS NULL or S < end_snapshot). Live versions sit in the
+ * current subspace, so a read at S walks the relation's (or one table's)
+ * current range once, keeping begin <= S. Ended versions sit in history keyed
+ * (table_id, end_snapshot, rest of key, begin_snapshot), so the versions still
+ * visible at S are exactly those with end > S: one seek to (table_id, S+1)
+ * and a walk to the end of the table's range. Those few are sorted by key and
+ * merged into the current stream, so rows come in key order either way.
+ * Values are decoded in place: strings point into LMDB's map.
+ */
+#include "internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const uint8_t *scope; /* scope element(s) of the key, may be empty */
+    size_t scope_len;
+    const uint8_t *rest;  /* the key after the end_snapshot element */
+    size_t rest_len;
+    MDB_val val;
+} hist_ent;
+
+struct moraine_cursor {
+    moraine_read *rd;
+    mr_rel *rel;
+    int64_t snapshot, scope;
+    moraine_cursor *next_open;
+    int closed;
+    /* the main range (current, snapshot or rows subspace) */
+    MDB_cursor *mc;
+    mr_buf prefix;
+    int started, done;
+    MDB_val ck, cv;
+    int have_c;
+    size_t c_scope_off; /* offset in current keys where the scope element starts */
+    /* history versions visible at S, sorted */
+    hist_ent *hist;
+    size_t nhist, hpos;
+    /* child relations: walk the parent's rows, then loose rows */
+    moraine_cursor *parent;
+    moraine_row prow;
+    moraine_children kids;
+    int in_kids;
+    moraine_cursor *loose;
+    /* decode buffer */
+    moraine_value *vals;
+    size_t cap;
+};
+
+/* ---- read transactions ---- */
+
+int moraine_read_begin(moraine_db *db, moraine_read **out)
+{
+    if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_read_begin: NULL argument");
+    moraine_read *rd = calloc(1, sizeof *rd);
+    if (!rd) return mr_err(MORAINE_ENOMEM, "out of memory");
+    rd->db = db;
+    int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
+    if (mrc == MDB_MAP_RESIZED) {
+        /* another process grew the map: adopt it (needs no open txn here) */
+        if (__atomic_load_n(&db->nreaders, __ATOMIC_SEQ_CST) == 0 && !db->writer) mdb_env_set_mapsize(db->env, 0);
+        mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
+    }
+    if (mrc) {
+        free(rd);
+        return mr_lmdb_err(mrc, "starting a read");
+    }
+    pthread_mutex_lock(&db->mu);
+    int rc = mr_load_relations(db, rd->txn);
+    pthread_mutex_unlock(&db->mu);
+    if (rc) {
+        mdb_txn_abort(rd->txn);
+        free(rd);
+        return rc;
+    }
+    __atomic_add_fetch(&db->nreaders, 1, __ATOMIC_SEQ_CST);
+    *out = rd;
+    return 0;
+}
+
+static void cursor_release(moraine_cursor *c);
+
+void moraine_read_end(moraine_read *rd)
+{
+    if (!rd) return;
+    for (moraine_cursor *c = rd->cursors, *n; c; c = n) {
+        n = c->next_open;
+        cursor_release(c);
+        free(c);
+    }
+    mdb_txn_abort(rd->txn);
+    __atomic_sub_fetch(&rd->db->nreaders, 1, __ATOMIC_SEQ_CST);
+    free(rd->spec_vals);
+    free(rd);
+}
+
+int moraine_read_last_snapshot(moraine_read *rd, int64_t *out) { return mr_meta_get_int(rd->txn, rd->db->dbi, "last_snapshot", out); }
+
+/* ---- decoding ---- */
+
+static int ensure_vals(moraine_value **vals, size_t *cap, size_t n)
+{
+    if (*cap >= n && *vals) return 0;
+    moraine_value *v = realloc(*vals, (n ? n : 1) * sizeof *v);
+    if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
+    *vals = v;
+    *cap = n ? n : 1;
+    return 0;
+}
+
+static int corrupt_at(const MDB_val *k, const mr_rel *r)
+{
+    char m[512], desc[200];
+    snprintf(m, sizeof m, "%s", moraine_errmsg());
+    mr_key_describe(k->mv_data, k->mv_size, desc, sizeof desc);
+    return mr_err(MORAINE_ECORRUPT, "stored value at key %s (%s) is damaged: %s", desc, r ? r->info.name : "?", m);
+}
+
+/* Decodes a stored value into @row; children stay undecoded. */
+static int decode_value(const MDB_val *k, const MDB_val *v, mr_rel *r, moraine_value **vals, size_t *cap, moraine_row *row)
+{
+    int rc = ensure_vals(vals, cap, r->info.ncols);
+    if (rc) return rc;
+    const uint8_t *p = v->mv_data, *end = p + v->mv_size;
+    size_t n;
+    if ((rc = mr_decode_header(&p, end))) return corrupt_at(k, r);
+    row->raw = p;
+    if ((rc = mr_decode_row(&p, end, &row->ord, *vals, r->info.ncols, &n))) return corrupt_at(k, r);
+    row->raw_len = (size_t)(p - row->raw);
+    if (n != r->info.ncols) {
+        mr_err(MORAINE_ECORRUPT, "%zu columns where the table has %zu", n, r->info.ncols);
+        return corrupt_at(k, r);
+    }
+    row->rel = &r->info;
+    row->ncols = n;
+    row->vals = *vals;
+    row->children = p;
+    row->children_len = (size_t)(end - p);
+    return 0;
+}
+
+/* ---- children ---- */
+
+void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_children *it)
+{
+    memset(it, 0, sizeof *it);
+    it->p = row->children;
+    it->end = row->children + row->children_len;
+    it->db = rd->db;
+}
+
+int moraine_children_next(moraine_children *it, moraine_row *child)
+{
+    int rc;
+    while (it->left == 0) {
+        if (it->p >= it->end) return 0;
+        uint64_t id, nrows, nbytes;
+        if ((rc = mr_get_uvarint(&it->p, it->end, &id)) || (rc = mr_get_uvarint(&it->p, it->end, &nrows)) ||
+            (rc = mr_get_uvarint(&it->p, it->end, &nbytes)))
+            return rc;
+        if (nbytes > (uint64_t)(it->end - it->p)) return mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
+        mr_rel *r = mr_rel_by_id(it->db, id);
+        if (!r) return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
+        it->rel = &r->info;
+        it->left = nrows;
+        if (nrows == 0) it->p += nbytes;
+    }
+    if ((rc = ensure_vals(&it->vals, &it->cap, it->rel->ncols))) return rc;
+    size_t n;
+    child->raw = it->p;
+    if ((rc = mr_decode_row(&it->p, it->end, &child->ord, it->vals, it->rel->ncols, &n))) return rc;
+    child->raw_len = (size_t)(it->p - child->raw);
+    if (n != it->rel->ncols) return mr_err(MORAINE_ECORRUPT, "value: child row of %s has %zu columns, expected %zu", it->rel->name, n, it->rel->ncols);
+    it->left--;
+    child->rel = it->rel;
+    child->ncols = n;
+    child->vals = it->vals;
+    child->children = NULL;
+    child->children_len = 0;
+    return 1;
+}
+
+void moraine_children_free(moraine_children *it)
+{
+    free(it->vals);
+    it->vals = NULL;
+    it->cap = 0;
+}
+
+/* ---- cursors ---- */
+
+static int has_prefix(const MDB_val *k, const mr_buf *p) { return k->mv_size >= p->len && memcmp(k->mv_data, p->p, p->len) == 0; }
+
+static int seg_cmp(const uint8_t *a1, size_t n1, const uint8_t *a2, size_t n2, const uint8_t *b1, size_t m1, const uint8_t *b2, size_t m2)
+{
+    /* compares the concatenations a1.a2 and b1.b2 */
+    size_t i = 0, j = 0, la = n1 + n2, lb = m1 + m2;
+    while (i < la && j < lb) {
+        uint8_t x = i < n1 ? a1[i] : a2[i - n1];
+        uint8_t y = j < m1 ? b1[j] : b2[j - m1];
+        if (x != y) return x < y ? -1 : 1;
+        i++;
+        j++;
+    }
+    return (la > lb) - (la < lb);
+}
+
+static int hist_cmp(const void *a, const void *b)
+{
+    const hist_ent *x = a, *y = b;
+    return seg_cmp(x->scope, x->scope_len, x->rest, x->rest_len, y->scope, y->scope_len, y->rest, y->rest_len);
+}
+
+/* Length of the key element starting at p (p < end); 0 if malformed. */
+static size_t elem_len(const uint8_t *p, const uint8_t *end)
+{
+    if (*p == MR_K_NULL) return 1;
+    if (*p == MR_K_INT) return end - p >= MR_KEY_INT_LEN ? MR_KEY_INT_LEN : 0;
+    if (*p == MR_K_STR) {
+        const uint8_t *q = p + 1;
+        while (q < end) {
+            if (*q == 0) {
+                if (q + 1 < end && q[1] == 0xFF) {
+                    q += 2;
+                    continue;
+                }
+                return (size_t)(q + 1 - p);
+            }
+            q++;
+        }
+    }
+    return 0;
+}
+
+static int begin_visible(const moraine_value *vals, const mr_rel *r, int64_t s)
+{
+    if (s == MORAINE_ALL_VERSIONS || r->info.begin_col < 0) return 1;
+    const moraine_value *b = &vals[r->info.begin_col];
+    return b->type == MORAINE_INT && b->i <= s;
+}
+
+/* Collects the history versions visible at the cursor's snapshot. */
+static int collect_history(moraine_cursor *c)
+{
+    mr_rel *r = c->rel;
+    mr_buf hp = {0}, seek = {0};
+    int rc = mr_buf_byte(&hp, MR_SUB_HISTORY);
+    if (!rc) rc = mr_key_int(&hp, r->info.id);
+    if (!rc && c->scope != MORAINE_ANY_SCOPE) rc = mr_key_int(&hp, c->scope);
+    if (!rc) rc = mr_buf_put(&seek, hp.p, hp.len);
+    int bounded = c->scope != MORAINE_ANY_SCOPE || !r->scoped;
+    if (!rc && bounded && c->snapshot != MORAINE_ALL_VERSIONS && c->snapshot != INT64_MAX) rc = mr_key_int(&seek, c->snapshot + 1);
+    if (rc) goto out;
+    MDB_cursor *hc;
+    int mrc = mdb_cursor_open(c->rd->txn, c->rd->db->dbi, &hc);
+    if (mrc) {
+        rc = mr_lmdb_err(mrc, "opening a cursor");
+        goto out;
+    }
+    size_t cap = 0;
+    MDB_val k = {seek.len, seek.p}, v;
+    moraine_value bv, ev;
+    mr_buf scratch = {0};
+    for (mrc = mdb_cursor_get(hc, &k, &v, MDB_SET_RANGE); mrc == 0; mrc = mdb_cursor_get(hc, &k, &v, MDB_NEXT)) {
+        if (!has_prefix(&k, &hp)) break;
+        const uint8_t *p = (const uint8_t *)k.mv_data + hp.len, *end = (const uint8_t *)k.mv_data + k.mv_size;
+        const uint8_t *scope = p;
+        size_t scope_len = 0;
+        if (r->scoped && c->scope == MORAINE_ANY_SCOPE) {
+            scope_len = p < end ? elem_len(p, end) : 0;
+            if (!scope_len) {
+                rc = corrupt_at(&k, r);
+                break;
+            }
+            p += scope_len;
+        }
+        if ((rc = mr_key_next(&p, end, &ev, &scratch))) {
+            rc = corrupt_at(&k, r);
+            break;
+        }
+        const uint8_t *rest = p;
+        /* begin is the last element */
+        if (end - p < MR_KEY_INT_LEN) {
+            mr_err(MORAINE_ECORRUPT, "history key too short");
+            rc = corrupt_at(&k, r);
+            break;
+        }
+        const uint8_t *bp = end - MR_KEY_INT_LEN;
+        if ((rc = mr_key_next(&bp, end, &bv, &scratch))) {
+            rc = corrupt_at(&k, r);
+            break;
+        }
+        if (c->snapshot != MORAINE_ALL_VERSIONS) {
+            if (ev.type != MORAINE_INT || bv.type != MORAINE_INT) continue;
+            if (!(bv.i <= c->snapshot && c->snapshot < ev.i)) continue;
+        }
+        if (c->nhist == cap) {
+            cap = cap ? cap * 2 : 64;
+            hist_ent *h = realloc(c->hist, cap * sizeof *h);
+            if (!h) {
+                rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            }
+            c->hist = h;
+        }
+        hist_ent *h = &c->hist[c->nhist++];
+        h->scope = scope;
+        h->scope_len = scope_len;
+        h->rest = rest;
+        h->rest_len = (size_t)(end - rest);
+        h->val = v;
+    }
+    mr_buf_free(&scratch);
+    mdb_cursor_close(hc);
+    if (!rc && mrc && mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "reading history");
+    if (!rc && c->nhist > 1) qsort(c->hist, c->nhist, sizeof *c->hist, hist_cmp);
+out:
+    mr_buf_free(&hp);
+    mr_buf_free(&seek);
+    return rc;
+}
+
+static void cursor_release(moraine_cursor *c)
+{
+    if (c->closed) return;
+    c->closed = 1;
+    if (c->mc) mdb_cursor_close(c->mc);
+    c->mc = NULL;
+    mr_buf_free(&c->prefix);
+    free(c->hist);
+    c->hist = NULL;
+    free(c->vals);
+    c->vals = NULL;
+    moraine_children_free(&c->kids);
+    if (c->parent) {
+        cursor_release(c->parent);
+        free(c->parent);
+        c->parent = NULL;
+    }
+    if (c->loose) {
+        cursor_release(c->loose);
+        free(c->loose);
+        c->loose = NULL;
+    }
+}
+
+static int open_range(moraine_cursor *c, uint8_t sub)
+{
+    mr_rel *r = c->rel;
+    int rc = mr_buf_byte(&c->prefix, sub);
+    if (!rc && sub != MR_SUB_SNAPSHOT) rc = mr_key_int(&c->prefix, r->info.id);
+    c->c_scope_off = c->prefix.len;
+    if (!rc && sub == MR_SUB_CURRENT && c->scope != MORAINE_ANY_SCOPE) rc = mr_key_int(&c->prefix, c->scope);
+    if (rc) return rc;
+    int mrc = mdb_cursor_open(c->rd->txn, c->rd->db->dbi, &c->mc);
+    return mrc ? mr_lmdb_err(mrc, "opening a cursor") : 0;
+}
+
+static int cursor_init(moraine_read *rd, mr_rel *r, int64_t scope, int64_t snapshot, moraine_cursor *c)
+{
+    memset(c, 0, sizeof *c);
+    c->rd = rd;
+    c->rel = r;
+    c->scope = scope;
+    c->snapshot = snapshot;
+    switch (r->info.placement) {
+    case MORAINE_PLACE_TEMPORAL: {
+        int rc = open_range(c, MR_SUB_CURRENT);
+        return rc ? rc : collect_history(c);
+    }
+    case MORAINE_PLACE_SNAPSHOT: return open_range(c, MR_SUB_SNAPSHOT);
+    case MORAINE_PLACE_ROWS: return open_range(c, MR_SUB_ROWS);
+    case MORAINE_PLACE_CHILD: {
+        mr_rel *p = mr_rel_by_name(rd->db, r->info.parent);
+        if (p && p->info.ncols > 0) {
+            c->parent = calloc(1, sizeof *c->parent);
+            if (!c->parent) return mr_err(MORAINE_ENOMEM, "out of memory");
+            int rc = cursor_init(rd, p, p->info.placement == MORAINE_PLACE_SNAPSHOT ? MORAINE_ANY_SCOPE : scope, snapshot, c->parent);
+            if (rc) return rc;
+        }
+        if (snapshot == MORAINE_ALL_VERSIONS && scope == MORAINE_ANY_SCOPE) {
+            c->loose = calloc(1, sizeof *c->loose);
+            if (!c->loose) return mr_err(MORAINE_ENOMEM, "out of memory");
+            memset(c->loose, 0, sizeof *c->loose);
+            c->loose->rd = rd;
+            c->loose->rel = r;
+            c->loose->scope = MORAINE_ANY_SCOPE;
+            c->loose->snapshot = MORAINE_ALL_VERSIONS;
+            return open_range(c->loose, MR_SUB_ROWS);
+        }
+        return 0;
+    }
+    }
+    return mr_err(MORAINE_EINVAL, "%s: unknown placement", r->info.name);
+}
+
+int moraine_scan_open(moraine_read *rd, const char *name, int64_t scope, int64_t snapshot, moraine_cursor **out)
+{
+    if (!rd || !name || !out) return mr_err(MORAINE_EINVAL, "moraine_scan_open: NULL argument");
+    pthread_mutex_lock(&rd->db->mu);
+    mr_rel *r = mr_rel_by_name(rd->db, name);
+    pthread_mutex_unlock(&rd->db->mu);
+    if (!r) return mr_err(MORAINE_ENOTFOUND, "the catalog has no table '%s'", name);
+    if (scope != MORAINE_ANY_SCOPE && !r->scoped)
+        return mr_err(MORAINE_EINVAL, "%s is not keyed by table_id: it cannot be read for one table", name);
+    moraine_cursor *c = calloc(1, sizeof *c);
+    if (!c) return mr_err(MORAINE_ENOMEM, "out of memory");
+    int rc = r->info.ncols == 0 ? 0 : cursor_init(rd, r, scope, snapshot, c);
+    if (r->info.ncols == 0) {
+        c->rd = rd;
+        c->rel = r;
+        c->done = 1;
+    }
+    if (rc) {
+        cursor_release(c);
+        free(c);
+        return rc;
+    }
+    c->next_open = rd->cursors;
+    rd->cursors = c;
+    *out = c;
+    return 0;
+}
+
+/* Next entry of the main range (current/snapshot/rows), peeked into c->ck/cv. */
+static int peek_main(moraine_cursor *c)
+{
+    if (c->have_c || c->done || !c->mc) return 0;
+    int mrc;
+    if (!c->started) {
+        c->started = 1;
+        c->ck.mv_size = c->prefix.len;
+        c->ck.mv_data = c->prefix.p;
+        mrc = mdb_cursor_get(c->mc, &c->ck, &c->cv, MDB_SET_RANGE);
+    } else {
+        mrc = mdb_cursor_get(c->mc, &c->ck, &c->cv, MDB_NEXT);
+    }
+    if (mrc == MDB_NOTFOUND || (mrc == 0 && !has_prefix(&c->ck, &c->prefix))) {
+        c->done = 1;
+        return 0;
+    }
+    if (mrc) return mr_lmdb_err(mrc, "reading");
+    c->have_c = 1;
+    return 0;
+}
+
+/* Next visible version of a temporal, snapshot or rows relation. */
+static int next_plain(moraine_cursor *c, moraine_row *row)
+{
+    mr_rel *r = c->rel;
+    for (;;) {
+        int rc = peek_main(c);
+        if (rc) return rc;
+        int use_hist = 0;
+        if (c->hpos < c->nhist) {
+            if (!c->have_c) use_hist = 1;
+            else {
+                const hist_ent *h = &c->hist[c->hpos];
+                const uint8_t *k = c->ck.mv_data;
+                /* the current key after the relation prefix: scope and rest */
+                size_t off = c->c_scope_off;
+                use_hist = seg_cmp(h->scope, h->scope_len, h->rest, h->rest_len, k + off, c->ck.mv_size - off, NULL, 0) < 0;
+                if (c->scope != MORAINE_ANY_SCOPE || !r->scoped) {
+                    /* history entries carry no scope bytes here: compare the rest only */
+                    size_t o2 = c->prefix.len;
+                    use_hist = seg_cmp(h->rest, h->rest_len, NULL, 0, k + o2, c->ck.mv_size - o2, NULL, 0) < 0;
+                }
+            }
+        }
+        if (!use_hist && !c->have_c) return 0;
+        MDB_val k, v;
+        if (use_hist) {
+            k.mv_data = (void *)c->hist[c->hpos].rest;
+            k.mv_size = c->hist[c->hpos].rest_len;
+            v = c->hist[c->hpos++].val;
+        } else {
+            k = c->ck;
+            v = c->cv;
+            c->have_c = 0;
+        }
+        if ((rc = decode_value(&k, &v, r, &c->vals, &c->cap, row))) return rc;
+        if (use_hist) return 1; /* filtered when collected */
+        if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
+            const moraine_value *id = &row->vals[0];
+            int idc = moraine_column_index(&r->info, "snapshot_id");
+            if (idc >= 0) id = &row->vals[idc];
+            if (c->snapshot != MORAINE_ALL_VERSIONS && !(id->type == MORAINE_INT && id->i <= c->snapshot)) continue;
+            return 1;
+        }
+        if (begin_visible(row->vals, r, c->snapshot)) return 1;
+    }
+}
+
+int moraine_cursor_next(moraine_cursor *c, moraine_row *row)
+{
+    if (!c || !row) return mr_err(MORAINE_EINVAL, "moraine_cursor_next: NULL argument");
+    if (c->closed) return mr_err(MORAINE_ETXN, "the cursor is closed");
+    if (c->rel->info.placement != MORAINE_PLACE_CHILD) return c->done && !c->have_c && c->hpos >= c->nhist ? 0 : next_plain(c, row);
+    /* children: walk parents, yield their children of this relation */
+    for (;;) {
+        if (c->in_kids) {
+            int rc = moraine_children_next(&c->kids, row);
+            if (rc < 0) return rc;
+            if (rc == 1) {
+                if (row->rel == &c->rel->info || strcmp(row->rel->name, c->rel->info.name) == 0) return 1;
+                continue;
+            }
+            c->in_kids = 0;
+        }
+        if (c->parent) {
+            int rc = moraine_cursor_next(c->parent, &c->prow);
+            if (rc < 0) return rc;
+            if (rc == 1) {
+                moraine_children_free(&c->kids);
+                moraine_row_children(c->rd, &c->prow, &c->kids);
+                c->in_kids = 1;
+                continue;
+            }
+            cursor_release(c->parent);
+            free(c->parent);
+            c->parent = NULL;
+        }
+        if (c->loose) return next_plain(c->loose, row);
+        return 0;
+    }
+}
+
+void moraine_cursor_close(moraine_cursor *c)
+{
+    if (!c) return;
+    moraine_read *rd = c->rd;
+    for (moraine_cursor **pp = &rd->cursors; *pp; pp = &(*pp)->next_open) {
+        if (*pp == c) {
+            *pp = c->next_open;
+            break;
+        }
+    }
+    cursor_release(c);
+    free(c);
+}
+
+/* ---- spec lookups ---- */
+
+static int keep_row(moraine_read *rd, moraine_row *row)
+{
+    int rc = ensure_vals(&rd->spec_vals, &rd->spec_cap, row->ncols);
+    if (rc) return rc;
+    memcpy(rd->spec_vals, row->vals, row->ncols * sizeof *row->vals);
+    row->vals = rd->spec_vals;
+    return 1;
+}
+
+static int spec_at(moraine_read *rd, const char *rel, int64_t table_id, int64_t snapshot, moraine_row *row)
+{
+    pthread_mutex_lock(&rd->db->mu);
+    mr_rel *r = mr_rel_by_name(rd->db, rel);
+    pthread_mutex_unlock(&rd->db->mu);
+    if (!r) return 0; /* a catalog without the table has no spec */
+    moraine_cursor *c;
+    int rc = moraine_scan_open(rd, rel, table_id, snapshot, &c);
+    if (rc) return rc;
+    rc = moraine_cursor_next(c, row);
+    if (rc == 1) rc = keep_row(rd, row);
+    moraine_cursor_close(c);
+    return rc;
+}
+
+int moraine_partition_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, moraine_row *row)
+{
+    return spec_at(rd, "ducklake_partition_info", table_id, snapshot, row);
+}
+
+int moraine_sort_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, moraine_row *row)
+{
+    return spec_at(rd, "ducklake_sort_info", table_id, snapshot, row);
+}
+
+int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t partition_id, moraine_row *row)
+{
+    pthread_mutex_lock(&rd->db->mu);
+    mr_rel *r = mr_rel_by_name(rd->db, "ducklake_partition_info");
+    pthread_mutex_unlock(&rd->db->mu);
+    if (!r || r->info.ncols == 0) return 0;
+    int pcol = moraine_column_index(&r->info, "partition_id");
+    moraine_cursor *c;
+    int rc = moraine_scan_open(rd, "ducklake_partition_info", table_id, MORAINE_ALL_VERSIONS, &c);
+    if (rc) return rc;
+    while ((rc = moraine_cursor_next(c, row)) == 1) {
+        const moraine_value *v = &row->vals[pcol];
+        if (v->type == MORAINE_INT && v->i == partition_id) {
+            rc = keep_row(rd, row);
+            break;
+        }
+    }
+    moraine_cursor_close(c);
+    return rc;
+}

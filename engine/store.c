@@ -1,0 +1,570 @@
+/*
+ * store.c — the catalog handle: opening LMDB, the meta subspace, and the
+ * relation descriptors (which tables a catalog has, with which columns, in
+ * which order, placed where).
+ */
+#include "internal.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DEFAULT_MAP (1ULL << 30)
+#define DEFAULT_MAX_MAP (64ULL << 30)
+
+int mr_meta_key(mr_buf *b, const char *name)
+{
+    b->len = 0;
+    int rc = mr_buf_byte(b, MR_SUB_META);
+    return rc ? rc : mr_key_str(b, name, strlen(name));
+}
+
+int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out)
+{
+    mr_buf k = {0};
+    int rc = mr_meta_key(&k, name);
+    if (rc) return rc;
+    MDB_val key = {k.len, k.p}, val;
+    int mrc = mdb_get(t, dbi, &key, &val);
+    mr_buf_free(&k);
+    if (mrc == MDB_NOTFOUND) return 0;
+    if (mrc) return mr_lmdb_err(mrc, "reading catalog metadata");
+    if (val.mv_size != 8) return mr_err(MORAINE_ECORRUPT, "catalog metadata '%s' is %zu bytes, expected 8", name, val.mv_size);
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) u = (u << 8) | ((const uint8_t *)val.mv_data)[i];
+    *out = (int64_t)u;
+    return 1;
+}
+
+int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v)
+{
+    mr_buf k = {0};
+    int rc = mr_meta_key(&k, name);
+    if (rc) return rc;
+    uint8_t be[8];
+    for (int i = 0; i < 8; i++) be[i] = (uint8_t)((uint64_t)v >> (56 - 8 * i));
+    MDB_val key = {k.len, k.p}, val = {8, be};
+    int mrc = mdb_put(t, dbi, &key, &val, 0);
+    mr_buf_free(&k);
+    return mrc ? mr_lmdb_err(mrc, "writing catalog metadata") : 0;
+}
+
+/* ---- relation descriptors ---- */
+
+void mr_rel_free(mr_rel *r)
+{
+    if (!r) return;
+    for (size_t i = 0; i < r->info.ncols; i++) free(r->names[i]);
+    free(r->names);
+    free(r->types);
+    free((char *)r->info.name);
+    free((char *)r->info.parent);
+    free(r);
+}
+
+static int find_col(char **names, size_t n, const char *col, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(names[i]) == len && memcmp(names[i], col, len) == 0) return (int)i;
+    return -1;
+}
+
+/* Resolves a comma-separated column list into indices. */
+static int resolve_cols(mr_rel *r, const char *list, int *out, int *n)
+{
+    *n = 0;
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int idx = find_col(r->names, r->info.ncols, p, len);
+        if (idx < 0)
+            return mr_err(MORAINE_EINVAL, "%s: the catalog's table has no column '%.*s', which moraine keys it by",
+                          r->info.name, (int)len, p);
+        if (*n >= MR_MAX_KEYCOLS) return mr_err(MORAINE_EINVAL, "%s: too many key columns", r->info.name);
+        out[(*n)++] = idx;
+        p = comma ? comma + 1 : p + len;
+    }
+    return 0;
+}
+
+int mr_rel_build(moraine_db *db, const char *name, uint32_t id, size_t ncols, const char *const *colnames, mr_rel **out)
+{
+    (void)db;
+    mr_rel *r = calloc(1, sizeof *r);
+    if (!r) return mr_err(MORAINE_ENOMEM, "out of memory");
+    r->info.name = strdup(name);
+    r->info.id = id;
+    r->info.ncols = ncols;
+    r->names = calloc(ncols ? ncols : 1, sizeof *r->names);
+    r->types = calloc(ncols ? ncols : 1, sizeof *r->types);
+    if (!r->info.name || !r->names || !r->types) {
+        r->info.ncols = 0;
+        mr_rel_free(r);
+        return mr_err(MORAINE_ENOMEM, "out of memory");
+    }
+    const mr_known_table *kt = mr_known(name);
+    r->info.begin_col = r->info.end_col = -1;
+    for (size_t i = 0; i < ncols; i++) {
+        r->names[i] = strdup(colnames[i]);
+        if (!r->names[i]) {
+            r->info.ncols = i;
+            mr_rel_free(r);
+            return mr_err(MORAINE_ENOMEM, "out of memory");
+        }
+        if (find_col(r->names, i, colnames[i], strlen(colnames[i])) >= 0) {
+            r->info.ncols = i + 1;
+            mr_rel_free(r);
+            return mr_err(MORAINE_EINVAL, "%s: column '%s' appears twice", name, colnames[i]);
+        }
+        r->types[i] = mr_known_coltype(kt, colnames[i]);
+        if (strcmp(colnames[i], "begin_snapshot") == 0) r->info.begin_col = (int)i;
+        if (strcmp(colnames[i], "end_snapshot") == 0) r->info.end_col = (int)i;
+    }
+    r->info.colnames = (const char *const *)r->names;
+    r->info.coltypes = r->types;
+    int rc = 0;
+    if (kt) {
+        r->info.placement = kt->placement;
+        r->scoped = kt->scoped;
+        if (kt->parent && !(r->info.parent = strdup(kt->parent))) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        if (!rc && ncols > 0 && kt->key) rc = resolve_cols(r, kt->key, kt->placement == MORAINE_PLACE_CHILD ? r->parentkey : r->keycols,
+                                                           &r->nkey);
+        if (!rc && ncols > 0 && kt->placement == MORAINE_PLACE_TEMPORAL && (r->info.begin_col < 0 || r->info.end_col < 0))
+            rc = mr_err(MORAINE_EINVAL, "%s: a temporal table needs begin_snapshot and end_snapshot columns", name);
+        if (!rc && kt->placement == MORAINE_PLACE_CHILD) {
+            /* for children nkey counts parent key columns */
+        }
+    } else {
+        /* A table moraine does not know: temporal when it has both snapshot
+         * columns (inlined data tables), keyed by row position; else rows. */
+        r->info.placement = (r->info.begin_col >= 0 && r->info.end_col >= 0) ? MORAINE_PLACE_TEMPORAL : MORAINE_PLACE_ROWS;
+        r->nkey = 0;
+    }
+    if (rc) {
+        mr_rel_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+int mr_rel_encode(mr_buf *b, const mr_rel *r)
+{
+    size_t n = r->info.ncols + 1;
+    moraine_value *v = calloc(n, sizeof *v);
+    if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
+    v[0].type = MORAINE_STR;
+    v[0].s = r->info.name;
+    v[0].len = strlen(r->info.name);
+    for (size_t i = 0; i < r->info.ncols; i++) {
+        v[i + 1].type = MORAINE_STR;
+        v[i + 1].s = r->names[i];
+        v[i + 1].len = strlen(r->names[i]);
+    }
+    int rc = mr_buf_byte(b, MR_FORMAT_VERSION);
+    if (!rc) rc = mr_encode_row(b, 0, v, n);
+    free(v);
+    return rc;
+}
+
+static void rels_clear(moraine_db *db)
+{
+    for (size_t i = 0; i < db->nrels; i++) mr_rel_free(db->rels[i]);
+    for (size_t i = 0; i < db->nretired; i++) mr_rel_free(db->retired[i]);
+    free(db->rels);
+    free(db->byid);
+    free(db->retired);
+    db->rels = db->byid = db->retired = NULL;
+    db->nrels = db->caprels = db->capid = db->nretired = 0;
+}
+
+/* Adds or replaces (same id) a descriptor in the in-memory tables. A replaced
+ * descriptor is retired, not freed: readers may still point at it. */
+int mr_rels_add(moraine_db *db, mr_rel *r)
+{
+    uint32_t id = r->info.id;
+    if (id >= db->capid) {
+        size_t cap = db->capid ? db->capid : 64;
+        while (cap <= id) cap *= 2;
+        mr_rel **p = realloc(db->byid, cap * sizeof *p);
+        if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+        memset(p + db->capid, 0, (cap - db->capid) * sizeof *p);
+        db->byid = p;
+        db->capid = cap;
+    }
+    mr_rel *old = db->byid[id];
+    if (old) {
+        mr_rel **p = realloc(db->retired, (db->nretired + 1) * sizeof *p);
+        if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+        db->retired = p;
+        db->retired[db->nretired++] = old;
+        for (size_t i = 0; i < db->nrels; i++)
+            if (db->rels[i] == old) db->rels[i] = r;
+    } else {
+        if (db->nrels == db->caprels) {
+            size_t cap = db->caprels ? db->caprels * 2 : 32;
+            mr_rel **p = realloc(db->rels, cap * sizeof *p);
+            if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+            db->rels = p;
+            db->caprels = cap;
+        }
+        db->rels[db->nrels++] = r;
+    }
+    db->byid[id] = r;
+    return 0;
+}
+
+/* Loads descriptors from the meta subspace when another writer (this or
+ * another process) has defined relations since the last load. */
+int mr_load_relations(moraine_db *db, MDB_txn *t)
+{
+    int64_t gen = 0;
+    int rc = mr_meta_get_int(t, db->dbi, "rels_gen", &gen);
+    if (rc < 0) return rc;
+    if ((uint64_t)gen == db->rels_gen) return 0;
+    mr_buf k = {0}, scratch = {0};
+    if ((rc = mr_meta_key(&k, "rel"))) return rc;
+    MDB_cursor *c;
+    int mrc = mdb_cursor_open(t, db->dbi, &c);
+    if (mrc) {
+        mr_buf_free(&k);
+        return mr_lmdb_err(mrc, "opening a cursor");
+    }
+    MDB_val key = {k.len, k.p}, val;
+    moraine_value *vals = NULL;
+    size_t cap = 0;
+    for (mrc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE); mrc == 0; mrc = mdb_cursor_get(c, &key, &val, MDB_NEXT)) {
+        if (key.mv_size < k.len || memcmp(key.mv_data, k.p, k.len) != 0) break;
+        const uint8_t *kp = (const uint8_t *)key.mv_data + k.len, *kend = (const uint8_t *)key.mv_data + key.mv_size;
+        moraine_value idv;
+        if ((rc = mr_key_next(&kp, kend, &idv, &scratch))) break;
+        if (idv.type != MORAINE_INT || idv.i < 0 || idv.i > 1000000) {
+            rc = mr_err(MORAINE_ECORRUPT, "relation descriptor with a bad id");
+            break;
+        }
+        if (idv.i < (int64_t)db->capid && db->byid[idv.i] && (uint64_t)gen != db->rels_gen) {
+            /* reloaded below only if its columns changed */
+        }
+        const uint8_t *p = val.mv_data, *end = p + val.mv_size;
+        if ((rc = mr_decode_header(&p, end))) break;
+        /* count cells first: descriptor rows are small */
+        if (cap < 4096) {
+            free(vals);
+            cap = 4096;
+            vals = calloc(cap, sizeof *vals);
+            if (!vals) {
+                rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        int64_t ord;
+        size_t n;
+        if ((rc = mr_decode_row(&p, end, &ord, vals, cap, &n))) break;
+        if (n < 1 || vals[0].type != MORAINE_STR) {
+            rc = mr_err(MORAINE_ECORRUPT, "relation descriptor %lld is malformed", (long long)idv.i);
+            break;
+        }
+        mr_rel *have = idv.i < (int64_t)db->capid ? db->byid[idv.i] : NULL;
+        if (have && have->info.ncols == n - 1) continue; /* unchanged (descriptors only ever gain columns) */
+        char name[512];
+        snprintf(name, sizeof name, "%.*s", (int)vals[0].len, vals[0].s);
+        const char **cols = calloc(n, sizeof *cols);
+        char **owned = calloc(n, sizeof *owned);
+        if (!cols || !owned) {
+            free(cols);
+            free(owned);
+            rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            break;
+        }
+        for (size_t i = 1; i < n && !rc; i++) {
+            owned[i] = strndup(vals[i].s, vals[i].len);
+            if (!owned[i]) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            cols[i - 1] = owned[i];
+        }
+        mr_rel *r = NULL;
+        if (!rc) rc = mr_rel_build(db, name, (uint32_t)idv.i, n - 1, cols, &r);
+        for (size_t i = 1; i < n; i++) free(owned[i]);
+        free(owned);
+        free(cols);
+        if (!rc) rc = mr_rels_add(db, r);
+        if (rc) {
+            mr_rel_free(r);
+            break;
+        }
+    }
+    mdb_cursor_close(c);
+    free(vals);
+    mr_buf_free(&k);
+    mr_buf_free(&scratch);
+    if (rc) return rc;
+    if (mrc && mrc != MDB_NOTFOUND) return mr_lmdb_err(mrc, "reading relation descriptors");
+    db->rels_gen = (uint64_t)gen;
+    return 0;
+}
+
+mr_rel *mr_rel_by_name(moraine_db *db, const char *name)
+{
+    for (size_t i = 0; i < db->nrels; i++)
+        if (strcmp(db->rels[i]->info.name, name) == 0) return db->rels[i];
+    return NULL;
+}
+
+mr_rel *mr_rel_by_id(moraine_db *db, uint64_t id) { return id < db->capid ? db->byid[id] : NULL; }
+
+int moraine_relation(moraine_db *db, const char *name, moraine_relation_info *out)
+{
+    if (!db || !name || !out) return mr_err(MORAINE_EINVAL, "moraine_relation: NULL argument");
+    pthread_mutex_lock(&db->mu);
+    mr_rel *r = db->writer ? mr_txn_rel(db->writer, name) : NULL;
+    if (!r) r = mr_rel_by_name(db, name);
+    if (r) *out = r->info;
+    pthread_mutex_unlock(&db->mu);
+    return r ? 0 : mr_err(MORAINE_ENOTFOUND, "the catalog has no table '%s'", name);
+}
+
+int moraine_relation_at(moraine_db *db, size_t i, moraine_relation_info *out)
+{
+    pthread_mutex_lock(&db->mu);
+    int found = i < db->nrels;
+    if (found) *out = db->rels[i]->info;
+    pthread_mutex_unlock(&db->mu);
+    return found;
+}
+
+int moraine_column_index(const moraine_relation_info *rel, const char *col)
+{
+    for (size_t i = 0; i < rel->ncols; i++)
+        if (strcmp(rel->colnames[i], col) == 0) return (int)i;
+    return -1;
+}
+
+/* ---- keys of rows ---- */
+
+int mr_current_key(mr_buf *b, const mr_rel *r, const moraine_value *row, int64_t ord)
+{
+    b->len = 0;
+    int rc = mr_buf_byte(b, MR_SUB_CURRENT);
+    if (!rc) rc = mr_key_int(b, r->info.id);
+    if (r->nkey == 0) return rc ? rc : mr_key_int(b, ord);
+    for (int i = 0; !rc && i < r->nkey; i++) rc = mr_key_value(b, &row[r->keycols[i]]);
+    return rc;
+}
+
+int mr_history_key(mr_buf *b, const mr_rel *r, const moraine_value *row, int64_t ord)
+{
+    b->len = 0;
+    int rc = mr_buf_byte(b, MR_SUB_HISTORY);
+    if (!rc) rc = mr_key_int(b, r->info.id);
+    int k = 0;
+    if (!rc && r->scoped) rc = mr_key_value(b, &row[r->keycols[k++]]);
+    if (!rc) rc = mr_key_value(b, &row[r->info.end_col]);
+    if (r->nkey == 0 && !rc) rc = mr_key_int(b, ord);
+    for (; !rc && k < r->nkey; k++) rc = mr_key_value(b, &row[r->keycols[k]]);
+    if (!rc) rc = mr_key_value(b, &row[r->info.begin_col]);
+    return rc;
+}
+
+int mr_rows_key(mr_buf *b, const mr_rel *r, int64_t ord)
+{
+    b->len = 0;
+    int rc = mr_buf_byte(b, MR_SUB_ROWS);
+    if (!rc) rc = mr_key_int(b, r->info.id);
+    return rc ? rc : mr_key_int(b, ord);
+}
+
+int mr_snapshot_key(mr_buf *b, int64_t id)
+{
+    b->len = 0;
+    int rc = mr_buf_byte(b, MR_SUB_SNAPSHOT);
+    return rc ? rc : mr_key_int(b, id);
+}
+
+static int describe_value(const moraine_value *v, char *out, size_t n)
+{
+    switch (v->type) {
+    case MORAINE_NULL: return snprintf(out, n, "NULL");
+    case MORAINE_INT: return snprintf(out, n, "%lld", (long long)v->i);
+    case MORAINE_BOOL: return snprintf(out, n, "%s", v->i ? "true" : "false");
+    case MORAINE_REAL: return snprintf(out, n, "%g", v->d);
+    default: return snprintf(out, n, "'%.*s'", (int)(v->len > 40 ? 40 : v->len), v->s);
+    }
+}
+
+/* Names a row by its key columns, e.g. "(table_id=1, data_file_id=7)"; rows
+ * without key columns by their position. */
+int mr_describe_row(const mr_rel *r, const moraine_value *row, size_t ncols, char *out, size_t outlen)
+{
+    const int *cols = r->info.placement == MORAINE_PLACE_CHILD ? r->parentkey : r->keycols;
+    size_t o = (size_t)snprintf(out, outlen, "(");
+    for (int i = 0; i < r->nkey && o < outlen; i++) {
+        if ((size_t)cols[i] >= ncols) break;
+        o += (size_t)snprintf(out + o, outlen - o, "%s%s=", i ? ", " : "", r->names[cols[i]]);
+        if (o < outlen) o += (size_t)describe_value(&row[cols[i]], out + o, outlen - o);
+    }
+    if (r->nkey == 0 && o < outlen && ncols > 0) {
+        o += (size_t)snprintf(out + o, outlen - o, "%s=", r->names[0]);
+        if (o < outlen) o += (size_t)describe_value(&row[0], out + o, outlen - o);
+    }
+    if (o < outlen) snprintf(out + o, outlen - o, ")");
+    return 0;
+}
+
+static const char *type_name(moraine_type t)
+{
+    switch (t) {
+    case MORAINE_NULL: return "NULL";
+    case MORAINE_INT: return "an integer";
+    case MORAINE_STR: return "a string";
+    case MORAINE_BOOL: return "a boolean";
+    case MORAINE_REAL: return "a non-integral number";
+    case MORAINE_JSON: return "a nested JSON value";
+    default: return "of unknown type";
+    }
+}
+
+/* Checks a row against the descriptor: column count and declared types. */
+int mr_check_value(const mr_rel *r, const moraine_value *row, size_t ncols, int64_t ord)
+{
+    char desc[256];
+    if (ncols != r->info.ncols)
+        return mr_err(MORAINE_EINVAL, "%s: a row has %zu columns, the table has %zu", r->info.name, ncols, r->info.ncols);
+    for (size_t i = 0; i < ncols; i++) {
+        moraine_type t = row[i].type;
+        if (t != MORAINE_NULL && t != MORAINE_INT && t != MORAINE_STR && t != MORAINE_BOOL && t != MORAINE_REAL && t != MORAINE_JSON) {
+            mr_describe_row(r, row, ncols, desc, sizeof desc);
+            return mr_err(MORAINE_EINVAL, "%s row %s: column '%s' holds a value of unknown type %d", r->info.name, desc,
+                          r->names[i], (int)t);
+        }
+        if ((t == MORAINE_STR || t == MORAINE_JSON) && row[i].len && !row[i].s) {
+            mr_describe_row(r, row, ncols, desc, sizeof desc);
+            return mr_err(MORAINE_EINVAL, "%s row %s: column '%s' has a NULL string pointer", r->info.name, desc, r->names[i]);
+        }
+        moraine_coltype ct = r->types[i];
+        const char *want = NULL;
+        if (ct == MORAINE_COL_BIGINT && t != MORAINE_NULL && t != MORAINE_INT) want = "BIGINT";
+        if (ct == MORAINE_COL_VARCHAR && t != MORAINE_NULL && t != MORAINE_STR) want = "VARCHAR";
+        if (ct == MORAINE_COL_BOOLEAN && t != MORAINE_NULL && t != MORAINE_BOOL) want = "BOOLEAN";
+        if (want) {
+            mr_describe_row(r, row, ncols, desc, sizeof desc);
+            return mr_err(MORAINE_EINVAL, "%s row %s: column '%s' is %s but the value is %s", r->info.name, desc, r->names[i],
+                          want, type_name(t));
+        }
+    }
+    (void)ord;
+    return 0;
+}
+
+/* ---- open / close ---- */
+
+int moraine_open(const char *path, const moraine_options *opts, moraine_db **out)
+{
+    moraine_options o = {0};
+    if (opts) o = *opts;
+    else o.create = 1;
+    if (!path || !out) return mr_err(MORAINE_EINVAL, "moraine_open: NULL path or out");
+    if (!o.map_size) o.map_size = DEFAULT_MAP;
+    if (!o.max_map_size) o.max_map_size = DEFAULT_MAX_MAP;
+    if (o.max_map_size < o.map_size) o.max_map_size = o.map_size;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (o.read_only || !o.create) return mr_err(MORAINE_EIO, "%s: no such catalog directory", path);
+        if (mkdir(path, 0775) != 0) return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", path, strerror(errno));
+    } else if (!S_ISDIR(st.st_mode)) {
+        return mr_err(MORAINE_EIO, "%s: not a directory (a moraine catalog is a directory)", path);
+    }
+    moraine_db *db = calloc(1, sizeof *db);
+    if (!db) return mr_err(MORAINE_ENOMEM, "out of memory");
+    db->opts = o;
+    pthread_mutex_init(&db->mu, NULL);
+    int mrc = mdb_env_create(&db->env);
+    if (!mrc) mrc = mdb_env_set_mapsize(db->env, o.map_size);
+    if (!mrc) mrc = mdb_env_set_maxreaders(db->env, 512);
+    unsigned flags = MDB_NOTLS | (o.read_only ? MDB_RDONLY : 0) | (o.no_sync ? MDB_NOSYNC : 0);
+    if (!mrc) mrc = mdb_env_open(db->env, path, flags, 0664);
+    int rc = 0;
+    if (mrc) {
+        rc = mrc == ENOENT || mrc == EACCES ? mr_err(MORAINE_EIO, "%s: cannot open catalog: %s", path, mdb_strerror(mrc))
+                                             : mr_lmdb_err(mrc, path);
+        goto fail;
+    }
+    /* A larger map may have been set by another process: adopt it. */
+    MDB_envinfo ei;
+    mdb_env_info(db->env, &ei);
+    if (ei.me_mapsize > db->opts.map_size) db->opts.map_size = ei.me_mapsize;
+
+    MDB_txn *t;
+    if ((mrc = mdb_txn_begin(db->env, NULL, o.read_only ? MDB_RDONLY : 0, &t))) {
+        rc = mr_lmdb_err(mrc, path);
+        goto fail;
+    }
+    if ((mrc = mdb_dbi_open(t, NULL, 0, &db->dbi))) {
+        mdb_txn_abort(t);
+        rc = mr_lmdb_err(mrc, path);
+        goto fail;
+    }
+    int64_t fmt = 0;
+    rc = mr_meta_get_int(t, db->dbi, "format", &fmt);
+    if (rc == 0) {
+        /* no format marker: a new catalog, or an LMDB file of something else */
+        MDB_stat ms;
+        mdb_stat(t, db->dbi, &ms);
+        if (ms.ms_entries != 0) {
+            rc = mr_err(MORAINE_ECORRUPT, "%s: holds an LMDB database that is not a moraine catalog", path);
+        } else if (!o.read_only) {
+            rc = mr_meta_put_int(t, db->dbi, "format", MR_FORMAT_VERSION);
+        }
+    } else if (rc == 1) {
+        rc = fmt == MR_FORMAT_VERSION ? 0
+                                      : mr_err(MORAINE_ECORRUPT, "%s: catalog format %lld, this build reads %d", path, (long long)fmt,
+                                               MR_FORMAT_VERSION);
+    }
+    if (!rc) rc = mr_load_relations(db, t);
+    if (rc) {
+        mdb_txn_abort(t);
+        goto fail;
+    }
+    if (o.read_only) mdb_txn_abort(t);
+    else if ((mrc = mdb_txn_commit(t))) {
+        rc = mr_lmdb_err(mrc, path);
+        goto fail;
+    }
+    *out = db;
+    return 0;
+fail:
+    if (db->env) mdb_env_close(db->env);
+    rels_clear(db);
+    pthread_mutex_destroy(&db->mu);
+    free(db);
+    return rc;
+}
+
+void moraine_close(moraine_db *db)
+{
+    if (!db) return;
+    if (db->writer) moraine_txn_abort(db->writer);
+    mdb_env_close(db->env);
+    rels_clear(db);
+    pthread_mutex_destroy(&db->mu);
+    free(db);
+}
+
+int moraine_last_snapshot(moraine_db *db, int64_t *out)
+{
+    MDB_txn *t;
+    int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t);
+    if (mrc) return mr_lmdb_err(mrc, "reading the last snapshot");
+    int rc = mr_meta_get_int(t, db->dbi, "last_snapshot", out);
+    mdb_txn_abort(t);
+    return rc;
+}
+
+int mr_grow_map(moraine_db *db)
+{
+    size_t cur = db->opts.map_size;
+    if (cur >= db->opts.max_map_size) return -1;
+    size_t next = cur * 2 > db->opts.max_map_size ? db->opts.max_map_size : cur * 2;
+    if (mdb_env_set_mapsize(db->env, next)) return -1;
+    db->opts.map_size = next;
+    return 0;
+}

@@ -1,0 +1,98 @@
+/*
+ * tables.c — what moraine knows of DuckLake's catalog tables: each table's
+ * placement in the keyspace (docs/keyspace.md) and the types of the columns
+ * DuckLake v1.0 (and 1.1-dev1) defines. A catalog's own column list always
+ * wins: columns not listed here are kept with type ANY, and tables not listed
+ * here (inlined data tables, tables of later versions) get a generic
+ * placement chosen in store.c.
+ *
+ * Types: B = BIGINT, V = VARCHAR (UUID and TIMESTAMPTZ are kept as text),
+ * O = BOOLEAN.
+ */
+#include "internal.h"
+#include <string.h>
+
+static const mr_known_table known[] = {
+    {"ducklake_metadata", MORAINE_PLACE_ROWS, NULL, NULL, 0, "key:V,value:V,scope:V,scope_id:B"},
+    {"ducklake_snapshot", MORAINE_PLACE_SNAPSHOT, NULL, "snapshot_id", 0,
+     "snapshot_id:B,snapshot_time:V,schema_version:B,next_catalog_id:B,next_file_id:B"},
+    {"ducklake_snapshot_changes", MORAINE_PLACE_CHILD, "ducklake_snapshot", "snapshot_id", 0,
+     "snapshot_id:B,changes_made:V,author:V,commit_message:V,commit_extra_info:V"},
+    {"ducklake_schema", MORAINE_PLACE_TEMPORAL, NULL, "schema_id", 0,
+     "schema_id:B,schema_uuid:V,begin_snapshot:B,end_snapshot:B,schema_name:V,path:V,path_is_relative:O"},
+    {"ducklake_table", MORAINE_PLACE_TEMPORAL, NULL, "table_id", 1,
+     "table_id:B,table_uuid:V,begin_snapshot:B,end_snapshot:B,schema_id:B,table_name:V,path:V,path_is_relative:O"},
+    {"ducklake_view", MORAINE_PLACE_TEMPORAL, NULL, "view_id", 0,
+     "view_id:B,view_uuid:V,begin_snapshot:B,end_snapshot:B,schema_id:B,view_name:V,dialect:V,sql:V,column_aliases:V"},
+    {"ducklake_column", MORAINE_PLACE_TEMPORAL, NULL, "table_id,column_id", 1,
+     "column_id:B,begin_snapshot:B,end_snapshot:B,table_id:B,column_order:B,column_name:V,column_type:V,"
+     "initial_default:V,default_value:V,nulls_allowed:O,parent_column:B,default_value_type:V,default_value_dialect:V"},
+    {"ducklake_macro", MORAINE_PLACE_TEMPORAL, NULL, "schema_id,macro_id", 0,
+     "schema_id:B,macro_id:B,macro_name:V,begin_snapshot:B,end_snapshot:B"},
+    {"ducklake_macro_impl", MORAINE_PLACE_ROWS, NULL, NULL, 0, "macro_id:B,impl_id:B,dialect:V,sql:V,type:V"},
+    {"ducklake_macro_parameters", MORAINE_PLACE_ROWS, NULL, NULL, 0,
+     "macro_id:B,impl_id:B,column_id:B,parameter_name:V,parameter_type:V,default_value:V,default_value_type:V"},
+    {"ducklake_data_file", MORAINE_PLACE_TEMPORAL, NULL, "table_id,data_file_id", 1,
+     "data_file_id:B,table_id:B,begin_snapshot:B,end_snapshot:B,file_order:B,path:V,path_is_relative:O,file_format:V,"
+     "record_count:B,file_size_bytes:B,footer_size:B,row_id_start:B,partition_id:B,encryption_key:V,mapping_id:B,"
+     "partial_max:B,row_group_count:B"},
+    {"ducklake_delete_file", MORAINE_PLACE_TEMPORAL, NULL, "table_id,data_file_id,delete_file_id", 1,
+     "delete_file_id:B,table_id:B,begin_snapshot:B,end_snapshot:B,data_file_id:B,path:V,path_is_relative:O,format:V,"
+     "delete_count:B,file_size_bytes:B,footer_size:B,encryption_key:V,partial_max:B,row_group_count:B"},
+    {"ducklake_files_scheduled_for_deletion", MORAINE_PLACE_ROWS, NULL, NULL, 0,
+     "data_file_id:B,path:V,path_is_relative:O,schedule_start:V"},
+    {"ducklake_inlined_data_tables", MORAINE_PLACE_ROWS, NULL, NULL, 0, "table_id:B,table_name:V,schema_version:B"},
+    {"ducklake_column_mapping", MORAINE_PLACE_ROWS, NULL, NULL, 0, "mapping_id:B,table_id:B,type:V"},
+    {"ducklake_name_mapping", MORAINE_PLACE_ROWS, NULL, NULL, 0,
+     "mapping_id:B,column_id:B,source_name:V,target_field_id:B,parent_column:B,is_partition:O"},
+    {"ducklake_table_stats", MORAINE_PLACE_ROWS, NULL, NULL, 0, "table_id:B,record_count:B,next_row_id:B,file_size_bytes:B"},
+    {"ducklake_table_column_stats", MORAINE_PLACE_ROWS, NULL, NULL, 0,
+     "table_id:B,column_id:B,contains_null:O,contains_nan:O,min_value:V,max_value:V,extra_stats:V"},
+    {"ducklake_file_column_stats", MORAINE_PLACE_CHILD, "ducklake_data_file", "table_id,data_file_id", 1,
+     "data_file_id:B,table_id:B,column_id:B,column_size_bytes:B,value_count:B,null_count:B,min_value:V,max_value:V,"
+     "contains_nan:O,extra_stats:V"},
+    {"ducklake_file_variant_stats", MORAINE_PLACE_CHILD, "ducklake_data_file", "table_id,data_file_id", 1,
+     "data_file_id:B,table_id:B,column_id:B,variant_path:V,shredded_type:V,column_size_bytes:B,value_count:B,"
+     "null_count:B,min_value:V,max_value:V,contains_nan:O,extra_stats:V"},
+    {"ducklake_partition_info", MORAINE_PLACE_TEMPORAL, NULL, "table_id,partition_id", 1,
+     "partition_id:B,table_id:B,begin_snapshot:B,end_snapshot:B"},
+    {"ducklake_partition_column", MORAINE_PLACE_CHILD, "ducklake_partition_info", "table_id,partition_id", 1,
+     "partition_id:B,table_id:B,partition_key_index:B,column_id:B,transform:V"},
+    {"ducklake_file_partition_value", MORAINE_PLACE_CHILD, "ducklake_data_file", "table_id,data_file_id", 1,
+     "data_file_id:B,table_id:B,partition_key_index:B,partition_value:V"},
+    {"ducklake_sort_info", MORAINE_PLACE_TEMPORAL, NULL, "table_id,sort_id", 1, "sort_id:B,table_id:B,begin_snapshot:B,end_snapshot:B"},
+    {"ducklake_sort_expression", MORAINE_PLACE_CHILD, "ducklake_sort_info", "table_id,sort_id", 1,
+     "sort_id:B,table_id:B,sort_key_index:B,expression:V,dialect:V,sort_direction:V,null_order:V"},
+    {"ducklake_tag", MORAINE_PLACE_TEMPORAL, NULL, "object_id,key", 0, "object_id:B,begin_snapshot:B,end_snapshot:B,key:V,value:V"},
+    {"ducklake_column_tag", MORAINE_PLACE_TEMPORAL, NULL, "table_id,column_id,key", 1,
+     "table_id:B,column_id:B,begin_snapshot:B,end_snapshot:B,key:V,value:V"},
+    {"ducklake_schema_versions", MORAINE_PLACE_ROWS, NULL, NULL, 0, "begin_snapshot:B,schema_version:B,table_id:B"},
+};
+
+const mr_known_table *mr_known(const char *name)
+{
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(known[i].name, name) == 0) return &known[i];
+    return NULL;
+}
+
+moraine_coltype mr_known_coltype(const mr_known_table *kt, const char *col)
+{
+    if (!kt) return MORAINE_COL_ANY;
+    size_t n = strlen(col);
+    for (const char *p = kt->columns; *p;) {
+        const char *colon = strchr(p, ':');
+        if (!colon) break;
+        if ((size_t)(colon - p) == n && memcmp(p, col, n) == 0) {
+            switch (colon[1]) {
+            case 'B': return MORAINE_COL_BIGINT;
+            case 'V': return MORAINE_COL_VARCHAR;
+            case 'O': return MORAINE_COL_BOOLEAN;
+            default: return MORAINE_COL_ANY;
+            }
+        }
+        p = colon + 2;
+        if (*p == ',') p++;
+    }
+    return MORAINE_COL_ANY;
+}
