@@ -59,17 +59,6 @@ static void mr_setfuncs(lua_State *L, const luaL_Reg *l)
     }
 }
 
-static void *mr_testudata(lua_State *L, int idx, const char *tname)
-{
-    void *p = lua_touserdata(L, idx);
-    if (p == NULL || !lua_getmetatable(L, idx))
-        return NULL;
-    luaL_getmetatable(L, tname);
-    int same = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
-    return same ? p : NULL;
-}
-
 /* ---- names ------------------------------------------------------------------ */
 #define MT_DB "moraine.db"
 #define MT_TXN "moraine.txn"
@@ -250,11 +239,10 @@ static int to_int64(lua_State *L, int idx, int64_t *out)
 
 static int64_t check_int(lua_State *L, int idx)
 {
-    int64_t v;
+    int64_t v = 0;
     if (!to_int64(L, idx, &v)) {
         if (lua_type(L, idx) == LUA_TNUMBER)
             luaL_argerror(L, idx, "number has no exact int64 representation");
-        luaL_typerror_compat:
         luaL_argerror(L, idx, lua_pushfstring(L, "integer expected, got %s", luaL_typename(L, idx)));
     }
     return v;
@@ -461,7 +449,7 @@ static void push_row(lua_State *L, const moraine_row *row)
 
 /* Pushes the embedded children of @row: with only == NULL a table child
  * relation name -> array of child rows, else the array of the child rows of
- * relation @only. The walk state lives in a userdata (*ch/*active) so that a
+ * relation @only. The walk state lives in a userdata (ch, active) so that a
  * Lua error in between cannot leak it. */
 static void push_children(lua_State *L, lread *r, moraine_children *ch, int *active, const moraine_row *row,
                           const char *only)
@@ -757,12 +745,11 @@ static void to_value(lua_State *L, ltxn *t, int idx, moraine_value *v, moraine_c
         break;
     case LUA_TNUMBER: {
         int64_t i;
+        int want_int = 1; /* LuaJIT: every integral number is an integer */
 #if !MR_LUAJIT
-        int exact = lua_isinteger(L, idx);
-        if (exact || ct == MORAINE_COL_BIGINT) {
-#else
-        {
+        want_int = lua_isinteger(L, idx) || ct == MORAINE_COL_BIGINT;
 #endif
+        if (want_int) {
             if (to_int64(L, idx, &i)) {
                 v->type = MORAINE_INT;
                 v->i = i;
@@ -815,7 +802,6 @@ static moraine_value *row_values(lua_State *L, ltxn *t, int row_idx, const morai
                                  int allow_missing)
 {
     luaL_checktype(L, row_idx, LUA_TTABLE);
-    size_t nkeys = 0;
     lua_pushnil(L);
     while (lua_next(L, row_idx)) {
         lua_pop(L, 1);
@@ -826,7 +812,6 @@ static moraine_value *row_values(lua_State *L, ltxn *t, int row_idx, const morai
         const char *k = lua_tostring(L, -1);
         if (moraine_column_index(info, k) < 0)
             tx_failf(L, t, MORAINE_EINVAL, "%s: unknown column '%s'", info->name, k);
-        nkeys++;
     }
     luaL_checkstack(L, (int)info->ncols + 8, "too many columns");
     moraine_value *vals = (moraine_value *)lua_newuserdata(L, (info->ncols ? info->ncols : 1) * sizeof *vals);
@@ -836,7 +821,6 @@ static moraine_value *row_values(lua_State *L, ltxn *t, int row_idx, const morai
         to_value(L, t, lua_gettop(L), &vals[i], info->coltypes ? info->coltypes[i] : MORAINE_COL_ANY, info->name,
                  info->colnames[i], allow_missing);
     }
-    (void)nkeys;
     return vals;
 }
 
@@ -1260,12 +1244,7 @@ static int scan_collect(lua_State *L)
         lua_setfield(L, -2, "row");
         lua_rawseti(L, 5, n);
     }
-    l_cursor_gc_inline:
-    children_release(&c->ch, &c->ch_active);
-    if (c->cur)
-        moraine_cursor_close(c->cur);
-    c->cur = NULL;
-    return 1;
+    return 1; /* cursor_step closed the cursor at the end */
 }
 
 /* db:scan(name, opts) -> array of {row =, children =, ord =} */
@@ -1607,8 +1586,6 @@ static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, l
         lua_pushcfunction(L, tostr);
         lua_setfield(L, -2, "__tostring");
     }
-    lua_pushliteral(L, "moraine handle");
-    lua_setfield(L, -2, "__metatable");
     lua_pop(L, 1);
 }
 

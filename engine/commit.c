@@ -26,7 +26,8 @@ typedef struct pending {
     mr_buf target;       /* where the value goes at commit */
     int delete_current;  /* the row was live in the store: delete ident at commit */
     int ended;           /* target is a history key */
-    int current_gone;    /* an older entry of this identity deletes the stored live row */
+    int from_store;      /* loaded from the store (the stored row is represented here) */
+    struct pending *prev; /* older entry with the same identity in this commit */
     int history_noover;  /* refuse to overwrite an existing history version */
     mr_rel *rel;
     int64_t ord;
@@ -92,7 +93,24 @@ static pending **slot_for(moraine_txn *txn, const uint8_t *k, size_t n)
     }
 }
 
+/* The newest entry with identity @k (children attach to it), or NULL. */
 static pending *lookup(moraine_txn *txn, const mr_buf *k) { return *slot_for(txn, k->p, k->len); }
+
+/* The live entry among those with the same identity as @head, or NULL. */
+static pending *live_of(pending *head)
+{
+    for (pending *e = head; e; e = e->prev)
+        if (!e->ended) return e;
+    return NULL;
+}
+
+/* Whether the stored row under this identity was loaded into the commit. */
+static int store_seen(pending *head)
+{
+    for (pending *e = head; e; e = e->prev)
+        if (e->from_store) return 1;
+    return 0;
+}
 
 static int grow_slots(moraine_txn *txn)
 {
@@ -159,7 +177,7 @@ static int add_pending(moraine_txn *txn, pending *e)
     }
     pending **s = slot_for(txn, e->ident.p, e->ident.len);
     if (!*s) txn->used++;
-    else e->current_gone = (*s)->delete_current || (*s)->current_gone;
+    e->prev = *s;
     *s = e;
     txn->list[txn->nlist++] = e;
     return 0;
@@ -240,6 +258,7 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
             rc = mr_err(MORAINE_ECORRUPT, "stored row %s of %s: %s", desc, r->info.name, m);
         }
     }
+    e->from_store = 1;
     if (!rc) rc = mr_buf_put(&e->ident, key->p, key->len);
     if (!rc) rc = mr_buf_put(&e->target, key->p, key->len);
     if (!rc) rc = add_pending(txn, e);
@@ -492,10 +511,8 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     if (txn->kb.len > MR_MAX_KEY)
         return mr_err(MORAINE_EINVAL, "%s row %s: key of %zu bytes is longer than LMDB's %d", r->info.name, desc, txn->kb.len, MR_MAX_KEY);
     pending *have = lookup(txn, &txn->kb);
-    int live_elsewhere = 0;
-    if (have && !have->ended) {
-        live_elsewhere = 1;
-    } else if (!have || !(have->delete_current || have->current_gone)) {
+    int live_elsewhere = live_of(have) != NULL;
+    if (!live_elsewhere && !store_seen(have)) {
         MDB_val k = {txn->kb.len, txn->kb.p}, v;
         int mrc = mdb_get(txn->t, txn->db->dbi, &k, &v);
         if (mrc == 0) live_elsewhere = 1;
@@ -509,28 +526,13 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     if (!rc) rc = mr_buf_put(&p->ident, txn->kb.p, txn->kb.len);
     if (!rc && e->type == MORAINE_NULL) rc = mr_buf_put(&p->target, txn->kb.p, txn->kb.len);
     if (!rc && e->type != MORAINE_NULL) {
+        /* a version no snapshot sees goes straight to history */
         rc = mr_history_key(&p->target, r, p->vals, ord);
         p->ended = 1;
         p->history_noover = 1;
     }
     if (!rc && p->target.len > MR_MAX_KEY) rc = mr_err(MORAINE_EINVAL, "%s row %s: history key too long", r->info.name, desc);
-    if (!rc) {
-        /* a version no snapshot sees must not hide the live row from child lookups */
-        if (p->ended && live_elsewhere) {
-            if (txn->nlist == txn->caplist) {
-                size_t cap = txn->caplist ? txn->caplist * 2 : 256;
-                pending **l = realloc(txn->list, cap * sizeof *l);
-                if (!l) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-                else {
-                    txn->list = l;
-                    txn->caplist = cap;
-                }
-            }
-            if (!rc) txn->list[txn->nlist++] = p;
-        } else {
-            rc = add_pending(txn, p);
-        }
-    }
+    if (!rc) rc = add_pending(txn, p); /* newest: its children follow it */
     if (rc) pending_free(p);
     return rc;
 }
@@ -659,7 +661,7 @@ static int find_by_content(moraine_txn *txn, mr_rel *r, const moraine_value *row
         mr_buf kb = {0};
         if (mr_current_key(&kb, r, vals, o) == 0) {
             pending *pe = lookup(txn, &kb);
-            if (!(pe && pe->ended) && n == r->info.ncols && content_matches(r, vals, row)) {
+            if (!store_seen(pe) && n == r->info.ncols && content_matches(r, vals, row)) {
                 *ord = o;
                 found = 1;
             }
@@ -700,8 +702,9 @@ int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, 
         if (f == 0) return fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: no live row with these values to end", name, desc));
     }
     if ((rc = mr_current_key(&txn->kb, r, row, ord))) return fail(txn, rc);
-    pending *e = lookup(txn, &txn->kb);
-    if (e && e->ended) return fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: the row is not live (already ended)", name, desc));
+    pending *head = lookup(txn, &txn->kb);
+    pending *e = live_of(head);
+    if (!e && store_seen(head)) return fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: the row is not live (already ended)", name, desc));
     if (!e) {
         int f = load_pending(txn, &txn->kb, &e);
         if (f < 0) return fail(txn, f);

@@ -1,0 +1,159 @@
+--- Helpers shared by the busted specs: temporary catalogs, fixture access,
+-- the SQL temporal filter written out in plain Lua, and row comparison.
+local moraine = require "moraine"
+
+local support = {}
+
+--- Directory of the real DuckLake fixtures (../shared beside the repo).
+support.FIXTURES = os.getenv("MORAINE_FIXTURES") or "../shared/fixtures/ducklake"
+support.SCENARIOS = { "s1_evolution", "s2_multi_table", "s3_edge_values" }
+
+local function sh(cmd)
+  local ok = os.execute(cmd)
+  return ok == true or ok == 0
+end
+
+--- A fresh temporary directory path (not created). Removed by support.cleanup().
+local made = {}
+function support.tmpdir(tag)
+  local base = os.tmpname()
+  os.remove(base)
+  local p = base .. "-" .. (tag or "moraine")
+  made[#made + 1] = p
+  return p
+end
+
+function support.mkdir(p) assert(sh("mkdir -p '" .. p .. "'")) end
+
+function support.cleanup()
+  for _, p in ipairs(made) do sh("rm -rf '" .. p .. "'") end
+  made = {}
+end
+
+--- Writes @text to file @path.
+function support.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+function support.read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+--- Lists the table names (file stems) of an NDJSON catalog directory.
+function support.tables_of(dir)
+  local names = {}
+  local p = assert(io.popen("ls '" .. dir .. "'"))
+  for line in p:lines() do
+    local stem = line:match("^(.-)%.ndjson$")
+    if stem then names[#names + 1] = stem end
+  end
+  p:close()
+  table.sort(names)
+  return names
+end
+
+--- Opens a new catalog and imports fixture @scenario into it.
+function support.import_fixture(scenario, opts)
+  local dir = support.tmpdir(scenario)
+  local db = moraine.open(dir, opts or { no_sync = true })
+  db:import_ndjson(support.FIXTURES .. "/" .. scenario .. "/catalog")
+  return db, dir
+end
+
+--- Deep equality of two rows (tables of column -> value); NULL is moraine.null.
+function support.same_row(a, b)
+  for k, v in pairs(a) do
+    if type(v) == "table" and type(b[k]) == "table" then
+      if v.json ~= b[k].json then return false end
+    elseif b[k] ~= v then
+      return false
+    end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then return false end
+  end
+  return true
+end
+
+--- Renders a row for failure messages.
+function support.show(row)
+  local keys = {}
+  for k in pairs(row) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = row[k]
+    if v == moraine.null then v = "NULL" elseif type(v) == "string" then v = string.format("%q", v) end
+    parts[#parts + 1] = k .. "=" .. tostring(v)
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+--- The SQL filter `begin_snapshot <= S AND (end_snapshot IS NULL OR S < end_snapshot)`,
+-- written out in plain Lua: the reference the engine is checked against.
+function support.visible(row, s)
+  local b, e = row.begin_snapshot, row.end_snapshot
+  if b == nil then return true end
+  if b == moraine.null or b > s then return false end
+  if e == nil or e == moraine.null then return true end
+  return s < e
+end
+
+--- Seeded random generator with the seed printed when a test fails.
+function support.seed(default)
+  local s = tonumber(os.getenv("MORAINE_SEED") or "") or default or os.time()
+  math.randomseed(s)
+  return s
+end
+
+--- A random 64-bit integer over the full int64 range, exact on both runtimes
+-- (a LuaJIT int64 cdata outside +-2^53, like the binding returns).
+local has_ffi, ffi = pcall(require, "ffi")
+function support.random_int64()
+  local pick = math.random(1, 6)
+  if not has_ffi then
+    if pick == 1 then return math.mininteger end
+    if pick == 2 then return math.maxinteger end
+    if pick == 3 then return math.random(-1000, 1000) end
+    return math.random(math.mininteger, math.maxinteger)
+  end
+  local one = ffi.new("int64_t", 1)
+  local max = (one * 2 ^ 62 - 1) * 2 + 1
+  if pick == 1 then return -max - 1 end
+  if pick == 2 then return max end
+  if pick == 3 then return math.random(-1000, 1000) end
+  local hi = math.random(0, 0xFFFFFFFF)
+  local lo = math.random(0, 0xFFFFFFFF)
+  local v = ffi.cast("int64_t", ffi.cast("uint64_t", hi) * 4294967296 + lo)
+  return moraine.int64(v)
+end
+
+--- UTF-8 encoding of code point @cp (LuaJIT has no utf8 library).
+function support.utf8_char(cp)
+  if cp < 0x80 then return string.char(cp) end
+  if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
+  if cp < 0x10000 then
+    return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+  end
+  return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64, 0x80 + math.floor(cp / 64) % 64,
+    0x80 + cp % 64)
+end
+
+--- A random byte string: empty, ASCII, NUL bytes, invalid UTF-8, long.
+function support.random_bytes()
+  local pick = math.random(1, 6)
+  if pick == 1 then return "" end
+  local n = pick == 6 and math.random(200, 700) or math.random(1, 24)
+  local t = {}
+  for i = 1, n do
+    if pick == 2 then t[i] = string.char(math.random(32, 126)) else t[i] = string.char(math.random(0, 255)) end
+  end
+  return table.concat(t)
+end
+
+return support
