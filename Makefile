@@ -90,7 +90,7 @@ build-asan/tests/.stamp: $(CTEST_SRC)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@sh scripts/run-lua.sh lua5.4 $(BUILD) scripts/demo.lua examples/catalogs/s1_evolution
+	@sh scripts/run-lua.sh lua5.4 $(BUILD) scripts/demo.lua examples/catalogs/s1_evolution/catalog
 
 LUA54_LIBDIR  ?= $(PREFIX)/lib/x86_64-linux-gnu/lua/5.4
 LUA54_SHARE   ?= $(PREFIX)/share/lua/5.4

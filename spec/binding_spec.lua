@@ -1,0 +1,938 @@
+-- Specs of the Lua binding (bindings/moraine.lua + bindings/moraine_core.c).
+-- Run under both runtimes, e.g.
+--   sh scripts/run-lua.sh lua5.4 build /usr/bin/busted spec/binding_spec.lua
+--   sh scripts/run-lua.sh luajit build /usr/bin/busted spec/binding_spec.lua
+local moraine = require "moraine"
+
+local IS_JIT = rawget(_G, "jit") ~= nil
+local IS_54 = _VERSION == "Lua 5.4" and not IS_JIT
+local N = moraine.null
+
+-- ---- helpers ------------------------------------------------------------------
+local function tmppath()
+  local p = os.tmpname()
+  os.remove(p)
+  return p
+end
+
+local function rmrf(p)
+  os.execute("rm -rf '" .. p .. "'")
+end
+
+local function exists(p)
+  local f = io.open(p, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+local function write_file(p, text)
+  local f = assert(io.open(p, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- decimal text of an integer (LuaJIT int64 cdata print with an LL suffix)
+local function istr(v)
+  return (tostring(v):gsub("LL$", ""))
+end
+
+-- calls fn(...) expecting a moraine error with @code; returns the error
+local function expect_err(code, needle, fn, ...)
+  local ok, e = pcall(fn, ...)
+  assert.is_false(ok, "expected a " .. code .. " error")
+  assert.is_true(moraine.is_error(e), "not a moraine error: " .. tostring(e))
+  assert.are.equal(code, e.code)
+  if needle then
+    assert.is_truthy(e.message:find(needle, 1, true),
+      "message '" .. e.message .. "' lacks '" .. needle .. "'")
+  end
+  return e
+end
+
+-- the definition order used by the fixtures (parents before children)
+local ORDER = {
+  "ducklake_snapshot", "ducklake_table", "ducklake_data_file", "ducklake_file_partition_value",
+  "ducklake_partition_info", "ducklake_partition_column", "ducklake_sort_info",
+  "ducklake_sort_expression", "ducklake_table_stats", "ducklake_metadata",
+}
+local COLS = {
+  ducklake_snapshot = {"snapshot_id", "snapshot_time", "schema_version", "next_catalog_id", "next_file_id"},
+  ducklake_table = {"table_id", "table_uuid", "begin_snapshot", "end_snapshot", "schema_id", "table_name",
+                    "path", "path_is_relative"},
+  -- partial_file_info is not in moraine's list: a column of type ANY
+  ducklake_data_file = {"data_file_id", "table_id", "begin_snapshot", "end_snapshot", "file_order", "path",
+                        "path_is_relative", "file_format", "record_count", "file_size_bytes", "footer_size",
+                        "row_id_start", "partition_id", "encryption_key", "partial_file_info", "mapping_id"},
+  ducklake_file_partition_value = {"data_file_id", "table_id", "partition_key_index", "partition_value"},
+  ducklake_partition_info = {"partition_id", "table_id", "begin_snapshot", "end_snapshot"},
+  ducklake_partition_column = {"partition_id", "table_id", "partition_key_index", "column_id", "transform"},
+  ducklake_sort_info = {"sort_id", "table_id", "begin_snapshot", "end_snapshot"},
+  ducklake_sort_expression = {"sort_id", "table_id", "sort_key_index", "expression", "dialect",
+                              "sort_direction", "null_order"},
+  ducklake_table_stats = {"table_id", "record_count", "next_row_id", "file_size_bytes"},
+  ducklake_metadata = {"key", "value", "scope", "scope_id"},
+}
+
+local function define_all(tx)
+  for _, name in ipairs(ORDER) do tx:define(name, COLS[name]) end
+end
+
+local function snapshot_row(s)
+  return {snapshot_id = s, snapshot_time = "2025-01-0" .. s .. " 00:00:00+00", schema_version = s,
+          next_catalog_id = 10, next_file_id = 100}
+end
+
+local function table_row(id, s, name)
+  return {table_id = id, table_uuid = "uuid-" .. id, begin_snapshot = s, end_snapshot = N, schema_id = 0,
+          table_name = name, path = name .. "/", path_is_relative = true}
+end
+
+local function file_row(id, tid, s, pid)
+  return {data_file_id = id, table_id = tid, begin_snapshot = s, end_snapshot = N, file_order = N,
+          path = "f" .. id .. ".parquet", path_is_relative = true, file_format = "parquet",
+          record_count = 100, file_size_bytes = 1000, footer_size = 50, row_id_start = 0,
+          partition_id = pid == nil and N or pid, encryption_key = N, partial_file_info = N, mapping_id = N}
+end
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
+-- rows of db:scan(name, opts), without ord/children
+local function rows_of(db, name, opts)
+  local out = {}
+  for i, e in ipairs(db:scan(name, opts)) do out[i] = e.row end
+  return out
+end
+
+-- A catalog with two snapshots:
+--  1: tables 1 "t1" and 2 "t2"; file 10 of table 1 (two partition values, partition 0),
+--     file 20 of table 2; partition spec 0 of table 1 (two columns); sort spec 0 of table 1
+--  2: table 1 renamed "t1b" (version ended + new version); file 11 of table 1;
+--     partition spec 0 ended, spec 1 (zero columns) begins; table stats rows
+local function build_fixture(db)
+  db:commit(1, function(tx)
+    define_all(tx)
+    tx:insert("ducklake_snapshot", snapshot_row(1))
+    tx:insert("ducklake_table", table_row(1, 1, "t1"))
+    tx:insert("ducklake_table", table_row(2, 1, "t2"))
+    tx:insert("ducklake_data_file", file_row(10, 1, 1, 0))
+    tx:insert("ducklake_file_partition_value",
+              {data_file_id = 10, table_id = 1, partition_key_index = 0, partition_value = "2024"})
+    tx:insert("ducklake_file_partition_value",
+              {data_file_id = 10, table_id = 1, partition_key_index = 1, partition_value = "07"})
+    tx:insert("ducklake_data_file", file_row(20, 2, 1))
+    tx:insert("ducklake_partition_info", {partition_id = 0, table_id = 1, begin_snapshot = 1, end_snapshot = N})
+    tx:insert("ducklake_partition_column",
+              {partition_id = 0, table_id = 1, partition_key_index = 0, column_id = 5, transform = "year"})
+    tx:insert("ducklake_partition_column",
+              {partition_id = 0, table_id = 1, partition_key_index = 1, column_id = 5, transform = "month"})
+    tx:insert("ducklake_sort_info", {sort_id = 0, table_id = 1, begin_snapshot = 1, end_snapshot = N})
+    tx:insert("ducklake_sort_expression", {sort_id = 0, table_id = 1, sort_key_index = 0, expression = "a",
+                                           dialect = "duckdb", sort_direction = "ASC", null_order = "NULLS_LAST"})
+  end)
+  db:commit(2, function(tx)
+    tx:insert("ducklake_snapshot", snapshot_row(2))
+    tx:end_row("ducklake_table", table_row(1, 1, "t1"))
+    tx:insert("ducklake_table", table_row(1, 2, "t1b"))
+    tx:insert("ducklake_data_file", file_row(11, 1, 2, 0))
+    tx:end_row("ducklake_partition_info", {partition_id = 0, table_id = 1, begin_snapshot = 1, end_snapshot = N})
+    tx:insert("ducklake_partition_info", {partition_id = 1, table_id = 1, begin_snapshot = 2, end_snapshot = N})
+    tx:insert("ducklake_table_stats", {table_id = 1, record_count = 200, next_row_id = 200, file_size_bytes = 2000})
+    tx:insert("ducklake_table_stats", {table_id = 2, record_count = 100, next_row_id = 100, file_size_bytes = 1000})
+  end)
+end
+
+-- ---- specs ---------------------------------------------------------------------
+describe("moraine module", function()
+  it("exports version, null, ALL and the functions", function()
+    assert.are.equal("0.1.0", moraine.version)
+    assert.are.equal("userdata", type(moraine.null))
+    assert.are.equal(moraine.core.null, moraine.null)
+    assert.are_not.equal("", moraine.null)
+    assert.are.equal("-9223372036854775808", istr(moraine.ALL))
+    for _, f in ipairs({"open", "json_decode", "read_ndjson", "int64", "is_error"}) do
+      assert.are.equal("function", type(moraine[f]), f)
+    end
+  end)
+
+  it("is_error recognises only moraine error tables", function()
+    local ok, e = pcall(moraine.json_decode, "{")
+    assert.is_false(ok)
+    assert.is_true(moraine.is_error(e))
+    assert.is_false(moraine.is_error("moraine: EJSON: x"))
+    assert.is_false(moraine.is_error({code = "EJSON", message = "x"}))
+    assert.is_false(moraine.is_error(nil))
+    assert.are.equal("moraine: EJSON: " .. e.message, tostring(e))
+  end)
+
+  it("int64 normalises integers", function()
+    assert.are.equal(5, moraine.int64(5))
+    if IS_JIT then
+      local ffi = require "ffi"
+      local big = moraine.int64(2 ^ 60)
+      assert.are.equal("cdata", type(big))
+      assert.are.equal("1152921504606846976", istr(big))
+      local small = moraine.int64(ffi.cast("int64_t", 42))
+      assert.are.equal("number", type(small))
+      assert.are.equal(42, small)
+      assert.are.equal(moraine.int64(2 ^ 60), moraine.int64(ffi.cast("int64_t", 2 ^ 60)))
+      assert.has_error(function() moraine.int64(1.5) end)
+    else
+      assert.are.equal(math.maxinteger, moraine.int64(math.maxinteger))
+    end
+  end)
+end)
+
+describe("moraine.open", function()
+  local dir
+  before_each(function() dir = tmppath() end)
+  after_each(function() rmrf(dir) end)
+
+  it("creates a catalog directory and closes idempotently", function()
+    local db = moraine.open(dir)
+    assert.is_true(exists(dir .. "/data.mdb"))
+    assert.is_nil(db:last_snapshot())
+    assert.are.same({}, db:relations())
+    assert.is_truthy(tostring(db):find("moraine.db", 1, true))
+    db:close()
+    db:close()
+    assert.is_truthy(tostring(db):find("closed", 1, true))
+    expect_err("EINVAL", "closed", db.last_snapshot, db)
+    expect_err("EINVAL", "closed", db.scan, db, "ducklake_table")
+  end)
+
+  it("raises EIO for a missing directory with create = false", function()
+    expect_err("EIO", nil, moraine.open, dir, {create = false})
+    assert.is_false(exists(dir .. "/data.mdb"))
+  end)
+
+  it("rejects unknown options and options of the wrong type", function()
+    expect_err("EINVAL", "mapsize", moraine.open, dir, {mapsize = 1})
+    expect_err("EINVAL", "map_size", moraine.open, dir, {map_size = -1})
+    expect_err("EINVAL", "map_size", moraine.open, dir, {map_size = 1.5})
+    expect_err("EINVAL", "read_only", moraine.open, dir, {read_only = "yes"})
+  end)
+
+  it("raises plain string errors for arguments of the wrong type", function()
+    local ok, e = pcall(moraine.open, {})
+    assert.is_false(ok)
+    assert.are.equal("string", type(e))
+    assert.is_false(moraine.is_error(e))
+    ok, e = pcall(moraine.open, dir, "not a table")
+    assert.is_false(ok)
+    assert.are.equal("string", type(e))
+  end)
+
+  it("persists commits across close and reopen, and honours read_only", function()
+    local db = moraine.open(dir, {map_size = 16 * 1024 * 1024, no_sync = true})
+    build_fixture(db)
+    db:close()
+    local ro = moraine.open(dir, {read_only = true})
+    assert.are.equal(2, ro:last_snapshot())
+    assert.are.equal(2, #rows_of(ro, "ducklake_table"))
+    expect_err("EREADONLY", nil, ro.commit, ro, 3, function() end)
+    ro:close()
+  end)
+
+  if IS_54 then
+    it("closes on <close>", function()
+      local chunk = assert(load([[
+        local moraine, dir = ...
+        local kept
+        do
+          local db <close> = moraine.open(dir)
+          kept = db
+          assert(db:last_snapshot() == nil)
+        end
+        return kept
+      ]]))
+      local db = chunk(moraine, dir)
+      assert.is_truthy(tostring(db):find("closed", 1, true))
+      expect_err("EINVAL", "closed", db.relations, db)
+    end)
+  end
+end)
+
+describe("catalog", function()
+  local dir, db
+  before_each(function()
+    dir = tmppath()
+    db = moraine.open(dir, {no_sync = true})
+  end)
+  after_each(function()
+    db:close()
+    rmrf(dir)
+  end)
+
+  describe("relations", function()
+    it("lists relations in definition order with placement, columns and parent", function()
+      db:commit(nil, function(tx)
+        define_all(tx)
+        tx:define("my_inlined", {"row_id", "begin_snapshot", "end_snapshot", "x"})
+        tx:define("my_rows", {"a", "b"})
+      end)
+      local rels = db:relations()
+      assert.are.equal(#ORDER + 2, #rels)
+      local ids = {}
+      for i, name in ipairs(ORDER) do
+        assert.are.equal(name, rels[i].name)
+        assert.are.same(COLS[name], rels[i].columns)
+        assert.is_nil(ids[rels[i].id])
+        ids[rels[i].id] = true
+      end
+      local by = {}
+      for _, r in ipairs(rels) do by[r.name] = r end
+      assert.are.equal("snapshot", by.ducklake_snapshot.placement)
+      assert.are.equal("temporal", by.ducklake_table.placement)
+      assert.are.equal("child", by.ducklake_file_partition_value.placement)
+      assert.are.equal("ducklake_data_file", by.ducklake_file_partition_value.parent)
+      assert.are.equal("ducklake_sort_info", by.ducklake_sort_expression.parent)
+      assert.is_nil(by.ducklake_table.parent)
+      assert.are.equal("rows", by.ducklake_table_stats.placement)
+      assert.are.equal("temporal", by.my_inlined.placement)
+      assert.are.equal("rows", by.my_rows.placement)
+      assert.are.same(by.ducklake_data_file, db:relation("ducklake_data_file"))
+      assert.is_nil(db:relation("ducklake_nope"))
+    end)
+
+    it("defining again with the same columns is a no-op, with others EEXIST", function()
+      db:commit(nil, function(tx) tx:define("ducklake_metadata", COLS.ducklake_metadata) end)
+      assert.is_true(db:commit(nil, function(tx) tx:define("ducklake_metadata", COLS.ducklake_metadata) end))
+      expect_err("EEXIST", "ducklake_metadata", db.commit, db, nil, function(tx)
+        tx:define("ducklake_metadata", {"key", "value"})
+      end)
+      assert.are.same(COLS.ducklake_metadata, db:relation("ducklake_metadata").columns)
+    end)
+  end)
+
+  describe("commit", function()
+    it("returns true and makes rows visible", function()
+      assert.is_true(db:commit(1, function(tx)
+        define_all(tx)
+        tx:insert("ducklake_table", table_row(1, 1, "t"))
+      end))
+      assert.are.equal(1, db:last_snapshot())
+      assert.are.same({table_row(1, 1, "t")}, rows_of(db, "ducklake_table"))
+    end)
+
+    it("aborts everything and re-raises fn's error value unchanged", function()
+      local mine = {mine = true}
+      local ok, e = pcall(db.commit, db, 1, function(tx)
+        define_all(tx)
+        tx:insert("ducklake_table", table_row(1, 1, "t"))
+        error(mine)
+      end)
+      assert.is_false(ok)
+      assert.are.equal(mine, e)
+      assert.is_nil(db:last_snapshot())
+      assert.is_nil(db:relation("ducklake_table"))
+      ok, e = pcall(db.commit, db, 1, function() error("boom") end)
+      assert.is_false(ok)
+      assert.is_truthy(tostring(e):find("boom", 1, true))
+      -- the failed commits left no transaction open
+      assert.is_true(db:commit(1, function(tx) define_all(tx) end))
+    end)
+
+    it("aborts when a tx call failed even if fn caught the error", function()
+      local caught
+      local e = expect_err("EINVAL", "missing column 'table_uuid'", db.commit, db, 1, function(tx)
+        define_all(tx)
+        tx:insert("ducklake_table", table_row(2, 1, "ok"))
+        local ok, err = pcall(tx.insert, tx, "ducklake_table", {table_id = 1})
+        caught = err
+        assert(not ok)
+      end)
+      assert.are.equal(caught, e)
+      assert.is_nil(db:relation("ducklake_table"))
+      assert.is_nil(db:last_snapshot())
+    end)
+
+    it("aborts when a tx call raised an argument error that fn caught", function()
+      local ok = pcall(db.commit, db, nil, function(tx)
+        tx:define("ducklake_metadata", COLS.ducklake_metadata)
+        assert(not pcall(tx.insert, tx, "ducklake_metadata", "not a table"))
+      end)
+      assert.is_false(ok)
+      assert.is_nil(db:relation("ducklake_metadata"))
+    end)
+
+    it("makes the tx unusable after commit returns or fails", function()
+      local kept
+      db:commit(nil, function(tx)
+        kept = tx
+        tx:define("ducklake_metadata", COLS.ducklake_metadata)
+      end)
+      expect_err("ETXN", nil, kept.insert, kept, "ducklake_metadata",
+                 {key = "k", value = "v", scope = N, scope_id = N})
+      pcall(db.commit, db, nil, function(tx) kept = tx error("x") end)
+      expect_err("ETXN", nil, kept.define, kept, "x", {"a"})
+      assert.are.equal(0, #rows_of(db, "ducklake_metadata"))
+    end)
+
+    it("raises ESNAPSHOT for a snapshot not above the last", function()
+      db:commit(5, function(tx) define_all(tx) end)
+      expect_err("ESNAPSHOT", nil, db.commit, db, 5, function() end)
+      expect_err("ESNAPSHOT", nil, db.commit, db, 3, function() end)
+      assert.are.equal(5, db:last_snapshot())
+    end)
+
+    it("raises ETXN for a nested commit", function()
+      local inner
+      local ok = pcall(db.commit, db, 1, function(tx)
+        define_all(tx)
+        local ok2, e = pcall(db.commit, db, 2, function() end)
+        assert(not ok2)
+        inner = e
+      end)
+      assert.is_true(ok)
+      assert.is_true(moraine.is_error(inner))
+      assert.are.equal("ETXN", inner.code)
+      assert.are.equal(1, db:last_snapshot())
+    end)
+
+    it("names missing and unknown columns", function()
+      db:commit(nil, function(tx) define_all(tx) end)
+      local row = table_row(1, 1, "t")
+      row.table_nmae = "typo"
+      expect_err("EINVAL", "ducklake_table: unknown column 'table_nmae'", db.commit, db, 1, function(tx)
+        tx:insert("ducklake_table", row)
+      end)
+      row = table_row(1, 1, "t")
+      row.path = nil
+      expect_err("EINVAL", "ducklake_table: missing column 'path'", db.commit, db, 1, function(tx)
+        tx:insert("ducklake_table", row)
+      end)
+      expect_err("ENOTFOUND", nil, db.commit, db, 1, function(tx)
+        tx:insert("ducklake_nope", {a = 1})
+      end)
+    end)
+
+    it("checks numbers against BIGINT columns, naming the column", function()
+      db:commit(nil, function(tx) define_all(tx) end)
+      local r = file_row(10, 1, 1)
+      r.record_count = 1.5
+      expect_err("EINVAL", "record_count", db.commit, db, 1, function(tx) tx:insert("ducklake_data_file", r) end)
+      r.record_count = 2 ^ 63
+      expect_err("EINVAL", "record_count", db.commit, db, 1, function(tx) tx:insert("ducklake_data_file", r) end)
+      r.record_count = "100"
+      expect_err("EINVAL", "record_count", db.commit, db, 1, function(tx) tx:insert("ducklake_data_file", r) end)
+      r.record_count = function() end
+      expect_err("EINVAL", "record_count", db.commit, db, 1, function(tx) tx:insert("ducklake_data_file", r) end)
+      r.record_count = 3.0 -- a float with an integral value is an integer
+      db:commit(1, function(tx) tx:insert("ducklake_data_file", r) end)
+      local got = rows_of(db, "ducklake_data_file")[1].record_count
+      assert.are.equal(3, got)
+      if IS_54 then assert.are.equal("integer", math.type(got)) end
+    end)
+
+    it("round-trips strings of any bytes, booleans, NULL, reals and JSON", function()
+      db:commit(nil, function(tx) define_all(tx) end)
+      local r = file_row(10, 1, 1)
+      r.path = "a\0b\255\254 c"
+      r.encryption_key = ""
+      r.path_is_relative = false
+      r.file_order = N
+      r.partial_file_info = 1.25
+      db:commit(1, function(tx) tx:insert("ducklake_data_file", r) end)
+      local r2 = file_row(11, 1, 2)
+      r2.partial_file_info = {json = '{"a":[1,2,null]}'}
+      db:commit(2, function(tx) tx:insert("ducklake_data_file", r2) end)
+      local rows = rows_of(db, "ducklake_data_file")
+      assert.are.equal(2, #rows)
+      local got = rows[1]
+      assert.are.equal("a\0b\255\254 c", got.path)
+      assert.are.equal(7, #got.path)
+      assert.are.equal("", got.encryption_key)
+      assert.are.equal(N, got.file_order)
+      assert.are.equal(N, got.mapping_id)
+      assert.are.equal(false, got.path_is_relative)
+      assert.are.equal(1.25, got.partial_file_info)
+      assert.are.same({json = '{"a":[1,2,null]}'}, rows[2].partial_file_info)
+      assert.are.same(r, got)
+    end)
+
+    it("rejects tables without a json string and other unsupported values", function()
+      db:commit(nil, function(tx) define_all(tx) end)
+      local r = file_row(10, 1, 1)
+      r.partial_file_info = {1, 2}
+      expect_err("EINVAL", "partial_file_info", db.commit, db, 1, function(tx) tx:insert("ducklake_data_file", r) end)
+      r.partial_file_info = coroutine.create(function() end)
+      expect_err("EINVAL", "partial_file_info", db.commit, db, 1, function(tx) tx:insert("ducklake_data_file", r) end)
+    end)
+
+    it("keeps int64 extremes exact", function()
+      local MAX = moraine.json_decode("9223372036854775807")
+      local MIN = moraine.json_decode("-9223372036854775808")
+      local P53 = moraine.json_decode("9007199254740993") -- 2^53 + 1
+      db:commit(nil, function(tx) define_all(tx) end)
+      local r = file_row(10, 1, 1)
+      r.record_count, r.file_size_bytes, r.row_id_start = MAX, MIN, P53
+      db:commit(1, function(tx) tx:insert("ducklake_data_file", r) end)
+      local got = rows_of(db, "ducklake_data_file")[1]
+      assert.are.equal("9223372036854775807", istr(got.record_count))
+      assert.are.equal("-9223372036854775808", istr(got.file_size_bytes))
+      assert.are.equal("9007199254740993", istr(got.row_id_start))
+      assert.are.equal(moraine.int64(MAX), moraine.int64(got.record_count))
+      if IS_54 then
+        assert.are.equal(math.maxinteger, got.record_count)
+        assert.are.equal(math.mininteger, got.file_size_bytes)
+      end
+    end)
+
+    if IS_JIT then
+      it("accepts int64_t and uint64_t cdata under LuaJIT", function()
+        local ffi = require "ffi"
+        db:commit(nil, function(tx) define_all(tx) end)
+        local r = file_row(10, 1, 1)
+        r.record_count = ffi.cast("int64_t", 4611686018427387904) + 1 -- 2^62 + 1
+        r.file_size_bytes = ffi.cast("uint64_t", 7)
+        r.footer_size = ffi.cast("int64_t", -3)
+        db:commit(1, function(tx) tx:insert("ducklake_data_file", r) end)
+        local got = rows_of(db, "ducklake_data_file")[1]
+        assert.are.equal("4611686018427387905", istr(got.record_count))
+        assert.are.equal("cdata", type(got.record_count))
+        assert.are.equal(7, got.file_size_bytes)
+        assert.are.equal("number", type(got.file_size_bytes))
+        assert.are.equal(-3, got.footer_size)
+        r = file_row(11, 1, 2)
+        r.record_count = ffi.cast("uint64_t", -1) -- 2^64 - 1: out of range
+        expect_err("EINVAL", "record_count", db.commit, db, 2, function(tx) tx:insert("ducklake_data_file", r) end)
+        r.record_count = ffi.new("double[1]")
+        expect_err("EINVAL", "record_count", db.commit, db, 2, function(tx) tx:insert("ducklake_data_file", r) end)
+        -- snapshot ids and scan options as cdata
+        r.record_count = 1
+        r.begin_snapshot = ffi.cast("int64_t", 2)
+        db:commit(ffi.cast("int64_t", 2), function(tx) tx:insert("ducklake_data_file", r) end)
+        assert.are.equal(2, db:last_snapshot())
+        assert.are.equal(1, #rows_of(db, "ducklake_data_file", {at = ffi.cast("int64_t", 1)}))
+      end)
+    end
+
+    it("puts, replaces and deletes non-temporal rows by position", function()
+      db:commit(nil, function(tx)
+        tx:define("ducklake_table_stats", COLS.ducklake_table_stats)
+        tx:put_row("ducklake_table_stats", {table_id = 1, record_count = 1, next_row_id = 1, file_size_bytes = 1}, 0)
+        tx:put_row("ducklake_table_stats", {table_id = 2, record_count = 2, next_row_id = 2, file_size_bytes = 2}, 1)
+        tx:put_row("ducklake_table_stats", {table_id = 3, record_count = 3, next_row_id = 3, file_size_bytes = 3}, 5)
+      end)
+      db:commit(nil, function(tx)
+        tx:put_row("ducklake_table_stats", {table_id = 2, record_count = 22, next_row_id = 2, file_size_bytes = 2}, 1)
+        tx:delete_row("ducklake_table_stats", 0)
+      end)
+      local got = db:scan("ducklake_table_stats")
+      assert.are.equal(2, #got)
+      assert.are.equal(1, got[1].ord)
+      assert.are.equal(22, got[1].row.record_count)
+      assert.are.equal(5, got[2].ord)
+      assert.are.equal(3, got[2].row.table_id)
+      expect_err("ENOTFOUND", nil, db.commit, db, nil, function(tx) tx:delete_row("ducklake_table_stats", 0) end)
+      expect_err("EINVAL", "missing column", db.commit, db, nil, function(tx)
+        tx:put_row("ducklake_table_stats", {table_id = 9}, 9)
+      end)
+      assert.are.equal(2, #db:scan("ducklake_table_stats"))
+    end)
+
+    it("appends inserted rows in order, or places them at ord", function()
+      db:commit(nil, function(tx)
+        tx:define("ducklake_metadata", COLS.ducklake_metadata)
+        tx:insert("ducklake_metadata", {key = "a", value = "1", scope = N, scope_id = N})
+        tx:insert("ducklake_metadata", {key = "b", value = "2", scope = N, scope_id = N})
+        tx:insert("ducklake_metadata", {key = "z", value = "0", scope = N, scope_id = N}, 100)
+      end)
+      local got = db:scan("ducklake_metadata")
+      assert.are.equal(3, #got)
+      assert.are.same({"a", "b", "z"}, {got[1].row.key, got[2].row.key, got[3].row.key})
+      assert.is_true(got[1].ord < got[2].ord)
+      assert.are.equal(100, got[3].ord)
+    end)
+  end)
+
+  describe("reads", function()
+    before_each(function() build_fixture(db) end)
+
+    it("scans at the latest snapshot by default, at a given one, or every version", function()
+      assert.are.same({table_row(1, 2, "t1b"), table_row(2, 1, "t2")}, rows_of(db, "ducklake_table"))
+      local ended = table_row(1, 1, "t1")
+      ended.end_snapshot = 2 -- the version visible at 1, as stored: ended at 2
+      assert.are.same({ended, table_row(2, 1, "t2")}, rows_of(db, "ducklake_table", {at = 1}))
+      local all = rows_of(db, "ducklake_table", {at = moraine.ALL})
+      assert.are.equal(3, #all)
+      local names = {}
+      for _, r in ipairs(all) do names[#names + 1] = r.table_name end
+      table.sort(names)
+      assert.are.same({"t1", "t1b", "t2"}, names)
+      for _, r in ipairs(all) do
+        if r.table_name == "t1" then assert.are.equal(2, r.end_snapshot) end
+      end
+      assert.are.same({}, rows_of(db, "ducklake_table", {at = 0}))
+    end)
+
+    it("restricts a scan to one table with table_id", function()
+      local files = rows_of(db, "ducklake_data_file", {table_id = 1})
+      assert.are.equal(2, #files)
+      for _, f in ipairs(files) do assert.are.equal(1, f.table_id) end
+      assert.are.equal(1, #rows_of(db, "ducklake_data_file", {table_id = 2}))
+      assert.are.equal(3, #rows_of(db, "ducklake_data_file"))
+      assert.are.equal(2, #rows_of(db, "ducklake_data_file", {at = 1}))
+    end)
+
+    it("raises for unknown relations and options", function()
+      expect_err("ENOTFOUND", nil, db.scan, db, "ducklake_nope")
+      expect_err("EINVAL", "snapshot", db.scan, db, "ducklake_table", {snapshot = 1})
+      expect_err("EINVAL", nil, db.scan, db, "ducklake_snapshot", {table_id = 1})
+    end)
+
+    it("groups embedded children by relation, in stored order", function()
+      local got = db:scan("ducklake_data_file", {table_id = 1, at = 1})
+      assert.are.equal(1, #got)
+      local pv = got[1].children.ducklake_file_partition_value
+      assert.are.equal(2, #pv)
+      assert.are.same({data_file_id = 10, table_id = 1, partition_key_index = 0, partition_value = "2024"}, pv[1])
+      assert.are.same({data_file_id = 10, table_id = 1, partition_key_index = 1, partition_value = "07"}, pv[2])
+      -- the children are not copied into the row's own fields
+      assert.is_nil(got[1].row.ducklake_file_partition_value)
+      assert.is_nil(got[1].row.partition_value)
+      local other = db:scan("ducklake_data_file", {table_id = 2})
+      assert.are.same({}, other[1].children)
+    end)
+
+    it("rd:scan iterates row, children, ord", function()
+      local n = db:read(function(rd)
+        local count = 0
+        for row, children, ord in rd:scan("ducklake_data_file", {at = moraine.ALL}) do
+          count = count + 1
+          assert.are.equal("table", type(row))
+          assert.are.equal("table", type(children))
+          assert.are.equal("number", type(ord))
+          assert.are.equal("parquet", row.file_format)
+        end
+        return count
+      end)
+      assert.are.equal(3, n)
+    end)
+
+    it("rd:files is the data-file scan", function()
+      db:read(function(rd)
+        local ids = {}
+        for row in rd:files(1, 1) do ids[#ids + 1] = row.data_file_id end
+        assert.are.same({10}, ids)
+        ids = {}
+        for row in rd:files(1) do ids[#ids + 1] = row.data_file_id end
+        table.sort(ids)
+        assert.are.same({10, 11}, ids)
+        ids = {}
+        for row in rd:files() do ids[#ids + 1] = row.data_file_id end
+        assert.are.equal(3, #ids)
+      end)
+    end)
+
+    it("finds partition and sort specs", function()
+      db:read(function(rd)
+        assert.are.equal(2, rd:last_snapshot())
+        local p1 = rd:partition_spec(1, 1)
+        assert.are.equal(0, p1.partition_id)
+        assert.are.equal(2, #p1.columns)
+        assert.are.same({partition_id = 0, table_id = 1, partition_key_index = 0, column_id = 5, transform = "year"},
+                        p1.columns[1])
+        assert.are.equal("month", p1.columns[2].transform)
+        assert.is_nil(p1.transform)
+        assert.is_nil(p1.children)
+        local p2 = rd:partition_spec(1, 2)
+        assert.are.equal(1, p2.partition_id)
+        assert.are.same({}, p2.columns)
+        assert.are.equal(1, rd:partition_spec(1).partition_id)
+        assert.is_nil(rd:partition_spec(2, 2))
+        local byid = rd:partition_spec_by_id(1, 0)
+        assert.are.equal(0, byid.partition_id)
+        assert.are.equal(2, byid.end_snapshot)
+        assert.are.equal(2, #byid.columns)
+        assert.is_nil(rd:partition_spec_by_id(1, 7))
+        local s = rd:sort_spec(1, 2)
+        assert.are.equal(0, s.sort_id)
+        assert.are.equal(1, #s.expressions)
+        assert.are.equal("a", s.expressions[1].expression)
+        assert.are.equal("NULLS_LAST", s.expressions[1].null_order)
+        assert.is_nil(rd:sort_spec(2))
+      end)
+    end)
+
+    it("returns fn's results and closes the read", function()
+      local kept
+      local a, b, c = db:read(function(rd)
+        kept = rd
+        return 1, nil, "x"
+      end)
+      assert.are.same({1, nil, "x"}, {a, b, c})
+      assert.are.equal(3, select("#", db:read(function() return 1, nil, "x" end)))
+      expect_err("ETXN", nil, kept.last_snapshot, kept)
+      expect_err("ETXN", nil, kept.scan, kept, "ducklake_table")
+      expect_err("ETXN", nil, kept.partition_spec, kept, 1)
+    end)
+
+    it("closes the read and re-raises when fn raises", function()
+      local kept, mine = nil, {mine = 1}
+      local ok, e = pcall(db.read, db, function(rd)
+        kept = rd
+        error(mine)
+      end)
+      assert.is_false(ok)
+      assert.are.equal(mine, e)
+      expect_err("ETXN", nil, kept.last_snapshot, kept)
+    end)
+
+    it("makes iterators raise, not crash, after their read ended", function()
+      local it1, it2
+      db:read(function(rd)
+        it1 = rd:scan("ducklake_table")
+        it2 = rd:scan("ducklake_data_file", {at = moraine.ALL})
+        assert.is_table(it2()) -- consumed one row
+      end)
+      expect_err("ETXN", nil, it1)
+      expect_err("ETXN", nil, it2)
+      collectgarbage()
+      collectgarbage()
+      expect_err("ETXN", nil, it2)
+    end)
+
+    it("keeps rows valid after the read and after later commits", function()
+      local rows = rows_of(db, "ducklake_table")
+      db:commit(3, function(tx)
+        tx:end_row("ducklake_table", table_row(2, 1, "t2"))
+      end)
+      collectgarbage()
+      assert.are.same({table_row(1, 2, "t1b"), table_row(2, 1, "t2")}, rows)
+      assert.are.same({table_row(1, 2, "t1b")}, rows_of(db, "ducklake_table"))
+    end)
+
+    it("ends rows by key and raises ENOTLIVE for rows not live", function()
+      db:commit(3, function(tx)
+        tx:end_row("ducklake_table", {table_id = 2}) -- missing columns are NULL; the key decides
+      end)
+      assert.are.equal(1, #rows_of(db, "ducklake_table"))
+      expect_err("ENOTLIVE", nil, db.commit, db, 4, function(tx)
+        tx:end_row("ducklake_table", {table_id = 2})
+      end)
+      expect_err("EINVAL", "bogus", db.commit, db, 4, function(tx)
+        tx:end_row("ducklake_table", {table_id = 1, bogus = 1})
+      end)
+      assert.are.equal(3, db:last_snapshot())
+    end)
+
+    it("supports db:close while a read and its iterators are open", function()
+      local it
+      local ok, e = pcall(db.read, db, function(rd)
+        it = rd:scan("ducklake_table")
+        db:close()
+        return rd:last_snapshot()
+      end)
+      assert.is_false(ok)
+      assert.are.equal("ETXN", e.code)
+      expect_err("ETXN", nil, it)
+      expect_err("EINVAL", "closed", db.read, db, function() end)
+      collectgarbage()
+      db = moraine.open(dir) -- for after_each
+      assert.are.equal(2, db:last_snapshot())
+    end)
+
+    it("survives garbage collection of unfinished reads and iterators", function()
+      for _ = 1, 50 do
+        db:read(function(rd)
+          local it = rd:scan("ducklake_data_file", {at = moraine.ALL})
+          it()
+          rd:scan("ducklake_table")
+          rd:partition_spec(1, 1)
+        end)
+      end
+      collectgarbage()
+      collectgarbage()
+      assert.are.equal(3, #db:scan("ducklake_data_file"))
+    end)
+
+    if IS_54 then
+      it("closes the cursor on break (to-be-closed value) and keeps the read usable", function()
+        db:read(function(rd)
+          for _ = 1, 3 do
+            for row in rd:scan("ducklake_data_file", {at = moraine.ALL}) do
+              assert.is_table(row)
+              break
+            end
+          end
+          local n = 0
+          for _ in rd:scan("ducklake_data_file", {at = moraine.ALL}) do n = n + 1 end
+          assert.are.equal(3, n)
+        end)
+      end)
+    end
+  end)
+end)
+
+describe("json_decode", function()
+  it("decodes objects, arrays, null, booleans, strings and numbers", function()
+    local v = moraine.json_decode('{"a":[1,2.5,null,true,false],"b":{"c":"x\\u0000y"},"d":""}')
+    assert.are.same({a = {1, 2.5, N, true, false}, b = {c = "x\0y"}, d = ""}, v)
+    assert.are.equal(3, #v.b.c)
+    assert.are.equal(N, moraine.json_decode("null"))
+    assert.are.equal(7, moraine.json_decode("7"))
+    assert.are.equal("s", moraine.json_decode('"s"'))
+    if IS_54 then
+      assert.are.equal("integer", math.type(moraine.json_decode("7")))
+      assert.are.equal("float", math.type(moraine.json_decode("7.0")))
+    end
+  end)
+
+  it("keeps integers exact", function()
+    assert.are.equal("9223372036854775807", istr(moraine.json_decode("9223372036854775807")))
+    assert.are.equal("-9007199254740993", istr(moraine.json_decode("-9007199254740993")))
+    assert.are.equal(9007199254740992, moraine.json_decode("9007199254740992"))
+    assert.are.equal("number", type(moraine.json_decode("9007199254740992")))
+  end)
+
+  it("raises EJSON with the position", function()
+    expect_err("EJSON", "line 2", moraine.json_decode, '{"a":\n  x}')
+    expect_err("EJSON", nil, moraine.json_decode, "")
+    assert.has_error(function() moraine.json_decode({}) end)
+  end)
+end)
+
+describe("read_ndjson", function()
+  local path
+  before_each(function() path = os.tmpname() end)
+  after_each(function() os.remove(path) end)
+
+  it("reads rows and the first object's column order, skipping blank lines", function()
+    write_file(path, '{"z":1,"a":"x","m":null}\n\n  \n{"a":"y","z":2,"m":{"k":[1, 2]}}\r\n')
+    local rows, cols = moraine.read_ndjson(path)
+    assert.are.same({"z", "a", "m"}, cols)
+    assert.are.same({{z = 1, a = "x", m = N}, {a = "y", z = 2, m = {json = '{"k":[1,2]}'}}}, rows)
+  end)
+
+  it("accepts a file holding one JSON array of objects", function()
+    write_file(path, '[\n {"b":true,"a":1},\n {"a":2,"b":false}\n]\n')
+    local rows, cols = moraine.read_ndjson(path)
+    assert.are.same({"b", "a"}, cols)
+    assert.are.same({{b = true, a = 1}, {a = 2, b = false}}, rows)
+  end)
+
+  it("returns empty arrays for an empty file or a lone newline", function()
+    write_file(path, "")
+    local rows, cols = moraine.read_ndjson(path)
+    assert.are.same({}, rows)
+    assert.are.same({}, cols)
+    write_file(path, "\n")
+    rows, cols = moraine.read_ndjson(path)
+    assert.are.same({}, rows)
+    assert.are.same({}, cols)
+  end)
+
+  it("names the file and line of malformed JSON", function()
+    write_file(path, '{"a":1}\n{"a":2}\n{"a":\n')
+    expect_err("EJSON", path .. ":3:", moraine.read_ndjson, path)
+    write_file(path, '{"a":1}\n[1,2]\n')
+    expect_err("EJSON", path .. ":2:", moraine.read_ndjson, path)
+  end)
+
+  it("raises EIO naming a missing file", function()
+    os.remove(path)
+    expect_err("EIO", path, moraine.read_ndjson, path)
+  end)
+end)
+
+describe("import and export", function()
+  local dir, dir2, out, db
+  before_each(function()
+    dir, dir2, out = tmppath(), tmppath(), tmppath()
+    db = moraine.open(dir, {no_sync = true})
+  end)
+  after_each(function()
+    db:close()
+    rmrf(dir)
+    rmrf(dir2)
+    rmrf(out)
+  end)
+
+  local function all_entries(d, name)
+    return d:scan(name, {at = moraine.ALL})
+  end
+
+  it("exports NDJSON files that read back as the rows, and imports them", function()
+    build_fixture(db)
+    local calls = {}
+    assert.is_true(db:export_ndjson(out, {progress = function(done, total)
+      calls[#calls + 1] = {done, total}
+    end}))
+    assert.is_true(#calls > 0)
+    local rows, cols = moraine.read_ndjson(out .. "/ducklake_table.ndjson")
+    assert.are.same(COLS.ducklake_table, cols)
+    assert.are.equal(3, #rows)
+    local t1 = table_row(1, 1, "t1")
+    t1.end_snapshot = 2
+    assert.are.same(t1, rows[1])
+    local db2 = moraine.open(dir2, {no_sync = true})
+    local progress = {}
+    assert.is_true(db2:import_ndjson(out, {progress = function(done, total)
+      progress[#progress + 1] = {done, total}
+    end}))
+    assert.is_true(#progress > 0)
+    local last = progress[#progress]
+    assert.are.equal(last[2], last[1])
+    assert.are.equal(db:last_snapshot(), db2:last_snapshot())
+    for _, name in ipairs(ORDER) do
+      assert.are.same(all_entries(db, name), all_entries(db2, name), name)
+    end
+    db2:read(function(rd)
+      assert.are.equal(2, #rd:partition_spec(1, 1).columns)
+    end)
+    db2:close()
+  end)
+
+  it("cancels an import when progress returns true, leaving the catalog empty", function()
+    build_fixture(db)
+    db:export_ndjson(out)
+    local db2 = moraine.open(dir2, {no_sync = true})
+    local e = expect_err("EINVAL", "cancel", db2.import_ndjson, db2, out, {progress = function() return true end})
+    assert.is_true(moraine.is_error(e))
+    assert.is_nil(db2:last_snapshot())
+    assert.are.same({}, db2:relations())
+    -- a non-true result does not cancel
+    assert.is_true(db2:import_ndjson(out, {progress = function() return 1 end}))
+    assert.are.equal(2, db2:last_snapshot())
+    db2:close()
+  end)
+
+  it("re-raises an error raised by progress, unchanged", function()
+    build_fixture(db)
+    db:export_ndjson(out)
+    local db2 = moraine.open(dir2, {no_sync = true})
+    local mine = {mine = true}
+    local ok, e = pcall(db2.import_ndjson, db2, out, {progress = function() error(mine) end})
+    assert.is_false(ok)
+    assert.are.equal(mine, e)
+    assert.is_nil(db2:last_snapshot())
+    -- closing from inside progress is refused
+    ok, e = pcall(db2.import_ndjson, db2, out, {progress = function() db2:close() end})
+    assert.is_false(ok)
+    assert.are.equal("ETXN", e.code)
+    assert.is_nil(db2:last_snapshot())
+    db2:close()
+  end)
+
+  it("raises EEXIST importing into a non-empty catalog and EIO for a missing directory", function()
+    build_fixture(db)
+    db:export_ndjson(out)
+    expect_err("EEXIST", nil, db.import_ndjson, db, out)
+    local db2 = moraine.open(dir2, {no_sync = true})
+    expect_err("EIO", nil, db2.import_ndjson, db2, out .. "/nope")
+    db2:close()
+  end)
+
+  it("refuses to export strings that are not valid UTF-8", function()
+    db:commit(1, function(tx)
+      define_all(tx)
+      tx:insert("ducklake_table", table_row(1, 1, "bad\255name"))
+    end)
+    expect_err("EINVAL", "ducklake_table", db.export_ndjson, db, out)
+  end)
+end)
