@@ -1,0 +1,32 @@
+--- Quickstart (the README's Lua tour): import a real DuckLake catalog, time
+-- travel, a staged commit, export. Run: sh scripts/run-lua.sh lua5.4 build examples/quickstart.lua
+local moraine = require "moraine"
+
+local dir = os.getenv("MORAINE_EXAMPLE_DIR") or os.tmpname() .. ".moraine"
+os.remove(dir)
+local db = moraine.open(dir, { no_sync = true })
+db:import_ndjson("examples/catalogs/s1_evolution/catalog")
+
+db:read(function(rd)
+  local spec = rd:partition_spec(1, 9)           -- the spec in force for table_id 1 at snapshot 9
+  print(("spec at snapshot 9: partition_id %d with %d columns"):format(spec.partition_id, #spec.columns))
+  local n = 0
+  for file, children in rd:files(1, 9) do        -- the files of table 1 visible at snapshot 9
+    n = n + 1
+    local values = children.ducklake_file_partition_value or {}
+    if n <= 3 then print(file.data_file_id, file.partition_id, #values) end
+  end
+  print(("%d files at snapshot 9"):format(n))
+end)
+
+db:commit(21, function(tx)                        -- snapshot 21 ends the live partition spec
+  tx:end_row("ducklake_partition_info", { partition_id = 11, table_id = 1, begin_snapshot = 17, end_snapshot = moraine.null })
+end)
+assert(db:read(function(rd) return rd:partition_spec(1, 21) end) == nil)
+assert(db:read(function(rd) return rd:partition_spec(1, 20) end).partition_id == 11)
+
+local out = dir .. "-export"
+db:export_ndjson(out)
+print("exported to " .. out)
+db:close()
+os.execute("rm -rf '" .. dir .. "' '" .. out .. "'")
