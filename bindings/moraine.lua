@@ -137,9 +137,7 @@ M.is_error = core.is_error
 -- @raise EINVAL (unknown option, or an option of the wrong type),
 --   EIO (path missing and not creating), ELMDB, ECORRUPT (not a moraine
 --   catalog, or a newer format), ENOMEM.
-function M.open(path, opts)
-  return core.open(path, opts)
-end
+M.open = core.open
 
 --[[--
 Catalog handle methods (all raise EINVAL "catalog is closed" after `db:close()`).
@@ -211,7 +209,8 @@ then re-raised unchanged); `rd` and every scan iterator made from it raise
 ETXN when used afterwards. Values are copied into Lua as rows are produced,
 so rows stay valid after the read. Raises ELMDB.
 
-Methods of `rd` (snapshot arguments default to the read's newest snapshot):
+Methods of `rd` (a snapshot argument left out or nil means the read's newest
+snapshot, or only the live rows when the catalog has no snapshot yet):
 
 - `rd:last_snapshot()` — newest snapshot id in this read's view, or nil.
 - `rd:scan(name, opts)` — generic-for iterator `for row, children, ord in
@@ -248,16 +247,18 @@ read. Same options and errors as `rd:scan`.
 `db:import_ndjson(dir, {progress = fn})` — replays a DuckLake catalog
 exported as a directory of `<table>.ndjson` files into this (empty) catalog
 (`moraine_import_ndjson`, docs/import-export.md). `progress(done, total)`
-(optional) is called with row counts; returning `true` cancels the import
-(it then raises the engine's error for the cancelled import); an error raised
-by `progress` cancels it too and is re-raised unchanged. Nothing of a failed
+(optional) is called with row counts (the engine calls it every 4096 rows
+and at the end); returning `true` (exactly true) cancels the import, which
+then raises the engine's EINVAL "import cancelled"; an error raised by
+`progress` cancels it too and is re-raised unchanged. Nothing of a failed
 import remains. Returns true. Raises EIO, EJSON (file and line), EINVAL
 (file, line, column), EEXIST (catalog not empty), staged-path errors.
 
 `db:export_ndjson(dir, {progress = fn})` — writes every relation to
 `<dir>/<table>.ndjson` (`moraine_export_ndjson`): rows in original order,
-columns in catalog order, DuckDB's JSON-lines form. `progress` as for import
-(optional). Returns true. Raises EIO, EINVAL (a string that is not valid UTF-8).
+columns in catalog order, DuckDB's JSON-lines form; creates `dir`.
+`progress(done, total)` (optional) counts relations; `true` cancels (EINVAL
+"export cancelled"). Returns true. Raises EIO, EINVAL (a string that is not valid UTF-8).
 ]]
 
 --- Decodes JSON text with jansson (`json_loads` with

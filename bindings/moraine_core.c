@@ -813,7 +813,7 @@ static moraine_value *row_values(lua_State *L, ltxn *t, int row_idx, const morai
         if (moraine_column_index(info, k) < 0)
             tx_failf(L, t, MORAINE_EINVAL, "%s: unknown column '%s'", info->name, k);
     }
-    luaL_checkstack(L, (int)info->ncols + 8, "too many columns");
+    luaL_checkstack(L, 2 * (int)info->ncols + 8, "too many columns"); /* a value (+ a JSON text) per column */
     moraine_value *vals = (moraine_value *)lua_newuserdata(L, (info->ncols ? info->ncols : 1) * sizeof *vals);
     for (size_t i = 0; i < info->ncols; i++) {
         lua_pushstring(L, info->colnames[i]);
@@ -1252,6 +1252,8 @@ static int l_db_scan(lua_State *L)
 {
     ldb *d = check_db(L, 1);
     check_name(L, 2);
+    if (!lua_isnoneornil(L, 3))
+        luaL_checktype(L, 3, LUA_TTABLE);
     lua_settop(L, 3);
     lread *r = new_read(L, d, 1); /* 4 */
     lua_pushcfunction(L, scan_collect);

@@ -531,7 +531,18 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
         p->ended = 1;
         p->history_noover = 1;
     }
-    if (!rc && p->target.len > MR_MAX_KEY) rc = mr_err(MORAINE_EINVAL, "%s row %s: history key too long", r->info.name, desc);
+    if (!rc) {
+        /* a live row must fit in history too, or it could never be ended */
+        mr_buf hk = {0};
+        moraine_value saved = p->vals[r->info.end_col];
+        p->vals[r->info.end_col].type = MORAINE_INT;
+        p->vals[r->info.end_col].i = INT64_MAX;
+        rc = mr_history_key(&hk, r, p->vals, ord);
+        p->vals[r->info.end_col] = saved;
+        if (!rc && hk.len > MR_MAX_KEY)
+            rc = mr_err(MORAINE_EINVAL, "%s row %s: its key (%zu bytes in history) is longer than LMDB's %d", r->info.name, desc, hk.len, MR_MAX_KEY);
+        mr_buf_free(&hk);
+    }
     if (!rc) rc = add_pending(txn, p); /* newest: its children follow it */
     if (rc) pending_free(p);
     return rc;
@@ -718,7 +729,10 @@ int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, 
     e->vals[r->info.end_col].i = txn->snapshot;
     e->ended = 1;
     e->history_noover = 1;
+    if (e->from_store) e->delete_current = 1; /* also when it was loaded to gain children */
     if ((rc = mr_history_key(&e->target, r, e->vals, e->ord))) return fail(txn, rc);
+    if (e->target.len > MR_MAX_KEY)
+        return fail(txn, mr_err(MORAINE_EINVAL, "%s row %s: its history key of %zu bytes is longer than LMDB's %d", name, desc, e->target.len, MR_MAX_KEY));
     return 0;
 }
 

@@ -669,8 +669,9 @@ static void write_real(FILE *f, double d)
 
 static int export_table(moraine_read *rd, const mr_rel *r, const char *dir)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.ndjson", dir, r->info.name);
+    char path[4096], final[4096];
+    snprintf(final, sizeof final, "%s/%s.ndjson", dir, r->info.name);
+    snprintf(path, sizeof path, "%s/%s.ndjson.tmp", dir, r->info.name);
     FILE *f = fopen(path, "wb");
     if (!f) return mr_err(MORAINE_EIO, "%s: cannot write: %s", path, strerror(errno));
     ent *es = NULL;
@@ -732,6 +733,9 @@ static int export_table(moraine_read *rd, const mr_rel *r, const char *dir)
 out:
     free(es);
     if (fclose(f) != 0 && !rc) rc = mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
+    /* a file appears whole or not at all */
+    if (!rc && rename(path, final) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot rename: %s", final, strerror(errno));
+    if (rc) remove(path);
     return rc;
 }
 

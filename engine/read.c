@@ -21,7 +21,7 @@ typedef struct {
     size_t scope_len;
     const uint8_t *rest;  /* the key after the end_snapshot element */
     size_t rest_len;
-    MDB_val val;
+    MDB_val key, val;
 } hist_ent;
 
 struct moraine_cursor {
@@ -35,6 +35,7 @@ struct moraine_cursor {
     mr_buf prefix;
     int started, done;
     MDB_val ck, cv;
+    MDB_val lastk;      /* key of the last row returned (for error messages) */
     int have_c;
     size_t c_scope_off; /* offset in current keys where the scope element starts */
     /* history versions visible at S, sorted */
@@ -312,6 +313,7 @@ static int collect_history(moraine_cursor *c)
         h->scope_len = scope_len;
         h->rest = rest;
         h->rest_len = (size_t)(end - rest);
+        h->key = k;
         h->val = v;
     }
     mr_buf_free(&scratch);
@@ -474,14 +476,14 @@ static int next_plain(moraine_cursor *c, moraine_row *row)
         if (!use_hist && !c->have_c) return 0;
         MDB_val k, v;
         if (use_hist) {
-            k.mv_data = (void *)c->hist[c->hpos].rest;
-            k.mv_size = c->hist[c->hpos].rest_len;
+            k = c->hist[c->hpos].key;
             v = c->hist[c->hpos++].val;
         } else {
             k = c->ck;
             v = c->cv;
             c->have_c = 0;
         }
+        c->lastk = k;
         if ((rc = decode_value(&k, &v, r, &c->vals, &c->cap, row))) return rc;
         if (use_hist) return 1; /* filtered when collected */
         if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
@@ -504,7 +506,7 @@ int moraine_cursor_next(moraine_cursor *c, moraine_row *row)
     for (;;) {
         if (c->in_kids) {
             int rc = moraine_children_next(&c->kids, row);
-            if (rc < 0) return rc;
+            if (rc < 0) return corrupt_at(&c->parent->lastk, c->parent->rel);
             if (rc == 1) {
                 if (row->rel == &c->rel->info || strcmp(row->rel->name, c->rel->info.name) == 0) return 1;
                 continue;
