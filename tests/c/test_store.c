@@ -1,0 +1,1005 @@
+/*
+ * test_store.c — the catalog through its public contract (moraine.h) only:
+ * open/close, staged commits of partition specs, temporal reads, the refusals
+ * (each must leave the store exactly as it was), read-only handles, NDJSON
+ * import errors, and a value damaged on disk.
+ *
+ * The one place that goes around moraine is the damage: the catalog is closed,
+ * its LMDB environment opened directly, and a live row's value overwritten with
+ * bad bytes (docs/keyspace.md: live rows sit under keys starting with 'C').
+ *
+ * "Unchanged" is checked by reading everything back: every relation's every
+ * version (MORAINE_ALL_VERSIONS), with its stored bytes and embedded children,
+ * plus the last snapshot, compared byte for byte with the state before.
+ */
+#include "check.h"
+#include "moraine.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NO_END INT64_MIN /* end_snapshot NULL in the row helpers */
+#define PI "ducklake_partition_info"
+#define PC "ducklake_partition_column"
+
+static const char *const PI_COLS[] = {"partition_id", "table_id", "begin_snapshot", "end_snapshot"};
+static const char *const PC_COLS[] = {"partition_id", "table_id", "partition_key_index", "column_id", "transform"};
+
+static char root[] = "/tmp/moraine-test-store-XXXXXX";
+
+static void path_of(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", root, name); }
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char p[4096];
+    mkdir(dir, 0775);
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    if (!f) {
+        fprintf(stderr, "cannot write %s: %s\n", p, strerror(errno));
+        abort();
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+/* ---- rows ------------------------------------------------------------------------ */
+
+static moraine_value vint(int64_t i) { return (moraine_value){.type = MORAINE_INT, .i = i}; }
+static moraine_value vnull(void) { return (moraine_value){.type = MORAINE_NULL}; }
+static moraine_value vstr(const char *s) { return (moraine_value){.type = MORAINE_STR, .s = s, .len = strlen(s)}; }
+
+static void pi_row(moraine_value r[4], int64_t pid, int64_t tid, int64_t begin, int64_t end)
+{
+    r[0] = vint(pid);
+    r[1] = vint(tid);
+    r[2] = vint(begin);
+    r[3] = end == NO_END ? vnull() : vint(end);
+}
+
+static void pc_row(moraine_value r[5], int64_t pid, int64_t tid, int64_t idx, int64_t col, const char *transform)
+{
+    r[0] = vint(pid);
+    r[1] = vint(tid);
+    r[2] = vint(idx);
+    r[3] = vint(col);
+    r[4] = vstr(transform);
+}
+
+static int insert_pi(moraine_txn *t, int64_t pid, int64_t tid, int64_t begin, int64_t end)
+{
+    moraine_value r[4];
+    pi_row(r, pid, tid, begin, end);
+    return moraine_txn_insert(t, PI, r, 4, -1);
+}
+
+static int insert_pc(moraine_txn *t, int64_t pid, int64_t tid, int64_t idx, int64_t col, const char *transform)
+{
+    moraine_value r[5];
+    pc_row(r, pid, tid, idx, col, transform);
+    return moraine_txn_insert(t, PC, r, 5, -1);
+}
+
+static int end_pi(moraine_txn *t, int64_t pid, int64_t tid, int64_t begin)
+{
+    moraine_value r[4];
+    pi_row(r, pid, tid, begin, NO_END);
+    return moraine_txn_end(t, PI, r, 4);
+}
+
+static int is_int(const moraine_value *v, int64_t i) { return v->type == MORAINE_INT && v->i == i; }
+
+/* end_snapshot as expected: NO_END means NULL */
+static int is_end(const moraine_value *v, int64_t end) { return end == NO_END ? v->type == MORAINE_NULL : is_int(v, end); }
+
+/* ---- a whole-catalog dump, to prove refusals change nothing --------------------- */
+
+typedef struct {
+    uint8_t *p;
+    size_t len, cap;
+} sbuf;
+
+static void sb_put(sbuf *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n) cap *= 2;
+        b->p = realloc(b->p, cap);
+        if (!b->p) abort();
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+static void sb_int(sbuf *b, int64_t v) { sb_put(b, &v, sizeof v); }
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s) + 1); }
+
+/* Everything a reader can see, in a canonical byte form. Returns 0 or the
+ * first error. */
+static int dump(moraine_db *db, sbuf *out)
+{
+    out->len = 0;
+    int64_t last = -1;
+    int rc = moraine_last_snapshot(db, &last);
+    if (rc < 0) return rc;
+    sb_int(out, rc);
+    sb_int(out, rc ? last : 0);
+    moraine_read *rd;
+    if ((rc = moraine_read_begin(db, &rd))) return rc;
+    moraine_relation_info info;
+    for (size_t i = 0; moraine_relation_at(db, i, &info) == 1; i++) {
+        sb_str(out, info.name);
+        sb_int(out, (int64_t)info.ncols);
+        sb_int(out, info.placement);
+        for (size_t c = 0; c < info.ncols; c++) sb_str(out, info.colnames[c]);
+        moraine_cursor *cur;
+        if ((rc = moraine_scan_open(rd, info.name, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &cur))) break;
+        moraine_row row;
+        while ((rc = moraine_cursor_next(cur, &row)) == 1) {
+            sb_int(out, row.ord);
+            sb_int(out, (int64_t)row.raw_len);
+            sb_put(out, row.raw, row.raw_len);
+            sb_int(out, (int64_t)row.children_len);
+            sb_put(out, row.children, row.children_len);
+        }
+        moraine_cursor_close(cur);
+        if (rc < 0) break;
+        rc = 0;
+    }
+    moraine_read_end(rd);
+    return rc;
+}
+
+static int same_dump(const sbuf *a, const sbuf *b) { return a->len == b->len && memcmp(a->p, b->p, a->len) == 0; }
+
+/* Checks that @db reads back exactly as @before. */
+#define CHECK_UNCHANGED(db, before, what)                                                                               \
+    do {                                                                                                                \
+        sbuf after_ = {0};                                                                                              \
+        int drc_ = dump((db), &after_);                                                                                 \
+        CHECK(drc_ == 0, "%s: reading the catalog back failed: %s", (what), moraine_errmsg());                        \
+        CHECK(same_dump((before), &after_), "%s: the catalog changed", (what));                                        \
+        free(after_.p);                                                                                                 \
+    } while (0)
+
+/* ---- reading helpers ------------------------------------------------------------- */
+
+typedef struct {
+    int64_t pid, tid, idx, col;
+    char transform[32];
+} pcol;
+
+/* The partition columns embedded in @row; -1 on a walk error. */
+static int children_of(moraine_read *rd, const moraine_row *row, pcol *out, int max)
+{
+    moraine_children it;
+    moraine_row ch;
+    int n = 0, rc;
+    moraine_row_children(rd, row, &it);
+    while ((rc = moraine_children_next(&it, &ch)) == 1) {
+        if (strcmp(ch.rel->name, PC) != 0 || ch.ncols != 5 || n >= max) {
+            rc = -100;
+            break;
+        }
+        pcol *c = &out[n++];
+        c->pid = ch.vals[0].i;
+        c->tid = ch.vals[1].i;
+        c->idx = ch.vals[2].i;
+        c->col = ch.vals[3].i;
+        snprintf(c->transform, sizeof c->transform, "%.*s", (int)ch.vals[4].len, ch.vals[4].s);
+        if (ch.vals[0].type != MORAINE_INT || ch.vals[3].type != MORAINE_INT || ch.vals[4].type != MORAINE_STR) rc = -101;
+    }
+    moraine_children_free(&it);
+    return rc < 0 ? rc : n;
+}
+
+/* Expected spec: pid (or -1 for none), begin, end, and its columns. */
+typedef struct {
+    int64_t pid, begin, end;
+    int ncols;
+    int64_t col[3];
+    const char *transform[3];
+} spec;
+
+static const spec P0 = {0, 1, 2, 2, {100, 101}, {"identity", "year"}};
+static const spec P1 = {1, 2, 5, 1, {102}, {"month"}};
+static const spec P2 = {2, 2, 2, 1, {103}, {"day"}}; /* begin == end: never visible */
+static const spec P3 = {3, 5, NO_END, 2, {104, 105}, {"bucket(4)", "identity"}};
+static const spec P5 = {5, 2, NO_END, 0, {0}, {NULL}}; /* table 20, no columns */
+
+static void check_spec_row(moraine_read *rd, const moraine_row *row, int64_t tid, const spec *want, const char *what)
+{
+    CHECK(row->ncols == 4 && strcmp(row->rel->name, PI) == 0, "%s: not a 4-column %s row", what, PI);
+    if (row->ncols != 4) return;
+    CHECK(is_int(&row->vals[0], want->pid) && is_int(&row->vals[1], tid) && is_int(&row->vals[2], want->begin) &&
+              is_end(&row->vals[3], want->end),
+          "%s: got spec (pid %lld, table %lld, begin %lld, end %s%lld), want pid %lld", what, (long long)row->vals[0].i,
+          (long long)row->vals[1].i, (long long)row->vals[2].i, row->vals[3].type == MORAINE_NULL ? "NULL/" : "", (long long)row->vals[3].i,
+          (long long)want->pid);
+    pcol cols[8];
+    int n = children_of(rd, row, cols, 8);
+    CHECK(n == want->ncols, "%s: spec %lld has %d partition columns, want %d", what, (long long)want->pid, n, want->ncols);
+    for (int i = 0; i < n && i < want->ncols; i++) {
+        CHECK(cols[i].pid == want->pid && cols[i].tid == tid && cols[i].idx == i && cols[i].col == want->col[i] &&
+                  strcmp(cols[i].transform, want->transform[i]) == 0,
+              "%s: partition column %d is (%lld,%lld,%lld,%lld,'%s')", what, i, (long long)cols[i].pid, (long long)cols[i].tid,
+              (long long)cols[i].idx, (long long)cols[i].col, cols[i].transform);
+    }
+}
+
+/* The (table_id, partition_id) pairs a scan yields, as "t:p,t:p". */
+static int scan_pairs(moraine_read *rd, int64_t scope, int64_t snap, char *out, size_t n)
+{
+    moraine_cursor *c;
+    int rc = moraine_scan_open(rd, PI, scope, snap, &c);
+    if (rc) return rc;
+    moraine_row row;
+    size_t o = 0;
+    out[0] = 0;
+    while ((rc = moraine_cursor_next(c, &row)) == 1 && o < n)
+        o += (size_t)snprintf(out + o, n - o, "%s%lld:%lld", o ? "," : "", (long long)row.vals[1].i, (long long)row.vals[0].i);
+    moraine_cursor_close(c);
+    return rc < 0 ? rc : 0;
+}
+
+/* The column_id of every partition column a child scan yields, "100,101". */
+static int scan_child_cols(moraine_read *rd, int64_t scope, int64_t snap, char *out, size_t n)
+{
+    moraine_cursor *c;
+    int rc = moraine_scan_open(rd, PC, scope, snap, &c);
+    if (rc) return rc;
+    moraine_row row;
+    size_t o = 0;
+    out[0] = 0;
+    while ((rc = moraine_cursor_next(c, &row)) == 1 && o < n) {
+        if (strcmp(row.rel->name, PC) != 0) return -100;
+        o += (size_t)snprintf(out + o, n - o, "%s%lld", o ? "," : "", (long long)row.vals[3].i);
+    }
+    moraine_cursor_close(c);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- open / close -------------------------------------------------------------------- */
+
+static void test_open_close(void)
+{
+    char p[4096];
+    moraine_db *db = NULL;
+    moraine_options o;
+
+    path_of(p, sizeof p, "missing");
+    memset(&o, 0, sizeof o);
+    CHECK_RC(moraine_open(p, &o, &db), MORAINE_EIO);
+    CHECK(strstr(moraine_errmsg(), p) != NULL, "message '%s' does not name the path", moraine_errmsg());
+    o.read_only = 1;
+    o.create = 1;
+    CHECK_RC(moraine_open(p, &o, &db), MORAINE_EIO);
+    struct stat st;
+    CHECK(stat(p, &st) != 0, "a failed read-only open created %s", p);
+
+    path_of(p, sizeof p, "plainfile");
+    write_file(root, "plainfile", "not a directory\n");
+    CHECK_RC(moraine_open(p, NULL, &db), MORAINE_EIO);
+
+    path_of(p, sizeof p, "fresh");
+    CHECK_RC(moraine_open(p, NULL, &db), 0);
+    int64_t last = 12345;
+    CHECK_RC(moraine_last_snapshot(db, &last), 0);
+    moraine_relation_info info;
+    CHECK_RC(moraine_relation_at(db, 0, &info), 0);
+    CHECK_RC(moraine_relation(db, PI, &info), MORAINE_ENOTFOUND);
+    moraine_close(db);
+    moraine_close(NULL);
+
+    memset(&o, 0, sizeof o); /* reopen without create */
+    db = NULL;
+    CHECK_RC(moraine_open(p, &o, &db), 0);
+    CHECK_RC(moraine_last_snapshot(db, &last), 0);
+    moraine_close(db);
+
+    /* an LMDB environment that is not a moraine catalog */
+    char q[4096];
+    path_of(q, sizeof q, "foreign");
+    mkdir(q, 0775);
+    MDB_env *env;
+    MDB_txn *t;
+    MDB_dbi dbi;
+    int ok = mdb_env_create(&env) == 0 && mdb_env_open(env, q, 0, 0664) == 0 && mdb_txn_begin(env, NULL, 0, &t) == 0 &&
+             mdb_dbi_open(t, NULL, 0, &dbi) == 0;
+    if (ok) {
+        MDB_val k = {3, "abc"}, v = {3, "xyz"};
+        ok = mdb_put(t, dbi, &k, &v, 0) == 0 && mdb_txn_commit(t) == 0;
+    }
+    mdb_env_close(env);
+    CHECK(ok, "setting up a foreign LMDB environment");
+    CHECK_RC(moraine_open(q, NULL, &db), MORAINE_ECORRUPT);
+}
+
+/* ---- commits and reads ------------------------------------------------------------- */
+
+/* S1: spec 0 of table 10 (identity, year). S2: spec 0 ends; spec 1 (month);
+ * spec 2 (day) begins and ends at 2; table 20 gets spec 5 without columns.
+ * S5: spec 1 ends; spec 3 (bucket(4), identity). */
+static void build_history(moraine_db *db)
+{
+    moraine_txn *t;
+    CHECK_RC(moraine_txn_begin(db, 1, &t), 0);
+    CHECK_RC(moraine_txn_define(t, PI, 4, PI_COLS), 0);
+    CHECK_RC(moraine_txn_define(t, PC, 5, PC_COLS), 0);
+    CHECK_RC(moraine_txn_define(t, PI, 4, PI_COLS), 0); /* the same again: no-op */
+    CHECK_RC(insert_pi(t, 0, 10, 1, NO_END), 0);
+    CHECK_RC(insert_pc(t, 0, 10, 0, 100, "identity"), 0);
+    CHECK_RC(insert_pc(t, 0, 10, 1, 101, "year"), 0);
+    CHECK_RC(moraine_txn_commit(t), 0);
+
+    CHECK_RC(moraine_txn_begin(db, 2, &t), 0);
+    CHECK_RC(end_pi(t, 0, 10, 1), 0);
+    CHECK_RC(insert_pi(t, 1, 10, 2, NO_END), 0);
+    CHECK_RC(insert_pc(t, 1, 10, 0, 102, "month"), 0);
+    CHECK_RC(insert_pi(t, 2, 10, 2, 2), 0); /* begin == end: an intermediate spec */
+    CHECK_RC(insert_pc(t, 2, 10, 0, 103, "day"), 0);
+    CHECK_RC(insert_pi(t, 5, 20, 2, NO_END), 0);
+    CHECK_RC(moraine_txn_commit(t), 0);
+
+    CHECK_RC(moraine_txn_begin(db, 5, &t), 0); /* a gap in snapshot ids */
+    CHECK_RC(end_pi(t, 1, 10, 2), 0);
+    CHECK_RC(insert_pi(t, 3, 10, 5, NO_END), 0);
+    CHECK_RC(insert_pc(t, 3, 10, 0, 104, "bucket(4)"), 0);
+    CHECK_RC(insert_pc(t, 3, 10, 1, 105, "identity"), 0);
+    CHECK_RC(moraine_txn_commit(t), 0);
+}
+
+static void check_relations(moraine_db *db)
+{
+    moraine_relation_info pi, pc;
+    CHECK_RC(moraine_relation(db, PI, &pi), 0);
+    CHECK_RC(moraine_relation(db, PC, &pc), 0);
+    CHECK(pi.placement == MORAINE_PLACE_TEMPORAL && pi.ncols == 4 && pi.begin_col == 2 && pi.end_col == 3 && pi.parent == NULL,
+          "%s descriptor: placement %d, %zu columns, begin %d, end %d", PI, (int)pi.placement, pi.ncols, pi.begin_col, pi.end_col);
+    int types_ok = 1;
+    for (size_t i = 0; i < pi.ncols; i++) types_ok &= pi.coltypes[i] == MORAINE_COL_BIGINT && strcmp(pi.colnames[i], PI_COLS[i]) == 0;
+    CHECK(types_ok, "%s columns are not the four BIGINTs in order", PI);
+    CHECK(pc.placement == MORAINE_PLACE_CHILD && pc.ncols == 5 && pc.parent && strcmp(pc.parent, PI) == 0 && pc.begin_col == -1,
+          "%s descriptor: placement %d, parent %s", PC, (int)pc.placement, pc.parent ? pc.parent : "NULL");
+    CHECK(pc.coltypes[4] == MORAINE_COL_VARCHAR && pc.coltypes[3] == MORAINE_COL_BIGINT, "%s column types", PC);
+    CHECK(moraine_column_index(&pc, "transform") == 4 && moraine_column_index(&pc, "nope") == -1, "moraine_column_index");
+    moraine_relation_info first;
+    CHECK(moraine_relation_at(db, 0, &first) == 1 && strcmp(first.name, PI) == 0, "relation 0 is not %s", PI);
+    CHECK(moraine_relation_at(db, 1, &first) == 1 && strcmp(first.name, PC) == 0, "relation 1 is not %s", PC);
+    CHECK(moraine_relation_at(db, 2, &first) == 0, "a third relation");
+}
+
+static void check_reads(moraine_db *db)
+{
+    moraine_read *rd;
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    int64_t last = 0;
+    CHECK(moraine_read_last_snapshot(rd, &last) == 1 && last == 5, "read's last snapshot %lld", (long long)last);
+    CHECK(moraine_last_snapshot(db, &last) == 1 && last == 5, "last snapshot %lld", (long long)last);
+
+    /* the spec in force, snapshot by snapshot */
+    const spec *want10[] = {NULL, &P0, &P1, &P1, &P1, &P3, &P3, &P3};
+    moraine_row row;
+    char what[64];
+    for (int s = 0; s < 8; s++) {
+        snprintf(what, sizeof what, "table 10 at snapshot %d", s);
+        int rc = moraine_partition_spec_at(rd, 10, s, &row);
+        if (!want10[s]) CHECK(rc == 0, "%s: a spec where there is none (rc %d)", what, rc);
+        else {
+            CHECK(rc == 1, "%s: rc %d: %s", what, rc, moraine_errmsg());
+            if (rc == 1) check_spec_row(rd, &row, 10, want10[s], what);
+        }
+        snprintf(what, sizeof what, "table 20 at snapshot %d", s);
+        rc = moraine_partition_spec_at(rd, 20, s, &row);
+        if (s < 2) CHECK(rc == 0, "%s: a spec before it began (rc %d)", what, rc);
+        else {
+            CHECK(rc == 1, "%s: rc %d", what, rc);
+            if (rc == 1) check_spec_row(rd, &row, 20, &P5, what);
+        }
+    }
+    CHECK_RC(moraine_partition_spec_at(rd, 99, 5, &row), 0);
+    CHECK_RC(moraine_partition_spec_at(rd, 10, INT64_MAX, &row), 1);
+
+    /* by id, whatever the lifetime: the begin == end spec included */
+    const spec *all10[] = {&P0, &P1, &P2, &P3};
+    for (int i = 0; i < 4; i++) {
+        snprintf(what, sizeof what, "spec %lld of table 10 by id", (long long)all10[i]->pid);
+        int rc = moraine_partition_spec_by_id(rd, 10, all10[i]->pid, &row);
+        CHECK(rc == 1, "%s: rc %d: %s", what, rc, moraine_errmsg());
+        if (rc == 1) check_spec_row(rd, &row, 10, all10[i], what);
+    }
+    CHECK(moraine_partition_spec_by_id(rd, 20, 5, &row) == 1, "spec 5 of table 20 by id");
+    CHECK_RC(moraine_partition_spec_by_id(rd, 10, 4, &row), 0);
+    CHECK_RC(moraine_partition_spec_by_id(rd, 10, 5, &row), 0); /* spec 5 is table 20's */
+    CHECK_RC(moraine_partition_spec_by_id(rd, 11, 0, &row), 0);
+
+    /* scans: visible versions in key order (table_id, partition_id) */
+    static const struct {
+        int64_t scope, snap;
+        const char *want;
+    } scans[] = {
+        {MORAINE_ANY_SCOPE, 0, ""},
+        {MORAINE_ANY_SCOPE, 1, "10:0"},
+        {MORAINE_ANY_SCOPE, 2, "10:1,20:5"},
+        {MORAINE_ANY_SCOPE, 4, "10:1,20:5"},
+        {MORAINE_ANY_SCOPE, 5, "10:3,20:5"},
+        {MORAINE_ANY_SCOPE, 1000, "10:3,20:5"},
+        {MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, "10:0,10:1,10:2,10:3,20:5"},
+        {10, MORAINE_ALL_VERSIONS, "10:0,10:1,10:2,10:3"},
+        {10, 1, "10:0"},
+        {10, 3, "10:1"},
+        {10, 5, "10:3"},
+        {20, 1, ""},
+        {20, 2, "20:5"},
+        {30, MORAINE_ALL_VERSIONS, ""},
+    };
+    char got[256];
+    for (size_t i = 0; i < sizeof scans / sizeof scans[0]; i++) {
+        int rc = scan_pairs(rd, scans[i].scope, scans[i].snap, got, sizeof got);
+        CHECK(rc == 0 && strcmp(got, scans[i].want) == 0, "scan scope %lld snapshot %lld: got '%s' (rc %d), want '%s'",
+              (long long)scans[i].scope, (long long)scans[i].snap, got, rc, scans[i].want);
+    }
+
+    /* every version with its own begin/end and row position */
+    moraine_cursor *c;
+    CHECK_RC(moraine_scan_open(rd, PI, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c), 0);
+    const spec *order[] = {&P0, &P1, &P2, &P3, &P5};
+    const int64_t tids[] = {10, 10, 10, 10, 20}, ords[] = {0, 1, 2, 4, 3};
+    int i = 0, rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1 && i < 5) {
+        snprintf(what, sizeof what, "version %d of all", i);
+        check_spec_row(rd, &row, tids[i], order[i], what);
+        CHECK(row.ord == ords[i], "%s: ord %lld, want %lld", what, (long long)row.ord, (long long)ords[i]);
+        i++;
+    }
+    CHECK(rc == 0 && i == 5, "all versions: %d rows, last rc %d", i, rc);
+    moraine_cursor_close(c);
+
+    /* the child relation, parent by parent */
+    static const struct {
+        int64_t scope, snap;
+        const char *want;
+    } kids[] = {
+        {MORAINE_ANY_SCOPE, 0, ""},
+        {MORAINE_ANY_SCOPE, 1, "100,101"},
+        {MORAINE_ANY_SCOPE, 2, "102"},
+        {MORAINE_ANY_SCOPE, 5, "104,105"},
+        {MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, "100,101,102,103,104,105"},
+        {10, 5, "104,105"},
+        {20, 5, ""},
+    };
+    for (size_t k = 0; k < sizeof kids / sizeof kids[0]; k++) {
+        rc = scan_child_cols(rd, kids[k].scope, kids[k].snap, got, sizeof got);
+        CHECK(rc == 0 && strcmp(got, kids[k].want) == 0, "child scan scope %lld snapshot %lld: got '%s' (rc %d), want '%s'",
+              (long long)kids[k].scope, (long long)kids[k].snap, got, rc, kids[k].want);
+    }
+
+    CHECK_RC(moraine_scan_open(rd, "ducklake_nothing", MORAINE_ANY_SCOPE, 1, &c), MORAINE_ENOTFOUND);
+    moraine_read_end(rd);
+}
+
+/* ---- refusals ---------------------------------------------------------------------- */
+
+static void test_refusals(moraine_db *db)
+{
+    sbuf before = {0};
+    CHECK_RC(dump(db, &before), 0);
+    moraine_txn *t = NULL;
+    moraine_value r[5];
+
+    /* snapshot ids not above the last */
+    CHECK_RC(moraine_txn_begin(db, 5, &t), MORAINE_ESNAPSHOT);
+    CHECK(strstr(moraine_errmsg(), "5") != NULL, "ESNAPSHOT message '%s' does not name the snapshot", moraine_errmsg());
+    CHECK_RC(moraine_txn_begin(db, 4, &t), MORAINE_ESNAPSHOT);
+    CHECK_RC(moraine_txn_begin(db, 0, &t), MORAINE_ESNAPSHOT);
+    CHECK_RC(moraine_txn_begin(db, -3, &t), MORAINE_ESNAPSHOT);
+    CHECK_UNCHANGED(db, &before, "ESNAPSHOT");
+
+    /* ending rows that are not live: already ended, begin == end, never there */
+    static const struct {
+        int64_t pid, tid, begin;
+        const char *what;
+    } notlive[] = {{0, 10, 1, "an ended row"}, {2, 10, 2, "a begin == end row"}, {77, 10, 1, "a row never inserted"}, {5, 30, 2, "another table's key"}};
+    for (size_t i = 0; i < sizeof notlive / sizeof notlive[0]; i++) {
+        CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+        CHECK_RC(end_pi(t, notlive[i].pid, notlive[i].tid, notlive[i].begin), MORAINE_ENOTLIVE);
+        CHECK(strstr(moraine_errmsg(), PI) != NULL, "ENOTLIVE (%s) message '%s' does not name the table", notlive[i].what, moraine_errmsg());
+        CHECK_RC(moraine_txn_commit(t), MORAINE_ENOTLIVE);
+        CHECK_UNCHANGED(db, &before, notlive[i].what);
+    }
+
+    /* a row ended twice in one commit */
+    CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+    CHECK_RC(end_pi(t, 3, 10, 5), 0);
+    CHECK_RC(end_pi(t, 3, 10, 5), MORAINE_ENOTLIVE);
+    CHECK_RC(moraine_txn_commit(t), MORAINE_ENOTLIVE);
+    CHECK_UNCHANGED(db, &before, "ending a row twice");
+
+    /* a duplicate live key: against the store, and within one commit */
+    CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+    CHECK_RC(insert_pi(t, 3, 10, 6, NO_END), MORAINE_EEXIST);
+    CHECK(strstr(moraine_errmsg(), PI) != NULL, "EEXIST message '%s' does not name the table", moraine_errmsg());
+    CHECK_RC(moraine_txn_commit(t), MORAINE_EEXIST);
+    CHECK_UNCHANGED(db, &before, "duplicate live key");
+    CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+    CHECK_RC(insert_pi(t, 7, 10, 6, NO_END), 0);
+    CHECK_RC(insert_pi(t, 7, 10, 6, NO_END), MORAINE_EEXIST);
+    CHECK_RC(moraine_txn_commit(t), MORAINE_EEXIST);
+    CHECK_UNCHANGED(db, &before, "duplicate live key within a commit");
+
+    /* wrong value types: the message names table and column */
+    static const struct {
+        const char *table;
+        int col;
+        const char *colname;
+        moraine_value bad;
+    } types[] = {
+        {PI, 1, "'table_id'", {.type = MORAINE_STR, .s = "ten", .len = 3}},
+        {PI, 0, "'partition_id'", {.type = MORAINE_REAL, .d = 1.5}},
+        {PI, 3, "'end_snapshot'", {.type = MORAINE_BOOL, .i = 1}},
+        {PI, 2, "'begin_snapshot'", {.type = MORAINE_JSON, .s = "6", .len = 1}},
+        {PC, 3, "'column_id'", {.type = MORAINE_STR, .s = "", .len = 0}},
+        {PC, 4, "'transform'", {.type = MORAINE_INT, .i = 1}},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        size_t n = strcmp(types[i].table, PI) == 0 ? 4 : 5;
+        if (n == 4) pi_row(r, 8, 10, 6, NO_END);
+        else pc_row(r, 3, 10, 2, 106, "identity");
+        r[types[i].col] = types[i].bad;
+        CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+        CHECK_RC(moraine_txn_insert(t, types[i].table, r, n, -1), MORAINE_EINVAL);
+        const char *m = moraine_errmsg();
+        CHECK(strstr(m, types[i].table) != NULL && strstr(m, types[i].colname) != NULL, "wrong type for %s %s: message '%s'",
+              types[i].table, types[i].colname, m);
+        CHECK_RC(moraine_txn_commit(t), MORAINE_EINVAL);
+        CHECK_UNCHANGED(db, &before, "wrong value type");
+    }
+
+    /* other bad inserts */
+    CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+    pi_row(r, 8, 10, 6, NO_END);
+    CHECK_RC(moraine_txn_insert(t, PI, r, 3, -1), MORAINE_EINVAL); /* column count */
+    moraine_txn_abort(t);
+    CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+    CHECK_RC(moraine_txn_insert(t, "ducklake_nothing", r, 4, -1), MORAINE_ENOTFOUND);
+    moraine_txn_abort(t);
+    CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+    pi_row(r, 8, 10, 5, NO_END); /* begin_snapshot is not the commit's snapshot */
+    CHECK_RC(moraine_txn_insert(t, PI, r, 4, -1), MORAINE_EINVAL);
+    CHECK(strstr(moraine_errmsg(), "begin_snapshot") != NULL, "message '%s'", moraine_errmsg());
+    moraine_txn_abort(t);
+    CHECK_UNCHANGED(db, &before, "bad inserts, aborted");
+
+    /* a commit after a failed call: the first error, nothing written (the
+     * good insert before the failure included), later calls refused */
+    CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+    CHECK_RC(insert_pi(t, 4, 10, 6, NO_END), 0);
+    CHECK_RC(insert_pc(t, 4, 10, 0, 106, "identity"), 0);
+    CHECK_RC(end_pi(t, 0, 10, 1), MORAINE_ENOTLIVE);
+    char first[1024];
+    snprintf(first, sizeof first, "%s", moraine_errmsg());
+    pi_row(r, 8, 10, 6, NO_END);
+    r[1] = vstr("ten");
+    int rc = moraine_txn_insert(t, PI, r, 4, -1);
+    CHECK(rc < 0, "a call after a failure succeeded");
+    CHECK_RC(insert_pi(t, 9, 10, 6, NO_END), MORAINE_ETXN);
+    CHECK_RC(moraine_txn_commit(t), MORAINE_ENOTLIVE);
+    CHECK(strstr(moraine_errmsg(), first) != NULL || strstr(first, moraine_errmsg()) != NULL,
+          "commit's message '%s' is not the first failure's '%s'", moraine_errmsg(), first);
+    CHECK_UNCHANGED(db, &before, "commit after a failed call");
+    int64_t last = 0;
+    CHECK(moraine_last_snapshot(db, &last) == 1 && last == 5, "last snapshot %lld after a failed commit", (long long)last);
+
+    /* one commit at a time; the failed ones did not hold the writer */
+    moraine_txn *t2 = NULL;
+    CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+    CHECK_RC(moraine_txn_begin(db, 7, &t2), MORAINE_ETXN);
+    moraine_txn_abort(t);
+    CHECK_UNCHANGED(db, &before, "aborted commit");
+    free(before.p);
+}
+
+/* ---- persistence and read-only handles ---------------------------------------------- */
+
+static moraine_db *test_reopen_and_read_only(moraine_db *db, const char *path)
+{
+    sbuf before = {0};
+    CHECK_RC(dump(db, &before), 0);
+    moraine_close(db);
+
+    db = NULL;
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    if (!db) return NULL;
+    CHECK_UNCHANGED(db, &before, "close and reopen");
+    moraine_close(db);
+
+    moraine_options o;
+    memset(&o, 0, sizeof o);
+    o.read_only = 1;
+    db = NULL;
+    CHECK_RC(moraine_open(path, &o, &db), 0);
+    if (db) {
+        moraine_txn *t = NULL;
+        CHECK_RC(moraine_txn_begin(db, 6, &t), MORAINE_EREADONLY);
+        CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &t), MORAINE_EREADONLY);
+        char dir[4096];
+        path_of(dir, sizeof dir, "import_good");
+        CHECK_RC(moraine_import_ndjson(db, dir, NULL, NULL), MORAINE_EREADONLY);
+        CHECK_UNCHANGED(db, &before, "read-only handle");
+        moraine_read *rd;
+        moraine_row row;
+        CHECK_RC(moraine_read_begin(db, &rd), 0);
+        CHECK_RC(moraine_partition_spec_at(rd, 10, 5, &row), 1);
+        moraine_read_end(rd);
+        moraine_close(db);
+    }
+    free(before.p);
+    db = NULL;
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    return db;
+}
+
+/* ---- import ----------------------------------------------------------------------------- */
+
+static void check_empty(moraine_db *db, const char *what)
+{
+    int64_t last = -1;
+    CHECK(moraine_last_snapshot(db, &last) == 0, "%s: the catalog has snapshot %lld", what, (long long)last);
+    moraine_relation_info info;
+    CHECK(moraine_relation_at(db, 0, &info) == 0, "%s: the catalog has relation %s", what, info.name);
+}
+
+#define PI_LINE(pid, tid, b, e) "{\"partition_id\":" #pid ",\"table_id\":" #tid ",\"begin_snapshot\":" #b ",\"end_snapshot\":" #e "}\n"
+#define PC_LINE(pid, tid, i, c, tr)                                                                                     \
+    "{\"partition_id\":" #pid ",\"table_id\":" #tid ",\"partition_key_index\":" #i ",\"column_id\":" #c ",\"transform\":\"" tr "\"}\n"
+#define SNAP_LINE(id)                                                                                                   \
+    "{\"snapshot_id\":" #id ",\"snapshot_time\":\"2026-01-01 00:00:0" #id "+00\",\"schema_version\":" #id                 \
+    ",\"next_catalog_id\":1,\"next_file_id\":0}\n"
+
+static void make_import_dirs(void)
+{
+    char d[4096];
+    path_of(d, sizeof d, "import_good");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(0) SNAP_LINE(1) SNAP_LINE(2));
+    write_file(d, "ducklake_partition_info.ndjson", PI_LINE(1, 1, 1, 2) PI_LINE(2, 1, 2, null) PI_LINE(3, 1, 2, 2));
+    write_file(d, "ducklake_partition_column.ndjson",
+               PC_LINE(1, 1, 0, 7, "year") PC_LINE(1, 1, 1, 7, "month") PC_LINE(2, 1, 0, 8, "identity") PC_LINE(3, 1, 0, 9, "day"));
+
+    path_of(d, sizeof d, "import_bad_json");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1));
+    write_file(d, "ducklake_partition_info.ndjson", PI_LINE(1, 1, 1, null) "{\"partition_id\":2,\"table_id\":1,\"begin_snapshot\":\n");
+
+    path_of(d, sizeof d, "import_bad_type");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1));
+    write_file(d, "ducklake_partition_info.ndjson",
+               PI_LINE(1, 1, 1, null) PI_LINE(2, 2, 1, null) "{\"partition_id\":3,\"table_id\":\"one\",\"begin_snapshot\":1,\"end_snapshot\":null}\n");
+
+    path_of(d, sizeof d, "import_missing_col");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1));
+    write_file(d, "ducklake_partition_info.ndjson", PI_LINE(1, 1, 1, null) "{\"partition_id\":2,\"table_id\":1,\"begin_snapshot\":1}\n");
+
+    /* passes every check, then fails while replaying: two live rows, one key */
+    path_of(d, sizeof d, "import_dup");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1) SNAP_LINE(2));
+    write_file(d, "ducklake_partition_info.ndjson", PI_LINE(1, 1, 1, null) PI_LINE(1, 1, 2, null));
+}
+
+static void test_import(moraine_db *main_db)
+{
+    char p[4096], d[4096];
+    make_import_dirs();
+    path_of(p, sizeof p, "imported");
+    moraine_db *db = NULL;
+    CHECK_RC(moraine_open(p, NULL, &db), 0);
+    if (!db) return;
+
+    static const struct {
+        const char *dir;
+        int rc;
+        const char *file_line, *column;
+    } bad[] = {
+        {"import_bad_json", MORAINE_EJSON, "ducklake_partition_info.ndjson:2", NULL},
+        {"import_bad_type", MORAINE_EINVAL, "ducklake_partition_info.ndjson:3", "table_id"},
+        {"import_missing_col", MORAINE_EINVAL, "ducklake_partition_info.ndjson:2", "end_snapshot"},
+        {"import_dup", MORAINE_EEXIST, "ducklake_partition_info.ndjson:2", NULL},
+        {"no_such_dir", MORAINE_EIO, "no_such_dir", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        path_of(d, sizeof d, bad[i].dir);
+        CHECK_RC(moraine_import_ndjson(db, d, NULL, NULL), bad[i].rc);
+        const char *m = moraine_errmsg();
+        CHECK(strstr(m, bad[i].file_line) != NULL, "%s: message '%s' does not name '%s'", bad[i].dir, m, bad[i].file_line);
+        if (bad[i].column) CHECK(strstr(m, bad[i].column) != NULL, "%s: message '%s' does not name column %s", bad[i].dir, m, bad[i].column);
+        check_empty(db, bad[i].dir);
+    }
+
+    /* after all those failures the same handle imports a good export */
+    path_of(d, sizeof d, "import_good");
+    CHECK_RC(moraine_import_ndjson(db, d, NULL, NULL), 0);
+    int64_t last = 0;
+    CHECK(moraine_last_snapshot(db, &last) == 1 && last == 2, "imported catalog: last snapshot %lld", (long long)last);
+    moraine_read *rd;
+    moraine_row row;
+    if (moraine_read_begin(db, &rd) == 0) {
+        pcol cols[4];
+        CHECK_RC(moraine_partition_spec_at(rd, 1, 0, &row), 0);
+        CHECK(moraine_partition_spec_at(rd, 1, 1, &row) == 1 && is_int(&row.vals[0], 1) && children_of(rd, &row, cols, 4) == 2,
+              "imported spec 1 at snapshot 1");
+        CHECK(moraine_partition_spec_at(rd, 1, 2, &row) == 1 && is_int(&row.vals[0], 2) && children_of(rd, &row, cols, 4) == 1 &&
+                  cols[0].col == 8,
+              "imported spec 2 at snapshot 2");
+        CHECK(moraine_partition_spec_by_id(rd, 1, 3, &row) == 1 && is_int(&row.vals[2], 2) && is_end(&row.vals[3], 2) &&
+                  children_of(rd, &row, cols, 4) == 1 && strcmp(cols[0].transform, "day") == 0,
+              "imported begin == end spec 3 by id");
+        moraine_read_end(rd);
+    }
+    sbuf before = {0};
+    CHECK_RC(dump(db, &before), 0);
+    CHECK_RC(moraine_import_ndjson(db, d, NULL, NULL), MORAINE_EEXIST);
+    CHECK_UNCHANGED(db, &before, "import into an imported catalog");
+    moraine_close(db);
+
+    /* the main catalog is not empty either */
+    CHECK_RC(dump(main_db, &before), 0);
+    CHECK_RC(moraine_import_ndjson(main_db, d, NULL, NULL), MORAINE_EEXIST);
+    CHECK_UNCHANGED(main_db, &before, "import into a non-empty catalog");
+    free(before.p);
+}
+
+/* ---- a value damaged on disk ----------------------------------------------------------------- */
+
+typedef struct {
+    uint8_t key[64];
+    size_t klen;
+    uint8_t *val;
+    size_t vlen;
+} raw_entry;
+
+/* Opens @path with LMDB directly; finds the first live-row key ('C') of
+ * relation @rel_id; stores its key and value in @e and, when @bytes is not
+ * NULL, overwrites the value with @bytes/@n. Returns 0 on success. */
+static int raw_poke(const char *path, uint32_t rel_id, raw_entry *e, const uint8_t *bytes, size_t n)
+{
+    uint8_t prefix[10];
+    uint64_t u = (uint64_t)rel_id ^ 0x8000000000000000ULL; /* docs/keyspace.md: 'C', then the relation id as a key int */
+    prefix[0] = 'C';
+    prefix[1] = 0x14;
+    for (int i = 0; i < 8; i++) prefix[2 + i] = (uint8_t)(u >> (56 - 8 * i));
+    MDB_env *env;
+    MDB_txn *t;
+    MDB_dbi dbi;
+    MDB_cursor *c;
+    int rc = mdb_env_create(&env);
+    if (!rc) rc = mdb_env_set_mapsize(env, 1ULL << 30);
+    if (!rc) rc = mdb_env_open(env, path, 0, 0664);
+    if (!rc) rc = mdb_txn_begin(env, NULL, 0, &t);
+    if (rc) {
+        mdb_env_close(env);
+        return rc;
+    }
+    rc = mdb_dbi_open(t, NULL, 0, &dbi);
+    if (!rc) rc = mdb_cursor_open(t, dbi, &c);
+    MDB_val k = {sizeof prefix, prefix}, v;
+    if (!rc) {
+        rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        if (!rc && (k.mv_size < sizeof prefix || k.mv_size > sizeof e->key || memcmp(k.mv_data, prefix, sizeof prefix) != 0)) rc = -1;
+        if (!rc) {
+            e->klen = k.mv_size;
+            memcpy(e->key, k.mv_data, k.mv_size);
+            e->vlen = v.mv_size;
+            e->val = malloc(v.mv_size ? v.mv_size : 1);
+            memcpy(e->val, v.mv_data, v.mv_size);
+        }
+        mdb_cursor_close(c);
+    }
+    if (!rc && bytes) {
+        MDB_val nk = {e->klen, e->key}, nv = {n, (void *)bytes};
+        rc = mdb_put(t, dbi, &nk, &nv, 0);
+    }
+    if (rc) mdb_txn_abort(t);
+    else rc = mdb_txn_commit(t);
+    mdb_env_close(env);
+    return rc;
+}
+
+/* "C(1,10,3)" for a key of key ints, the way messages name keys. */
+static void render_key(const raw_entry *e, char *out, size_t n)
+{
+    size_t o = (size_t)snprintf(out, n, "%c(", e->key[0]);
+    for (size_t at = 1; at + 9 <= e->klen && o < n; at += 9) {
+        uint64_t u = 0;
+        for (int i = 0; i < 8; i++) u = (u << 8) | e->key[at + 1 + i];
+        o += (size_t)snprintf(out + o, n - o, "%s%lld", at > 1 ? "," : "", (long long)(int64_t)(u ^ 0x8000000000000000ULL));
+    }
+    if (o < n) snprintf(out + o, n - o, ")");
+}
+
+/* Reads every row of @rel (and with @walk_children their embedded children);
+ * returns 1 when all were read, or the first negative code, whose message is
+ * kept in @msg. After an error the cursor is called once more: no crash. */
+static int read_all(moraine_db *db, const char *rel, int64_t scope, int64_t snap, int walk_children, char *msg, size_t msglen)
+{
+    moraine_read *rd;
+    msg[0] = 0;
+    int rc = moraine_read_begin(db, &rd);
+    if (rc) {
+        snprintf(msg, msglen, "%s", moraine_errmsg());
+        return rc;
+    }
+    moraine_cursor *c;
+    if ((rc = moraine_scan_open(rd, rel, scope, snap, &c)) == 0) {
+        moraine_row row;
+        while ((rc = moraine_cursor_next(c, &row)) == 1) {
+            if (!walk_children) continue;
+            pcol cols[8];
+            int n = children_of(rd, &row, cols, 8);
+            if (n < 0) {
+                rc = n;
+                break;
+            }
+        }
+        if (rc < 0) {
+            snprintf(msg, msglen, "%s", moraine_errmsg());
+            int again = moraine_cursor_next(c, &row);
+            CHECK(again <= 1, "cursor_next after an error returned %d", again);
+        } else {
+            rc = 1;
+        }
+    } else {
+        snprintf(msg, msglen, "%s", moraine_errmsg());
+    }
+    moraine_read_end(rd);
+    return rc;
+}
+
+/* Overwrites the value of table 10's live spec with damaged bytes, one way
+ * after another, and reads through moraine each time. */
+static moraine_db *test_corruption(moraine_db *db, const char *path)
+{
+    moraine_relation_info pi;
+    CHECK_RC(moraine_relation(db, PI, &pi), 0);
+    uint32_t id = pi.id;
+    moraine_close(db);
+
+    raw_entry orig;
+    memset(&orig, 0, sizeof orig);
+    int rc = raw_poke(path, id, &orig, NULL, 0);
+    CHECK(rc == 0 && orig.klen == 28 && orig.vlen > 12, "finding the live row of %s with LMDB (rc %d, key %zu bytes)", PI, rc, orig.klen);
+    if (rc || orig.klen != 28 || orig.vlen <= 12) {
+        free(orig.val);
+        db = NULL;
+        moraine_open(path, NULL, &db);
+        return db;
+    }
+    char key[128];
+    render_key(&orig, key, sizeof key);
+    CHECK(strstr(key, ",10,3)") != NULL, "the first live spec key is %s, expected table 10 spec 3", key);
+
+    /* the value: version, ord, ncols, 4 cells (the row is 11 bytes), then
+     * the children group */
+    uint8_t badver[64];
+    memcpy(badver, orig.val, orig.vlen < sizeof badver ? orig.vlen : sizeof badver);
+    badver[0] = 0x7F;
+    uint8_t badtag[64];
+    memcpy(badtag, orig.val, orig.vlen < sizeof badtag ? orig.vlen : sizeof badtag);
+    badtag[3] = 0xEE; /* first cell's tag */
+    static const struct {
+        const char *what;
+        size_t len;  /* bytes of the damaged value */
+        int src;     /* 0 original prefix, 1 bad version, 2 bad tag */
+        int in_row;  /* the row itself fails (else only its children) */
+    } damage[] = {
+        {"empty value", 0, 0, 1},
+        {"version byte only", 1, 0, 1},
+        {"cut in the cells", 5, 0, 1},
+        {"cut before the last cell", 9, 0, 1},
+        {"unknown format version", 0, 1, 1},
+        {"unknown cell tag", 0, 2, 1},
+        {"cut in the children", 0, 0, 0},
+    };
+    char msg[1024];
+    for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
+        size_t len = damage[i].len;
+        const uint8_t *src = damage[i].src == 1 ? badver : damage[i].src == 2 ? badtag : orig.val;
+        if (damage[i].src) len = orig.vlen < 64 ? orig.vlen : 64;
+        if (!damage[i].in_row) len = orig.vlen - 3;
+        raw_entry e;
+        memset(&e, 0, sizeof e);
+        rc = raw_poke(path, id, &e, src, len);
+        free(e.val);
+        CHECK(rc == 0, "%s: writing with LMDB failed (%d)", damage[i].what, rc);
+        db = NULL;
+        CHECK_RC(moraine_open(path, NULL, &db), 0);
+        if (!db) break;
+
+        if (damage[i].in_row) {
+            rc = read_all(db, PI, MORAINE_ANY_SCOPE, 5, 0, msg, sizeof msg);
+            CHECK(rc == MORAINE_ECORRUPT, "%s: scan gave %d (%s)", damage[i].what, rc, msg);
+            CHECK(strstr(msg, key) != NULL, "%s: message '%s' does not name key %s", damage[i].what, msg, key);
+            rc = read_all(db, PI, 10, MORAINE_ALL_VERSIONS, 0, msg, sizeof msg);
+            CHECK(rc == MORAINE_ECORRUPT, "%s: scoped scan of all versions gave %d", damage[i].what, rc);
+            rc = read_all(db, PC, MORAINE_ANY_SCOPE, 5, 0, msg, sizeof msg);
+            CHECK(rc == MORAINE_ECORRUPT, "%s: child scan gave %d", damage[i].what, rc);
+            moraine_read *rd;
+            moraine_row row;
+            if (moraine_read_begin(db, &rd) == 0) {
+                CHECK_RC(moraine_partition_spec_at(rd, 10, 5, &row), MORAINE_ECORRUPT);
+                CHECK_RC(moraine_partition_spec_by_id(rd, 10, 3, &row), MORAINE_ECORRUPT);
+                moraine_read_end(rd);
+            }
+        } else {
+            rc = read_all(db, PI, MORAINE_ANY_SCOPE, 5, 0, msg, sizeof msg);
+            CHECK(rc == 1, "%s: the row itself should still decode (%d: %s)", damage[i].what, rc, msg);
+            rc = read_all(db, PI, MORAINE_ANY_SCOPE, 5, 1, msg, sizeof msg);
+            CHECK(rc == MORAINE_ECORRUPT, "%s: walking its children gave %d", damage[i].what, rc);
+            rc = read_all(db, PC, MORAINE_ANY_SCOPE, 5, 0, msg, sizeof msg);
+            CHECK(rc == MORAINE_ECORRUPT, "%s: child scan gave %d", damage[i].what, rc);
+        }
+        /* the rest of the catalog still reads */
+        rc = read_all(db, PI, 20, MORAINE_ALL_VERSIONS, 1, msg, sizeof msg);
+        CHECK(rc == 1, "%s: table 20 no longer reads (%d: %s)", damage[i].what, rc, msg);
+        moraine_close(db);
+    }
+
+    /* put the original back: everything reads again */
+    raw_entry e;
+    memset(&e, 0, sizeof e);
+    CHECK(raw_poke(path, id, &e, orig.val, orig.vlen) == 0, "restoring the value");
+    free(e.val);
+    free(orig.val);
+    db = NULL;
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    if (db) {
+        rc = read_all(db, PI, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, 1, msg, sizeof msg);
+        CHECK(rc == 1, "restored catalog: %d (%s)", rc, msg);
+    }
+    return db;
+}
+
+int main(void)
+{
+    if (!mkdtemp(root)) {
+        perror("mkdtemp");
+        CHECK(0, "a temporary directory");
+        return check_done();
+    }
+    char path[4096];
+    path_of(path, sizeof path, "catalog");
+
+    test_open_close();
+
+    moraine_db *db = NULL;
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    if (db) {
+        build_history(db);
+        check_relations(db);
+        check_reads(db);
+        test_refusals(db);
+        check_reads(db);
+        db = test_reopen_and_read_only(db, path);
+    }
+    if (db) {
+        check_reads(db);
+        test_import(db);
+        db = test_corruption(db, path);
+    }
+    moraine_close(db);
+
+    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return check_done();
+}

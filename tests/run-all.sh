@@ -1,0 +1,188 @@
+#!/bin/sh
+# tests/run-all.sh BUILD [which] — runs moraine's tests and sums their counts.
+#
+#   BUILD  the build tree (build, build-asan, ...), holding tests/test_* and
+#          lua54/ + luajit/ (the Lua module moraine/core.so)
+#   which  empty: everything; c: the C test binaries; lua54 / luajit: the
+#          busted specs under that runtime; valgrind: the C test binaries under
+#          valgrind (use a build without sanitizers)
+#
+# Every C test binary ends with one "N passed, N failed" line; busted runs with
+# its TAP output (ok N / not ok N / 1..N). A runner that crashes, exits
+# non-zero without a failed check, or prints no summary counts as one failure,
+# with the reason printed. MORAINE_ASAN=1 (make asan) preloads the sanitizer
+# runtime into the Lua interpreters, which are not instrumented themselves.
+#
+# The last line is always exactly "N passed, N failed"; the exit status is 1
+# when anything failed.
+
+BUILD=${1:-build}
+WHICH=${2:-}
+case "$WHICH" in
+"" | c | lua54 | luajit | valgrind) ;;
+*)
+	echo "usage: sh tests/run-all.sh BUILD [c|lua54|luajit|valgrind]" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+	;;
+esac
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+case "$BUILD" in
+/*) BUILD_ABS=$BUILD ;;
+*) BUILD_ABS=$(pwd)/$BUILD ;;
+esac
+cd "$ROOT" || exit 1
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/moraine-run-all.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+trap 'exit 130' INT TERM
+
+PASSED=0
+FAILED=0
+REASONS=""
+
+note_failure() { # one failure that is not a failed check: a crash, a missing runner
+	FAILED=$((FAILED + 1))
+	REASONS="$REASONS
+  - $1"
+	echo "!! $1"
+}
+
+describe_status() {
+	if [ "$1" -gt 128 ] && [ "$1" -lt 160 ]; then
+		echo "killed by signal $(($1 - 128))"
+	else
+		echo "exit status $1"
+	fi
+}
+
+if [ "${MORAINE_ASAN:-0}" = 1 ]; then
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+	export UBSAN_OPTIONS
+fi
+
+# ---- C tests -------------------------------------------------------------------
+run_c() { # $1 = "" or "valgrind"
+	if [ "$1" = valgrind ]; then
+		echo "== C tests under valgrind ($BUILD/tests)"
+		if ! command -v valgrind >/dev/null 2>&1; then
+			note_failure "valgrind is not installed (sh scripts/install-deps.sh)"
+			return
+		fi
+	else
+		echo "== C tests ($BUILD/tests)"
+	fi
+	found=0
+	for bin in "$BUILD_ABS"/tests/test_*; do
+		[ -f "$bin" ] && [ -x "$bin" ] || continue
+		found=1
+		name=$(basename "$bin")
+		echo "-- $name"
+		out="$TMP/$name.out"
+		if [ "$1" = valgrind ]; then
+			{
+				valgrind -q --leak-check=full --error-exitcode=99 "$bin" 2>&1
+				echo $? >"$TMP/rc"
+			} | tee "$out"
+		else
+			{
+				"$bin" 2>&1
+				echo $? >"$TMP/rc"
+			} | tee "$out"
+		fi
+		rc=$(cat "$TMP/rc")
+		summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
+		if [ -z "$summary" ]; then
+			note_failure "$name: no 'N passed, N failed' line ($(describe_status "$rc")): crashed?"
+			continue
+		fi
+		p=${summary%% passed*}
+		f=${summary#*, }
+		f=${f%% failed*}
+		PASSED=$((PASSED + p))
+		FAILED=$((FAILED + f))
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+			if [ "$rc" -eq 99 ] && [ "$1" = valgrind ]; then
+				note_failure "$name: valgrind reported errors or leaks"
+			else
+				note_failure "$name: $(describe_status "$rc") although no check failed (sanitizer report or leak?)"
+			fi
+		elif [ "$rc" -eq 0 ] && [ "$f" -ne 0 ]; then
+			note_failure "$name: $f checks failed but the exit status is 0"
+		fi
+	done
+	if [ "$found" = 0 ]; then
+		note_failure "no C test binaries in $BUILD/tests (build them first: make $BUILD/tests/test_...)"
+	fi
+}
+
+# ---- busted specs ----------------------------------------------------------------
+run_lua() { # $1 = lua54 | luajit
+	runtime=$1
+	if [ "$runtime" = lua54 ]; then interp=lua5.4; else interp=luajit; fi
+	echo "== busted specs under $interp ($BUILD/$runtime)"
+	specs=$(find spec -name '*_spec.lua' 2>/dev/null | head -n 1)
+	if [ -z "$specs" ]; then
+		echo "spec/ has no *_spec.lua yet: nothing to run under $interp (counts nothing)"
+		return
+	fi
+	if ! command -v "$interp" >/dev/null 2>&1; then
+		note_failure "$interp is not installed (sh scripts/install-deps.sh)"
+		return
+	fi
+	if [ ! -f /usr/bin/busted ]; then
+		note_failure "busted is not installed at /usr/bin/busted (sh scripts/install-deps.sh)"
+		return
+	fi
+	out="$TMP/busted-$runtime.out"
+	lpath="$ROOT/bindings/?.lua;$ROOT/spec/?.lua;;"
+	cpath="$BUILD_ABS/$runtime/?.so;;"
+	preload=""
+	asan_opts=${ASAN_OPTIONS:-}
+	if [ "${MORAINE_ASAN:-0}" = 1 ]; then
+		preload=$(gcc -print-file-name=libasan.so)
+		asan_opts=detect_leaks=0
+	fi
+	{
+		# Lua 5.4 reads LUA_PATH_5_4 before LUA_PATH: set both.
+		env LUA_PATH="$lpath" LUA_CPATH="$cpath" LUA_PATH_5_4="$lpath" LUA_CPATH_5_4="$cpath" \
+			LD_PRELOAD="$preload" ASAN_OPTIONS="$asan_opts" \
+			"$interp" /usr/bin/busted -o TAP spec 2>&1
+		echo $? >"$TMP/rc"
+	} | tee "$out"
+	rc=$(cat "$TMP/rc")
+	ok=$(grep -cE '^ok [0-9]+' "$out")
+	skip=$(grep -cE '^ok [0-9]+ - # SKIP' "$out")
+	notok=$(grep -cE '^not ok [0-9]+' "$out")
+	plan=$(grep -E '^1\.\.[0-9]+' "$out" | tail -n 1)
+	plan=${plan#1..}
+	ok=$((ok - skip))
+	PASSED=$((PASSED + ok))
+	FAILED=$((FAILED + notok))
+	[ "$skip" -gt 0 ] && echo "($skip pending/skipped under $interp, not counted)"
+	if [ -z "$plan" ]; then
+		note_failure "busted under $interp printed no TAP plan ($(describe_status "$rc")): crashed?"
+	elif [ $((ok + skip + notok)) -ne "$plan" ]; then
+		note_failure "busted under $interp: plan 1..$plan but $((ok + skip + notok)) results ($(describe_status "$rc"))"
+	elif [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ]; then
+		note_failure "busted under $interp: $(describe_status "$rc") although every test passed (sanitizer report?)"
+	fi
+}
+
+case "$WHICH" in
+"")
+	run_c ""
+	run_lua lua54
+	run_lua luajit
+	;;
+c) run_c "" ;;
+valgrind) run_c valgrind ;;
+lua54 | luajit) run_lua "$WHICH" ;;
+esac
+
+if [ -n "$REASONS" ]; then
+	echo "== runner failures:$REASONS"
+fi
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
