@@ -15,7 +15,7 @@ ENGINE_OBJ := $(ENGINE_SRC:engine/%.c=$(BUILD)/engine/%.o)
 CTEST_SRC  := $(sort $(wildcard tests/c/test_*.c))
 CTEST_BIN  := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 
-.PHONY: all lib lua test test-c test-lua test-lua54 test-luajit demo asan install uninstall clean deps help
+.PHONY: all lib lua test test-c test-lua test-lua54 test-luajit demo asan valgrind install uninstall clean deps help
 
 all: lib lua $(BUILD)/moraine.pc
 
@@ -23,6 +23,7 @@ help:
 	@echo "make          build libmoraine and the Lua module (Lua 5.4 and LuaJIT)"
 	@echo "make test     install missing Debian packages, build, run C tests and busted specs under Lua 5.4 and LuaJIT"
 	@echo "make demo     install missing packages, build, import the bundled real catalog and show its spec history"
+	@echo "make valgrind  run the C tests under valgrind memcheck"
 	@echo "make asan     run the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
 	@echo "make install  install library, header, pkg-config file, Lua module and the moraine command under PREFIX ($(PREFIX))"
 	@echo "make clean    remove build/"
@@ -87,6 +88,10 @@ build-asan/tests/.stamp: $(CTEST_SRC)
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" $(CTEST_SRC:tests/c/%.c=build-asan/tests/%)
 	@touch $@
+
+# The C tests under valgrind memcheck (leaks and invalid reads fail the run).
+valgrind: $(CTEST_BIN)
+	@sh tests/run-all.sh $(BUILD) valgrind
 
 demo: deps
 	@$(MAKE) --no-print-directory all

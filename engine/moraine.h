@@ -370,6 +370,203 @@ int moraine_sort_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, m
  */
 int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t partition_id, moraine_row *row);
 
+/* ---- verb transactions (docs/verbs.md) ---------------------------------------
+ * The verb path: moraine's own verbs produce exactly the rows DuckLake would
+ * write for the same statements — ids from next_catalog_id / next_file_id,
+ * the snapshot's schema_version, ducklake_schema_versions and
+ * ducklake_snapshot_changes rows — and commit as one new snapshot in one
+ * LMDB write transaction. Tables are named by schema and table name (schema
+ * NULL means "main"). Each verb checks its input against the catalog as of
+ * the transaction's base snapshot plus the verbs before it, and fails with
+ * a message naming what was wrong; a failed verb changes nothing and the
+ * transaction stays usable. Rows are produced at commit, against the newest
+ * snapshot: when snapshots were committed after the base, DuckLake's
+ * conflict rules decide (MORAINE_ECONFLICT) or the verbs are replayed on top.
+ */
+typedef struct moraine_tx moraine_tx;
+
+/** A column of create_table / add_column. */
+typedef struct {
+    const char *name;          /* column_name */
+    const char *type;          /* column_type as DuckLake spells it: "int64", "varchar", "timestamp", "decimal(18,2)", ... */
+    int not_null;              /* nonzero: nulls_allowed = false */
+    const char *default_value; /* NULL: no default (DuckLake writes default_value 'NULL'); else the literal text */
+} moraine_column_def;
+
+/** One key of a partition spec: a source column and a transform, verbatim. */
+typedef struct {
+    const char *column;        /* column name, resolved to its column_id */
+    const char *transform;     /* "identity", "year", "month", "day", "hour", "bucket(N)", "truncate(W)", ... (never evaluated) */
+} moraine_partition_key;
+
+/** One key of a sort spec, stored verbatim. */
+typedef struct {
+    const char *expression;    /* SQL expression text, e.g. "amount" or "lower(\"name\")" */
+    const char *dialect;       /* NULL: "duckdb" */
+    const char *sort_direction;/* "ASC" or "DESC" (NULL: "ASC") */
+    const char *null_order;    /* "NULLS_FIRST" or "NULLS_LAST" (NULL: "NULLS_LAST") */
+} moraine_sort_key;
+
+/** Statistics of one column of a data file (ducklake_file_column_stats). */
+typedef struct {
+    const char *column;        /* column name, resolved to its column_id */
+    int64_t column_size_bytes, value_count, null_count; /* INT64_MIN: NULL */
+    const char *min_value, *max_value;                  /* verbatim; NULL: NULL */
+    int contains_nan;          /* -1: NULL, 0 false, 1 true */
+} moraine_column_stats;
+
+/** A data file to register (ducklake_data_file and its embedded children). */
+typedef struct {
+    const char *path;          /* relative to the table's path unless path_is_absolute */
+    int path_is_absolute;
+    const char *file_format;   /* NULL: "parquet" */
+    int64_t record_count, file_size_bytes, footer_size; /* footer_size INT64_MIN: NULL */
+    const char *const *partition_values; /* one per key of the live partition spec; an entry NULL is SQL NULL */
+    size_t npartition_values;
+    const moraine_column_stats *stats;
+    size_t nstats;
+} moraine_data_file;
+
+/** A delete file for one data file (ducklake_delete_file). */
+typedef struct {
+    int64_t data_file_id;
+    const char *path;          /* relative to the table's path */
+    const char *format;        /* NULL: "parquet" */
+    int64_t delete_count, file_size_bytes, footer_size;
+} moraine_delete_file;
+
+/**
+ * moraine_tx_begin - start a verb transaction on the newest snapshot (its base).
+ * Returns 0, MORAINE_EINVAL (the catalog holds no snapshot: use moraine_init),
+ * MORAINE_EREADONLY, MORAINE_ELMDB.
+ */
+int moraine_tx_begin(moraine_db *db, moraine_tx **out);
+
+/** moraine_tx_base - the snapshot the transaction read (its base). */
+int64_t moraine_tx_base(const moraine_tx *tx);
+
+/**
+ * moraine_tx_set_info - author, commit_message and commit_extra_info for the
+ * ducklake_snapshot_changes row (each may be NULL for SQL NULL). Returns 0.
+ */
+int moraine_tx_set_info(moraine_tx *tx, const char *author, const char *message, const char *extra_info);
+
+/** DuckLake: CREATE SCHEMA name. EEXIST if a live schema has that name. */
+int moraine_tx_create_schema(moraine_tx *tx, const char *name);
+
+/**
+ * DuckLake: CREATE TABLE schema.name (columns). @table_id_out (may be NULL)
+ * receives the id the table has if committed on the base snapshot.
+ * Errors: ENOTFOUND (no such schema), EEXIST (a live table of that name),
+ * EINVAL (no columns, duplicate column name, empty type).
+ */
+int moraine_tx_create_table(moraine_tx *tx, const char *schema, const char *name, const moraine_column_def *cols, size_t ncols,
+                            int64_t *table_id_out);
+
+/** DuckLake: ALTER TABLE ADD COLUMN. ENOTFOUND (table), EEXIST (column name), EINVAL. */
+int moraine_tx_add_column(moraine_tx *tx, const char *schema, const char *table, const moraine_column_def *col);
+
+/**
+ * DuckLake: ALTER TABLE RENAME COLUMN old TO new. Partition specs name
+ * columns by column_id and are untouched. A live sort spec whose expressions
+ * name the column gets a new version with the name rewritten where an
+ * expression is exactly the column (plain or double-quoted); if an
+ * expression uses the column inside a larger expression, the rename is
+ * refused (EINVAL) unless @new_sort_keys gives the new spec (n keys).
+ * Errors: ENOTFOUND (table or column), EEXIST (new name taken), EINVAL.
+ */
+int moraine_tx_rename_column(moraine_tx *tx, const char *schema, const char *table, const char *old_name, const char *new_name,
+                             const moraine_sort_key *new_sort_keys, size_t n);
+
+/**
+ * DuckLake: ALTER TABLE DROP COLUMN. Refused (EINVAL) when the live partition
+ * spec partitions on the column ("the table is partitioned by this column")
+ * or the live sort spec names it. ENOTFOUND (table or column).
+ */
+int moraine_tx_drop_column(moraine_tx *tx, const char *schema, const char *table, const char *name);
+
+/** DuckLake: ALTER TABLE RENAME TO. The table keeps its id and path. ENOTFOUND, EEXIST. */
+int moraine_tx_rename_table(moraine_tx *tx, const char *schema, const char *table, const char *new_name);
+
+/** DuckLake: DROP TABLE. Ends the table, its columns, specs, data and delete files. ENOTFOUND. */
+int moraine_tx_drop_table(moraine_tx *tx, const char *schema, const char *table);
+
+/**
+ * DuckLake: ALTER TABLE SET PARTITIONED BY. Ends the live spec and inserts
+ * the new one; setting the spec the table already has does nothing. n == 0
+ * is RESET PARTITIONED BY (a zero-column spec goes live). ENOTFOUND (table
+ * or column), EINVAL (a transform that is empty).
+ */
+int moraine_tx_set_partitioning(moraine_tx *tx, const char *schema, const char *table, const moraine_partition_key *keys, size_t n);
+
+/** DuckLake: ALTER TABLE RESET PARTITIONED BY (a set to the empty spec). */
+int moraine_tx_clear_partitioning(moraine_tx *tx, const char *schema, const char *table);
+
+/**
+ * DuckLake: ALTER TABLE SET SORTED BY. Ends the live sort spec (if any) and
+ * inserts the new one, even when equal. EINVAL: no keys, a direction other
+ * than ASC/DESC, a null order other than NULLS_FIRST/NULLS_LAST, an empty
+ * expression. ENOTFOUND (table).
+ */
+int moraine_tx_set_sorting(moraine_tx *tx, const char *schema, const char *table, const moraine_sort_key *keys, size_t n);
+
+/** DuckLake: ALTER TABLE RESET SORTED BY: ends the live spec, inserts none. ENOTFOUND; EINVAL if not sorted. */
+int moraine_tx_clear_sorting(moraine_tx *tx, const char *schema, const char *table);
+
+/**
+ * DuckLake: INSERT (the files it wrote). Each file gets data_file_id from
+ * next_file_id, row_id_start from the table's next_row_id, the live spec's
+ * partition_id (NULL when the spec has no columns or there is none) and its
+ * partition values, which must be one per key of the live spec (EINVAL).
+ * @first_id_out (may be NULL) receives the first data_file_id on the base.
+ * ENOTFOUND (table, or a column named in stats).
+ */
+int moraine_tx_add_data_files(moraine_tx *tx, const char *schema, const char *table, const moraine_data_file *files, size_t n,
+                              int64_t *first_id_out);
+
+/**
+ * DuckLake: DELETE (the delete files it wrote). A data file's live delete
+ * file, if any, is ended and replaced. ENOTFOUND (table, or a data file not
+ * live in the table).
+ */
+int moraine_tx_add_delete_files(moraine_tx *tx, const char *schema, const char *table, const moraine_delete_file *files, size_t n);
+
+/** DuckLake: DELETE of whole files: ends data files and their delete files. ENOTFOUND. */
+int moraine_tx_delete_files(moraine_tx *tx, const char *schema, const char *table, const int64_t *data_file_ids, size_t n);
+
+/**
+ * DuckLake: compaction (merge_adjacent_files / rewrite_data_files): ends the
+ * input files (and their delete files), registers the outputs. Refused
+ * (EINVAL) when the inputs differ in partition_id or partition values (RFC
+ * 0013 on RFC 0008: a merge must not cross partitions); outputs are written
+ * under the inputs' spec and values unless they give their own.
+ */
+int moraine_tx_rewrite_files(moraine_tx *tx, const char *schema, const char *table, const int64_t *inputs, size_t nin,
+                             const moraine_data_file *outputs, size_t nout);
+
+/**
+ * moraine_tx_commit - produce the rows and commit them as one new snapshot,
+ * then free @tx. *snapshot_out (may be NULL) receives the new snapshot id,
+ * or -1 when the verbs changed nothing (DuckLake commits no snapshot then).
+ * Returns 0; MORAINE_ECONFLICT (a snapshot after the base made a
+ * conflicting change: the message names the table and the snapshot; nothing
+ * written); any verb error found on replay; MORAINE_EMAPFULL, MORAINE_ELMDB.
+ */
+int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out);
+
+/** moraine_tx_abort - discard the transaction; NULL is a no-op. */
+void moraine_tx_abort(moraine_tx *tx);
+
+/**
+ * moraine_init - make an empty catalog a DuckLake catalog, as DuckLake's
+ * ATTACH does: every ducklake_* table of catalog version 1.1-dev1 defined,
+ * ducklake_metadata (version, created_by, data_path, encrypted) and
+ * snapshot 0 with schema "main" (created_schema:"main").
+ * @data_path: the lake's DATA_PATH, e.g. "data/". Returns 0, MORAINE_EEXIST
+ * (not empty), MORAINE_EINVAL.
+ */
+int moraine_init(moraine_db *db, const char *data_path);
+
 /* ---- import / export (docs/import-export.md) ------------------------------- */
 
 /** Progress callback: @done rows of @total so far. Return nonzero to cancel. */
