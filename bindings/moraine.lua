@@ -13,6 +13,15 @@
 --     for _, e in ipairs(db:scan("ducklake_table")) do print(e.row.table_name) end
 --     db:close()
 --
+-- or, through moraine's own verbs (the rows DuckLake itself would write):
+--
+--     local db = moraine.open("/tmp/lake.moraine")
+--     db:init("data/")
+--     local snap = db:transaction(function(tx)
+--       tx:create_table("events", {{name = "id", type = "int64"}, {name = "ts", type = "timestamp"}})
+--       tx:set_partitioning("events", {"year(ts)", "month(ts)"})
+--     end, {author = "me", message = "create events"})
+--
 -- ## Errors
 --
 -- Every failure raises a Lua error whose value is a table
@@ -32,8 +41,9 @@
 -- `luaL_check*` functions and raises a plain string error, like any Lua
 -- library ("bad argument #1 to 'commit' (integer expected, got string)").
 --
--- Errors raised by your own functions (the commit and read functions, the
--- import progress callback) are re-raised unchanged, whatever their value.
+-- Errors raised by your own functions (the commit, transaction and read
+-- functions, the import progress callback) are re-raised unchanged, whatever
+-- their value.
 --
 -- ## Values
 --
@@ -99,6 +109,106 @@ if ffi then
     return nil
   end)
 end
+
+-- ---- SQL-form keys of set_partitioning / set_sorting / rename_column -------------
+
+local function trim(s) return (s:match("^%s*(.-)%s*$")) end
+
+-- "name" -> name with "" -> " (a double-quoted identifier); anything else verbatim
+local function unquote(s)
+  local inner = s:match('^"(.*)"$')
+  if inner then return (inner:gsub('""', '"')) end
+  return s
+end
+
+-- position of the last comma outside double quotes, or nil
+local function last_comma(s)
+  local pos, inq = nil, false
+  for i = 1, #s do
+    local c = s:sub(i, i)
+    if c == '"' then inq = not inq elseif c == "," and not inq then pos = i end
+  end
+  return pos
+end
+
+--- Parses one partition key in DuckLake's SQL form (`SET PARTITIONED BY (...)`).
+-- `"region"` is `{column = "region", transform = "identity"}`;
+-- `"year(ts)"`, `"month(ts)"`, `"day(ts)"`, `"hour(ts)"` and any other
+-- `"fn(col)"` give `transform = "fn"`; `"bucket(4, id)"` gives
+-- `{column = "id", transform = "bucket(4)"}` and `"truncate(10, name)"`
+-- `transform = "truncate(10)"` (in general `fn(params, col)`: the column is
+-- the argument after the last comma, `params` is kept trimmed but verbatim).
+-- Whitespace around names, parentheses and commas is ignored; the function
+-- name is lowercased (SQL function names are case-insensitive, DuckLake
+-- stores them lowercase); a column may be a double-quoted identifier
+-- (`"My Col"`, `""` for a quote inside).
+-- `tx:set_partitioning` applies it to every key given as a string.
+-- @tparam string s the key
+-- @return `{column = s, transform = s}`, or nil and a message
+function M.parse_partition_key(s)
+  if type(s) ~= "string" then return nil, "a partition key must be a string" end
+  local t = trim(s)
+  if t == "" then return nil, "empty partition key" end
+  local fn, args = t:match("^([%a_][%w_]*)%s*%((.*)%)$")
+  if not fn then
+    if t:find("[()]") then
+      return nil, "cannot parse the partition key (expected column, fn(column) or fn(param, column))"
+    end
+    return { column = unquote(t), transform = "identity" }
+  end
+  fn = fn:lower()
+  local col, params = args, nil
+  local comma = last_comma(args)
+  if comma then
+    params = trim(args:sub(1, comma - 1))
+    col = args:sub(comma + 1)
+    if params == "" then return nil, "empty parameter before the column in " .. fn .. "(...)" end
+  end
+  col = trim(col)
+  if col == "" then return nil, "no column in " .. fn .. "(...)" end
+  if col:find("[()]") and not col:match('^".*"$') then
+    return nil, "the argument of " .. fn .. "(...) must be a column name"
+  end
+  return { column = unquote(col), transform = params and (fn .. "(" .. params .. ")") or fn }
+end
+
+--- Parses one sort key in DuckLake's SQL form (`SET SORTED BY (...)`):
+-- `expression [ASC|DESC] [NULLS FIRST|NULLS LAST]`, keywords
+-- case-insensitive and separated from the expression by whitespace.
+-- `"amount DESC NULLS LAST"` is `{expression = "amount", sort_direction =
+-- "DESC", null_order = "NULLS_LAST"}`; `"lower(\"name\") ASC"` is
+-- `{expression = 'lower("name")', sort_direction = "ASC"}`; `"region"` is
+-- `{expression = "region"}`. A direction or null order left out stays nil
+-- (the engine defaults it: ASC, NULLS_LAST). The expression is the rest,
+-- trimmed, verbatim. `tx:set_sorting` and `tx:rename_column` apply it to every
+-- key given as a string.
+-- @tparam string s the key
+-- @return `{expression = s, sort_direction = s or nil, null_order = s or nil}`,
+--   or nil and a message (empty expression; `NULLS` followed by something
+--   other than FIRST or LAST)
+function M.parse_sort_key(s)
+  if type(s) ~= "string" then return nil, "a sort key must be a string" end
+  local rest = trim(s)
+  local key = {}
+  local head, word = rest:match("^(.-)%s+[Nn][Uu][Ll][Ll][Ss]%s+(%a+)$")
+  if head then
+    word = word:upper()
+    if word ~= "FIRST" and word ~= "LAST" then
+      return nil, "NULLS must be followed by FIRST or LAST, not '" .. word .. "'"
+    end
+    rest, key.null_order = head, "NULLS_" .. word
+  end
+  head, word = rest:match("^(.-)%s+(%a+)$")
+  if head and (word:upper() == "ASC" or word:upper() == "DESC") then
+    rest, key.sort_direction = head, word:upper()
+  end
+  rest = trim(rest)
+  if rest == "" then return nil, "empty sort expression" end
+  key.expression = rest
+  return key
+end
+
+core.set_key_parsers(M.parse_partition_key, M.parse_sort_key)
 
 --- Pass as the `at` option of a scan to read every version of the rows, live
 -- and ended (`MORAINE_ALL_VERSIONS`, i.e. INT64_MIN; on LuaJIT an int64_t
@@ -201,6 +311,154 @@ Methods of `tx` (each returns nothing; row tables are read with raw access):
   required, as for insert. Raises EINVAL, ENOTFOUND.
 - `tx:delete_row(name, ord)` — deletes the non-temporal row at position `ord`
   (`moraine_txn_delete_row`). Raises ENOTFOUND (no such row), EINVAL.
+
+`db:init(data_path)` — makes an empty catalog a DuckLake catalog, as
+DuckLake's `ATTACH 'ducklake:...' (DATA_PATH data_path)` does
+(`moraine_init`): every ducklake_* table of catalog version 1.1-dev1 defined,
+the ducklake_metadata rows (version, created_by, data_path, encrypted) and
+snapshot 0 with schema "main" (change `created_schema:"main"`). `data_path`
+is a string such as `"data/"`. Returns true. Raises EEXIST (the catalog is
+not empty), EINVAL (empty data path), EREADONLY, ELMDB; a plain string error
+if `data_path` is not a string or holds a NUL byte.
+
+`db:transaction(fn, opts)` — one verb transaction (`moraine_tx_begin`,
+docs/verbs.md): moraine's own verbs, which write exactly the rows DuckLake
+would write for the same statements (ids from next_catalog_id/next_file_id,
+schema_version, ducklake_schema_versions and ducklake_snapshot_changes) as
+one new snapshot. `opts` (optional table) gives `author`, `message` and
+`extra_info` (strings, or nil for SQL NULL) for the snapshot's
+ducklake_snapshot_changes row (`moraine_tx_set_info`; its columns author,
+commit_message, commit_extra_info). Calls `fn(tx)`; the transaction's base is
+the newest snapshot when it began.
+- If `fn` raises, the transaction is aborted (`moraine_tx_abort`: nothing
+  written) and the error re-raised unchanged, whatever its value.
+- Otherwise it is committed (`moraine_tx_commit`, run exactly once) and
+  `db:transaction` returns the new snapshot id, or nil when the verbs changed
+  nothing (DuckLake commits no snapshot then, and nor does moraine).
+- A verb that fails raises a moraine error table and changes nothing; if
+  `fn` catches it (pcall), the transaction goes on without that verb and can
+  still commit (unlike `db:commit`, where any failed call aborts).
+- `fn`'s results are discarded; `fn` must not yield. `tx` raises ETXN when
+  used after `fn` returned (the transaction is finished).
+- Several verb transactions may be open at once (a nested `db:transaction`
+  commits first; the outer one then commits on top of it, see ECONFLICT).
+Raises: plain string errors for `fn` not a function or `opts` not a table;
+EINVAL (unknown option, an option that is not a string or holds a NUL byte;
+the catalog holds no snapshot: run `db:init` first); EREADONLY; ETXN (the
+catalog was closed inside `fn`: nothing committed); and from the commit
+ECONFLICT (a snapshot committed after the base made a conflicting change;
+the message names the table and the snapshot; nothing written), any verb
+error found when the verbs are replayed on a newer snapshot, EMAPFULL, ELMDB.
+
+Methods of a verb transaction `tx`. `tbl` names a table: `"orders"` is table
+"orders" of schema "main"; `"sales.orders"` is schema "sales", table
+"orders" (split at the FIRST dot, so "a.b.c" is schema "a", table "b.c");
+`{schema = "s", table = "t"}` (schema nil means "main") names tables whose
+names contain dots. Argument tables (column, key, file tables) are read with
+raw access and must not have fields other than those listed (EINVAL
+"<verb>: ...: unknown field 'x'"); an optional field may be nil or
+`moraine.null`. Integer fields take exact int64 integers (see Integers).
+Every method raises:
+- a plain string error (`luaL_check*` style, "bad argument #2 to
+  'create_table' (table expected, got nil)") when an argument has the wrong
+  Lua type: `tbl` not a string or table, a name not a string, an array
+  argument not a table; or a string argument holds a NUL byte;
+- EINVAL naming the verb, the element and the field for a malformed
+  argument table (a table-form `tbl` without a string `table`, an element
+  that is not a table, a missing required field, a field of the wrong type,
+  a string with a NUL byte, a key in SQL form that does not parse);
+- ETXN when used after `fn` returned;
+- the engine's errors of that verb, listed below, with `moraine_errmsg()`
+  as message (it names the schema, table, column or file). Every verb can
+  also raise ENOMEM, ELMDB and ECORRUPT.
+
+- `tx:base()` — the snapshot id the transaction reads (`moraine_tx_base`).
+- `tx:create_schema(name)` — `CREATE SCHEMA name`
+  (`moraine_tx_create_schema`). Raises EEXIST (a live schema of that name),
+  EINVAL (empty name).
+- `tx:create_table(tbl, columns)` — `CREATE TABLE tbl (columns)`
+  (`moraine_tx_create_table`). `columns` is an array of
+  `{name = s, type = s, not_null = bool?, default = s?}`: `type` as DuckLake
+  spells it ("int64", "varchar", "timestamp", "decimal(18,2)", ...);
+  `not_null = true` writes nulls_allowed = false; `default` is the literal
+  default text (none: DuckLake writes default_value 'NULL'). Returns the new
+  table_id (the id it has if committed on the base snapshot). Raises
+  ENOTFOUND (no such schema), EEXIST (a live table of that name), EINVAL (no
+  columns, a duplicate column name, an empty name or type).
+- `tx:add_column(tbl, column)` — `ALTER TABLE tbl ADD COLUMN`
+  (`moraine_tx_add_column`); `column` as one element of create_table's
+  `columns`. Raises ENOTFOUND (table), EEXIST (column name taken), EINVAL.
+- `tx:rename_column(tbl, old, new, sort_keys)` — `ALTER TABLE tbl RENAME
+  COLUMN old TO new` (`moraine_tx_rename_column`). A live sort spec naming
+  the column is rewritten where an expression is exactly the column; when an
+  expression uses it inside a larger expression the rename is refused
+  (EINVAL) unless `sort_keys` (optional; an array like set_sorting's keys)
+  gives the new sort spec. Without `sort_keys` NULL is passed. Raises
+  ENOTFOUND (table or column), EEXIST (new name taken), EINVAL.
+- `tx:drop_column(tbl, name)` — `ALTER TABLE tbl DROP COLUMN name`
+  (`moraine_tx_drop_column`). Raises ENOTFOUND (table or column), EINVAL
+  (the live partition spec partitions on the column, or the live sort spec
+  names it).
+- `tx:rename_table(tbl, new_name)` — `ALTER TABLE tbl RENAME TO new_name`
+  (`moraine_tx_rename_table`; the table keeps its id and path). Raises
+  ENOTFOUND, EEXIST, EINVAL (empty new name).
+- `tx:drop_table(tbl)` — `DROP TABLE tbl` (`moraine_tx_drop_table`: ends the
+  table, its columns, specs, data and delete files). Raises ENOTFOUND.
+- `tx:set_partitioning(tbl, keys)` — `ALTER TABLE tbl SET PARTITIONED BY
+  (keys)` (`moraine_tx_set_partitioning`). Each key is
+  `{column = s, transform = s}` (both verbatim) or a string in DuckLake's
+  SQL form, parsed by `moraine.parse_partition_key`: `"region"` (identity),
+  `"year(ts)"`, `"month(ts)"`, `"day(ts)"`, `"hour(ts)"`, `"bucket(4, id)"`
+  (transform "bucket(4)", column "id"), `"truncate(10, name)"` (transform
+  "truncate(10)"), any other `"fn(col)"` (transform "fn"). An empty array is
+  `RESET PARTITIONED BY` (a zero-column spec goes live). Setting the spec the
+  table already has does nothing. Raises ENOTFOUND (table or column), EINVAL
+  (an empty transform; a string key that does not parse).
+- `tx:clear_partitioning(tbl)` — `ALTER TABLE tbl RESET PARTITIONED BY`
+  (`moraine_tx_clear_partitioning`). Raises ENOTFOUND.
+- `tx:set_sorting(tbl, keys)` — `ALTER TABLE tbl SET SORTED BY (keys)`
+  (`moraine_tx_set_sorting`). Each key is `{expression = s, dialect = s?,
+  sort_direction = s?, null_order = s?}` (verbatim; left out: NULL, which
+  the engine takes as "duckdb", "ASC", "NULLS_LAST") or a string in SQL form,
+  parsed by `moraine.parse_sort_key`: `"amount DESC NULLS LAST"`,
+  `"region"`, `'lower("name") ASC'`. Ends the live sort spec and inserts the
+  new one, even when equal. Raises ENOTFOUND (table), EINVAL (no keys, a
+  direction other than "ASC"/"DESC", a null order other than
+  "NULLS_FIRST"/"NULLS_LAST", an empty expression, a string key that does
+  not parse).
+- `tx:clear_sorting(tbl)` — `ALTER TABLE tbl RESET SORTED BY`
+  (`moraine_tx_clear_sorting`). Raises ENOTFOUND, EINVAL (not sorted).
+- `tx:add_data_files(tbl, files)` — the data files an `INSERT INTO tbl`
+  wrote (`moraine_tx_add_data_files`). `files` is an array of
+  `{path = s, path_is_absolute = bool?, file_format = s? ("parquet"),
+  record_count = int, file_size_bytes = int, footer_size = int? (nil: NULL),
+  partition_values = {s or moraine.null, ...}?, stats = {...}?}`.
+  `path` is relative to the table's path unless `path_is_absolute`.
+  `partition_values` holds one value per key of the live partition spec
+  (its length is `#partition_values`; `moraine.null` is SQL NULL; left out:
+  none). `stats` is an array of `{column = s, column_size_bytes = int?,
+  value_count = int?, null_count = int?, min_value = s?, max_value = s?,
+  contains_nan = bool?}` (ducklake_file_column_stats; left out: NULL).
+  Returns the first data_file_id (the files get consecutive ids, on the
+  base snapshot), or nil for an empty `files`. Raises ENOTFOUND (table, or
+  a column named in stats), EINVAL (partition values not one per key of the
+  live spec, an empty path, a negative record_count).
+- `tx:add_delete_files(tbl, deletes)` — the delete files a `DELETE FROM
+  tbl` wrote (`moraine_tx_add_delete_files`). `deletes` is an array of
+  `{data_file_id = int, path = s, format = s? ("parquet"), delete_count =
+  int, file_size_bytes = int, footer_size = int}`; a data file's live delete
+  file is ended and replaced. Raises ENOTFOUND (table, or a data file not
+  live in the table), EINVAL.
+- `tx:delete_files(tbl, ids)` — a `DELETE` of whole files: ends the data
+  files (array of data_file_id) and their delete files
+  (`moraine_tx_delete_files`). Raises ENOTFOUND, EINVAL (an id named twice).
+- `tx:rewrite_files(tbl, input_ids, outputs)` — compaction
+  (`ducklake_merge_adjacent_files` / `ducklake_rewrite_data_files`,
+  `moraine_tx_rewrite_files`): ends the input files (array of data_file_id)
+  and their delete files, registers `outputs` (shaped like add_data_files'
+  `files`; without partition_values they are written under the inputs'
+  spec and values). Raises ENOTFOUND, EINVAL (no inputs; inputs of
+  different partition specs or values: a merge must not cross partitions).
 
 `db:read(fn)` — opens one read transaction (a consistent view as of the
 newest commit, `moraine_read_begin`), calls `fn(rd)` and returns `fn`'s

@@ -237,7 +237,7 @@ typedef struct {
     orow sort;
     orow *skeys;
     size_t nskeys;
-    int stats_loaded;
+    int stats_loaded, stats_dirty;
     int64_t record_count, next_row_id, file_size_bytes, stats_ord;
     int created, inserted, deleted, altered, dropped, compacted, renamed, schema_row;
     int64_t *deleted_files; /* data files this transaction deletes from */
@@ -683,7 +683,7 @@ static int do_add_column(model *m, verb *v)
     if (rc) return rc;
     if (find_column(t, v->cols[0].name) >= 0) return mr_err(MORAINE_EEXIST, "add_column: table \"%s\" already has a column \"%s\"", v->table, v->cols[0].name);
     orow c;
-    if ((rc = column_row(m, t, &v->cols[0], t->max_column_id + 1, t->max_order + 1, 1, &c))) return rc;
+    if ((rc = column_row(m, t, &v->cols[0], t->max_column_id + 1, t->max_column_id + 1, 1, &c))) return rc; /* DuckLake: column_order = column_id */
     if ((rc = emit_insert(m, &c))) {
         orow_free(&c);
         return rc;
@@ -1179,15 +1179,19 @@ static int live_files(model *m, tstate *t, const int64_t *ids, size_t n, live_fi
 {
     live_file *lf = calloc(n ? n : 1, sizeof *lf);
     if (!lf) return mr_err(MORAINE_ENOMEM, "out of memory");
-    moraine_cursor *c;
+    moraine_cursor *c = NULL;
     moraine_row row;
     int rc = moraine_scan_open(m->rd, "ducklake_data_file", t->table_id, m->base, &c);
-    while (!rc && (rc = moraine_cursor_next(c, &row)) == 1) {
+    while (!rc) {
+        int nx = moraine_cursor_next(c, &row);
+        if (nx <= 0) {
+            rc = nx;
+            break;
+        }
         int ic = moraine_column_index(row.rel, "data_file_id");
-        for (size_t i = 0; rc == 1 && i < n; i++) {
+        for (size_t i = 0; !rc && i < n; i++) {
             if (row.vals[ic].type != MORAINE_INT || row.vals[ic].i != ids[i] || lf[i].file.rel) continue;
             if ((rc = orow_from(&lf[i].file, row.rel, row.vals))) break;
-            rc = 1;
             moraine_children it;
             moraine_row ch;
             moraine_row_children(m->rd, &row, &it);
@@ -1224,13 +1228,17 @@ static int live_files(model *m, tstate *t, const int64_t *ids, size_t n, live_fi
             }
     }
     if (rel(m, "ducklake_delete_file")) {
+        c = NULL;
         rc = moraine_scan_open(m->rd, "ducklake_delete_file", t->table_id, m->base, &c);
-        while (!rc && (rc = moraine_cursor_next(c, &row)) == 1) {
+        while (!rc) {
+            int nx = moraine_cursor_next(c, &row);
+            if (nx <= 0) {
+                rc = nx;
+                break;
+            }
             int id = moraine_column_index(row.rel, "data_file_id");
-            for (size_t i = 0; i < n; i++)
-                if (row.vals[id].type == MORAINE_INT && row.vals[id].i == ids[i] && !lf[i].del.rel && (rc = orow_from(&lf[i].del, row.rel, row.vals)) == 0)
-                    rc = 1;
-            if (rc < 0) break;
+            for (size_t i = 0; !rc && i < n; i++)
+                if (row.vals[id].type == MORAINE_INT && row.vals[id].i == ids[i] && !lf[i].del.rel) rc = orow_from(&lf[i].del, row.rel, row.vals);
         }
         if (c) moraine_cursor_close(c);
         if (rc < 0) {
@@ -1296,7 +1304,15 @@ static int do_delete_files(model *m, verb *v)
     if (rc) return rc;
     live_file *lf = NULL;
     if ((rc = live_files(m, t, v->ids, v->nids, &lf))) return rc;
+    if ((rc = load_stats(m, t))) {
+        live_files_free(lf, v->nids);
+        return rc;
+    }
     for (size_t i = 0; !rc && i < v->nids; i++) {
+        /* DuckLake: ending whole files takes their rows and bytes out of the table stats */
+        t->record_count -= orow_int(&lf[i].file, "record_count", 0);
+        t->file_size_bytes -= orow_int(&lf[i].file, "file_size_bytes", 0);
+        t->stats_dirty = 1;
         rc = end_row(m, &lf[i].file);
         if (!rc && lf[i].del.rel) rc = end_row(m, &lf[i].del);
         if (!rc) rc = note_deleted(t, v->ids[i]);
@@ -1342,11 +1358,14 @@ static int do_rewrite(model *m, verb *v)
         if (v->files[i].npartition_values && v->files[i].npartition_values != lf[0].nvalues)
             rc = mr_err(MORAINE_EINVAL, "rewrite_files: output %zu has %zu partition values, the inputs' spec has %zu", i, v->files[i].npartition_values,
                         lf[0].nvalues);
+    if (!rc) rc = load_stats(m, t);
     for (size_t i = 0; !rc && i < v->nids; i++) {
+        /* DuckLake recomputes the table stats: the inputs' rows and bytes leave, the outputs' come in */
+        t->record_count -= orow_int(&lf[i].file, "record_count", 0);
+        t->file_size_bytes -= orow_int(&lf[i].file, "file_size_bytes", 0);
         rc = end_row(m, &lf[i].file);
         if (!rc && lf[i].del.rel) rc = end_row(m, &lf[i].del);
     }
-    if (!rc) rc = load_stats(m, t);
     for (size_t i = 0; !rc && i < v->nfiles; i++) {
         const moraine_data_file *f = &v->files[i];
         const char *const *vals = f->npartition_values ? f->partition_values : (const char *const *)lf[0].values;
@@ -1702,7 +1721,10 @@ static int table_cmp(const void *a, const void *b)
     return (x->table_id > y->table_id) - (x->table_id < y->table_id);
 }
 
-/* DuckLake's change list for what the model did, in DuckLake's order. */
+/* DuckLake's change list for what the model did, in DuckLake's fixed order
+ * (docs/ducklake-behaviour.md): dropped_table, created_schema, created_table,
+ * inserted_into_table, deleted_from_table, altered_table, rewrite_delete;
+ * ids ascending within a kind. */
 static int build_changes(model *m, mr_buf *b)
 {
     int rc = 0;
@@ -1711,6 +1733,11 @@ static int build_changes(model *m, mr_buf *b)
     if (!ts) return mr_err(MORAINE_ENOMEM, "out of memory");
     for (size_t i = 0; i < m->ntables; i++) ts[i] = &m->tables[i];
     qsort(ts, m->ntables, sizeof *ts, table_cmp);
+    for (size_t i = 0; !rc && i < m->ntables; i++) {
+        if (!ts[i]->dropped || ts[i]->created) continue;
+        snprintf(tmp, sizeof tmp, "%lld", (long long)ts[i]->table_id);
+        rc = add_change(b, "dropped_table", tmp);
+    }
     for (size_t i = 0; !rc && i < m->ncreated_schema_names; i++) {
         quote_ident(q, sizeof q, m->created_schema_names[i]);
         rc = add_change(b, "created_schema", q);
@@ -1725,13 +1752,12 @@ static int build_changes(model *m, mr_buf *b)
             rc = add_change(b, "created_table", q);
         }
     }
-    static const char *kinds[] = {"inserted_into_table", "deleted_from_table", "compacted_table", "dropped_table", "altered_table"};
-    for (int k = 0; k < 5; k++) {
+    static const char *kinds[] = {"inserted_into_table", "deleted_from_table", "altered_table", "rewrite_delete"};
+    for (int k = 0; k < 4; k++) {
         for (size_t i = 0; !rc && i < m->ntables; i++) {
             tstate *t = ts[i];
-            if (t->created && (k != 3)) continue; /* a table created here is reported as created */
-            int on = k == 0 ? t->inserted : k == 1 ? t->deleted : k == 2 ? t->compacted : k == 3 ? t->dropped && !t->created : t->altered;
-            if (k == 4 && t->dropped) on = 0;
+            if (t->dropped) continue;
+            int on = k == 0 ? t->inserted : k == 1 ? t->deleted : k == 2 ? t->altered : t->compacted;
             if (!on) continue;
             snprintf(tmp, sizeof tmp, "%lld", (long long)t->table_id);
             rc = add_change(b, kinds[k], tmp);
@@ -1927,7 +1953,7 @@ static int emit_snapshot(model *m, moraine_tx *tx)
     /* ducklake_table_stats, updated in place */
     for (size_t i = 0; !rc && i < m->ntables; i++) {
         tstate *t = ts[i];
-        if (!(t->inserted || t->compacted) || t->dropped) continue;
+        if (!(t->inserted || t->compacted || t->stats_dirty) || t->dropped) continue;
         if ((rc = need_rel(m, "ducklake_table_stats", &r)) || (rc = orow_from(&s, r, NULL))) break;
         orow_set_int(&s, "table_id", t->table_id);
         orow_set_int(&s, "record_count", t->record_count);
