@@ -65,6 +65,16 @@ function support.import_fixture(scenario, opts)
   return db, dir
 end
 
+--- Everything a catalog holds (its NDJSON export and last snapshot) as one
+-- string, to check that a refused operation changed nothing.
+function support.dump(db)
+  local out = support.tmpdir("dump")
+  db:export_ndjson(out)
+  local parts = {}
+  for _, name in ipairs(support.tables_of(out)) do parts[#parts + 1] = name .. "\n" .. support.read(out .. "/" .. name .. ".ndjson") end
+  return table.concat(parts, "\n") .. "\nlast=" .. tostring(db:last_snapshot())
+end
+
 --- Deep equality of two rows (tables of column -> value); NULL is moraine.null.
 function support.same_row(a, b)
   for k, v in pairs(a) do

@@ -1,0 +1,157 @@
+--- Bad input on the verb path: each is refused with an error naming what was
+-- wrong, and the store is unchanged. Stale bases that conflict are refused;
+-- stale bases that do not conflict commit on top.
+local moraine = require "moraine"
+local support = require "support"
+
+local function new_catalog()
+  local db = moraine.open(support.tmpdir("vbad"), { no_sync = true })
+  db:init("data/")
+  db:transaction(function(tx)
+    tx:create_table("events", { { name = "id", type = "int64" }, { name = "ts", type = "timestamp" }, { name = "region", type = "varchar" } })
+    tx:set_partitioning("events", { "region" })
+  end)
+  db:transaction(function(tx)
+    tx:add_data_files("events", {
+      { path = "a.parquet", record_count = 1, file_size_bytes = 1, partition_values = { "eu" } },
+      { path = "b.parquet", record_count = 1, file_size_bytes = 1, partition_values = { "us" } },
+    })
+  end)
+  return db
+end
+
+-- Runs one verb in its own transaction; it must be refused with @code and a
+-- message holding each needle, and the store must not change.
+local function refused(db, code, verb, needles)
+  local before = support.dump(db)
+  local ok, err = pcall(db.transaction, db, verb)
+  assert.is_false(ok, "expected a refusal")
+  assert.is_true(moraine.is_error(err), tostring(err))
+  assert.equal(code, err.code, tostring(err))
+  for _, n in ipairs(needles or {}) do
+    assert.is_truthy(err.message:find(n, 1, true), "message '" .. err.message .. "' should name '" .. n .. "'")
+  end
+  assert.equal(before, support.dump(db), "the store changed")
+end
+
+describe("verb path bad input", function()
+  local db
+  before_each(function() db = new_catalog() end)
+  after_each(function()
+    db:close()
+    support.cleanup()
+  end)
+
+  it("refuses an unknown table", function()
+    refused(db, "ENOTFOUND", function(tx) tx:set_sorting("nonesuch", { "id" }) end, { "nonesuch" })
+  end)
+
+  it("refuses an unknown column", function()
+    refused(db, "ENOTFOUND", function(tx) tx:set_partitioning("events", { "year(nonesuch)" }) end, { "nonesuch" })
+    refused(db, "ENOTFOUND", function(tx) tx:rename_column("events", "nonesuch", "x") end, { "nonesuch" })
+  end)
+
+  it("refuses a column that is not live at the base snapshot (dropped earlier)", function()
+    db:transaction(function(tx) tx:drop_column("events", "ts") end)
+    refused(db, "ENOTFOUND", function(tx) tx:set_partitioning("events", { "day(ts)" }) end, { "ts" })
+  end)
+
+  it("refuses set_sorting with no keys", function()
+    refused(db, "EINVAL", function(tx) tx:set_sorting("events", {}) end, { "sort key" })
+  end)
+
+  it("refuses a sort direction other than ASC/DESC and a null order other than NULLS_FIRST/NULLS_LAST", function()
+    refused(db, "EINVAL", function(tx) tx:set_sorting("events", { { expression = "id", sort_direction = "UP" } }) end, { "UP" })
+    refused(db, "EINVAL", function(tx) tx:set_sorting("events", { { expression = "id", null_order = "NULLS_MIDDLE" } }) end,
+      { "NULLS_MIDDLE" })
+  end)
+
+  it("refuses a transform that is not a string", function()
+    refused(db, "EINVAL", function(tx) tx:set_partitioning("events", { { column = "id", transform = 4 } }) end, { "transform" })
+  end)
+
+  it("refuses partition values that do not match the live spec", function()
+    refused(db, "EINVAL", function(tx)
+      tx:add_data_files("events", { { path = "c.parquet", record_count = 1, file_size_bytes = 1, partition_values = { "eu", "x" } } })
+    end, { "2 partition values", "1 keys" })
+    refused(db, "EINVAL", function(tx)
+      tx:add_data_files("events", { { path = "c.parquet", record_count = 1, file_size_bytes = 1 } })
+    end, { "0 partition values" })
+  end)
+
+  it("refuses a rewrite that crosses partitions", function()
+    refused(db, "EINVAL", function(tx)
+      tx:rewrite_files("events", { 0, 1 }, { { path = "m.parquet", record_count = 2, file_size_bytes = 2 } })
+    end, { "different partition values" })
+  end)
+
+  it("refuses dropping a partitioned column with DuckLake's message", function()
+    refused(db, "EINVAL", function(tx) tx:drop_column("events", "region") end, { "the table is partitioned by this column" })
+  end)
+
+  it("refuses renaming a column used inside a sort expression unless the new keys are given", function()
+    db:transaction(function(tx) tx:set_sorting("events", { 'lower("region") ASC' }) end)
+    refused(db, "EINVAL", function(tx) tx:rename_column("events", "region", "area") end, { "give the new sort keys" })
+    local snap = db:transaction(function(tx) tx:rename_column("events", "region", "area", { 'lower("area") ASC' }) end)
+    assert.is_not_nil(snap)
+    local spec = db:read(function(rd) return rd:sort_spec(1, snap) end)
+    assert.equal('lower("area")', spec.expressions[1].expression)
+  end)
+
+  it("refuses a stale base that conflicts, naming the table and the snapshot", function()
+    local before
+    local ok, err = pcall(db.transaction, db, function(tx)
+      tx:add_data_files("events", { { path = "c.parquet", record_count = 1, file_size_bytes = 1, partition_values = { "eu" } } })
+      -- another writer alters the table after this transaction's base
+      local other = db:transaction(function(tx2) tx2:set_partitioning("events", { "id" }) end)
+      assert.equal(3, other)
+      before = support.dump(db)
+    end)
+    assert.is_false(ok)
+    assert.equal("ECONFLICT", err.code)
+    assert.is_truthy(err.message:find('"events"', 1, true), err.message)
+    assert.is_truthy(err.message:find("snapshot 3", 1, true), err.message)
+    assert.equal(before, support.dump(db))
+  end)
+
+  it("commits a stale base that does not conflict on top of the newest snapshot", function()
+    local snap = db:transaction(function(tx)
+      tx:set_sorting("events", { "id" })
+      db:transaction(function(tx2)
+        tx2:add_data_files("events", { { path = "d.parquet", record_count = 1, file_size_bytes = 1, partition_values = { "eu" } } })
+      end)
+    end)
+    assert.equal(4, snap)
+    local changes = db:scan("ducklake_snapshot_changes", { at = moraine.ALL })
+    assert.equal("altered_table:1", changes[#changes].row.changes_made)
+  end)
+
+  it("refuses two creates of the same table name when the later one commits first", function()
+    local ok, err = pcall(db.transaction, db, function(tx)
+      tx:create_table("dup", { { name = "x", type = "int64" } })
+      db:transaction(function(tx2) tx2:create_table("dup", { { name = "y", type = "int64" } }) end)
+    end)
+    assert.is_false(ok)
+    assert.equal("ECONFLICT", err.code)
+    assert.is_truthy(err.message:find('"main"."dup"', 1, true), err.message)
+  end)
+
+  it("refuses deletes from the same data file by two transactions", function()
+    local ok, err = pcall(db.transaction, db, function(tx)
+      tx:add_delete_files("events", { { data_file_id = 0, path = "del1.parquet", delete_count = 1, file_size_bytes = 1, footer_size = 1 } })
+      db:transaction(function(tx2)
+        tx2:add_delete_files("events", { { data_file_id = 0, path = "del2.parquet", delete_count = 1, file_size_bytes = 1, footer_size = 1 } })
+      end)
+    end)
+    assert.is_false(ok)
+    assert.equal("ECONFLICT", err.code)
+    -- deletes from different data files of the same table do not conflict
+    local snap = db:transaction(function(tx)
+      tx:add_delete_files("events", { { data_file_id = 1, path = "del3.parquet", delete_count = 1, file_size_bytes = 1, footer_size = 1 } })
+      db:transaction(function(tx2)
+        tx2:add_delete_files("events", { { data_file_id = 0, path = "del4.parquet", delete_count = 1, file_size_bytes = 1, footer_size = 1 } })
+      end)
+    end)
+    assert.is_not_nil(snap)
+  end)
+end)
