@@ -370,6 +370,62 @@ int moraine_sort_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, m
  */
 int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t partition_id, moraine_row *row);
 
+/* ---- import from rows, verify, stats --------------------------------------- */
+
+/** Progress callback: @done rows of @total so far. Return nonzero to cancel. */
+typedef int (*moraine_progress_fn)(void *ud, uint64_t done, uint64_t total);
+
+
+/** One table handed to moraine_import_rows: @nrows rows of @ncols values, row-major. */
+typedef struct {
+    const char *name;
+    size_t ncols;
+    const char *const *colnames;
+    size_t nrows;
+    const moraine_value *rows; /* nrows * ncols values */
+} moraine_import_table;
+
+/**
+ * moraine_import_rows - like moraine_import_ndjson, with the tables given as
+ * rows (from a SQLite catalog, say) instead of files. Values are checked
+ * against the column types moraine knows; an integer 0 or 1 in a BOOLEAN
+ * column is taken as false/true (SQLite keeps BOOLEAN as an integer). Row
+ * order within a table is the order given. Errors as moraine_import_ndjson,
+ * with messages naming table, row (1-based) and column.
+ */
+int moraine_import_rows(moraine_db *db, const moraine_import_table *tables, size_t ntables, moraine_progress_fn progress, void *ud);
+
+/** A violation found by moraine_verify: the damaged key (rendered) and what is wrong. */
+typedef void (*moraine_verify_fn)(void *ud, const char *key, const char *problem);
+
+/**
+ * moraine_verify - check every keyspace invariant (docs/keyspace.md): every
+ * key and value decodes and has its table's column count; a current row is
+ * live (end_snapshot NULL) and its key is the one its values give; a history
+ * row has begin_snapshot <= end_snapshot and the key its values give; at most
+ * one live version per key; at most one live partition spec and one live
+ * sort spec per table; each embedded child decodes and names its parent; a
+ * snapshot row sits under its own id and none is above the last committed
+ * snapshot. Each violation is passed to @report (may be NULL).
+ * Returns the number of violations (0: the catalog is sound), or a negative
+ * error when the store cannot be read.
+ */
+int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_progress_fn progress, void *pud);
+
+/** Entries and bytes of one (subspace, table) pair, for moraine_stats. */
+typedef struct {
+    char subspace;        /* 'C' current, 'H' history, 'S' snapshot, 'R' rows, 'M' meta */
+    const char *relation; /* table name, or NULL for the meta subspace */
+    uint64_t entries, key_bytes, value_bytes;
+} moraine_stat;
+
+/**
+ * moraine_stats - walk the keyspace once and report entries and bytes per
+ * subspace and table through @fn (called once per pair, in key order).
+ * Returns 0 or a negative error.
+ */
+int moraine_stats(moraine_db *db, void (*fn)(void *ud, const moraine_stat *st), void *ud);
+
 /* ---- verb transactions (docs/verbs.md) ---------------------------------------
  * The verb path: moraine's own verbs produce exactly the rows DuckLake would
  * write for the same statements — ids from next_catalog_id / next_file_id,
@@ -569,8 +625,6 @@ int moraine_init(moraine_db *db, const char *data_path);
 
 /* ---- import / export (docs/import-export.md) ------------------------------- */
 
-/** Progress callback: @done rows of @total so far. Return nonzero to cancel. */
-typedef int (*moraine_progress_fn)(void *ud, uint64_t done, uint64_t total);
 
 /**
  * moraine_import_ndjson - replay a DuckLake catalog exported as a directory of

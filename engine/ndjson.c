@@ -39,6 +39,7 @@ typedef struct {
     size_t n, cap;
     moraine_value *vals;
     size_t vcap;
+    int from_files; /* rows came from <table>.ndjson files: messages say file:line */
 } tables;
 
 static void tables_free(tables *ts)
@@ -537,7 +538,7 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
             if (rc) {
                 char m[700];
                 snprintf(m, sizeof m, "%s", moraine_errmsg());
-                rc = mr_err(rc, "%s.ndjson:%zu: %s", t->name, t->line[p->row], m);
+                rc = ts->from_files ? mr_err(rc, "%s.ndjson:%zu: %s", t->name, t->line[p->row], m) : mr_err(rc, "%s row %zu: %s", t->name, t->line[p->row], m);
             }
             done++;
             if (progress && (done % 4096 == 0 || done == total) && progress(ud, done, total)) {
@@ -563,18 +564,44 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
     return rc;
 }
 
-int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud)
+/* Adds one row given as values (moraine_import_rows). */
+static int add_values(table *t, const moraine_value *vals, size_t rowno)
 {
-    if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_import_ndjson: NULL argument");
-    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
-    int rc = catalog_empty(db);
-    if (rc) return rc;
-    tables ts = {0};
+    moraine_value v[256];
+    if (t->ncols > 256) return mr_err(MORAINE_EINVAL, "%s: more than 256 columns", t->name);
+    for (size_t c = 0; c < t->ncols; c++) {
+        v[c] = vals[c];
+        /* SQLite keeps BOOLEAN as 0/1 */
+        if (t->rel->types[c] == MORAINE_COL_BOOLEAN && v[c].type == MORAINE_INT && (v[c].i == 0 || v[c].i == 1)) v[c].type = MORAINE_BOOL;
+    }
+    int rc = mr_check_value(t->rel, v, t->ncols, (int64_t)t->nrows);
+    if (rc) {
+        char m[600];
+        snprintf(m, sizeof m, "%s", moraine_errmsg());
+        return mr_err(rc, "%s row %zu: %s", t->name, rowno, m);
+    }
+    if (t->nrows == t->caprows) {
+        size_t cap = t->caprows ? t->caprows * 2 : 64;
+        size_t *o = realloc(t->off, cap * sizeof *o);
+        if (o) t->off = o;
+        size_t *l = o ? realloc(t->line, cap * sizeof *l) : NULL;
+        if (l) t->line = l;
+        if (!o || !l) return mr_err(MORAINE_ENOMEM, "out of memory");
+        t->caprows = cap;
+    }
+    t->off[t->nrows] = t->data.len;
+    t->line[t->nrows] = rowno;
+    rc = mr_encode_row(&t->data, (int64_t)t->nrows, v, t->ncols);
+    if (!rc) t->nrows++;
+    return rc;
+}
+
+static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progress, void *ud)
+{
     ops o = {0};
-    rc = read_dir(dir, &ts);
-    if (!rc) rc = plan(&ts, &o);
+    int rc = plan(ts, &o);
     if (!rc) {
-        rc = replay(db, &ts, &o, progress, ud);
+        rc = replay(db, ts, &o, progress, ud);
         if (rc) {
             char m[1024];
             snprintf(m, sizeof m, "%s", moraine_errmsg());
@@ -583,6 +610,57 @@ int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
         }
     }
     free(o.v);
+    return rc;
+}
+
+int moraine_import_rows(moraine_db *db, const moraine_import_table *in, size_t n, moraine_progress_fn progress, void *ud)
+{
+    if (!db || (n && !in)) return mr_err(MORAINE_EINVAL, "moraine_import_rows: NULL argument");
+    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    int rc = catalog_empty(db);
+    if (rc) return rc;
+    tables ts = {0};
+    ts.t = calloc(n ? n : 1, sizeof *ts.t);
+    if (!ts.t) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        table *t = &ts.t[ts.n++];
+        if (!in[i].name || (in[i].ncols && !in[i].colnames) || (in[i].nrows && !in[i].rows)) {
+            rc = mr_err(MORAINE_EINVAL, "moraine_import_rows: table %zu is incomplete", i);
+            break;
+        }
+        for (size_t j = 0; j + 1 < ts.n; j++)
+            if (strcmp(ts.t[j].name, in[i].name) == 0) rc = mr_err(MORAINE_EINVAL, "table '%s' is given twice", in[i].name);
+        if (rc || !(t->name = strdup(in[i].name))) {
+            if (!rc) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            break;
+        }
+        t->cols = calloc(in[i].ncols ? in[i].ncols : 1, sizeof *t->cols);
+        if (!t->cols) {
+            rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            break;
+        }
+        for (size_t c = 0; !rc && c < in[i].ncols; c++) {
+            if (!(t->cols[c] = strdup(in[i].colnames[c] ? in[i].colnames[c] : ""))) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            else t->ncols++;
+        }
+        if (!rc && t->ncols) rc = mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel);
+        for (size_t r = 0; !rc && r < in[i].nrows; r++) rc = add_values(t, in[i].rows + r * in[i].ncols, r + 1);
+    }
+    if (!rc) rc = import_tables(db, &ts, progress, ud);
+    tables_free(&ts);
+    return rc;
+}
+
+int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud)
+{
+    if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_import_ndjson: NULL argument");
+    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    int rc = catalog_empty(db);
+    if (rc) return rc;
+    tables ts = {0};
+    ts.from_files = 1;
+    rc = read_dir(dir, &ts);
+    if (!rc) rc = import_tables(db, &ts, progress, ud);
     tables_free(&ts);
     return rc;
 }

@@ -1,0 +1,285 @@
+/*
+ * verify.c — the keyspace's invariants checked end to end (moraine_verify),
+ * and its size per subspace and table (moraine_stats). Both walk every key
+ * once in one read transaction.
+ */
+#include "internal.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    moraine_db *db;
+    moraine_verify_fn report;
+    void *ud;
+    int count;
+    char key[256];
+} vstate;
+
+static void violation(vstate *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void violation(vstate *v, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    v->count++;
+    if (v->report) v->report(v->ud, v->key, msg);
+}
+
+/* table_id -> live spec count, for partition_info and sort_info */
+typedef struct {
+    int64_t table_id;
+    uint32_t rel;
+    int n;
+} livecount;
+
+static int same_value(const moraine_value *a, const moraine_value *b)
+{
+    if (a->type != b->type) return 0;
+    if (a->type == MORAINE_INT || a->type == MORAINE_BOOL) return a->i == b->i;
+    if (a->type == MORAINE_STR || a->type == MORAINE_JSON) return a->len == b->len && (!a->len || memcmp(a->s, b->s, a->len) == 0);
+    return 1;
+}
+
+/* Checks the embedded children of a parent row. */
+static void check_children(vstate *v, mr_rel *parent, const moraine_value *pvals, const uint8_t *p, const uint8_t *end, moraine_value **buf, size_t *cap)
+{
+    while (p < end) {
+        uint64_t id, nrows, nbytes;
+        if (mr_get_uvarint(&p, end, &id) || mr_get_uvarint(&p, end, &nrows) || mr_get_uvarint(&p, end, &nbytes) || nbytes > (uint64_t)(end - p)) {
+            violation(v, "%s: embedded child group is damaged", parent->info.name);
+            return;
+        }
+        const uint8_t *gend = p + nbytes;
+        mr_rel *c = mr_rel_by_id(v->db, id);
+        if (!c || c->info.placement != MORAINE_PLACE_CHILD || !c->info.parent || strcmp(c->info.parent, parent->info.name) != 0) {
+            violation(v, "%s: embeds rows of table id %llu, which is not one of its child tables", parent->info.name, (unsigned long long)id);
+            p = gend;
+            continue;
+        }
+        if (*cap < c->info.ncols) {
+            moraine_value *nb = realloc(*buf, c->info.ncols * sizeof *nb);
+            if (!nb) return;
+            *buf = nb;
+            *cap = c->info.ncols;
+        }
+        for (uint64_t r = 0; r < nrows; r++) {
+            int64_t ord;
+            size_t n;
+            if (mr_decode_row(&p, gend, &ord, *buf, c->info.ncols, &n) || n != c->info.ncols) {
+                violation(v, "%s: embedded %s row %llu does not decode", parent->info.name, c->info.name, (unsigned long long)r);
+                break;
+            }
+            /* the child names its parent */
+            const int *pk = parent->info.placement == MORAINE_PLACE_SNAPSHOT ? NULL : parent->keycols;
+            for (int k = 0; k < c->nkey; k++) {
+                const moraine_value *want = pk ? &pvals[pk[k]] : &pvals[moraine_column_index(&parent->info, "snapshot_id")];
+                if (!same_value(&(*buf)[c->parentkey[k]], want)) {
+                    violation(v, "%s: embedded %s row names another parent in column '%s'", parent->info.name, c->info.name, c->names[c->parentkey[k]]);
+                    break;
+                }
+            }
+        }
+        if (p != gend) violation(v, "%s: embedded %s group has %lld stray bytes", parent->info.name, c->info.name, (long long)(gend - p));
+        p = gend;
+    }
+}
+
+int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_progress_fn progress, void *pud)
+{
+    moraine_read *rd;
+    int rc = moraine_read_begin(db, &rd);
+    if (rc) return rc;
+    vstate v = {db, report, ud, 0, ""};
+    int64_t last = INT64_MIN;
+    int have_last = mr_meta_get_int(rd->txn, db->dbi, "last_snapshot", &last);
+    MDB_stat ms;
+    mdb_stat(rd->txn, db->dbi, &ms);
+    MDB_cursor *c;
+    int mrc = mdb_cursor_open(rd->txn, db->dbi, &c);
+    if (mrc) {
+        moraine_read_end(rd);
+        return mr_lmdb_err(mrc, "verify");
+    }
+    moraine_value *vals = NULL, *kids = NULL;
+    size_t cap = 0, kcap = 0;
+    livecount *lc = NULL;
+    size_t nlc = 0;
+    mr_buf kb = {0}, scratch = {0};
+    uint64_t done = 0;
+    int have_format = 0;
+    MDB_val k, val;
+    for (mrc = mdb_cursor_get(c, &k, &val, MDB_FIRST); mrc == 0; mrc = mdb_cursor_get(c, &k, &val, MDB_NEXT)) {
+        done++;
+        if (progress && done % 4096 == 0 && progress(pud, done, ms.ms_entries)) break;
+        const uint8_t *kp = k.mv_data, *kend = kp + k.mv_size;
+        mr_key_describe(kp, k.mv_size, v.key, sizeof v.key);
+        if (k.mv_size == 0) {
+            violation(&v, "empty key");
+            continue;
+        }
+        uint8_t sub = *kp++;
+        if (sub == MR_SUB_META) {
+            moraine_value name;
+            if (mr_key_next(&kp, kend, &name, &scratch) == 0 && name.type == MORAINE_STR && name.len == 6 && memcmp(name.s, "format", 6) == 0) have_format = 1;
+            continue;
+        }
+        if (sub != MR_SUB_CURRENT && sub != MR_SUB_HISTORY && sub != MR_SUB_SNAPSHOT && sub != MR_SUB_ROWS) {
+            violation(&v, "key of unknown subspace 0x%02x", sub);
+            continue;
+        }
+        mr_rel *r = NULL;
+        moraine_value idv;
+        if (sub == MR_SUB_SNAPSHOT) {
+            r = mr_rel_by_name(db, "ducklake_snapshot");
+        } else if (mr_key_next(&kp, kend, &idv, &scratch) == 0 && idv.type == MORAINE_INT) {
+            r = mr_rel_by_id(db, (uint64_t)idv.i);
+        }
+        if (!r) {
+            violation(&v, "key of an unknown table");
+            continue;
+        }
+        if (cap < r->info.ncols) {
+            moraine_value *nb = realloc(vals, r->info.ncols * sizeof *nb);
+            if (!nb) {
+                rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            }
+            vals = nb;
+            cap = r->info.ncols;
+        }
+        const uint8_t *p = val.mv_data, *end = p + val.mv_size;
+        int64_t ord;
+        size_t n;
+        if (mr_decode_header(&p, end) || mr_decode_row(&p, end, &ord, vals, r->info.ncols, &n)) {
+            violation(&v, "%s: stored value does not decode: %s", r->info.name, moraine_errmsg());
+            continue;
+        }
+        if (n != r->info.ncols) {
+            violation(&v, "%s: stored value has %zu columns, the table has %zu", r->info.name, n, r->info.ncols);
+            continue;
+        }
+        if (mr_check_value(r, vals, n, ord)) violation(&v, "%s", moraine_errmsg());
+        kb.len = 0;
+        switch (sub) {
+        case MR_SUB_CURRENT:
+            if (r->info.placement != MORAINE_PLACE_TEMPORAL) {
+                violation(&v, "%s is not a temporal table but has a row in current", r->info.name);
+                break;
+            }
+            if (vals[r->info.end_col].type != MORAINE_NULL) violation(&v, "%s: a row in current has end_snapshot set", r->info.name);
+            if (vals[r->info.begin_col].type != MORAINE_INT) violation(&v, "%s: begin_snapshot is not an integer", r->info.name);
+            else if (have_last == 1 && vals[r->info.begin_col].i > last)
+                violation(&v, "%s: begin_snapshot %lld is above the last snapshot %lld", r->info.name, (long long)vals[r->info.begin_col].i, (long long)last);
+            if (mr_current_key(&kb, r, vals, ord) == 0 && (kb.len != k.mv_size || memcmp(kb.p, k.mv_data, kb.len) != 0))
+                violation(&v, "%s: the row's values give another key", r->info.name);
+            if (strcmp(r->info.name, "ducklake_partition_info") == 0 || strcmp(r->info.name, "ducklake_sort_info") == 0) {
+                int64_t tid = vals[r->keycols[0]].type == MORAINE_INT ? vals[r->keycols[0]].i : INT64_MIN;
+                size_t i = 0;
+                while (i < nlc && !(lc[i].table_id == tid && lc[i].rel == r->info.id)) i++;
+                if (i == nlc) {
+                    livecount *nl = realloc(lc, (nlc + 1) * sizeof *nl);
+                    if (nl) {
+                        lc = nl;
+                        lc[nlc++] = (livecount){tid, r->info.id, 0};
+                    }
+                }
+                if (i < nlc && ++lc[i].n == 2)
+                    violation(&v, "%s: table %lld has more than one live spec", r->info.name, (long long)tid);
+            }
+            check_children(&v, r, vals, p, end, &kids, &kcap);
+            break;
+        case MR_SUB_HISTORY: {
+            if (r->info.placement != MORAINE_PLACE_TEMPORAL) {
+                violation(&v, "%s is not a temporal table but has a row in history", r->info.name);
+                break;
+            }
+            const moraine_value *b = &vals[r->info.begin_col], *e = &vals[r->info.end_col];
+            if (b->type != MORAINE_INT || e->type != MORAINE_INT) violation(&v, "%s: a history row needs begin_snapshot and end_snapshot", r->info.name);
+            else if (e->i < b->i) violation(&v, "%s: end_snapshot %lld is below begin_snapshot %lld", r->info.name, (long long)e->i, (long long)b->i);
+            if (mr_history_key(&kb, r, vals, ord) == 0 && (kb.len != k.mv_size || memcmp(kb.p, k.mv_data, kb.len) != 0))
+                violation(&v, "%s: the row's values give another key", r->info.name);
+            check_children(&v, r, vals, p, end, &kids, &kcap);
+            break;
+        }
+        case MR_SUB_SNAPSHOT: {
+            int ic = moraine_column_index(&r->info, "snapshot_id");
+            if (ic < 0 || vals[ic].type != MORAINE_INT || mr_snapshot_key(&kb, vals[ic].i) || kb.len != k.mv_size || memcmp(kb.p, k.mv_data, kb.len) != 0)
+                violation(&v, "ducklake_snapshot: a row is not under its own snapshot_id");
+            else if (have_last != 1 || vals[ic].i > last)
+                violation(&v, "ducklake_snapshot: snapshot %lld is above the last committed snapshot", (long long)vals[ic].i);
+            check_children(&v, r, vals, p, end, &kids, &kcap);
+            break;
+        }
+        case MR_SUB_ROWS:
+            if (mr_rows_key(&kb, r, ord) == 0 && (kb.len != k.mv_size || memcmp(kb.p, k.mv_data, kb.len) != 0))
+                violation(&v, "%s: the row's position %lld differs from its key", r->info.name, (long long)ord);
+            if (p != end) violation(&v, "%s: a row of a non-temporal table has %lld trailing bytes", r->info.name, (long long)(end - p));
+            break;
+        }
+    }
+    if (!rc && mrc && mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "verify");
+    if (!rc && !have_format && ms.ms_entries) {
+        snprintf(v.key, sizeof v.key, "M('format')");
+        violation(&v, "the catalog has no format marker");
+    }
+    if (progress && !rc) progress(pud, done, ms.ms_entries);
+    mdb_cursor_close(c);
+    free(vals);
+    free(kids);
+    free(lc);
+    mr_buf_free(&kb);
+    mr_buf_free(&scratch);
+    moraine_read_end(rd);
+    return rc ? rc : v.count;
+}
+
+int moraine_stats(moraine_db *db, void (*fn)(void *ud, const moraine_stat *st), void *ud)
+{
+    moraine_read *rd;
+    int rc = moraine_read_begin(db, &rd);
+    if (rc) return rc;
+    MDB_cursor *c;
+    int mrc = mdb_cursor_open(rd->txn, db->dbi, &c);
+    if (mrc) {
+        moraine_read_end(rd);
+        return mr_lmdb_err(mrc, "stats");
+    }
+    moraine_stat cur = {0};
+    int64_t cur_id = -2;
+    mr_buf scratch = {0};
+    MDB_val k, v;
+    for (mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST); mrc == 0; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        const uint8_t *kp = k.mv_data, *kend = kp + k.mv_size;
+        char sub = k.mv_size ? (char)*kp++ : '?';
+        int64_t id = -1;
+        const char *name = NULL;
+        if (sub == MR_SUB_SNAPSHOT) {
+            name = "ducklake_snapshot";
+        } else if (sub != MR_SUB_META) {
+            moraine_value idv;
+            if (mr_key_next(&kp, kend, &idv, &scratch) == 0 && idv.type == MORAINE_INT) {
+                id = idv.i;
+                mr_rel *r = mr_rel_by_id(db, (uint64_t)id);
+                name = r ? r->info.name : "(unknown table)";
+            }
+        }
+        if (sub != cur.subspace || id != cur_id) {
+            if (cur.entries && fn) fn(ud, &cur);
+            cur = (moraine_stat){.subspace = sub, .relation = name};
+            cur_id = id;
+        }
+        cur.entries++;
+        cur.key_bytes += k.mv_size;
+        cur.value_bytes += v.mv_size;
+    }
+    if (cur.entries && fn) fn(ud, &cur);
+    if (mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "stats");
+    mdb_cursor_close(c);
+    mr_buf_free(&scratch);
+    moraine_read_end(rd);
+    return rc;
+}
