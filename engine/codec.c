@@ -1,7 +1,7 @@
 /*
  * codec.c — the record format of stored values (docs/codec.md).
  *
- *   value  := version:u8 row group*
+ *   value  := version:u8 crc32c:u32le row group*   (the CRC covers everything after it)
  *   row    := ord:uvarint ncols:uvarint cell*
  *   cell   := tag:u8 payload
  *             NULL(0) | INT(1) zigzag uvarint | STR(2) len:uvarint bytes
@@ -83,12 +83,27 @@ int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
     return rc;
 }
 
+int mr_value_begin(mr_buf *b)
+{
+    static const uint8_t hdr[MR_HEADER_LEN] = {MR_FORMAT_VERSION, 0, 0, 0, 0};
+    return mr_buf_put(b, hdr, sizeof hdr);
+}
+
+void mr_value_seal(mr_buf *b, size_t start)
+{
+    uint32_t c = mr_crc32c(b->p + start + MR_HEADER_LEN, b->len - start - MR_HEADER_LEN);
+    for (int i = 0; i < 4; i++) b->p[start + 1 + i] = (uint8_t)(c >> (8 * i));
+}
+
 int mr_decode_header(const uint8_t **p, const uint8_t *end)
 {
-    if (*p >= end) return mr_err(MORAINE_ECORRUPT, "value: empty");
+    if (end - *p < MR_HEADER_LEN) return mr_err(MORAINE_ECORRUPT, "value: shorter than its header");
     if (**p != MR_FORMAT_VERSION)
         return mr_err(MORAINE_ECORRUPT, "value: format version %u, this build reads %u", **p, MR_FORMAT_VERSION);
-    (*p)++;
+    uint32_t want = (uint32_t)(*p)[1] | (uint32_t)(*p)[2] << 8 | (uint32_t)(*p)[3] << 16 | (uint32_t)(*p)[4] << 24;
+    uint32_t got = mr_crc32c(*p + MR_HEADER_LEN, (size_t)(end - *p - MR_HEADER_LEN));
+    if (want != got) return mr_err(MORAINE_ECORRUPT, "value: checksum mismatch (stored %08x, computed %08x): the bytes are damaged", want, got);
+    *p += MR_HEADER_LEN;
     return 0;
 }
 

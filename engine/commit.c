@@ -474,8 +474,9 @@ static int put_rows_value(moraine_txn *txn, mr_rel *r, const moraine_value *row,
 {
     mr_buf v = {0};
     int rc = mr_rows_key(&txn->kb, r, ord);
-    if (!rc) rc = mr_buf_byte(&v, MR_FORMAT_VERSION);
+    if (!rc) rc = mr_value_begin(&v);
     if (!rc) rc = mr_encode_row(&v, ord, row, n);
+    if (!rc) mr_value_seal(&v, 0);
     if (!rc) {
         if (txn->kb.len > MR_MAX_KEY) rc = mr_err(MORAINE_EINVAL, "%s: key too long", r->info.name);
     }
@@ -780,7 +781,7 @@ static int cmp_group(const void *a, const void *b)
 static int encode_pending(pending *e, mr_buf *v)
 {
     v->len = 0;
-    int rc = mr_buf_byte(v, MR_FORMAT_VERSION);
+    int rc = mr_value_begin(v);
     if (!rc) rc = mr_encode_row(v, e->ord, e->vals, e->ncols);
     if (e->ngroups > 1) qsort(e->groups, e->ngroups, sizeof *e->groups, cmp_group);
     for (size_t i = 0; !rc && i < e->ngroups; i++) {
@@ -790,6 +791,7 @@ static int encode_pending(pending *e, mr_buf *v)
         if (!rc) rc = mr_put_uvarint(v, g->bytes.len);
         if (!rc) rc = mr_buf_put(v, g->bytes.p, g->bytes.len);
     }
+    if (!rc) mr_value_seal(v, 0);
     return rc;
 }
 

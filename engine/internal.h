@@ -49,8 +49,12 @@ int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
 /* decodes ord + row at *p into vals (capacity cap); *ncols receives the count.
  * Returns 0 or MORAINE_ECORRUPT (never reads past end). */
 int mr_decode_row(const uint8_t **p, const uint8_t *end, int64_t *ord, moraine_value *vals, size_t cap, size_t *ncols);
-/* value header: version byte */
-int mr_decode_header(const uint8_t **p, const uint8_t *end);
+/* value header: version byte and CRC-32C of the rest (docs/codec.md) */
+#define MR_HEADER_LEN 5
+int mr_value_begin(mr_buf *b);   /* appends the header, checksum to be filled */
+void mr_value_seal(mr_buf *b, size_t start); /* fills the checksum of the value starting at @start */
+int mr_decode_header(const uint8_t **p, const uint8_t *end); /* checks version and checksum */
+uint32_t mr_crc32c(const uint8_t *p, size_t n);
 
 /* ---- tables.c: DuckLake's tables ---- */
 typedef struct {

@@ -162,8 +162,10 @@ int mr_rel_encode(mr_buf *b, const mr_rel *r)
         v[i + 1].s = r->names[i];
         v[i + 1].len = strlen(r->names[i]);
     }
-    int rc = mr_buf_byte(b, MR_FORMAT_VERSION);
+    size_t start = b->len;
+    int rc = mr_value_begin(b);
     if (!rc) rc = mr_encode_row(b, 0, v, n);
+    if (!rc) mr_value_seal(b, start);
     free(v);
     return rc;
 }

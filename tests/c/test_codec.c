@@ -60,11 +60,12 @@ static int value_same(const moraine_value *a, const moraine_value *b)
     return 0;
 }
 
-/* Encodes version byte + row, the way the engine stores a value. */
+/* Encodes header (version, checksum) + row, the way the engine stores a value. */
 static void encode_value(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
 {
     b->len = 0;
-    if (mr_buf_byte(b, MR_FORMAT_VERSION) || mr_encode_row(b, ord, vals, n)) abort();
+    if (mr_value_begin(b) || mr_encode_row(b, ord, vals, n)) abort();
+    mr_value_seal(b, 0);
 }
 
 /* Decodes an exact-size copy of @enc (header + row) and compares with
@@ -276,10 +277,18 @@ static void test_every_type(void)
 
     /* the documented bytes (docs/codec.md) */
     moraine_value small[] = {v_null(), v_int(-1), v_str("ab", 2), v_bool(0), v_bool(1), v_real(1.0), v_json("[]", 2), v_int(64)};
-    static const uint8_t want[] = {MR_FORMAT_VERSION, 0x05, 0x08, 0x00, 0x01, 0x01, 0x02, 0x02, 'a', 'b', 0x03, 0x04,
+    static const uint8_t want[] = {0x05, 0x08, 0x00, 0x01, 0x01, 0x02, 0x02, 'a', 'b', 0x03, 0x04,
                                    0x05, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F, 0x06, 0x02, '[', ']', 0x01, 0x80, 0x01};
     encode_value(&b, 5, small, sizeof small / sizeof small[0]);
-    CHECK(b.len == sizeof want && memcmp(b.p, want, sizeof want) == 0, "the small row is not encoded as documented (%zu bytes)", b.len);
+    CHECK(b.len == MR_HEADER_LEN + sizeof want && b.p[0] == MR_FORMAT_VERSION && memcmp(b.p + MR_HEADER_LEN, want, sizeof want) == 0,
+          "the small row is not encoded as documented (%zu bytes)", b.len);
+    {
+        uint32_t crc = mr_crc32c(want, sizeof want);
+        CHECK(b.p[1] == (crc & 0xFF) && b.p[2] == ((crc >> 8) & 0xFF) && b.p[3] == ((crc >> 16) & 0xFF) && b.p[4] == (crc >> 24),
+              "the header does not hold the CRC-32C of the row (little-endian)");
+        /* the CRC-32C check value: "123456789" -> e3069283 */
+        CHECK(mr_crc32c((const uint8_t *)"123456789", 9) == 0xE3069283u, "crc32c(123456789) = %08x", mr_crc32c((const uint8_t *)"123456789", 9));
+    }
 
     /* zigzag: small magnitudes of either sign are short, extremes take 10 bytes */
     static const struct {
@@ -322,16 +331,34 @@ static void test_header_and_tags(void)
     CHECK_RC(mr_decode_header(&p, c), MORAINE_ECORRUPT);
     free(c);
     for (int v = 0; v < 256; v++) {
-        uint8_t byte = (uint8_t)v;
-        c = exact_copy(&byte, 1);
+        /* a header over an empty body: the CRC-32C of nothing is 0 */
+        uint8_t hdr[MR_HEADER_LEN] = {(uint8_t)v, 0, 0, 0, 0};
+        c = exact_copy(hdr, sizeof hdr);
         p = c;
-        int rc = mr_decode_header(&p, c + 1);
-        if (v == MR_FORMAT_VERSION) CHECK(rc == 0 && p == c + 1, "version byte %d refused", v);
-        else if (v == 0 || v == 2 || v == 255) {
+        int rc = mr_decode_header(&p, c + sizeof hdr);
+        if (v == MR_FORMAT_VERSION) CHECK(rc == 0 && p == c + sizeof hdr, "version byte %d refused", v);
+        else {
             CHECK(rc == MORAINE_ECORRUPT && p == c, "version byte %d accepted", v);
             CHECK(strstr(moraine_errmsg(), "version") != NULL, "message '%s' does not say version", moraine_errmsg());
-        } else if (rc != MORAINE_ECORRUPT) CHECK(0, "version byte %d accepted", v);
+        }
         free(c);
+    }
+    /* every single-bit flip of a stored value is caught by its checksum */
+    {
+        mr_buf fb = {0};
+        moraine_value row[] = {v_int(42), v_str("partition", 9), v_null(), v_bool(1)};
+        encode_value(&fb, 3, row, 4);
+        int missed = 0;
+        for (size_t i = 0; i < fb.len; i++)
+            for (int bit = 0; bit < 8; bit++) {
+                uint8_t *copy = exact_copy(fb.p, fb.len);
+                copy[i] ^= (uint8_t)(1u << bit);
+                const uint8_t *q = copy;
+                if (mr_decode_header(&q, copy + fb.len) != MORAINE_ECORRUPT) missed++;
+                free(copy);
+            }
+        CHECK(missed == 0, "%d single-bit flips were not detected", missed);
+        mr_buf_free(&fb);
     }
 
     /* every cell tag the format does not define */
