@@ -15,7 +15,7 @@ ENGINE_OBJ := $(ENGINE_SRC:engine/%.c=$(BUILD)/engine/%.o)
 CTEST_SRC  := $(sort $(wildcard tests/c/test_*.c))
 CTEST_BIN  := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 
-.PHONY: all lib lua test test-c test-lua test-lua54 test-luajit demo asan valgrind install uninstall clean deps help
+.PHONY: crash-long all lib lua test test-c test-lua test-lua54 test-luajit demo asan valgrind install uninstall clean deps help
 
 all: lib lua $(BUILD)/moraine.pc
 
@@ -54,9 +54,18 @@ $(BUILD)/luajit/moraine/core.so: bindings/moraine_core.c $(ENGINE_OBJ) engine/mo
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -I$(LUAJIT_INC) -shared -o $@ bindings/moraine_core.c $(ENGINE_OBJ) $(LIBS)
 
-$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libmoraine.a tests/c/check.h
+$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libmoraine.a tests/c/check.h $(BUILD)/tests/crash_writer
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/c -o $@ $< $(BUILD)/libmoraine.a $(LIBS)
+
+# The process the crash and concurrency tests kill or read beside.
+$(BUILD)/tests/crash_writer: tests/crash/writer.c $(BUILD)/libmoraine.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libmoraine.a $(LIBS)
+
+# 10,000 SIGKILLs of a committing writer (docs/reliability.md records a run).
+crash-long: all $(BUILD)/tests/test_crash
+	MORAINE_CRASH_KILLS=10000 $(BUILD)/tests/test_crash
 
 $(BUILD)/moraine.pc: moraine.pc.in
 	@mkdir -p $(BUILD)
@@ -97,23 +106,54 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@sh scripts/run-lua.sh lua5.4 $(BUILD) scripts/demo.lua examples/catalogs/s1_evolution/catalog
 
-LUA54_LIBDIR  ?= $(PREFIX)/lib/x86_64-linux-gnu/lua/5.4
+# Install: library, header and pkg-config file; the Lua module for Lua 5.4 and
+# LuaJIT where each runtime looks by default ($(PREFIX)/lib/lua/5.x and
+# $(PREFIX)/share/lua/5.x; with PREFIX=/usr, Debian's multiarch C module
+# directory); the `moraine` command in $(PREFIX)/bin, its first line kept and
+# the installed module directories put first on its search path.
+ifeq ($(PREFIX),/usr)
+LUA_CMOD_BASE ?= $(PREFIX)/lib/$(shell $(CC) -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)/lua
+else
+LUA_CMOD_BASE ?= $(PREFIX)/lib/lua
+endif
+LUA54_LIBDIR  ?= $(LUA_CMOD_BASE)/5.4
 LUA54_SHARE   ?= $(PREFIX)/share/lua/5.4
-LUAJIT_LIBDIR ?= $(PREFIX)/lib/x86_64-linux-gnu/lua/5.1
+LUAJIT_LIBDIR ?= $(LUA_CMOD_BASE)/5.1
 LUAJIT_SHARE  ?= $(PREFIX)/share/lua/5.1
+INSTALL_LUA_SRC := bindings/moraine.lua $(wildcard bindings/moraine/*.lua)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(BUILD)/libmoraine.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libmoraine.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 engine/moraine.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/moraine.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -d $(DESTDIR)$(LUA54_LIBDIR)/moraine $(DESTDIR)$(LUAJIT_LIBDIR)/moraine $(DESTDIR)$(LUA54_SHARE) $(DESTDIR)$(LUAJIT_SHARE)
-	install -m 755 $(BUILD)/lua54/moraine/core.so $(DESTDIR)$(LUA54_LIBDIR)/moraine/
-	install -m 755 $(BUILD)/luajit/moraine/core.so $(DESTDIR)$(LUAJIT_LIBDIR)/moraine/
-	install -m 644 bindings/moraine.lua $(DESTDIR)$(LUA54_SHARE)/moraine.lua
-	install -m 644 bindings/moraine.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine.lua
-	if [ -f scripts/moraine ]; then install -m 755 scripts/moraine $(DESTDIR)$(PREFIX)/bin/moraine; fi
+	sed -e 's|@PREFIX@|$(PREFIX)|g' moraine.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc
+	install -d $(DESTDIR)$(LUA54_LIBDIR)/moraine $(DESTDIR)$(LUAJIT_LIBDIR)/moraine \
+	  $(DESTDIR)$(LUA54_SHARE)/moraine $(DESTDIR)$(LUAJIT_SHARE)/moraine
+	install -m 755 $(BUILD)/lua54/moraine/core.so $(DESTDIR)$(LUA54_LIBDIR)/moraine/core.so
+	install -m 755 $(BUILD)/luajit/moraine/core.so $(DESTDIR)$(LUAJIT_LIBDIR)/moraine/core.so
+	for share in $(DESTDIR)$(LUA54_SHARE) $(DESTDIR)$(LUAJIT_SHARE); do \
+	  install -m 644 bindings/moraine.lua $$share/moraine.lua || exit 1; \
+	  for f in $(filter bindings/moraine/%,$(INSTALL_LUA_SRC)); do install -m 644 $$f $$share/moraine/ || exit 1; done; \
+	done
+	@if [ -f scripts/moraine ]; then \
+	  echo "install scripts/moraine -> $(DESTDIR)$(PREFIX)/bin/moraine"; \
+	  if head -n 1 scripts/moraine | grep -q '^#!.*lua'; then \
+	    { head -n 1 scripts/moraine; \
+	      echo 'package.path = "$(LUA54_SHARE)/?.lua;" .. package.path; package.cpath = "$(LUA54_LIBDIR)/?.so;" .. package.cpath'; \
+	      tail -n +2 scripts/moraine; } > $(DESTDIR)$(PREFIX)/bin/moraine; \
+	  else cp scripts/moraine $(DESTDIR)$(PREFIX)/bin/moraine; fi && chmod 755 $(DESTDIR)$(PREFIX)/bin/moraine; \
+	else echo "make install: scripts/moraine not found, the moraine command is not installed"; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libmoraine.a $(DESTDIR)$(PREFIX)/lib/libmoraine.so \
+	  $(DESTDIR)$(PREFIX)/include/moraine.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc $(DESTDIR)$(PREFIX)/bin/moraine \
+	  $(DESTDIR)$(LUA54_LIBDIR)/moraine/core.so $(DESTDIR)$(LUAJIT_LIBDIR)/moraine/core.so \
+	  $(DESTDIR)$(LUA54_SHARE)/moraine.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine.lua \
+	  $(DESTDIR)$(LUA54_SHARE)/moraine/*.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine/*.lua
+	-rmdir $(DESTDIR)$(LUA54_LIBDIR)/moraine $(DESTDIR)$(LUAJIT_LIBDIR)/moraine \
+	  $(DESTDIR)$(LUA54_SHARE)/moraine $(DESTDIR)$(LUAJIT_SHARE)/moraine 2>/dev/null
 
 clean:
 	rm -rf build build-asan

@@ -123,6 +123,16 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
 void moraine_close(moraine_db *db);
 
 /**
+ * moraine_reader_check - clear the reader slots of processes that died with a
+ * read transaction open (LMDB's mdb_reader_check). Such slots never block a
+ * writer, but they keep old pages from being reused until cleared; moraine
+ * also runs this check when a catalog is opened for writing.
+ * @dead (may be NULL) receives the number of slots cleared. Returns 0 or
+ * MORAINE_ELMDB.
+ */
+int moraine_reader_check(moraine_db *db, int *dead);
+
+/**
  * moraine_last_snapshot - id of the newest committed snapshot.
  * Returns 1 and sets *out, or 0 when the catalog has no snapshot yet, or a
  * negative error.

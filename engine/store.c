@@ -490,6 +490,8 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
                                              : mr_lmdb_err(mrc, path);
         goto fail;
     }
+    /* Reader slots left by processes that died in a read: clear them. */
+    if (!o.read_only) mdb_reader_check(db->env, NULL);
     /* A larger map may have been set by another process: adopt it. */
     MDB_envinfo ei;
     mdb_env_info(db->env, &ei);
@@ -559,6 +561,15 @@ int moraine_last_snapshot(moraine_db *db, int64_t *out)
     int rc = mr_meta_get_int(t, db->dbi, "last_snapshot", out);
     mdb_txn_abort(t);
     return rc;
+}
+
+int moraine_reader_check(moraine_db *db, int *dead)
+{
+    int n = 0;
+    int mrc = mdb_reader_check(db->env, &n);
+    if (mrc) return mr_lmdb_err(mrc, "checking for dead readers");
+    if (dead) *dead = n;
+    return 0;
 }
 
 int mr_grow_map(moraine_db *db)

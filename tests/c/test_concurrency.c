@@ -1,0 +1,159 @@
+/*
+ * test_concurrency — several reader processes read at their own snapshots
+ * while a writer process commits; every read must be one whole snapshot. A
+ * reader killed with SIGKILL in the middle of a read leaves a stale LMDB
+ * reader slot: it must not block the writer, and moraine_reader_check clears
+ * it.
+ *
+ * The writer is build/tests/crash_writer (one data file per snapshot), so at
+ * snapshot s >= 2 a reader must see exactly s - 1 files of table 1, and the
+ * spec in force must have one key when a spec is live.
+ */
+#include "check.h"
+#include "moraine.h"
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define READERS 3
+#define READS 300
+
+/* One reader process: returns the number of inconsistent reads. */
+static int reader(const char *cat, unsigned seed)
+{
+    moraine_options o = {.read_only = 1};
+    moraine_db *db = NULL;
+    for (int i = 0; i < 200 && moraine_open(cat, &o, &db) != 0; i++) usleep(5000);
+    if (!db) return 1000;
+    int bad = 0, reads = 0;
+    srand(seed);
+    while (reads < READS) {
+        moraine_read *rd;
+        if (moraine_read_begin(db, &rd)) {
+            bad++;
+            break;
+        }
+        int64_t last;
+        if (moraine_read_last_snapshot(rd, &last) == 1 && last >= 2) {
+            /* the newest snapshot and an older one, each whole */
+            int64_t at[2] = {last, 2 + rand() % (last - 1)};
+            for (int k = 0; k < 2; k++) {
+                moraine_cursor *c;
+                moraine_row row;
+                int64_t n = 0;
+                if (moraine_scan_open(rd, "ducklake_data_file", 1, at[k], &c) == 0) {
+                    int rc;
+                    while ((rc = moraine_cursor_next(c, &row)) == 1) n++;
+                    if (rc < 0) bad++;
+                    moraine_cursor_close(c);
+                }
+                if (n != at[k] - 1) {
+                    bad++;
+                    fprintf(stderr, "reader: snapshot %lld shows %lld files\n", (long long)at[k], (long long)n);
+                }
+                moraine_row spec;
+                int hs = moraine_partition_spec_at(rd, 1, at[k], &spec);
+                if (hs < 0) bad++;
+            }
+            reads++;
+        }
+        moraine_read_end(rd);
+        usleep(500);
+    }
+    moraine_close(db);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    check_seed("test_concurrency");
+    char writer[4096];
+    const char *slash = strrchr(argv[0], '/');
+    snprintf(writer, sizeof writer, "%.*s/crash_writer", slash ? (int)(slash - argv[0]) : 1, slash ? argv[0] : ".");
+    char tmpl[] = "/tmp/moraine-conc.XXXXXX";
+    char *root = mkdtemp(tmpl);
+    char cat[4200];
+    snprintf(cat, sizeof cat, "%s/catalog", root);
+    /* the catalog exists before readers start */
+    pid_t w0 = fork();
+    if (w0 == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        execl(writer, writer, cat, "3", (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    waitpid(w0, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer could not create the catalog (status %d)", st);
+
+    pid_t w = fork();
+    if (w == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        execl(writer, writer, cat, (char *)NULL);
+        _exit(127);
+    }
+    pid_t rs[READERS];
+    for (int i = 0; i < READERS; i++) {
+        rs[i] = fork();
+        if (rs[i] == 0) _exit(reader(cat, (unsigned)check_below(1u << 30)) > 0 ? 1 : 0);
+    }
+    /* a reader that dies inside a read transaction */
+    int pfd[2];
+    CHECK(pipe(pfd) == 0, "pipe");
+    pid_t stale = fork();
+    if (stale == 0) {
+        moraine_db *db;
+        moraine_read *rd;
+        if (moraine_open(cat, NULL, &db) || moraine_read_begin(db, &rd)) _exit(1);
+        if (write(pfd[1], "r", 1) != 1) _exit(1);
+        pause();
+        _exit(0);
+    }
+    char ch;
+    CHECK(read(pfd[0], &ch, 1) == 1, "the stale reader did not start its read");
+    kill(stale, SIGKILL);
+    waitpid(stale, &st, 0);
+    /* LMDB's reader check finds and clears the dead reader's slot */
+    {
+        moraine_options ro0 = {.read_only = 1};
+        moraine_db *db0;
+        int dead = -1;
+        CHECK_RC(moraine_open(cat, &ro0, &db0), 0);
+        CHECK_RC(moraine_reader_check(db0, &dead), 0);
+        CHECK(dead >= 1, "the dead reader's slot was not found (%d cleared)", dead);
+        CHECK_RC(moraine_reader_check(db0, &dead), 0);
+        CHECK(dead == 0, "a second check still found %d dead slots", dead);
+        moraine_close(db0);
+    }
+
+    int failed_readers = 0;
+    for (int i = 0; i < READERS; i++) {
+        waitpid(rs[i], &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed_readers++;
+    }
+    CHECK(failed_readers == 0, "%d of %d readers saw a read that was not one whole snapshot", failed_readers, READERS);
+
+    /* the writer went on committing past the dead reader */
+    moraine_options ro = {.read_only = 1};
+    moraine_db *db;
+    int64_t before = 0, after = 0;
+    CHECK_RC(moraine_open(cat, &ro, &db), 0);
+    moraine_last_snapshot(db, &before);
+    usleep(200000);
+    moraine_last_snapshot(db, &after);
+    CHECK(after > before, "the writer made no progress with a dead reader's slot held (%lld -> %lld)", (long long)before, (long long)after);
+    moraine_close(db);
+    kill(w, SIGKILL);
+    waitpid(w, &st, 0);
+
+    CHECK_RC(moraine_open(cat, NULL, &db), 0);
+    CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after the run: %s", moraine_errmsg());
+    moraine_close(db);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (system(cmd) != 0) check_note("could not remove %s", root);
+    return check_done();
+}

@@ -1,0 +1,89 @@
+/*
+ * test_mapfull — a catalog whose map fills up. moraine grows the map on its
+ * own (doubling, up to max_map_size) before a commit; a commit that still
+ * does not fit fails with MORAINE_EMAPFULL and a message naming the setting,
+ * nothing of it is written, and the catalog stays usable: it reads, verifies,
+ * and takes more commits once reopened with a larger max_map_size.
+ */
+#include "check.h"
+#include "moraine.h"
+#include <string.h>
+#include <unistd.h>
+
+static const char *COLS[] = {"key", "value", "scope", "scope_id"};
+
+static int commit_rows(moraine_db *db, int64_t snap, int rows, size_t len)
+{
+    static char big[65536];
+    memset(big, 'x', sizeof big);
+    moraine_txn *txn;
+    int rc = moraine_txn_begin(db, snap, &txn);
+    if (rc) return rc;
+    for (int i = 0; !rc && i < rows; i++) {
+        moraine_value v[4] = {{.type = MORAINE_STR, .s = "k", .len = 1}, {.type = MORAINE_STR, .s = big, .len = len}, {.type = MORAINE_NULL},
+                              {.type = MORAINE_INT, .i = snap}};
+        rc = moraine_txn_insert(txn, "ducklake_metadata", v, 4, -1);
+    }
+    if (rc) {
+        moraine_txn_abort(txn);
+        return rc;
+    }
+    return moraine_txn_commit(txn);
+}
+
+static int64_t count_rows(moraine_db *db)
+{
+    moraine_read *rd;
+    moraine_cursor *c;
+    moraine_row row;
+    int64_t n = 0;
+    if (moraine_read_begin(db, &rd)) return -1;
+    if (moraine_scan_open(rd, "ducklake_metadata", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c) == 0)
+        while (moraine_cursor_next(c, &row) == 1) n++;
+    moraine_read_end(rd);
+    return n;
+}
+
+int main(void)
+{
+    check_seed("test_mapfull");
+    char tmpl[] = "/tmp/moraine-mapfull.XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    moraine_options o = {.map_size = 256 << 10, .max_map_size = 2 << 20, .no_sync = 1, .create = 1};
+    moraine_db *db;
+    CHECK_RC(moraine_open(dir, &o, &db), 0);
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+
+    /* 32 KiB per commit until the map is full */
+    int64_t snap = 0, committed = 0;
+    int rc = 0;
+    for (; snap < 1000; snap++) {
+        rc = commit_rows(db, snap, 8, 4096);
+        if (rc) break;
+        committed++;
+    }
+    CHECK(rc == MORAINE_EMAPFULL, "filling the map ended with %d (%s), expected MORAINE_EMAPFULL", rc, moraine_errmsg());
+    CHECK(strstr(moraine_errmsg(), "max_map_size") != NULL, "the message does not name the setting: %s", moraine_errmsg());
+    CHECK(committed * 32768 > (256 << 10), "the map did not grow past its first size (%lld commits of 32 KiB)", (long long)committed);
+    int64_t last = -1;
+    CHECK_RC(moraine_last_snapshot(db, &last) == 1 ? 0 : -1, 0);
+    CHECK_INT(last, snap - 1);
+    CHECK_INT(count_rows(db), committed * 8);
+    CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after the full map: %s", moraine_errmsg());
+    moraine_close(db);
+
+    /* reopened with a larger limit, the same commit goes through */
+    moraine_options big = {.map_size = 256 << 10, .max_map_size = 64 << 20, .no_sync = 1};
+    CHECK_RC(moraine_open(dir, &big, &db), 0);
+    CHECK_RC(commit_rows(db, snap, 8, 4096), 0);
+    CHECK_INT(count_rows(db), committed * 8 + 8);
+    CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after growing: %s", moraine_errmsg());
+    moraine_close(db);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) check_note("could not remove %s", dir);
+    return check_done();
+}
