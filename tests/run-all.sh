@@ -146,7 +146,7 @@ run_lua() { # $1 = lua54 | luajit
 	fi
 	{
 		# Lua 5.4 reads LUA_PATH_5_4 before LUA_PATH: set both.
-		env LUA_PATH="$lpath" LUA_CPATH="$cpath" LUA_PATH_5_4="$lpath" LUA_CPATH_5_4="$cpath" \
+		env LUA_PATH="$lpath" LUA_CPATH="$cpath" LUA_PATH_5_4="$lpath" LUA_CPATH_5_4="$cpath" MORAINE_BUILD="$BUILD_ABS" \
 			LD_PRELOAD="$preload" ASAN_OPTIONS="$asan_opts" \
 			"$interp" /usr/bin/busted -o TAP spec 2>&1
 		echo $? >"$TMP/rc"

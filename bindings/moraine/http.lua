@@ -1,0 +1,332 @@
+--- moraine.http — DuckLake catalog answers over HTTP from nginx workers
+-- (OpenResty, or nginx with Debian's libnginx-mod-http-lua), in the style of
+-- the lua-resty-* modules.
+--
+--     init_worker_by_lua_block { require("moraine.http").init_worker("/var/lib/lake.moraine") }
+--     location /catalog/ { content_by_lua_block { require("moraine.http").serve({ prefix = "/catalog" }) } }
+--
+-- Each worker opens the catalog read-only once (`init_worker`); each request
+-- reads in one read transaction (`db:read`), which is closed when the handler
+-- returns, raises, or the client goes away, so a response is always one whole
+-- snapshot. LMDB readers never wait for the writer: nothing blocks a worker
+-- longer than the scan it serves.
+--
+-- Endpoints (GET; JSON bodies; `at` defaults to the latest snapshot):
+--
+-- | path | answer |
+-- |---|---|
+-- | `/snapshots` | every snapshot row with its changes |
+-- | `/tables?at=S` | tables visible at S, with their partition and sort spec |
+-- | `/tables/NAME?at=S` | one table: columns, partition spec (keys with column names), sort spec |
+-- | `/tables/NAME/files?at=S` | the table's files at S with partition values, streamed in chunks |
+-- | `/tables/NAME/history?at=S` | every partition and sort spec version begun by S, and the mixed layout: files, rows and bytes live at S under each spec |
+--
+-- NAME is `table` (schema main, or unique) or `schema.table`. Every response
+-- carries the snapshot it answers for, in the body (`"snapshot"`) and in the
+-- header `X-Moraine-Snapshot`, and an `ETag` (`"S"`: an answer at a snapshot
+-- never changes); a request with a matching `If-None-Match` gets 304. An
+-- unknown table, snapshot or path is 404, a malformed parameter 400, both with
+-- a JSON body `{"error": "...", "status": N}`.
+-- @module moraine.http
+
+local moraine = require "moraine"
+
+local ngx = ngx
+local json = moraine.json_encode
+local NULL = moraine.null
+
+local _M = { _VERSION = "0.1.0" }
+
+local db      -- this worker's catalog handle
+local CHUNK = 500 -- file rows per flushed chunk
+
+--- Opens the catalog read-only for this worker. Call from init_worker_by_lua.
+-- @tparam string path the catalog directory
+-- @tparam[opt] table opts `map_size` (bytes) passed to moraine.open
+-- @raise a moraine error table (e.g. EIO when there is no catalog at path)
+function _M.init_worker(path, opts)
+  if db then db:close() end
+  db = moraine.open(path, { read_only = true, create = false, map_size = opts and opts.map_size })
+  return true
+end
+
+--- The worker's catalog handle (nil before init_worker).
+function _M.db() return db end
+
+-- A request error: status and message, raised as a table and turned into a response.
+local function http_error(status, msg)
+  error({ http_status = status, message = msg }, 0)
+end
+
+local function send_headers(status, snapshot)
+  ngx.status = status
+  ngx.header["Content-Type"] = "application/json"
+  if snapshot then
+    ngx.header["X-Moraine-Snapshot"] = tostring(snapshot)
+    ngx.header["ETag"] = '"' .. tostring(snapshot) .. '"'
+  end
+end
+
+-- The snapshot a request asks for (`at`), checked against the catalog.
+local function snapshot_arg(rd, args)
+  local last = rd:last_snapshot()
+  if last == nil then http_error(404, "the catalog holds no snapshot") end
+  local at = args.at
+  if at == nil or at == true then return last end
+  if type(at) ~= "string" or not at:match("^%d+$") or #at > 18 then
+    http_error(400, "parameter 'at' must be a snapshot id (a non-negative integer)")
+  end
+  local s = math.tointeger and math.tointeger(tonumber(at)) or tonumber(at)
+  if s > last then http_error(404, ("snapshot %s does not exist (the last is %s)"):format(at, tostring(last))) end
+  for row in rd:scan("ducklake_snapshot", { at = s }) do
+    if row.snapshot_id == s then return s end
+  end
+  http_error(404, ("snapshot %s does not exist"):format(at))
+end
+
+local function schemas_at(rd, s)
+  local out = {}
+  for row in rd:scan("ducklake_schema", { at = s }) do out[row.schema_id] = row end
+  return out
+end
+
+-- The table NAME at snapshot s: its row and schema row, or a 404.
+local function find_table(rd, name, s)
+  local schema_name, table_name = name:match("^([^.]+)%.(.+)$")
+  if not schema_name then table_name = name end
+  local schemas = schemas_at(rd, s)
+  local found
+  for row in rd:scan("ducklake_table", { at = s }) do
+    local sch = schemas[row.schema_id]
+    if row.table_name == table_name and (not schema_name or (sch and sch.schema_name == schema_name)) then
+      if found then http_error(400, ("table name %q is in several schemas: write schema.table"):format(name)) end
+      found = row
+    end
+  end
+  if not found then http_error(404, ("no table %q at snapshot %s"):format(name, tostring(s))) end
+  return found, schemas[found.schema_id]
+end
+
+local function columns_at(rd, table_id, s)
+  local cols, by_id = {}, {}
+  for row in rd:scan("ducklake_column", { at = s, table_id = table_id }) do
+    cols[#cols + 1] = row
+    by_id[row.column_id] = row.column_name
+  end
+  table.sort(cols, function(a, b) return a.column_order < b.column_order end)
+  return cols, by_id
+end
+
+local function partition_json(spec, names)
+  if not spec then return "null" end
+  local keys = {}
+  for i, c in ipairs(spec.columns) do
+    keys[i] = json({ partition_key_index = c.partition_key_index, column_id = c.column_id,
+      column_name = names[c.column_id] or NULL, transform = c.transform },
+      { "partition_key_index", "column_id", "column_name", "transform" })
+  end
+  return ('{"partition_id":%s,"begin_snapshot":%s,"end_snapshot":%s,"keys":[%s]}'):format(json(spec.partition_id),
+    json(spec.begin_snapshot), json(spec.end_snapshot), table.concat(keys, ","))
+end
+
+local function sort_json(spec)
+  if not spec then return "null" end
+  local keys = {}
+  for i, e in ipairs(spec.expressions) do
+    keys[i] = json({ sort_key_index = e.sort_key_index, expression = e.expression, dialect = e.dialect,
+      sort_direction = e.sort_direction, null_order = e.null_order },
+      { "sort_key_index", "expression", "dialect", "sort_direction", "null_order" })
+  end
+  return ('{"sort_id":%s,"begin_snapshot":%s,"end_snapshot":%s,"keys":[%s]}'):format(json(spec.sort_id),
+    json(spec.begin_snapshot), json(spec.end_snapshot), table.concat(keys, ","))
+end
+
+-- Row as a JSON object in its table's column order.
+local function row_json(rd_rel_columns, row)
+  return json(row, rd_rel_columns)
+end
+
+local function rel_columns(name)
+  local info = db:relation(name)
+  return info and info.columns or nil
+end
+
+-- Writes a chunk; a client that went away ends the request (and its read).
+local function emit(s)
+  local ok, err = ngx.print(s)
+  if not ok then error({ client_gone = true, message = err }, 0) end
+end
+
+-- ---- endpoints ------------------------------------------------------------
+
+local function get_snapshots(rd, args)
+  local s = snapshot_arg(rd, args)
+  local scols, ccols = rel_columns("ducklake_snapshot"), rel_columns("ducklake_snapshot_changes")
+  local parts = {}
+  for row, children in rd:scan("ducklake_snapshot", { at = s }) do
+    local ch = (children.ducklake_snapshot_changes or {})[1]
+    parts[#parts + 1] = ('{"snapshot":%s,"changes":%s}'):format(row_json(scols, row), ch and row_json(ccols, ch) or "null")
+  end
+  return s, ('{"snapshot":%s,"snapshots":[%s]}'):format(json(s), table.concat(parts, ","))
+end
+
+local function get_tables(rd, args)
+  local s = snapshot_arg(rd, args)
+  local schemas = schemas_at(rd, s)
+  local parts = {}
+  for t in rd:scan("ducklake_table", { at = s }) do
+    local _, names = columns_at(rd, t.table_id, s)
+    local sch = schemas[t.schema_id]
+    parts[#parts + 1] = ('{"schema":%s,"table":%s,"table_id":%s,"partition_spec":%s,"sort_spec":%s}'):format(
+      json(sch and sch.schema_name or NULL), json(t.table_name), json(t.table_id),
+      partition_json(rd:partition_spec(t.table_id, s), names), sort_json(rd:sort_spec(t.table_id, s)))
+  end
+  return s, ('{"snapshot":%s,"tables":[%s]}'):format(json(s), table.concat(parts, ","))
+end
+
+local function get_table(rd, args, name)
+  local s = snapshot_arg(rd, args)
+  local t, sch = find_table(rd, name, s)
+  local cols, names = columns_at(rd, t.table_id, s)
+  local ccols = rel_columns("ducklake_column")
+  local cparts = {}
+  for i, c in ipairs(cols) do cparts[i] = row_json(ccols, c) end
+  return s, ('{"snapshot":%s,"schema":%s,"table":%s,"table_id":%s,"columns":[%s],"partition_spec":%s,"sort_spec":%s}'):format(
+    json(s), json(sch and sch.schema_name or NULL), json(t.table_name), json(t.table_id), table.concat(cparts, ","),
+    partition_json(rd:partition_spec(t.table_id, s), names), sort_json(rd:sort_spec(t.table_id, s)))
+end
+
+-- Streams the files: the body is written in chunks while the read is open.
+local function stream_files(rd, args, name, if_none_match)
+  local s = snapshot_arg(rd, args)
+  local t = find_table(rd, name, s)
+  if if_none_match == '"' .. tostring(s) .. '"' then
+    send_headers(304, s)
+    return
+  end
+  local fcols = rel_columns("ducklake_data_file")
+  local _, names = columns_at(rd, t.table_id, s)
+  send_headers(200, s)
+  emit(('{"snapshot":%s,"table":%s,"table_id":%s,"partition_spec":%s,"files":['):format(json(s), json(t.table_name),
+    json(t.table_id), partition_json(rd:partition_spec(t.table_id, s), names)))
+  local buf, n = {}, 0
+  for f, children in rd:files(t.table_id, s) do
+    local vals = {}
+    for i, v in ipairs(children.ducklake_file_partition_value or {}) do vals[i] = json(v.partition_value) end
+    local obj = row_json(fcols, f)
+    buf[#buf + 1] = (n > 0 and "," or "") .. obj:sub(1, -2) .. ',"partition_values":[' .. table.concat(vals, ",") .. "]}"
+    n = n + 1
+    if #buf >= CHUNK then
+      emit(table.concat(buf))
+      buf = {}
+      ngx.flush(false)
+    end
+  end
+  buf[#buf + 1] = ('],"file_count":%d}'):format(n)
+  emit(table.concat(buf))
+end
+
+local function get_history(rd, args, name)
+  local s = snapshot_arg(rd, args)
+  local t = find_table(rd, name, s)
+  local pparts, sparts = {}, {}
+  -- the timeline as known at s: versions begun by s; one that ended after s is live then
+  local function as_of(spec)
+    if spec.begin_snapshot > s then return false end
+    if spec.end_snapshot ~= NULL and spec.end_snapshot > s then spec.end_snapshot = NULL end
+    return true
+  end
+  for spec, children in rd:scan("ducklake_partition_info", { at = moraine.ALL, table_id = t.table_id }) do
+    if as_of(spec) then
+      local _, names = columns_at(rd, t.table_id, spec.begin_snapshot)
+      spec.columns = children.ducklake_partition_column or {}
+      pparts[#pparts + 1] = partition_json(spec, names)
+    end
+  end
+  for spec, children in rd:scan("ducklake_sort_info", { at = moraine.ALL, table_id = t.table_id }) do
+    if as_of(spec) then
+      spec.expressions = children.ducklake_sort_expression or {}
+      sparts[#sparts + 1] = sort_json(spec)
+    end
+  end
+  -- the mixed layout: live files, rows and bytes under each spec
+  local layout, order = {}, {}
+  for f in rd:files(t.table_id, s) do
+    local k = f.partition_id == NULL and "null" or tostring(f.partition_id)
+    local l = layout[k]
+    if not l then
+      l = { partition_id = f.partition_id, files = 0, rows = 0, bytes = 0 }
+      layout[k] = l
+      order[#order + 1] = k
+    end
+    l.files, l.rows, l.bytes = l.files + 1, l.rows + f.record_count, l.bytes + f.file_size_bytes
+  end
+  local lparts = {}
+  for i, k in ipairs(order) do
+    lparts[i] = json(layout[k], { "partition_id", "files", "rows", "bytes" })
+  end
+  return s, ('{"snapshot":%s,"table":%s,"table_id":%s,"partition_specs":[%s],"sort_specs":[%s],"mixed_layout":[%s]}'):format(
+    json(s), json(t.table_name), json(t.table_id), table.concat(pparts, ","), table.concat(sparts, ","), table.concat(lparts, ","))
+end
+
+local function route(path)
+  if path == "/snapshots" then return get_snapshots end
+  if path == "/tables" then return get_tables end
+  local name, rest = path:match("^/tables/([^/]+)(.*)$")
+  if name then
+    name = ngx.unescape_uri(name)
+    if rest == "" then return get_table, name end
+    if rest == "/files" then return "files", name end
+    if rest == "/history" then return get_history, name end
+  end
+end
+
+--- Serves one request. Call from content_by_lua.
+-- @tparam[opt] table opts `prefix`: the location prefix to strip from the URI (default "")
+-- Responds 200/304 with JSON, 400/404 with a JSON error, 405 for methods
+-- other than GET and HEAD, 503 before init_worker, 500 for an engine error
+-- (logged). Never raises.
+function _M.serve(opts)
+  local prefix = opts and opts.prefix or ""
+  local function fail(status, msg)
+    ngx.status = status
+    ngx.header["Content-Type"] = "application/json"
+    ngx.say(json({ error = msg, status = status }, { "error", "status" }))
+    return ngx.exit(status)
+  end
+  if not db then return fail(503, "the catalog is not open in this worker (init_worker)") end
+  local method = ngx.req.get_method()
+  if method ~= "GET" and method ~= "HEAD" then return fail(405, "only GET") end
+  local uri = ngx.var.uri
+  if prefix ~= "" then
+    if uri:sub(1, #prefix) ~= prefix then return fail(404, "no such path") end
+    uri = uri:sub(#prefix + 1)
+  end
+  if uri == "" then uri = "/" end
+  uri = uri:gsub("/+$", "")
+  local handler, name = route(uri)
+  if not handler then return fail(404, "no such path: " .. uri .. " (try /snapshots, /tables, /tables/NAME, /tables/NAME/files, /tables/NAME/history)") end
+  local args = ngx.req.get_uri_args()
+  local inm = ngx.var.http_if_none_match
+  local ok, err = pcall(db.read, db, function(rd)
+    if handler == "files" then return stream_files(rd, args, name, inm) end
+    local s, body = handler(rd, args, name)
+    if inm and inm == '"' .. tostring(s) .. '"' then
+      send_headers(304, s)
+      return
+    end
+    send_headers(200, s)
+    ngx.print(body)
+  end)
+  if ok then return end
+  if type(err) == "table" and err.http_status then
+    if ngx.headers_sent then return ngx.exit(ngx.ERROR) end
+    return fail(err.http_status, err.message)
+  end
+  if type(err) == "table" and err.client_gone then return ngx.exit(499) end
+  ngx.log(ngx.ERR, "moraine.http: ", tostring(err))
+  if ngx.headers_sent then return ngx.exit(ngx.ERROR) end
+  return fail(500, "internal error: " .. tostring(err))
+end
+
+return _M

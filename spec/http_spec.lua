@@ -1,0 +1,163 @@
+--- moraine.http under real nginx (2 workers) while a separate process commits
+-- verb snapshots in a loop: every response is one whole snapshot, the file
+-- list and spec agree with what the catalog held at the snapshot the response
+-- names, revalidation works, bad requests get 400/404 JSON, and nothing errors.
+-- Pending (with the reason printed) only when nginx is not installed;
+-- .ci/run installs it (scripts/install-deps.sh).
+local moraine = require "moraine"
+local support = require "support"
+
+local BUILD = os.getenv("MORAINE_BUILD") or "build"
+local WRITER = BUILD .. "/tests/crash_writer"
+
+local function sh(cmd)
+  local ok = os.execute(cmd)
+  return ok == true or ok == 0
+end
+
+local function have_nginx()
+  return sh("command -v nginx >/dev/null 2>&1") and sh("test -e /usr/lib/nginx/modules/ngx_http_lua_module.so || nginx -V 2>&1 | grep -q lua")
+end
+
+-- GET @path; returns status, headers (lower-case names), body text.
+local function get(port, path, extra)
+  local h, b = os.tmpname(), os.tmpname()
+  local p = io.popen(("curl -s -m 10 %s -D %s -o %s -w '%%{http_code}' 'http://127.0.0.1:%d%s'"):format(extra or "", h, b, port, path))
+  local code = tonumber(p:read("a"))
+  p:close()
+  local headers = {}
+  for line in io.lines(h) do
+    local k, v = line:match("^([^:]+):%s*(.-)%s*$")
+    if k then headers[k:lower()] = v end
+  end
+  local body = support.read(b)
+  os.remove(h)
+  os.remove(b)
+  return code, headers, body
+end
+
+-- The spec the writer (tests/crash/writer.c) has live at snapshot s: it sets
+-- one at every multiple of 7, identity on odd multiples, bucket(4) on even.
+local function writer_transform(s)
+  if s < 7 then return nil end
+  local m = s - s % 7
+  return m % 2 == 1 and "identity" or "bucket(4)"
+end
+
+describe("moraine.http under nginx with a concurrent writer", function()
+  if not have_nginx() then
+    pending("nginx with the Lua module is not installed: apt-get install nginx-light libnginx-mod-http-lua")
+    return
+  end
+  local prefix, port, writer_pid, catalog
+
+  setup(function()
+    assert(sh("test -x " .. WRITER), WRITER .. " is missing: run make")
+    local root = support.tmpdir("http")
+    support.mkdir(root)
+    catalog = root .. "/catalog"
+    assert(sh(WRITER .. " " .. catalog .. " 20 > /dev/null"), "the writer could not create the catalog")
+    port = 20000 + math.random(0, 9999)
+    local p = io.popen(("MORAINE_BUILD=%s sh examples/openresty/serve.sh %s %d 2>&1"):format(BUILD, catalog, port))
+    local out = p:read("a")
+    p:close()
+    prefix = out:match("prefix ([^%)]+)%)")
+    assert(prefix, "nginx did not start: " .. out)
+    local pp = io.popen(("sh -c '%s %s > /dev/null 2>&1 & echo $!'"):format(WRITER, catalog))
+    writer_pid = tonumber(pp:read("l"))
+    pp:close()
+    -- wait for the workers to answer
+    for _ = 1, 50 do
+      if get(port, "/snapshots") == 200 then break end
+      sh("sleep 0.1")
+    end
+  end)
+
+  teardown(function()
+    if writer_pid then sh("kill -9 " .. writer_pid .. " 2>/dev/null") end
+    if prefix then sh(("nginx -p %s -c nginx.conf -s quit 2>/dev/null"):format(prefix)) end
+    sh("sleep 0.3")
+    if prefix then sh("rm -rf '" .. prefix .. "'") end
+    support.cleanup()
+  end)
+
+  it("answers every request with one whole snapshot while snapshots are committed", function()
+    local seen, checked = {}, 0
+    for i = 1, 120 do
+      local path = i % 2 == 0 and "/tables/t/files" or "/tables/t"
+      local code, headers, body = get(port, path)
+      assert.equal(200, code, body)
+      local doc = moraine.json_decode(body)
+      local s = doc.snapshot
+      assert.equal(tostring(s), headers["x-moraine-snapshot"])
+      assert.equal('"' .. tostring(s) .. '"', headers["etag"])
+      seen[s] = true
+      local want = writer_transform(s)
+      local spec = doc.partition_spec
+      if want then
+        assert.equal(want, spec.keys[1].transform, "spec at snapshot " .. s)
+      else
+        assert(spec == moraine.null or spec == nil, "no spec before snapshot 7, got one at " .. s)
+      end
+      if path == "/tables/t/files" then
+        -- the writer adds one file per snapshot: s - 1 files at s
+        assert.equal(s - 1, doc.file_count, "file count at snapshot " .. s)
+        assert.equal(s - 1, #doc.files)
+        for _, f in ipairs(doc.files) do
+          assert.equal(f.partition_id == moraine.null and 0 or 1, #f.partition_values, "file " .. tostring(f.data_file_id))
+          assert(f.begin_snapshot <= s and (f.end_snapshot == moraine.null or s < f.end_snapshot))
+        end
+      end
+      checked = checked + 1
+    end
+    local n = 0
+    for _ in pairs(seen) do n = n + 1 end
+    assert.equal(120, checked)
+    assert(n >= 2, "the writer committed nothing during the requests (" .. n .. " snapshot seen)")
+  end)
+
+  it("revalidates with ETag: 304 for the snapshot asked, 200 for another", function()
+    local code, headers = get(port, "/tables/t/files?at=5")
+    assert.equal(200, code)
+    local etag = headers["etag"]
+    assert.equal('"5"', etag)
+    assert.equal(304, (get(port, "/tables/t/files?at=5", "-H 'If-None-Match: " .. etag .. "'")))
+    assert.equal(304, (get(port, "/tables/t?at=5", "-H 'If-None-Match: " .. etag .. "'")))
+    assert.equal(200, (get(port, "/tables/t/files?at=6", "-H 'If-None-Match: " .. etag .. "'")))
+  end)
+
+  it("answers the other endpoints: snapshots, tables, history with the mixed layout", function()
+    local code, _, body = get(port, "/snapshots?at=10")
+    assert.equal(200, code)
+    local doc = moraine.json_decode(body)
+    assert.equal(11, #doc.snapshots)
+    code, _, body = get(port, "/tables?at=10")
+    assert.equal(200, code)
+    doc = moraine.json_decode(body)
+    assert.equal("t", doc.tables[1].table)
+    code, _, body = get(port, "/tables/main.t/history?at=15")
+    assert.equal(200, code)
+    doc = moraine.json_decode(body)
+    assert.equal(2, #doc.partition_specs) -- set at 7 and 14
+    local files = 0
+    for _, l in ipairs(doc.mixed_layout) do files = files + l.files end
+    assert.equal(14, files)
+  end)
+
+  it("refuses bad requests with a JSON error: unknown table or snapshot 404, malformed parameter 400", function()
+    local code, _, body = get(port, "/tables/nope/files")
+    assert.equal(404, code)
+    assert.is_truthy(moraine.json_decode(body).error:find("nope", 1, true))
+    code = get(port, "/tables/t/files?at=99999999")
+    assert.equal(404, code)
+    code, _, body = get(port, "/tables/t/files?at=abc")
+    assert.equal(400, code)
+    assert.equal(400, moraine.json_decode(body).status)
+    assert.equal(404, (get(port, "/nowhere")))
+  end)
+
+  it("logged no error in the workers", function()
+    local log = support.read(prefix .. "/logs/error.log")
+    assert.is_falsy(log:find("%[error%]") or log:find("%[crit%]") or log:find("%[alert%]"), log)
+  end)
+end)
