@@ -56,6 +56,10 @@ void mr_value_seal(mr_buf *b, size_t start); /* fills the checksum of the value 
 int mr_decode_header(const uint8_t **p, const uint8_t *end); /* checks version and checksum */
 uint32_t mr_crc32c(const uint8_t *p, size_t n);
 
+/* ---- json.c ---- */
+int mr_json_string(mr_buf *b, const char *s, size_t n); /* 1: not valid UTF-8 */
+int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value *vals, size_t n, int open);
+
 /* ---- tables.c: DuckLake's tables ---- */
 typedef struct {
     const char *name;

@@ -633,6 +633,32 @@ void moraine_tx_abort(moraine_tx *tx);
  */
 int moraine_init(moraine_db *db, const char *data_path);
 
+/* ---- rows as JSON ------------------------------------------------------------ */
+
+/** A growing text buffer; zero-initialise, free with moraine_json_free. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+} moraine_json;
+
+#define MORAINE_JSON_CHILDREN 1u         /* embed child rows: ,"<child table>":[{...},...] */
+#define MORAINE_JSON_PARTITION_VALUES 2u /* embed a data file's values: ,"partition_values":["2025",null,...] */
+
+/**
+ * moraine_row_json - append @row to @out as one JSON object in DuckDB's
+ * JSON-lines form: columns in the catalog's order, exact integers, null,
+ * true/false, strings escaped as DuckDB does (the form of
+ * moraine_export_ndjson). @flags add the row's embedded children. The text is
+ * not NUL-terminated; out->len is its length.
+ * Returns 0; MORAINE_EINVAL (a string that is not valid UTF-8: message names
+ * the table and column; @out then holds a partial object, reset len to undo);
+ * MORAINE_ECORRUPT (a damaged child); MORAINE_ENOMEM.
+ */
+int moraine_row_json(moraine_read *rd, const moraine_row *row, unsigned flags, moraine_json *out);
+
+/** moraine_json_free - release the buffer of @j (and zero it). */
+void moraine_json_free(moraine_json *j);
+
 /* ---- import / export (docs/import-export.md) ------------------------------- */
 
 

@@ -15,7 +15,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -681,70 +680,6 @@ static int ent_cmp(const void *a, const void *b)
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* Returns the length of the valid UTF-8 sequence at p, or 0. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0];
-    size_t len;
-    unsigned min;
-    if (c < 0x80) return 1;
-    if ((c & 0xE0) == 0xC0) len = 2, min = 0x80, c &= 0x1F;
-    else if ((c & 0xF0) == 0xE0) len = 3, min = 0x800, c &= 0x0F;
-    else if ((c & 0xF8) == 0xF0) len = 4, min = 0x10000, c &= 0x07;
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xC0) != 0x80) return 0;
-        c = (c << 6) | (p[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    return len;
-}
-
-static int write_json_string(FILE *f, const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    fputc('"', f);
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = p[i];
-        if (c == '"') fputs("\\\"", f);
-        else if (c == '\\') fputs("\\\\", f);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\r') fputs("\\r", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c == '\b') fputs("\\b", f);
-        else if (c == '\f') fputs("\\f", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else if (c < 0x80) fputc(c, f);
-        else {
-            size_t l = utf8_len(p + i, n - i);
-            if (!l) return -1;
-            fwrite(p + i, 1, l, f);
-            i += l;
-            continue;
-        }
-        i++;
-    }
-    fputc('"', f);
-    return 0;
-}
-
-static void write_real(FILE *f, double d)
-{
-    char buf[40];
-    if (!isfinite(d)) {
-        fputs("null", f);
-        return;
-    }
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, d);
-        if (strtod(buf, NULL) == d) break;
-    }
-    fputs(buf, f);
-    if (!strpbrk(buf, ".eEn")) fputs(".0", f);
-}
-
 static int export_table(moraine_read *rd, const mr_rel *r, const char *dir)
 {
     char path[4096], final[4096];
@@ -780,32 +715,24 @@ static int export_table(moraine_read *rd, const mr_rel *r, const char *dir)
     if (n > 1) qsort(es, n, sizeof *es, ent_cmp);
     moraine_value *vals = calloc(r->info.ncols ? r->info.ncols : 1, sizeof *vals);
     if (!vals) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+    mr_buf line = {0};
     for (size_t i = 0; !rc && i < n; i++) {
         const uint8_t *p = es[i].raw;
         int64_t ord;
         size_t nc;
         if ((rc = mr_decode_row(&p, es[i].raw + es[i].len, &ord, vals, r->info.ncols, &nc))) break;
-        fputc('{', f);
-        for (size_t k = 0; k < nc; k++) {
-            if (k) fputc(',', f);
-            write_json_string(f, r->info.colnames[k], strlen(r->info.colnames[k]));
-            fputc(':', f);
-            const moraine_value *v = &vals[k];
-            switch (v->type) {
-            case MORAINE_NULL: fputs("null", f); break;
-            case MORAINE_INT: fprintf(f, "%lld", (long long)v->i); break;
-            case MORAINE_BOOL: fputs(v->i ? "true" : "false", f); break;
-            case MORAINE_REAL: write_real(f, v->d); break;
-            case MORAINE_JSON: fwrite(v->s, 1, v->len, f); break;
-            case MORAINE_STR:
-                if (write_json_string(f, v->s, v->len))
-                    rc = mr_err(MORAINE_EINVAL, "%s row %lld: column '%s' holds bytes that are not valid UTF-8, which JSON cannot carry",
-                                r->info.name, (long long)ord, r->info.colnames[k]);
-                break;
-            }
+        line.len = 0;
+        rc = mr_json_row(&line, &r->info, vals, nc, 0);
+        if (rc == MORAINE_EINVAL) {
+            char m[600];
+            snprintf(m, sizeof m, "%s", moraine_errmsg());
+            rc = mr_err(rc, "row %lld of %s", (long long)ord, m);
+            break;
         }
-        fputs("}\n", f);
+        if (!rc) rc = mr_buf_byte(&line, '\n');
+        if (!rc && fwrite(line.p, 1, line.len, f) != line.len) rc = mr_err(MORAINE_EIO, "%s: write failed", path);
     }
+    mr_buf_free(&line);
     free(vals);
     if (!rc && n == 0) fputc('\n', f);
 out:
