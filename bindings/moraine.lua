@@ -505,8 +505,9 @@ read. Same options and errors as `rd:scan`.
 `db:import_ndjson(dir, {progress = fn})` — replays a DuckLake catalog
 exported as a directory of `<table>.ndjson` files into this (empty) catalog
 (`moraine_import_ndjson`, docs/import-export.md). `progress(done, total)`
-(optional) is called with row counts (the engine calls it every 4096 rows
-and at the end); returning `true` (exactly true) cancels the import, which
+(optional) is called with counts of the engine's replay steps (one per row,
+plus one per row version ended after the snapshot it began in; every 4096
+steps and at the end); returning `true` (exactly true) cancels the import, which
 then raises the engine's EINVAL "import cancelled"; an error raised by
 `progress` cancels it too and is re-raised unchanged. Nothing of a failed
 import remains. Returns true. Raises EIO, EJSON (file and line), EINVAL
@@ -517,6 +518,69 @@ import remains. Returns true. Raises EIO, EJSON (file and line), EINVAL
 columns in catalog order, DuckDB's JSON-lines form; creates `dir`.
 `progress(done, total)` (optional) counts relations; `true` cancels (EINVAL
 "export cancelled"). Returns true. Raises EIO, EINVAL (a string that is not valid UTF-8).
+
+`db:import_rows(tables, {progress = fn})` — like `db:import_ndjson`, with the
+tables given as rows instead of files (`moraine_import_rows`; this is how
+`moraine.sqlite` imports a catalog kept in SQLite). `tables` is an array of
+
+    { name = "ducklake_table", columns = {"table_id", "table_uuid", ...},
+      rows = { {1, "0190...", 1, moraine.null, ...}, ... } }
+
+one entry per table (a table named twice is EINVAL). `columns` lists the
+column names in the table's own order; each row is an array of values in that
+order (exactly `#columns` of them; `rows` may be left out or empty: an empty
+table). Row order within a table is the order given. Values map as for
+`tx:insert` (see Values): `moraine.null` for NULL, exact integers (LuaJIT
+`int64_t`/`uint64_t` cdata too), strings of any bytes, booleans,
+`{json = "<text>"}` for a nested JSON value; a number that is not an exact
+int64 integer becomes a DOUBLE (`MORAINE_REAL`), while an integral float
+(Lua 5.4 `2.0`) is an integer, as on LuaJIT where the two cannot be told
+apart. An integer 0 or 1 in a BOOLEAN column moraine knows is taken as
+false/true (SQLite keeps BOOLEAN as an integer). `progress(done, total)` is as for
+`import_ndjson`: it counts the engine's replay steps (one per row, plus one
+per row version ended after the snapshot it began in), every 4096 steps and
+at the end; `true` cancels with EINVAL "import cancelled"; an error it raises
+cancels too and is re-raised unchanged. The catalog must be empty;
+nothing of a failed import remains. The values are copied into one C array
+per table (a userdata owned by Lua) before the engine runs. Returns true.
+Raises:
+- a plain string error (`luaL_check*`) when `tables` is not a table, `opts`
+  not a table or `progress` not a function;
+- EINVAL from the binding, naming the table, the row (1-based) and the
+  column: a malformed entry ("import_rows: tables[2]: 'name' (a string) is
+  required", an unknown field, `columns` or `rows` not a table, a column name
+  that is not a string), a row that is not a table, a missing value (`nil`:
+  use `moraine.null`), more values than columns, a value of an unsupported
+  type ("import_rows: ducklake_table row 3: column 'path': unsupported value
+  of type function");
+- from the engine (`moraine_errmsg()`, naming table, row and column): EINVAL
+  (a value of the wrong type for a column moraine knows, a table given
+  twice), EEXIST (the catalog is not empty), ESNAPSHOT and the other
+  staged-path errors, EREADONLY, EMAPFULL, ELMDB, ENOMEM.
+
+`db:verify({progress = fn})` — checks every keyspace invariant
+(`moraine_verify`, docs/keyspace.md): every key and value decodes and has its
+table's column count, current rows are live and under the key their values
+give, history rows have begin <= end, at most one live version per key and
+one live partition/sort spec per table, embedded children name their parent,
+snapshot rows sit under their own id and none is above the last snapshot.
+Returns an array of `{key = "<the damaged key, rendered>", problem = "<what
+is wrong>"}`, one per violation in key order; `{}` when the catalog is sound.
+`progress(done, total)` (optional) counts LMDB entries (every 4096 and at the
+end); returning `true` stops the walk and raises EINVAL "verify cancelled";
+an error it raises is re-raised unchanged. Raises ELMDB, ENOMEM (the store
+cannot be read); plain string errors for an `opts` that is not a table or a
+`progress` that is not a function.
+
+`db:stats()` — entries and bytes of the keyspace (`moraine_stats`), one
+walk: an array, in key order, of
+`{subspace = "C"|"H"|"S"|"R"|"M", relation = "ducklake_data_file" or nil,
+entries = n, key_bytes = n, value_bytes = n}` with one entry per (subspace,
+table) pair that holds keys: "C" current (live temporal rows), "H" history
+(ended versions), "S" snapshots, "R" rows of non-temporal tables, "M" meta
+(moraine's own bookkeeping; `relation` is nil). Child tables have no entry of
+their own: their rows are embedded in the parent's values. Counts are
+integers (see Integers). Raises ELMDB, ENOMEM.
 ]]
 
 --- Decodes JSON text with jansson (`json_loads` with
@@ -527,6 +591,39 @@ columns in catalog order, DuckDB's JSON-lines form; creates `dir`.
 -- @return the decoded value
 -- @raise EJSON (malformed JSON; the message gives line and column)
 M.json_decode = core.json_decode
+
+--- Encodes a Lua value as compact JSON text, built with jansson in C.
+-- - `moraine.null` is `null`; booleans are `true`/`false`;
+-- - integers are exact over int64 (Lua 5.4 integers, LuaJIT `int64_t` /
+--   `uint64_t` cdata in int64 range, and integral floats such as `2.0`, which
+--   LuaJIT cannot tell from `2`); any other number is a real, written with 17
+--   significant digits so that it reads back exactly (`0.1` is
+--   `0.10000000000000001`); NaN and infinities are refused;
+-- - strings must be valid UTF-8 (jansson's `json_stringn` checks it); NUL bytes
+--   are written as `\u0000`;
+-- - a table whose only key is `json`, holding a string, is that raw JSON text
+--   embedded as it is (parsed with jansson and written compactly), the form
+--   nested values take in rows (`{json = "[1,2]"}`);
+-- - a table with `t[1] ~= nil` is an array: its keys must be exactly 1..n
+--   (no holes, no other keys); an empty table is `[]`;
+-- - any other table is an object: its keys must be strings (valid UTF-8) and
+--   are written in byte order, except that `key_order` (an array of key
+--   names) puts those keys of the top-level object first, in its order (keys
+--   the object lacks are skipped); the other keys follow sorted. Nested
+--   objects are always sorted.
+-- @param value the value to encode (any JSON value at top level)
+-- @tparam[opt] {string,...} key_order key order of the top-level object
+-- @treturn string the compact JSON text (no spaces, no newline)
+-- @raise EINVAL naming the problem and where it is, as a path such as
+--   `$.files[2].path` (array indexes 1-based, as in Lua): a string or object
+--   key that is not valid UTF-8, a table that contains itself (a cycle), a
+--   table that mixes array items with other keys or has holes, an object key
+--   that is not a string, NaN or infinity, a `nil` inside (use `moraine.null`),
+--   a value of another type (function, userdata, thread, other cdata), nesting
+--   deeper than 200 levels; EJSON for a `{json = ...}` text that is not valid
+--   JSON; a plain string error (`luaL_check*`) when `value` is missing or
+--   `key_order` is not an array of strings.
+M.json_encode = core.json_encode
 
 --- Reads an NDJSON file (one JSON object per line, as DuckDB exports tables).
 -- Blank lines are skipped; a file holding one JSON array of objects is

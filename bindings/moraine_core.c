@@ -2063,6 +2063,7 @@ typedef struct {
     int fn_idx;  /* progress function */
     int err_idx; /* slot for the callback's error */
     int failed;
+    int cancelled; /* the callback returned true */
 } progress_ctx;
 
 static int progress_cb(void *ud, uint64_t done, uint64_t total)
@@ -2092,6 +2093,8 @@ static int progress_cb(void *ud, uint64_t done, uint64_t total)
     }
     int cancel = lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1);
     lua_pop(L, 1);
+    if (cancel)
+        p->cancelled = 1;
     return cancel;
 }
 
@@ -2109,7 +2112,7 @@ static int import_export(lua_State *L, int import)
         lua_pushnil(L);
     }
     lua_pushnil(L); /* 5: error slot */
-    progress_ctx p = {L, 4, 5, 0};
+    progress_ctx p = {L, 4, 5, 0, 0};
     moraine_progress_fn fn = lua_isnil(L, 4) ? NULL : progress_cb;
     d->busy++;
     int rc = import ? moraine_import_ndjson(d->db, dir, fn, &p) : moraine_export_ndjson(d->db, dir, fn, &p);
@@ -2325,6 +2328,660 @@ static int l_parse_ndjson(lua_State *L)
     return 2;
 }
 
+/* ---- import from rows, verify, stats ------------------------------------------------ */
+
+/* Pushes opts.progress of the optional options table at idx (a function or
+ * nil); anything else is an argument error. */
+static void push_progress_opt(lua_State *L, int idx)
+{
+    if (lua_isnoneornil(L, idx)) {
+        lua_pushnil(L);
+        return;
+    }
+    luaL_checktype(L, idx, LUA_TTABLE);
+    lua_getfield(L, idx, "progress");
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TFUNCTION)
+        luaL_argerror(L, idx, "'progress' must be a function");
+}
+
+/* Converts the Lua value at idx to the import value *v (no column type is
+ * known here: the engine checks types). Strings point into Lua strings that
+ * the argument tables keep alive. */
+static void import_value(lua_State *L, int idx, moraine_value *v, const char *tname, size_t row, const char *col)
+{
+    idx = mr_absindex(L, idx);
+    memset(v, 0, sizeof *v);
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+        raise_errf(L, MORAINE_EINVAL, "import_rows: %s row %d: column '%s': missing value (use moraine.null for NULL)",
+                   tname, (int)row, col);
+        return;
+    case LUA_TBOOLEAN:
+        v->type = MORAINE_BOOL;
+        v->i = lua_toboolean(L, idx);
+        return;
+    case LUA_TSTRING:
+        v->type = MORAINE_STR;
+        v->s = lua_tolstring(L, idx, &v->len);
+        return;
+    case LUA_TLIGHTUSERDATA:
+        if (lua_touserdata(L, idx) == &null_sentinel) {
+            v->type = MORAINE_NULL;
+            return;
+        }
+        break;
+    case LUA_TNUMBER:
+        if (to_int64(L, idx, &v->i)) {
+            v->type = MORAINE_INT;
+            return;
+        }
+        v->type = MORAINE_REAL;
+        v->d = (double)lua_tonumber(L, idx);
+        return;
+    case LUA_TTABLE:
+        lua_pushliteral(L, "json");
+        lua_rawget(L, idx);
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            v->type = MORAINE_JSON;
+            v->s = lua_tolstring(L, -1, &v->len); /* referenced by the {json =} table */
+            lua_pop(L, 1);
+            return;
+        }
+        lua_pop(L, 1);
+        raise_errf(L, MORAINE_EINVAL, "import_rows: %s row %d: column '%s': a table value must be {json = \"<text>\"}",
+                   tname, (int)row, col);
+        return;
+#if MR_LUAJIT
+    case MR_TCDATA:
+        if (to_int64(L, idx, &v->i)) {
+            v->type = MORAINE_INT;
+            return;
+        }
+        raise_errf(L, MORAINE_EINVAL,
+                   "import_rows: %s row %d: column '%s': cdata value is not an int64_t/uint64_t in int64 range", tname,
+                   (int)row, col);
+        return;
+#endif
+    default:
+        break;
+    }
+    raise_errf(L, MORAINE_EINVAL, "import_rows: %s row %d: column '%s': unsupported value of type %s", tname, (int)row,
+               col, luaL_typename(L, idx));
+}
+
+static const char *const import_table_fields[] = {"name", "columns", "rows", NULL};
+
+/* Reads tables[i] (the table at tidx) into *out. Its C arrays are userdata
+ * stored in the anchor table at aidx; strings stay referenced by the argument. */
+static void read_import_table(lua_State *L, int tidx, int i, int aidx, moraine_import_table *out)
+{
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "import_rows: tables[%d]", i);
+    check_fields(L, tidx, import_table_fields, ctx);
+    out->name = field_str(L, tidx, "name", ctx, 1);
+
+    lua_pushliteral(L, "columns");
+    lua_rawget(L, tidx);
+    if (lua_type(L, -1) != LUA_TTABLE)
+        raise_errf(L, MORAINE_EINVAL, "import_rows: %s: 'columns' must be an array of column names, got %s", out->name,
+                   luaL_typename(L, -1));
+    int cidx = lua_gettop(L);
+    size_t ncols = (size_t)mr_rawlen(L, cidx);
+    const char **names = (const char **)scratch(L, ncols, sizeof *names);
+    lua_rawseti(L, aidx, (int)mr_rawlen(L, aidx) + 1);
+    for (size_t c = 0; c < ncols; c++) {
+        lua_rawgeti(L, cidx, (int)c + 1);
+        size_t len;
+        if (lua_type(L, -1) != LUA_TSTRING)
+            raise_errf(L, MORAINE_EINVAL, "import_rows: %s: column name %d is not a string", out->name, (int)c + 1);
+        names[c] = lua_tolstring(L, -1, &len);
+        if (strlen(names[c]) != len)
+            raise_errf(L, MORAINE_EINVAL, "import_rows: %s: column name %d contains a NUL byte", out->name, (int)c + 1);
+        lua_pop(L, 1);
+    }
+    out->ncols = ncols;
+    out->colnames = names;
+
+    lua_pushliteral(L, "rows");
+    lua_rawget(L, tidx);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+    }
+    if (lua_type(L, -1) != LUA_TTABLE)
+        raise_errf(L, MORAINE_EINVAL, "import_rows: %s: 'rows' must be an array of rows, got %s", out->name,
+                   luaL_typename(L, -1));
+    int ridx = lua_gettop(L);
+    size_t nrows = (size_t)mr_rawlen(L, ridx);
+    if (ncols && nrows > SIZE_MAX / sizeof(moraine_value) / ncols)
+        raise_errf(L, MORAINE_ENOMEM, "import_rows: %s: too many rows", out->name);
+    if (ncols == 0 && nrows > 0)
+        raise_errf(L, MORAINE_EINVAL, "import_rows: %s: rows given but no columns", out->name);
+    moraine_value *vals = (moraine_value *)scratch(L, nrows * ncols, sizeof *vals);
+    lua_rawseti(L, aidx, (int)mr_rawlen(L, aidx) + 1);
+    for (size_t r = 0; r < nrows; r++) {
+        lua_rawgeti(L, ridx, (int)r + 1);
+        int rowidx = lua_gettop(L);
+        if (lua_type(L, rowidx) != LUA_TTABLE)
+            raise_errf(L, MORAINE_EINVAL, "import_rows: %s row %d: a row must be an array of values, got %s", out->name,
+                       (int)r + 1, luaL_typename(L, rowidx));
+        for (size_t c = 0; c < ncols; c++) {
+            lua_rawgeti(L, rowidx, (int)c + 1);
+            import_value(L, -1, &vals[r * ncols + c], out->name, r + 1, names[c]);
+            lua_pop(L, 1); /* the value stays referenced by the row */
+        }
+        lua_rawgeti(L, rowidx, (int)ncols + 1);
+        if (!lua_isnil(L, -1))
+            raise_errf(L, MORAINE_EINVAL, "import_rows: %s row %d: more values than the %d columns", out->name,
+                       (int)r + 1, (int)ncols);
+        lua_pop(L, 2);
+    }
+    lua_pop(L, 2); /* rows, columns */
+    out->nrows = nrows;
+    out->rows = vals;
+}
+
+/* db:import_rows(tables, opts) -> true */
+static int l_db_import_rows(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_settop(L, 3);
+    push_progress_opt(L, 3); /* 4 */
+    lua_pushnil(L);          /* 5: error slot */
+    size_t n = (size_t)mr_rawlen(L, 2);
+    moraine_import_table *tabs = (moraine_import_table *)scratch(L, n, sizeof *tabs); /* 6 */
+    lua_newtable(L);                                                                  /* 7: anchors */
+    for (size_t i = 0; i < n; i++) {
+        char ctx[48];
+        snprintf(ctx, sizeof ctx, "import_rows: tables[%d]", (int)i + 1);
+        array_table_at(L, 2, (int)i + 1, ctx);
+        read_import_table(L, lua_gettop(L), (int)i + 1, 7, &tabs[i]);
+        lua_pop(L, 1); /* the table stays referenced by the argument */
+    }
+    /* The engine copies every value before it calls progress (the only Lua
+     * code that runs during the call), so the pointers above cannot dangle. */
+    progress_ctx p = {L, 4, 5, 0, 0};
+    d->busy++;
+    int rc = moraine_import_rows(d->db, tabs, n, lua_isnil(L, 4) ? NULL : progress_cb, &p);
+    d->busy--;
+    if (rc != 0)
+        lua_pushstring(L, moraine_errmsg());
+    if (p.failed) {
+        lua_pushvalue(L, 5);
+        return lua_error(L);
+    }
+    if (rc != 0)
+        return raise_top(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* verify/stats callbacks run inside the engine: the Lua work they do is
+ * protected (lua_pcall), so no error can longjmp through engine frames. */
+typedef struct {
+    progress_ctx p;  /* p.err_idx: error slot shared with the callbacks below */
+    int out_idx;     /* result array */
+    int append_idx;  /* the C function doing the Lua work */
+} collect_ctx;
+
+/* (out, key, problem) as lightuserdata C strings -> appends {key =, problem =} */
+static int verify_append(lua_State *L)
+{
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, (const char *)lua_touserdata(L, 2));
+    lua_setfield(L, -2, "key");
+    lua_pushstring(L, (const char *)lua_touserdata(L, 3));
+    lua_setfield(L, -2, "problem");
+    lua_rawseti(L, 1, (int)mr_rawlen(L, 1) + 1);
+    return 0;
+}
+
+static void verify_report(void *ud, const char *key, const char *problem)
+{
+    collect_ctx *c = (collect_ctx *)ud;
+    lua_State *L = c->p.L;
+    if (c->p.failed)
+        return;
+    lua_pushvalue(L, c->append_idx);
+    lua_pushvalue(L, c->out_idx);
+    lua_pushlightuserdata(L, (void *)(key ? key : ""));
+    lua_pushlightuserdata(L, (void *)(problem ? problem : ""));
+    if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+        c->p.failed = 1;
+        lua_replace(L, c->p.err_idx);
+    }
+}
+
+/* db:verify(opts) -> array of {key =, problem =} */
+static int l_db_verify(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    lua_settop(L, 2);
+    push_progress_opt(L, 2);                   /* 3 */
+    lua_pushnil(L);                            /* 4: error slot */
+    lua_newtable(L);                           /* 5: result */
+    lua_pushcfunction(L, verify_append);       /* 6 */
+    luaL_checkstack(L, 8, NULL);
+    collect_ctx c = {{L, 3, 4, 0, 0}, 5, 6};
+    d->busy++;
+    int rc = moraine_verify(d->db, verify_report, &c, lua_isnil(L, 3) ? NULL : progress_cb, &c.p);
+    d->busy--;
+    if (rc < 0)
+        lua_pushstring(L, moraine_errmsg());
+    if (c.p.failed) {
+        lua_pushvalue(L, 4);
+        return lua_error(L);
+    }
+    if (rc < 0)
+        return raise_top(L, rc);
+    if (c.p.cancelled)
+        return raise_errf(L, MORAINE_EINVAL, "verify cancelled");
+    lua_settop(L, 5);
+    return 1;
+}
+
+/* (out, moraine_stat *) as lightuserdata -> appends one stats entry */
+static int stats_append(lua_State *L)
+{
+    const moraine_stat *st = (const moraine_stat *)lua_touserdata(L, 2);
+    char sub[2] = {st->subspace, '\0'};
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, sub);
+    lua_setfield(L, -2, "subspace");
+    if (st->relation) {
+        lua_pushstring(L, st->relation);
+        lua_setfield(L, -2, "relation");
+    }
+    push_int64(L, (int64_t)st->entries);
+    lua_setfield(L, -2, "entries");
+    push_int64(L, (int64_t)st->key_bytes);
+    lua_setfield(L, -2, "key_bytes");
+    push_int64(L, (int64_t)st->value_bytes);
+    lua_setfield(L, -2, "value_bytes");
+    lua_rawseti(L, 1, (int)mr_rawlen(L, 1) + 1);
+    return 0;
+}
+
+static void stats_report(void *ud, const moraine_stat *st)
+{
+    collect_ctx *c = (collect_ctx *)ud;
+    lua_State *L = c->p.L;
+    if (c->p.failed)
+        return;
+    lua_pushvalue(L, c->append_idx);
+    lua_pushvalue(L, c->out_idx);
+    lua_pushlightuserdata(L, (void *)st);
+    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+        c->p.failed = 1;
+        lua_replace(L, c->p.err_idx);
+    }
+}
+
+/* db:stats() -> array of {subspace =, relation =, entries =, key_bytes =, value_bytes =} */
+static int l_db_stats(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    lua_settop(L, 1);
+    lua_pushnil(L);                     /* 2: error slot */
+    lua_newtable(L);                    /* 3: result */
+    lua_pushcfunction(L, stats_append); /* 4 */
+    luaL_checkstack(L, 8, NULL);
+    collect_ctx c = {{L, 0, 2, 0, 0}, 3, 4};
+    int rc = moraine_stats(d->db, stats_report, &c);
+    if (rc < 0)
+        lua_pushstring(L, moraine_errmsg());
+    if (c.p.failed) {
+        lua_pushvalue(L, 2);
+        return lua_error(L);
+    }
+    if (rc < 0)
+        return raise_top(L, rc);
+    lua_settop(L, 3);
+    return 1;
+}
+
+/* ---- json_encode (jansson) ------------------------------------------------------------
+ * The document is built as a jansson tree rooted in a jbox (freed by its __gc
+ * if an error longjmps out half way): each container is attached to its
+ * parent before it is filled, so the root always owns everything made so far.
+ * The path of the value being converted is kept for error messages. */
+#define JE_MAXDEPTH 200
+
+typedef struct {
+    const char *key; /* NULL: array element idx */
+    size_t klen, idx;
+} je_seg;
+
+typedef struct {
+    jbox *box;
+    int seen_idx; /* tables on the current path (cycle check) */
+    int depth;
+    je_seg path[JE_MAXDEPTH];
+} je_state;
+
+/* Pushes the path of the value being converted: $, $.key, $[2] (1-based, as in Lua). */
+static const char *je_path(lua_State *L, const je_state *st)
+{
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addchar(&b, '$');
+    for (int i = 0; i < st->depth; i++) {
+        if (st->path[i].key) {
+            luaL_addchar(&b, '.');
+            luaL_addlstring(&b, st->path[i].key, st->path[i].klen);
+        } else {
+            char num[32];
+            snprintf(num, sizeof num, "[%zu]", st->path[i].idx);
+            luaL_addstring(&b, num);
+        }
+    }
+    luaL_pushresult(&b);
+    return lua_tostring(L, -1);
+}
+
+static int je_fail(lua_State *L, const je_state *st, int code, const char *what)
+{
+    lua_pushstring(L, what); /* copy: @what may be a jansson buffer */
+    const char *w = lua_tostring(L, -1);
+    const char *path = je_path(L, st);
+    return raise_errf(L, code, "json_encode: %s at %s", w, path);
+}
+
+/* Attaches @v to @parent (key != NULL: object member, else array element), or
+ * makes it the root. Returns @v (still usable: the parent holds it). */
+static json_t *je_attach(lua_State *L, je_state *st, json_t *parent, const char *key, size_t klen, json_t *v)
+{
+    if (v == NULL)
+        je_fail(L, st, MORAINE_ENOMEM, "out of memory");
+    if (parent == NULL) {
+        st->box->j = v;
+        return v;
+    }
+    if (key == NULL) {
+        if (json_array_append_new(parent, v) != 0)
+            je_fail(L, st, MORAINE_ENOMEM, "out of memory");
+        return v;
+    }
+    if (json_object_setn_new_nocheck(parent, key, klen, v) != 0)
+        je_fail(L, st, MORAINE_ENOMEM, "out of memory");
+    return v;
+}
+
+static void je_put(lua_State *L, je_state *st, int idx, json_t *parent, const char *key, size_t klen, int order_idx);
+
+typedef struct {
+    const char *s;
+    size_t len;
+} je_key;
+
+static int je_key_cmp(const void *a, const void *b)
+{
+    const je_key *x = (const je_key *)a, *y = (const je_key *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    if (c != 0)
+        return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+/* Converts member @k (pointer into a string anchored by the caller) of the
+ * table at tidx into object @obj. */
+static void je_member(lua_State *L, je_state *st, int tidx, json_t *obj, const char *k, size_t klen)
+{
+    st->path[st->depth].key = k;
+    st->path[st->depth].klen = klen;
+    st->depth++;
+    json_t *probe = json_stringn(k, klen);
+    if (probe == NULL)
+        je_fail(L, st, MORAINE_EINVAL, "object key is not valid UTF-8");
+    json_decref(probe);
+    lua_pushlstring(L, k, klen);
+    lua_rawget(L, tidx);
+    je_put(L, st, lua_gettop(L), obj, k, klen, 0);
+    lua_pop(L, 1);
+    st->depth--;
+}
+
+/* Fills object @obj from the table at tidx: keys of the array at order_idx
+ * (if any) first, in that order, then every other key in byte order. */
+static void je_object(lua_State *L, je_state *st, int tidx, json_t *obj, int order_idx)
+{
+    lua_newtable(L); /* keys (anchors the strings) */
+    int kidx = lua_gettop(L);
+    lua_newtable(L); /* keys already emitted through order_idx */
+    int done_idx = lua_gettop(L);
+    size_t n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, tidx)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING) {
+            const char *tn = luaL_typename(L, -1);
+            je_fail(L, st, MORAINE_EINVAL,
+                    lua_pushfstring(L, "object key of type %s (keys must be strings; an array needs keys 1..n)", tn));
+        }
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, kidx, (int)++n);
+    }
+    if (order_idx) {
+        size_t m = (size_t)mr_rawlen(L, order_idx);
+        for (size_t i = 1; i <= m; i++) {
+            lua_rawgeti(L, order_idx, (int)i);
+            lua_pushvalue(L, -1);
+            lua_rawget(L, done_idx);
+            int dup = !lua_isnil(L, -1);
+            lua_pop(L, 1);
+            lua_pushvalue(L, -1);
+            lua_rawget(L, tidx);
+            int present = !lua_isnil(L, -1);
+            lua_pop(L, 1);
+            if (!dup && present) {
+                size_t klen;
+                const char *k = lua_tolstring(L, -1, &klen); /* anchored by key_order */
+                lua_pushvalue(L, -1);
+                lua_pushboolean(L, 1);
+                lua_rawset(L, done_idx);
+                je_member(L, st, tidx, obj, k, klen);
+            }
+            lua_pop(L, 1);
+        }
+    }
+    je_key *keys = (je_key *)scratch(L, n, sizeof *keys);
+    size_t m = 0;
+    for (size_t i = 1; i <= n; i++) {
+        lua_rawgeti(L, kidx, (int)i);
+        lua_pushvalue(L, -1);
+        lua_rawget(L, done_idx);
+        if (lua_isnil(L, -1)) {
+            keys[m].s = lua_tolstring(L, -2, &keys[m].len); /* anchored by kidx */
+            m++;
+        }
+        lua_pop(L, 2);
+    }
+    qsort(keys, m, sizeof *keys, je_key_cmp);
+    for (size_t i = 0; i < m; i++)
+        je_member(L, st, tidx, obj, keys[i].s, keys[i].len);
+    lua_pop(L, 3);
+}
+
+/* Array length of the table at tidx if its keys are exactly 1..n; 0 if it is
+ * not an array (t[1] == nil); raises for a table that mixes both. */
+static size_t je_array_len(lua_State *L, je_state *st, int tidx)
+{
+    lua_rawgeti(L, tidx, 1);
+    int is_array = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (!is_array)
+        return 0;
+    size_t n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, tidx)) {
+        lua_pop(L, 1);
+        n++;
+    }
+    lua_pushnil(L);
+    while (lua_next(L, tidx)) {
+        lua_pop(L, 1);
+        int64_t k;
+        if (lua_type(L, -1) != LUA_TNUMBER || !to_int64(L, -1, &k) || k < 1 || (size_t)k > n)
+            je_fail(L, st, MORAINE_EINVAL, "table mixes array items (t[1] ~= nil) with other keys or holes");
+    }
+    return n;
+}
+
+/* {json = "<text>"} and nothing else: 1 and the text pushed; else 0. */
+static int je_raw_text(lua_State *L, int tidx)
+{
+    lua_pushliteral(L, "json");
+    lua_rawget(L, tidx);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, tidx)) {
+        lua_pop(L, 1);
+        if (++n > 1) {
+            lua_pop(L, 1); /* the key lua_next left */
+            break;
+        }
+    }
+    if (n != 1) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    return 1;
+}
+
+static void je_put(lua_State *L, je_state *st, int idx, json_t *parent, const char *key, size_t klen, int order_idx)
+{
+    luaL_checkstack(L, 12, "json_encode: nested too deeply");
+    int64_t iv;
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+        je_fail(L, st, MORAINE_EINVAL, "nil value (use moraine.null for null)");
+        return;
+    case LUA_TBOOLEAN:
+        je_attach(L, st, parent, key, klen, json_boolean(lua_toboolean(L, idx)));
+        return;
+    case LUA_TLIGHTUSERDATA:
+        if (lua_touserdata(L, idx) == &null_sentinel) {
+            je_attach(L, st, parent, key, klen, json_null());
+            return;
+        }
+        break;
+    case LUA_TNUMBER: {
+        if (to_int64(L, idx, &iv)) {
+            je_attach(L, st, parent, key, klen, json_integer((json_int_t)iv));
+            return;
+        }
+        double d = (double)lua_tonumber(L, idx);
+        if (d != d || d - d != 0)
+            je_fail(L, st, MORAINE_EINVAL, "NaN or infinity has no JSON form");
+        je_attach(L, st, parent, key, klen, json_real(d));
+        return;
+    }
+    case LUA_TSTRING: {
+        size_t len;
+        const char *s = lua_tolstring(L, idx, &len);
+        json_t *j = json_stringn(s, len);
+        if (j == NULL)
+            je_fail(L, st, MORAINE_EINVAL, "string is not valid UTF-8");
+        je_attach(L, st, parent, key, klen, j);
+        return;
+    }
+#if MR_LUAJIT
+    case MR_TCDATA:
+        if (to_int64(L, idx, &iv)) {
+            je_attach(L, st, parent, key, klen, json_integer((json_int_t)iv));
+            return;
+        }
+        je_fail(L, st, MORAINE_EINVAL, "cdata value is not an int64_t/uint64_t in int64 range");
+        return;
+#endif
+    case LUA_TTABLE: {
+        if (je_raw_text(L, idx)) {
+            size_t len;
+            const char *text = lua_tolstring(L, -1, &len);
+            json_error_t e;
+            json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+            if (j == NULL)
+                je_fail(L, st, MORAINE_EJSON,
+                        lua_pushfstring(L, "{json = ...} text is not valid JSON: %s (line %d, column %d)", e.text,
+                                        e.line, e.column));
+            je_attach(L, st, parent, key, klen, j);
+            lua_pop(L, 1);
+            return;
+        }
+        lua_pushvalue(L, idx);
+        lua_rawget(L, st->seen_idx);
+        if (!lua_isnil(L, -1))
+            je_fail(L, st, MORAINE_EINVAL, "table contains itself (a cycle)");
+        lua_pop(L, 1);
+        if (st->depth >= JE_MAXDEPTH - 1)
+            je_fail(L, st, MORAINE_EINVAL, "nested too deeply");
+        lua_pushvalue(L, idx);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, st->seen_idx);
+        size_t n = je_array_len(L, st, idx);
+        lua_pushnil(L);
+        int empty = !lua_next(L, idx);
+        if (!empty)
+            lua_pop(L, 2);
+        if (n > 0 || empty) {
+            json_t *arr = je_attach(L, st, parent, key, klen, json_array());
+            for (size_t i = 1; i <= n; i++) {
+                st->path[st->depth].key = NULL;
+                st->path[st->depth].idx = i;
+                st->depth++;
+                lua_rawgeti(L, idx, (int)i);
+                je_put(L, st, lua_gettop(L), arr, NULL, 0, 0);
+                lua_pop(L, 1);
+                st->depth--;
+            }
+        } else {
+            json_t *obj = je_attach(L, st, parent, key, klen, json_object());
+            je_object(L, st, idx, obj, order_idx);
+        }
+        lua_pushvalue(L, idx);
+        lua_pushnil(L);
+        lua_rawset(L, st->seen_idx);
+        return;
+    }
+    default:
+        break;
+    }
+    je_fail(L, st, MORAINE_EINVAL, lua_pushfstring(L, "cannot encode a %s", luaL_typename(L, idx)));
+}
+
+/* core.json_encode(value, key_order) -> compact JSON text */
+static int l_json_encode(lua_State *L)
+{
+    luaL_checkany(L, 1);
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        size_t m = (size_t)mr_rawlen(L, 2);
+        for (size_t i = 1; i <= m; i++) {
+            lua_rawgeti(L, 2, (int)i);
+            if (lua_type(L, -1) != LUA_TSTRING)
+                luaL_argerror(L, 2, "key_order must be an array of strings");
+            lua_pop(L, 1);
+        }
+    }
+    lua_settop(L, 2);
+    je_state *st = (je_state *)lua_newuserdata(L, sizeof *st); /* 3 */
+    memset(st, 0, sizeof *st);
+    st->box = new_jbox(L); /* 4 */
+    lua_newtable(L);       /* 5: tables on the path */
+    st->seen_idx = 5;
+    je_put(L, st, 1, NULL, NULL, 0, lua_isnil(L, 2) ? 0 : 2);
+    push_json_text(L, st->box->j);
+    json_decref(st->box->j);
+    st->box->j = NULL;
+    return 1;
+}
+
 /* ---- module ------------------------------------------------------------------------- */
 static const luaL_Reg db_methods[] = {{"close", l_db_close},
                                       {"last_snapshot", l_db_last_snapshot},
@@ -2335,6 +2992,9 @@ static const luaL_Reg db_methods[] = {{"close", l_db_close},
                                       {"scan", l_db_scan},
                                       {"import_ndjson", l_db_import},
                                       {"export_ndjson", l_db_export},
+                                      {"import_rows", l_db_import_rows},
+                                      {"verify", l_db_verify},
+                                      {"stats", l_db_stats},
                                       {"init", l_db_init},
                                       {"transaction", l_db_transaction},
                                       {NULL, NULL}};
@@ -2371,6 +3031,7 @@ static const luaL_Reg read_methods[] = {{"last_snapshot", l_read_last_snapshot},
 
 static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"json_decode", l_json_decode},
+                                        {"json_encode", l_json_encode},
                                         {"parse_ndjson", l_parse_ndjson},
                                         {"is_error", l_is_error},
                                         {"raise", l_raise},
