@@ -1,0 +1,969 @@
+--- The `moraine` command (scripts/moraine), run as a subprocess through
+-- scripts/moraine-dev with the runtime of this busted run (lua5.4 or luajit),
+-- on the real DuckLake fixtures. Expected values are computed independently
+-- from the fixtures' NDJSON and DuckLake's own answers (expected/*.ndjson).
+local moraine = require "moraine"
+local support = require "support"
+
+local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
+local FIX = support.FIXTURES
+local S1 = FIX .. "/s1_evolution/catalog"
+local S2 = FIX .. "/s2_multi_table/catalog"
+local S3 = FIX .. "/s3_edge_values/catalog"
+local ROOT = os.getenv("PWD") or "."
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+--- Runs `moraine ARGS...` (each arg quoted); opts: stdin (text), env (table
+-- name -> value, added to a clean MORAINE_* environment), cwd.
+-- Returns {out =, err =, code =}.
+local function run(args, opts)
+  opts = opts or {}
+  local dir = support.tmpdir("run")
+  support.mkdir(dir)
+  local inp = dir .. "/stdin"
+  support.write(inp, opts.stdin or "")
+  local env = { MORAINE_CATALOG = "", MORAINE_FORCE_TTY = "", MORAINE_LUA = RUNTIME }
+  for k, v in pairs(opts.env or {}) do env[k] = v end
+  local parts = {}
+  for k, v in pairs(env) do parts[#parts + 1] = k .. "=" .. q(v) end
+  local qargs = {}
+  for i, a in ipairs(args) do qargs[i] = q(a) end
+  local cmd = string.format("cd %s && %s sh %s %s >%s 2>%s <%s; echo $? >%s", q(opts.cwd or ROOT), table.concat(parts, " "),
+    q(ROOT .. "/scripts/moraine-dev"), table.concat(qargs, " "), q(dir .. "/out"), q(dir .. "/err"), q(inp),
+    q(dir .. "/rc"))
+  os.execute(cmd)
+  local r = { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
+    code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
+  r.show = "exit " .. tostring(r.code) .. "\n--- stdout:\n" .. r.out:sub(1, 3000) .. "\n--- stderr:\n" .. r.err
+  return r
+end
+
+local function ok_run(args, opts)
+  local r = run(args, opts)
+  assert(r.code == 0, r.show)
+  return r
+end
+
+local function exists(p)
+  local f = io.open(p, "rb")
+  if f then f:close() return true end
+  return os.rename(p, p) ~= nil
+end
+
+-- Lines of a tab-separated table (stdout when not a terminal): header, rows.
+local function tsv(text)
+  local rows, header = {}, nil
+  for line in text:gmatch("[^\n]+") do
+    local cells = {}
+    for c in (line .. "\t"):gmatch("([^\t]*)\t") do cells[#cells + 1] = c end
+    if not header then header = cells else
+      local r = {}
+      for i, h in ipairs(header) do r[h] = cells[i] end
+      rows[#rows + 1] = r
+    end
+  end
+  return rows, header
+end
+
+local function json(r) return moraine.json_decode(r.out) end
+local function I(v) return moraine.int64(v) end
+
+local function count(t) local n = 0 for _ in pairs(t) do n = n + 1 end return n end
+
+-- ---- catalogs shared by the tests (imported once, through the command itself) --------
+
+local catalogs = {}
+local function catalog(dir_of_fixture)
+  if not catalogs[dir_of_fixture] then
+    local dir = support.tmpdir("cli")
+    ok_run({ "-c", dir, "import", dir_of_fixture })
+    catalogs[dir_of_fixture] = dir
+  end
+  return catalogs[dir_of_fixture]
+end
+
+local function rows_of(fixture_dir, name) return (moraine.read_ndjson(fixture_dir .. "/" .. name .. ".ndjson")) end
+
+local COMMANDS = { "init", "import", "export", "snapshots", "tables", "show", "files", "history", "diff", "verify",
+  "stats", "repl" }
+
+describe("moraine command", function()
+  teardown(function() support.cleanup() end)
+
+  describe("help and usage", function()
+    it("moraine --help and moraine help list every command and exit 0", function()
+      for _, args in ipairs({ { "--help" }, { "help" }, { "-h" } }) do
+        local r = ok_run(args)
+        assert.truthy(r.out:find("usage: moraine [-c DIR | --catalog DIR] COMMAND", 1, true), r.show)
+        for _, c in ipairs(COMMANDS) do
+          assert.truthy(r.out:find("\n  " .. c .. " ", 1, true), c .. " missing from help:\n" .. r.out)
+        end
+      end
+    end)
+
+    it("every command has its own help (help COMMAND and COMMAND --help): synopsis, text, options, example", function()
+      for _, c in ipairs(COMMANDS) do
+        local a = ok_run({ "help", c })
+        local b = ok_run({ c, "--help" })
+        assert.are.equal(a.out, b.out)
+        assert.truthy(a.out:match("^usage: moraine %[%-c DIR%] " .. c), a.out)
+        assert.truthy(a.out:find("\noptions:\n", 1, true), c)
+        assert.truthy(a.out:find("--catalog DIR", 1, true), c)
+        assert.truthy(a.out:find("\nexample:\n  moraine", 1, true), c)
+        assert.truthy(#a.out > 400, c .. ": help too short")
+        assert.are.equal("", a.err)
+      end
+    end)
+
+    it("help of the read commands names --json, --at where it applies", function()
+      for _, c in ipairs({ "snapshots", "tables", "show", "files", "history", "diff", "verify", "stats" }) do
+        assert.truthy(ok_run({ c, "--help" }).out:find("--json", 1, true), c)
+      end
+      for _, c in ipairs({ "tables", "show", "files" }) do
+        assert.truthy(ok_run({ c, "--help" }).out:find("--at S", 1, true), c)
+      end
+      assert.truthy(ok_run({ "init", "--help" }).out:find("--data-path PATH", 1, true))
+      assert.truthy(ok_run({ "export", "--help" }).out:find("--format ndjson|sql", 1, true))
+    end)
+
+    it("--version prints the module's version", function()
+      local r = ok_run({ "--version" })
+      assert.truthy(r.out:find("moraine " .. moraine.version, 1, true), r.show)
+    end)
+
+    it("no command: usage on stderr, exit 2", function()
+      local r = run({})
+      assert.are.equal(2, r.code)
+      assert.truthy(r.err:find("usage: moraine", 1, true), r.show)
+      assert.truthy(r.err:find("moraine: no command given\nhint: ", 1, true), r.show)
+      assert.are.equal("", r.out)
+    end)
+
+    it("an unknown command is a usage error (exit 2) with a hint", function()
+      local r = run({ "frobnicate" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("moraine: unknown command 'frobnicate'\nhint: see 'moraine --help'", 1, true), r.show)
+      r = run({ "help", "frobnicate" })
+      assert.are.equal(2, r.code, r.show)
+    end)
+
+    it("an unknown option is a usage error (exit 2) naming the option", function()
+      local r = run({ "-c", catalog(S1), "tables", "--bogus" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("unknown option --bogus for 'tables'", 1, true), r.show)
+      assert.truthy(r.err:find("hint: see 'moraine tables --help'", 1, true), r.show)
+      r = run({ "--bogus" })
+      assert.are.equal(2, r.code, r.show)
+      r = run({ "-c", catalog(S1), "init", "--json" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("--json does not apply to 'init'", 1, true), r.show)
+    end)
+
+    it("a missing or extra argument is a usage error (exit 2)", function()
+      local c = catalog(S1)
+      for _, args in ipairs({ { "show" }, { "files" }, { "history" }, { "diff", "1" }, { "import" }, { "export" } }) do
+        local full = { "-c", c }
+        for _, a in ipairs(args) do full[#full + 1] = a end
+        local r = run(full)
+        assert.are.equal(2, r.code, r.show)
+        assert.truthy(r.err:find("moraine: missing argument ", 1, true), r.show)
+        assert.truthy(r.err:find("hint: see 'moraine " .. args[1] .. " --help'", 1, true), r.show)
+      end
+      local r = run({ "-c", c, "tables", "extra" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("unexpected argument 'extra'", 1, true), r.show)
+      r = run({ "-c" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("option -c needs a value", 1, true), r.show)
+    end)
+
+    it("--at must be an integer (usage error), diff's snapshots too", function()
+      local r = run({ "-c", catalog(S1), "tables", "--at", "nine" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("--at expects a snapshot id (an integer), got 'nine'", 1, true), r.show)
+      r = run({ "-c", catalog(S1), "diff", "1", "2.5" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("got '2.5'", 1, true), r.show)
+    end)
+  end)
+
+  describe("init", function()
+    it("makes a DuckLake catalog at snapshot 0 with the data path given", function()
+      local dir = support.tmpdir("init")
+      local r = ok_run({ "-c", dir, "init", "--data-path", "s3://bucket/lake/" })
+      assert.truthy(r.out:find("initialized", 1, true), r.show)
+      local db = moraine.open(dir, { read_only = true })
+      assert.are.equal(I(0), I(db:last_snapshot()))
+      local dp
+      for _, e in ipairs(db:scan("ducklake_metadata")) do if e.row.key == "data_path" then dp = e.row.value end end
+      db:close()
+      assert.are.equal("s3://bucket/lake/", dp)
+      local s = tsv(ok_run({ "-c", dir, "snapshots" }).out)
+      assert.are.equal(1, #s)
+      assert.are.equal("0", s[1].snapshot_id)
+      assert.are.equal('created_schema:"main"', s[1].changes_made)
+      local t = tsv(ok_run({ "-c", dir, "tables" }).out)
+      assert.are.equal(0, #t)
+    end)
+
+    it("defaults the data path to data/", function()
+      local dir = support.tmpdir("init")
+      ok_run({ "-c", dir, "init" })
+      local db = moraine.open(dir, { read_only = true })
+      local dp
+      for _, e in ipairs(db:scan("ducklake_metadata")) do if e.row.key == "data_path" then dp = e.row.value end end
+      db:close()
+      assert.are.equal("data/", dp)
+    end)
+
+    it("refuses a catalog that is not empty (EEXIST, exit 1, nothing changed)", function()
+      local dir = support.tmpdir("init")
+      ok_run({ "-c", dir, "init" })
+      local before = ok_run({ "-c", dir, "snapshots" }).out
+      local r = run({ "-c", dir, "init", "--data-path", "other/" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("^moraine: EEXIST: "), r.show)
+      assert.truthy(r.err:find("\nhint: ", 1, true), r.show)
+      assert.are.equal(before, ok_run({ "-c", dir, "snapshots" }).out)
+    end)
+  end)
+
+  describe("import", function()
+    it("imports an NDJSON catalog directory: every row, 21 snapshots", function()
+      local dir = support.tmpdir("imp")
+      local r = ok_run({ "-c", dir, "import", S1 })
+      assert.truthy(r.out:find("21 snapshots, last snapshot 20", 1, true), r.show)
+      assert.are.equal("", r.err) -- no progress: stderr is not a terminal
+      local db = moraine.open(dir, { read_only = true })
+      assert.are.equal(I(20), I(db:last_snapshot()))
+      assert.are.equal(#rows_of(S1, "ducklake_data_file"), #db:scan("ducklake_data_file", { at = moraine.ALL }))
+      db:close()
+    end)
+
+    it("shows progress on stderr (rows, rate, time left, rewritten with \\r) when stderr is a terminal", function()
+      local dir = support.tmpdir("imp")
+      local r = ok_run({ "-c", dir, "import", S1 }, { env = { MORAINE_FORCE_TTY = "1" } })
+      assert.truthy(r.err:find("\rimporting: ", 1, true), r.show)
+      assert.truthy(r.err:find("rows/s", 1, true), r.show)
+      assert.truthy(r.err:find(" left", 1, true), r.show)
+      local done = tonumber(r.err:match("importing: (%d+)/%1 rows %(100%%%)"))
+      assert.truthy(done, "no final progress line:\n" .. r.show)
+      local total = 0
+      for _, name in ipairs(support.tables_of(S1)) do total = total + #rows_of(S1, name) end
+      assert.truthy(done >= total, r.show)
+    end)
+
+    it("refuses a missing source (exit 1) and creates no catalog", function()
+      local dir = support.tmpdir("imp")
+      local r = run({ "-c", dir, "import", "/nonexistent/catalog" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("moraine: no such file or directory: /nonexistent/catalog\nhint: ", 1, true), r.show)
+      assert.truthy(r.err:find("moraine import --help", 1, true), r.show)
+      assert.is_false(exists(dir))
+    end)
+
+    it("refuses a directory that is not a catalog export (exit 1), creating nothing", function()
+      local src = support.tmpdir("notcat")
+      support.mkdir(src)
+      support.write(src .. "/readme.txt", "hello")
+      local dir = support.tmpdir("imp")
+      local r = run({ "-c", dir, "import", src })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("is not a DuckLake catalog export", 1, true), r.show)
+      assert.truthy(r.err:find("\nhint: ", 1, true), r.show)
+      assert.is_false(exists(dir))
+    end)
+
+    it("refuses a file that is neither NDJSON directory nor SQLite (exit 1)", function()
+      local dir = support.tmpdir("imp")
+      local r = run({ "-c", dir, "import", S1 .. "/ducklake_table.ndjson" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("is neither a directory of <table>.ndjson files nor a SQLite database", 1, true), r.show)
+      assert.is_false(exists(dir))
+    end)
+
+    it("refuses a catalog that is not empty with the engine's EEXIST, changing nothing", function()
+      local dir = support.tmpdir("imp")
+      ok_run({ "-c", dir, "import", S2 })
+      local db = moraine.open(dir, { read_only = true })
+      local before = support.dump(db)
+      db:close()
+      local r = run({ "-c", dir, "import", S1 })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("^moraine: EEXIST: "), r.show)
+      assert.truthy(r.err:find("\nhint: nothing was changed", 1, true), r.show)
+      db = moraine.open(dir, { read_only = true })
+      assert.are.equal(before, support.dump(db))
+      db:close()
+    end)
+
+    it("a bad NDJSON file fails the whole import and leaves no catalog behind", function()
+      local src = support.tmpdir("badsrc")
+      support.mkdir(src)
+      for _, name in ipairs(support.tables_of(S1)) do
+        support.write(src .. "/" .. name .. ".ndjson", support.read(S1 .. "/" .. name .. ".ndjson"))
+      end
+      support.write(src .. "/ducklake_table.ndjson", '{"table_id": 1, "oops\n')
+      local dir = support.tmpdir("imp")
+      local r = run({ "-c", dir, "import", src })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("^moraine: EJSON: "), r.show)
+      assert.is_false(exists(dir))
+    end)
+
+    it("SQLite files (header 'SQLite format 3\\0') go to moraine.sqlite, or say it is not available", function()
+      local has = pcall(require, "moraine.sqlite")
+      local fake = support.tmpdir("fake") .. ".db"
+      support.write(fake, "SQLite format 3\0" .. string.rep("\0", 100))
+      local dir = support.tmpdir("imp")
+      local r = run({ "-c", dir, "import", fake })
+      assert.are.equal(1, r.code, r.show)
+      if not has then
+        assert.truthy(r.err:find("not available in this build", 1, true), r.show)
+      else
+        assert.truthy(r.err:find("^moraine: E%u+: sqlite%.import: "), r.show)
+        assert.truthy(r.err:find("\nhint: nothing was imported", 1, true), r.show)
+      end
+      assert.is_false(exists(dir))
+      os.remove(fake)
+    end)
+
+    it("imports a SQLite DuckLake catalog (made by export --format sql and sqlite3) with the same rows", function()
+      local has = pcall(require, "moraine.sqlite")
+      if not has or not os.execute("command -v sqlite3 >/dev/null 2>&1") then
+        pending("moraine.sqlite or sqlite3 missing")
+        return
+      end
+      local sql = support.tmpdir("exp") .. ".sql"
+      ok_run({ "-c", catalog(S1), "export", sql })
+      local dbfile = support.tmpdir("sqlite") .. ".db"
+      assert.truthy(os.execute("sqlite3 " .. q(dbfile) .. " < " .. q(sql)))
+      local dir = support.tmpdir("imp")
+      ok_run({ "-c", dir, "import", dbfile })
+      local a = ok_run({ "-c", catalog(S1), "diff", "0", "20" }).out
+      local b = ok_run({ "-c", dir, "diff", "0", "20" }).out
+      assert.are.equal(a, b)
+      os.remove(sql)
+      os.remove(dbfile)
+    end)
+  end)
+
+  describe("export", function()
+    it("writes an NDJSON directory byte for byte equal to the fixture", function()
+      local out = support.tmpdir("exp")
+      local r = ok_run({ "-c", catalog(S1), "export", out })
+      assert.truthy(r.out:find("(ndjson)", 1, true), r.show)
+      for _, name in ipairs(support.tables_of(S1)) do
+        assert.are.equal(support.read(S1 .. "/" .. name .. ".ndjson"), support.read(out .. "/" .. name .. ".ndjson"), name)
+      end
+    end)
+
+    it("writes a SQL script for a .sql destination (or says it is not available)", function()
+      local has = pcall(require, "moraine.sqlite")
+      local out = support.tmpdir("exp") .. ".sql"
+      local r = run({ "-c", catalog(S1), "export", out })
+      if has then
+        assert.are.equal(0, r.code, r.show)
+        local text = support.read(out)
+        assert.truthy(text:find("ducklake_partition_info", 1, true))
+        os.remove(out)
+      else
+        assert.are.equal(1, r.code, r.show)
+        assert.truthy(r.err:find("not available in this build", 1, true), r.show)
+      end
+    end)
+
+    it("--format ndjson wins over the .sql ending; an unknown format is a usage error", function()
+      local out = support.tmpdir("exp") .. ".sql"
+      ok_run({ "-c", catalog(S1), "export", out, "--format", "ndjson" })
+      assert.truthy(exists(out .. "/ducklake_snapshot.ndjson"))
+      local r = run({ "-c", catalog(S1), "export", out, "--format", "csv" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("--format must be ndjson or sql", 1, true), r.show)
+    end)
+  end)
+
+  describe("snapshots", function()
+    it("lists the 21 snapshots with their changes (tab-separated when not a terminal)", function()
+      local rows, header = tsv(ok_run({ "-c", catalog(S1), "snapshots" }).out)
+      assert.are.same({ "snapshot_id", "snapshot_time", "schema_version", "next_catalog_id", "next_file_id",
+        "changes_made", "author", "commit_message" }, header)
+      local want = rows_of(S1, "ducklake_snapshot")
+      local changes = rows_of(S1, "ducklake_snapshot_changes")
+      assert.are.equal(#want, #rows)
+      for i, w in ipairs(want) do
+        assert.are.equal(tostring(w.snapshot_id), rows[i].snapshot_id)
+        assert.are.equal(w.snapshot_time, rows[i].snapshot_time)
+        assert.are.equal(tostring(w.next_file_id), rows[i].next_file_id)
+        assert.are.equal(changes[i].changes_made, rows[i].changes_made)
+      end
+    end)
+
+    it("--json: 21 snapshot objects, keys in column order, exact values", function()
+      local r = ok_run({ "-c", catalog(S1), "snapshots", "--json" })
+      local doc = json(r)
+      assert.are.equal(21, #doc)
+      assert.truthy(r.out:match('^%[{"snapshot_id":0,"snapshot_time":"[^"]+","schema_version":0,"next_catalog_id":1,'
+        .. '"next_file_id":0,"changes_made":"created_schema:\\"main\\"","author":null,"commit_message":null}'), r.out)
+      assert.are.equal(I(20), I(doc[21].snapshot_id))
+      assert.are.equal(I(113), I(doc[21].next_file_id))
+      assert.are.equal("\n", r.out:sub(-1))
+    end)
+  end)
+
+  describe("tables", function()
+    it("--at 9 --json: events with a partition spec of 0 keys (reset), no sort spec", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "tables", "--at", "9", "--json" }))
+      assert.are.equal(1, #doc)
+      local t = doc[1]
+      assert.are.equal("main", t.schema)
+      assert.are.equal("events", t.table)
+      assert.are.equal(I(1), I(t.table_id))
+      assert.are.equal(I(5), I(t.partition_id))
+      assert.are.equal(I(0), I(t.partition_keys))
+      assert.are.equal("", t.partition)
+      assert.are.equal(moraine.null, t.sort)
+      assert.are.equal(I(4), I(t.columns))
+    end)
+
+    it("names partition keys in SQL form with the column names of the snapshot asked for", function()
+      local c = catalog(S1)
+      local at = {
+        [3] = "year(ts), month(ts), day(ts)", [5] = "year(ts), month(ts), day(ts), hour(ts)",
+        [7] = "region, bucket(4, id)", [16] = "area", [20] = "hour(ts)",
+      }
+      for s, want in pairs(at) do
+        local doc = json(ok_run({ "-c", c, "tables", "--at", tostring(s), "--json" }))
+        assert.are.equal(want, doc[1].partition, "snapshot " .. s)
+      end
+      local doc = json(ok_run({ "-c", c, "tables", "--at", "12", "--json" }))
+      assert.are.equal("amount DESC NULLS_LAST, region ASC NULLS_LAST", doc[1].sort)
+      doc = json(ok_run({ "-c", c, "tables", "--at", "14", "--json" }))
+      assert.are.equal("amount DESC NULLS_LAST, area ASC NULLS_LAST", doc[1].sort)
+    end)
+
+    it("counts the live files at S as DuckLake's list_files does, for every snapshot", function()
+      local per = {}
+      for _, f in ipairs(rows_of(FIX .. "/s1_evolution/expected", "list_files")) do
+        local k = tostring(f.snapshot_id)
+        per[k] = (per[k] or 0) + 1
+      end
+      for s = 2, 20 do
+        local doc = json(ok_run({ "-c", catalog(S1), "tables", "--at", tostring(s), "--json" }))
+        assert.are.equal(I(per[tostring(s)] or 0), I(doc[1].files), "snapshot " .. s)
+      end
+    end)
+
+    it("lists the tables of every schema (s2) and none before the first CREATE TABLE", function()
+      local rows = tsv(ok_run({ "-c", catalog(S2), "tables" }).out)
+      local names = {}
+      for _, r in ipairs(rows) do names[#names + 1] = r.schema .. "." .. r.table end
+      assert.are.same({ "sales.clients", "sales.orders", "sales.tmp" }, names)
+      assert.are.equal(0, #json(ok_run({ "-c", catalog(S2), "tables", "--at", "1", "--json" })))
+    end)
+
+    it("on a terminal: an aligned table with a header rule", function()
+      local r = ok_run({ "-c", catalog(S1), "tables" }, { env = { MORAINE_FORCE_TTY = "1" } })
+      assert.truthy(r.out:find("\nschema  table   table_id  columns  partition spec  sort spec  live files\n", 1, true), r.out)
+      assert.truthy(r.out:find("\nmain    events         1        5  hour(ts)        none               68\n", 1, true), r.out)
+      assert.is_nil(r.out:find("\t", 1, true))
+    end)
+
+    it("a snapshot that does not exist: exit 1 naming the snapshots there are", function()
+      local r = run({ "-c", catalog(S1), "tables", "--at", "21" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("moraine: snapshot 21 does not exist (snapshots: 0..20)\nhint: ", 1, true), r.show)
+      assert.are.equal("", r.out)
+      r = run({ "-c", catalog(S1), "tables", "--at", "-1", "--json" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("snapshot -1 does not exist (snapshots: 0..20)", 1, true), r.show)
+    end)
+  end)
+
+  describe("show", function()
+    it("shows columns, partition spec keys and sort spec at a snapshot (--json)", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "show", "events", "--at", "12", "--json" }))
+      assert.are.equal("events", doc.table)
+      assert.are.equal(I(12), I(doc.snapshot))
+      local names = {}
+      for i, c in ipairs(doc.columns) do names[i] = c.name end
+      assert.are.same({ "id", "ts", "region", "amount" }, names)
+      assert.are.equal("decimal(18,2)", doc.columns[4].type)
+      assert.are.equal(true, doc.columns[1].nullable)
+      assert.are.equal(I(5), I(doc.partition.partition_id))
+      assert.are.equal(0, #doc.partition.keys)
+      assert.are.equal(I(7), I(doc.sort.sort_id))
+      assert.are.equal(2, #doc.sort.keys)
+      assert.are.equal("amount", doc.sort.keys[1].expression)
+      assert.are.equal("DESC", doc.sort.keys[1].direction)
+      assert.are.equal("NULLS_LAST", doc.sort.keys[1].null_order)
+      assert.are.equal("region", doc.sort.keys[2].expression)
+    end)
+
+    it("at the newest snapshot: five columns (note with its default), spec 11 hour(ts), no sort spec", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "show", "main.events", "--json" }))
+      assert.are.equal(5, #doc.columns)
+      assert.are.equal("note", doc.columns[5].name)
+      assert.are.equal("n/a", doc.columns[5].default)
+      assert.are.equal(I(11), I(doc.partition.partition_id))
+      assert.are.equal(1, #doc.partition.keys)
+      local k = doc.partition.keys[1]
+      assert.are.equal(I(0), I(k.index))
+      assert.are.equal("ts", k.column)
+      assert.are.equal("hour", k.transform)
+      assert.are.equal(moraine.null, doc.sort)
+    end)
+
+    it("prints readable sections", function()
+      local r = ok_run({ "-c", catalog(S1), "show", "events", "--at", "7" }, { env = { MORAINE_FORCE_TTY = "1" } })
+      assert.truthy(r.out:find("main.events (table_id 1) at snapshot 7", 1, true), r.out)
+      assert.truthy(r.out:find("partition spec 4 (since snapshot 6): region, bucket(4, id)", 1, true), r.out)
+      assert.truthy(r.out:find("      1  id      bucket(4)", 1, true), r.out)
+      assert.truthy(r.out:find("sort spec: none", 1, true), r.out)
+    end)
+
+    it("resolves schema.name and names unique across schemas (s2)", function()
+      local a = json(ok_run({ "-c", catalog(S2), "show", "sales.orders", "--json" }))
+      local b = json(ok_run({ "-c", catalog(S2), "show", "orders", "--json" }))
+      assert.are.equal("sales", a.schema)
+      assert.are.same(a.columns[1].name, b.columns[1].name)
+      assert.are.equal(I(a.table_id), I(b.table_id))
+      -- before the rename at 19 the table is "customers"
+      local c = json(ok_run({ "-c", catalog(S2), "show", "customers", "--at", "18", "--json" }))
+      assert.are.equal(I(3), I(c.table_id))
+    end)
+
+    it("an unknown table: exit 1 naming it and listing the tables there are", function()
+      local r = run({ "-c", catalog(S2), "show", "nosuch" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find(
+        "moraine: no table 'nosuch' at snapshot 25 (tables: sales.clients, sales.orders, sales.tmp)\nhint: ", 1, true), r.show)
+      r = run({ "-c", catalog(S2), "show", "main.orders" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("no table 'main.orders'", 1, true), r.show)
+      r = run({ "-c", catalog(S2), "show", "customers" }) -- renamed to clients at 19
+      assert.are.equal(1, r.code, r.show)
+    end)
+
+    it("a snapshot that does not exist: exit 1", function()
+      local r = run({ "-c", catalog(S1), "show", "events", "--at", "100" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("snapshot 100 does not exist (snapshots: 0..20)", 1, true), r.show)
+    end)
+  end)
+
+  describe("files", function()
+    local function expected_files(s)
+      local list = {}
+      for _, f in ipairs(rows_of(FIX .. "/s1_evolution/expected", "list_files")) do
+        if I(f.snapshot_id) == I(s) then list[#list + 1] = f end
+      end
+      return list
+    end
+
+    it("--at 17: the files of DuckLake's list_files for snapshot 17, with their full paths", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "files", "events", "--at", "17", "--json" }))
+      local want = expected_files(17)
+      assert.are.equal(#want, #doc)
+      local paths = {}
+      for _, f in ipairs(doc) do paths[f.path] = true end
+      for _, w in ipairs(want) do assert.truthy(paths[w.data_file], w.data_file) end
+    end)
+
+    it("delete files and partition values as the fixture has them (every snapshot, tab-separated)", function()
+      local c = catalog(S1)
+      for _, s in ipairs({ 3, 9, 17, 18, 20 }) do
+        local rows = tsv(ok_run({ "-c", c, "files", "events", "--at", tostring(s) }).out)
+        local want = expected_files(s)
+        assert.are.equal(#want, #rows, "snapshot " .. s)
+        local by_path = {}
+        for _, r in ipairs(rows) do by_path[r.path] = r end
+        for _, w in ipairs(want) do
+          local r = by_path[w.data_file]
+          assert.truthy(r, w.data_file)
+          assert.are.equal(w.data_file_size_bytes, r.file_size_bytes)
+          if w.delete_file == moraine.null then assert.are.equal("NULL", r.delete_file)
+          else assert.are.equal(w.delete_file, r.delete_file) end
+        end
+      end
+      -- partition values of file 0 (year, month, day)
+      local doc = json(ok_run({ "-c", c, "files", "events", "--at", "3", "--json" }))
+      assert.are.same({ "2025", "3", "25" }, doc[1].partition_values)
+      assert.are.equal(I(2), I(doc[1].partition_id))
+    end)
+
+    it("keeps NULL and empty partition values apart (s3)", function()
+      local doc = json(ok_run({ "-c", catalog(S3), "files", "edge", "--at", "8", "--json" }))
+      local saw_null, saw_empty = false, false
+      for _, f in ipairs(doc) do
+        for _, v in ipairs(f.partition_values) do
+          if v == moraine.null then saw_null = true elseif v == "" then saw_empty = true end
+        end
+      end
+      assert.is_true(saw_null)
+      assert.is_true(saw_empty)
+    end)
+
+    it("on a terminal pads by UTF-8 characters: every path starts in the same column", function()
+      local r = ok_run({ "-c", catalog(S3), "files", "edge", "--at", "8" }, { env = { MORAINE_FORCE_TTY = "1" } })
+      local col, n = nil, 0
+      local function ulen(s) return #s - select(2, s:gsub("[\128-\191]", "")) end
+      local multibyte = false
+      for line in r.out:gmatch("[^\n]+") do
+        local i = line:find("data/", 1, true)
+        if i then
+          n = n + 1
+          if line:sub(1, i - 1):find("[\128-\255]") then multibyte = true end
+          local c = ulen(line:sub(1, i - 1))
+          col = col or c
+          assert.are.equal(col, c, line)
+        end
+      end
+      assert.truthy(n > 2, r.out)
+      assert.is_true(multibyte, "s3 has non-ASCII partition values:\n" .. r.out)
+      -- the 300-character value is cut on a terminal, whole in --json
+      assert.truthy(r.out:find(string.rep("x", 119) .. "…", 1, true), r.out)
+      assert.is_nil(r.out:find(string.rep("x", 120), 1, true))
+      local doc = json(ok_run({ "-c", catalog(S3), "files", "edge", "--at", "8", "--json" }))
+      local long = false
+      for _, f in ipairs(doc) do if f.partition_values[1] == string.rep("x", 300) then long = true end end
+      assert.is_true(long)
+    end)
+
+    it("an unknown table or snapshot: exit 1", function()
+      local r = run({ "-c", catalog(S1), "files", "evnts", "--at", "17" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("no table 'evnts' at snapshot 17 (tables: main.events)", 1, true), r.show)
+      r = run({ "-c", catalog(S1), "files", "events", "--at", "0" }) -- exists, but events does not yet
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("no table 'events' at snapshot 0 (tables: none)", 1, true), r.show)
+    end)
+  end)
+
+  describe("history", function()
+    it("lists every partition spec version with partition 10 never visible (--json)", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "history", "events", "--json" }))
+      local want = rows_of(S1, "ducklake_partition_info")
+      assert.are.equal(#want, #doc.partition_specs)
+      local by = {}
+      for _, p in ipairs(doc.partition_specs) do by[tostring(p.partition_id)] = p end
+      for _, w in ipairs(want) do
+        local p = by[tostring(w.partition_id)]
+        assert.truthy(p, tostring(w.partition_id))
+        assert.are.equal(I(w.begin_snapshot), I(p.begin_snapshot))
+        assert.are.equal(w.end_snapshot == moraine.null and "null" or tostring(w.end_snapshot),
+          p.end_snapshot == moraine.null and "null" or tostring(p.end_snapshot))
+        assert.are.equal(w.end_snapshot ~= moraine.null and I(w.end_snapshot) == I(w.begin_snapshot), p.never_visible)
+      end
+      assert.is_true(by["10"].never_visible)
+      assert.are.equal("day(ts)", by["10"].keys)
+      assert.are.equal("region, bucket(4, id)", by["4"].keys) -- named as of the spec's own snapshot
+      assert.are.equal(3, #doc.sort_specs)
+    end)
+
+    it("gives the mixed layout: live files, rows and bytes per partition spec, from the fixture", function()
+      local live = {}
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do
+        if f.end_snapshot == moraine.null then
+          local k = f.partition_id == moraine.null and "null" or tostring(f.partition_id)
+          local g = live[k] or { files = 0, rows = 0, bytes = 0 }
+          g.files, g.rows, g.bytes = g.files + 1, g.rows + f.record_count, g.bytes + f.file_size_bytes
+          live[k] = g
+        end
+      end
+      local doc = json(ok_run({ "-c", catalog(S1), "history", "events", "--json" }))
+      assert.are.equal(count(live), #doc.layout)
+      for _, g in ipairs(doc.layout) do
+        local k = g.partition_id == moraine.null and "null" or tostring(g.partition_id)
+        assert.truthy(live[k], k)
+        assert.are.equal(I(live[k].files), I(g.files), k)
+        assert.are.equal(I(live[k].rows), I(g.rows), k)
+        assert.are.equal(I(live[k].bytes), I(g.bytes), k)
+      end
+      local eleven
+      for _, g in ipairs(doc.layout) do if tostring(g.partition_id) == "11" then eleven = g end end
+      assert.are.equal("live", eleven.state)
+      assert.are.equal(I(live["11"].files), I(eleven.files))
+    end)
+
+    it("prints the timeline and the layout as text", function()
+      local r = ok_run({ "-c", catalog(S1), "history", "events" })
+      assert.truthy(r.out:find("\n10\t17\t17\tday(ts)\tnever visible\n", 1, true), r.out)
+      assert.truthy(r.out:find("\n11\t17\tlive\thour(ts)\t\n", 1, true), r.out)
+      assert.truthy(r.out:find("\n8\t13\t15\tamount DESC NULLS_LAST, area ASC NULLS_LAST\t\n", 1, true), r.out)
+      local n11 = 0
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do
+        if f.end_snapshot == moraine.null and f.partition_id ~= moraine.null and I(f.partition_id) == I(11) then
+          n11 = n11 + 1
+        end
+      end
+      assert.truthy(r.out:find("\n11\thour(ts)\tlive\t" .. n11 .. "\t", 1, true), r.out)
+    end)
+
+    it("an unknown table: exit 1 listing the tables", function()
+      local r = run({ "-c", catalog(S1), "history", "nosuch" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("no table 'nosuch' at snapshot 20 (tables: main.events)", 1, true), r.show)
+    end)
+  end)
+
+  describe("diff", function()
+    it("16 -> 17: partition specs 10 and 11 added (10 never visible), spec 9 ended (--json)", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "diff", "16", "17", "--json" }))
+      local added, removed = {}, {}
+      for _, p in ipairs(doc.added.ducklake_partition_info) do added[#added + 1] = tostring(p.partition_id) end
+      for _, p in ipairs(doc.removed.ducklake_partition_info) do removed[#removed + 1] = tostring(p.partition_id) end
+      table.sort(added)
+      assert.are.same({ "10", "11" }, added)
+      assert.are.same({ "9" }, removed)
+      -- the data files DuckLake wrote at 17 (begin_snapshot 17 in the fixture)
+      local n = 0
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do if I(f.begin_snapshot) == I(17) then n = n + 1 end end
+      assert.are.equal(n, #doc.added.ducklake_data_file)
+      assert.is_nil(doc.removed.ducklake_data_file)
+      assert.are.equal(1, #doc.added.ducklake_snapshot)
+      assert.are.equal(I(17), I(doc.added.ducklake_snapshot[1].snapshot_id))
+    end)
+
+    it("prints a summary and the rows", function()
+      local r = ok_run({ "-c", catalog(S1), "diff", "16", "17" })
+      local first = r.out:match("^[^\n]*")
+      assert.truthy(first:find("+2 partition specs (1 never visible), -1 partition spec", 1, true), first)
+      assert.truthy(first:find("+27 data files", 1, true), first)
+      assert.truthy(r.out:find("\n+ never visible\t10\t1\t17\t17\n", 1, true), r.out)
+      assert.truthy(r.out:find("\n+\t11\t1\t17\tNULL\n", 1, true), r.out)
+      assert.truthy(r.out:find("\n-\t9\t1\t16\t17\n", 1, true), r.out)
+      -- over a longer span, versions that came and went are told apart from never-visible ones
+      local long = ok_run({ "-c", catalog(S1), "diff", "0", "20" }).out:match("^[^\n]*")
+      assert.truthy(long:find("+7 partition specs (1 never visible, 5 ended again by 20)", 1, true), long)
+      assert.truthy(long:find("+6 columns (1 ended again by 20)", 1, true), long)
+    end)
+
+    it("swapping the snapshots swaps added and removed (versions that came and went count one way only)", function()
+      local a = json(ok_run({ "-c", catalog(S1), "diff", "3", "7", "--json" }))
+      local b = json(ok_run({ "-c", catalog(S1), "diff", "7", "3", "--json" }))
+      assert.are.equal(15 + 16, #a.added.ducklake_data_file) -- the inserts of snapshots 5 and 7
+      assert.are.equal(#a.added.ducklake_data_file, #b.removed.ducklake_data_file)
+      assert.are.equal(#a.removed.ducklake_partition_info, #b.added.ducklake_partition_info)
+      -- sort spec 6 lived from 10 to 12: added (never visible at 12) going forward, absent going back
+      local f = json(ok_run({ "-c", catalog(S1), "diff", "8", "12", "--json" }))
+      local g = json(ok_run({ "-c", catalog(S1), "diff", "12", "8", "--json" }))
+      local ids = {}
+      for _, x in ipairs(f.added.ducklake_sort_info) do ids[#ids + 1] = tostring(x.sort_id) end
+      assert.are.same({ "6", "7" }, ids)
+      assert.are.equal(1, #g.removed.ducklake_sort_info)
+      assert.are.equal(I(7), I(g.removed.ducklake_sort_info[1].sort_id))
+      local same = json(ok_run({ "-c", catalog(S1), "diff", "5", "5", "--json" }))
+      assert.are.equal(0, count(same.added))
+      assert.are.equal(0, count(same.removed))
+      assert.truthy(ok_run({ "-c", catalog(S1), "diff", "5", "5" }).out:find("no change", 1, true))
+    end)
+
+    it("a snapshot that does not exist: exit 1", function()
+      local r = run({ "-c", catalog(S1), "diff", "16", "42" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("snapshot 42 does not exist (snapshots: 0..20)", 1, true), r.show)
+    end)
+  end)
+
+  describe("verify", function()
+    local function has_verify()
+      local db = moraine.open(catalog(S1), { read_only = true })
+      local ok = pcall(function() return db.verify end)
+      local f = ok and db.verify
+      db:close()
+      return type(f) == "function"
+    end
+
+    it("a sound catalog: ok with the number of entries, exit 0", function()
+      local r = run({ "-c", catalog(S1), "verify" })
+      if not has_verify() then
+        assert.are.equal(1, r.code)
+        assert.truthy(r.err:find("not available in this build", 1, true), r.show)
+        return
+      end
+      assert.are.equal(0, r.code, r.show)
+      local n = r.out:match("^ok: (%d+) entries checked, no violation\n$")
+      assert.truthy(n, r.out)
+      assert.truthy(tonumber(n) > 100)
+      local doc = json(ok_run({ "-c", catalog(S1), "verify", "--json" }))
+      assert.is_true(doc.ok)
+      assert.are.equal(0, #doc.violations)
+      assert.are.equal(I(tonumber(n)), I(doc.entries))
+    end)
+
+    it("a damaged catalog: each violation as KEY: problem, exit 1", function()
+      if not has_verify() then pending("db:verify not in this build") return end
+      local dir = support.tmpdir("damaged")
+      ok_run({ "-c", dir, "import", S1 })
+      -- flip a byte inside every copy of one data file's path in the LMDB file
+      local f = assert(io.open(dir .. "/data.mdb", "rb"))
+      local bytes = f:read("*a")
+      f:close()
+      local n
+      bytes, n = bytes:gsub("day=26/ducklake", "day=26/duckXake")
+      assert.truthy(n > 0)
+      f = assert(io.open(dir .. "/data.mdb", "wb"))
+      f:write(bytes)
+      f:close()
+      local r = run({ "-c", dir, "verify" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.out:find("^C%([%d,]+%): ducklake_data_file: [^\n]+\n"), r.out)
+      assert.truthy(r.err:find("1 violation found", 1, true), r.show)
+      local j = run({ "-c", dir, "verify", "--json" })
+      assert.are.equal(1, j.code)
+      local doc = json(j)
+      assert.is_false(doc.ok)
+      assert.are.equal(1, #doc.violations)
+      -- reading the damaged row is refused, with a hint to verify
+      r = run({ "-c", dir, "files", "events" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("ECORRUPT", 1, true), r.show)
+      assert.truthy(r.err:find("moraine verify", 1, true), r.show)
+    end)
+
+    it("shows progress on stderr only on a terminal", function()
+      if not has_verify() then pending("db:verify not in this build") return end
+      local quiet = ok_run({ "-c", catalog(S1), "verify" })
+      assert.are.equal("", quiet.err)
+      local loud = ok_run({ "-c", catalog(S1), "verify" }, { env = { MORAINE_FORCE_TTY = "1" } })
+      assert.truthy(loud.err:find("\rverifying: ", 1, true), loud.show)
+      assert.truthy(loud.err:find("entries/s", 1, true), loud.show)
+    end)
+  end)
+
+  describe("stats", function()
+    it("entries and bytes per subspace and table, with totals that add up", function()
+      local db = moraine.open(catalog(S1), { read_only = true })
+      local has = type(db.stats) == "function"
+      db:close()
+      local r = run({ "-c", catalog(S1), "stats", "--json" })
+      if not has then
+        assert.are.equal(1, r.code)
+        assert.truthy(r.err:find("not available in this build", 1, true), r.show)
+        return
+      end
+      assert.are.equal(0, r.code, r.show)
+      local doc = json(r)
+      local e, k, v = 0, 0, 0
+      local subspaces = {}
+      for _, s in ipairs(doc.stats) do
+        e, k, v = e + s.entries, k + s.key_bytes, v + s.value_bytes
+        subspaces[s.subspace] = true
+      end
+      assert.truthy(e > 0 and k > 0 and v > 0)
+      assert.are.equal(I(e), I(doc.total.entries))
+      assert.are.equal(I(k), I(doc.total.key_bytes))
+      assert.are.equal(I(v), I(doc.total.value_bytes))
+      for _, s in ipairs({ "C", "H", "S", "R", "M" }) do assert.truthy(subspaces[s], s) end
+      -- the snapshot subspace holds one entry per snapshot
+      for _, s in ipairs(doc.stats) do
+        if s.subspace == "S" then assert.are.equal(I(21), I(s.entries)) end
+      end
+      local rows = tsv(ok_run({ "-c", catalog(S1), "stats" }).out)
+      local total = rows[#rows]
+      assert.are.equal("total", total.subspace)
+      assert.are.equal(tostring(e), total.entries)
+    end)
+  end)
+
+  describe("repl", function()
+    it("evaluates expressions and statements from a piped stdin with db, moraine and the helpers", function()
+      local input = table.concat({
+        '#scan("ducklake_table")',
+        '#scan("ducklake_snapshot")',
+        'n = #scan("ducklake_partition_info", {at = moraine.ALL})',
+        'n * 10',
+        'db:last_snapshot()',
+        'at(17)',
+        '#files("events")',
+        'spec("events").partition',
+        'at(9)',
+        'spec("events").partition_id',
+        't = {}',
+        'for i = 1, 3 do',
+        '  t[i] = i * i',
+        'end',
+        '#t, t[3]',
+        'error("boom")',
+        'at(99)',
+        '"still here"',
+        'show(scan("ducklake_table"))',
+        '.exit',
+        '"not reached"',
+      }, "\n") .. "\n"
+      local r = ok_run({ "-c", catalog(S1), "repl" }, { stdin = input })
+      local lines = {}
+      for l in r.out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+      assert.are.equal("1", lines[1], r.show)
+      assert.are.equal("21", lines[2], r.show)
+      assert.are.equal("70", lines[3], r.show)
+      assert.are.equal("20", lines[4], r.show)
+      assert.are.equal("17", lines[5], r.show)
+      assert.are.equal("67", lines[6], r.show) -- DuckLake's list_files count at 17
+      assert.are.equal('"hour(ts)"', lines[7], r.show)
+      assert.are.equal("9", lines[8], r.show)
+      assert.are.equal("5", lines[9], r.show)
+      assert.are.equal("3\t9", lines[10], r.show)
+      assert.are.equal('"still here"', lines[11], r.show)
+      assert.truthy(lines[12]:find("^table_id%s+table_uuid%s+begin_snapshot"), r.show)
+      assert.truthy(r.out:find("events", 1, true))
+      assert.is_nil(r.out:find("not reached", 1, true))
+      local errs = {}
+      for l in r.err:gmatch("[^\n]+") do errs[#errs + 1] = l end
+      assert.are.equal(2, #errs, r.show)
+      assert.truthy(errs[1]:match("^error: .*boom$"), r.show)
+      assert.are.equal("error: snapshot 99 does not exist (snapshots: 0..20)", errs[2])
+    end)
+
+    it("ends at end of input with exit 0", function()
+      local r = ok_run({ "-c", catalog(S1), "repl" }, { stdin = "1 + 1\n" })
+      assert.are.equal("2\n", r.out)
+    end)
+  end)
+
+  describe("the catalog directory", function()
+    it("a read command on a directory that does not exist: exit 1, never created", function()
+      local dir = support.tmpdir("nocat")
+      for _, args in ipairs({ { "snapshots" }, { "tables" }, { "show", "events" }, { "files", "events" },
+        { "history", "events" }, { "diff", "0", "1" }, { "verify" }, { "stats" }, { "repl" },
+        { "export", dir .. "-out" } }) do
+        local full = { "-c", dir }
+        for _, a in ipairs(args) do full[#full + 1] = a end
+        local r = run(full)
+        assert.are.equal(1, r.code, args[1] .. ": " .. r.show)
+        assert.truthy(r.err:find("moraine: no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'\nhint: ",
+          1, true), r.show)
+        assert.is_false(exists(dir), args[1])
+      end
+      assert.is_false(exists(dir .. "-out"))
+    end)
+
+    it("comes from --catalog, then $MORAINE_CATALOG, then ./catalog.moraine", function()
+      local c = catalog(S1)
+      local r = ok_run({ "tables", "--json" }, { env = { MORAINE_CATALOG = c } })
+      assert.are.equal("events", json(r)[1].table)
+      r = ok_run({ "--catalog", c, "tables", "--json" }, { env = { MORAINE_CATALOG = "/nonexistent" } })
+      assert.are.equal("events", json(r)[1].table)
+      r = ok_run({ "tables", "--catalog=" .. c, "--at=9", "--json" })
+      assert.are.equal(I(5), I(json(r)[1].partition_id))
+      local cwd = support.tmpdir("cwd")
+      support.mkdir(cwd)
+      r = run({ "tables" }, { cwd = cwd })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("no catalog at catalog.moraine", 1, true), r.show)
+      ok_run({ "-c", cwd .. "/catalog.moraine", "import", S2 })
+      r = ok_run({ "tables", "--json" }, { cwd = cwd })
+      assert.are.equal(3, #json(r))
+    end)
+
+    it("a catalog directory that holds no snapshot is refused for reads", function()
+      local dir = support.tmpdir("emptycat")
+      moraine.open(dir):close()
+      local r = run({ "-c", dir, "tables" })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("is empty", 1, true), r.show)
+    end)
+  end)
+end)
