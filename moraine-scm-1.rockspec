@@ -1,0 +1,79 @@
+-- moraine: DuckLake catalog engine on LMDB, as the Lua module `moraine`.
+--
+-- Build and install from the source tree (offline; LMDB and jansson come
+-- from the system: apt-get install liblmdb-dev libjansson-dev):
+--
+--     luarocks --lua-version 5.4 make moraine-scm-1.rockspec              -- system tree
+--     luarocks --lua-version 5.4 make --tree /tmp/rt moraine-scm-1.rockspec
+--
+-- Every engine/*.c is compiled into the C module `moraine.core` (there is no
+-- separate libmoraine in a rock; `make install` installs that); the Lua
+-- modules and the `moraine` command come along. spec/examples_spec.lua checks
+-- that the lists below name every engine source and every Lua module.
+-- Dependencies are the system's only, so the build works offline.
+-- `moraine.sqlite`'s import reads SQLite through LuaSQL (Debian:
+-- lua-sql-sqlite3), its export does not; `moraine.http` runs inside
+-- OpenResty/nginx's Lua module.
+rockspec_format = "3.0"
+package = "moraine"
+version = "scm-1"
+
+-- `luarocks make` builds the tree it is run in; source.url is only read by
+-- `luarocks build`/`pack`, for which this points at a local checkout.
+source = {
+  url = "git+file:///work/main",
+}
+
+description = {
+  summary = "Embedded DuckLake catalog engine on LMDB, with time travel",
+  detailed = [[
+moraine keeps a DuckLake lake's metadata rows (ducklake_snapshot,
+ducklake_data_file, ducklake_partition_info, ...) in an ordered LMDB keyspace
+and serves them exactly as DuckLake wrote them, at any snapshot. Its verbs
+write the rows DuckLake would write for the same statements. Runs on Lua 5.4
+and LuaJIT.
+]],
+  labels = { "ducklake", "lmdb", "catalog" },
+}
+
+dependencies = {
+  "lua >= 5.1",
+}
+
+external_dependencies = {
+  LMDB = { header = "lmdb.h", library = "lmdb" },
+  JANSSON = { header = "jansson.h", library = "jansson" },
+}
+
+build = {
+  type = "builtin",
+  modules = {
+    ["moraine.core"] = {
+      sources = {
+        "bindings/moraine_core.c",
+        "engine/codec.c",
+        "engine/commit.c",
+        "engine/crc32c.c",
+        "engine/error.c",
+        "engine/json.c",
+        "engine/key.c",
+        "engine/ndjson.c",
+        "engine/read.c",
+        "engine/store.c",
+        "engine/tables.c",
+        "engine/verbs.c",
+        "engine/verify.c",
+      },
+      libraries = { "lmdb", "jansson", "pthread", "m" },
+      incdirs = { "engine", "$(LMDB_INCDIR)", "$(JANSSON_INCDIR)" },
+      libdirs = { "$(LMDB_LIBDIR)", "$(JANSSON_LIBDIR)" },
+      defines = { "_GNU_SOURCE" },
+    },
+    ["moraine"] = "bindings/moraine.lua",
+    ["moraine.sqlite"] = "bindings/moraine/sqlite.lua",
+    ["moraine.http"] = "bindings/moraine/http.lua",
+  },
+  install = {
+    bin = { moraine = "scripts/moraine" },
+  },
+}
