@@ -486,6 +486,17 @@ snapshot, or only the live rows when the catalog has no snapshot yet):
   ENOTFOUND (no such relation), EINVAL (`table_id` on a relation without
   scope, unknown option), ECORRUPT, ETXN (iterator used after its read ended).
 - `rd:files(T, S)` — `rd:scan("ducklake_data_file", {at = S, table_id = T})`.
+- `for chunk, n in rd:scan_json(name, opts) do ... end` — the same rows as
+  `rd:scan`, written as JSON in C with no Lua table per row (the fast path
+  for serving many rows, e.g. moraine.http's files endpoint): each `chunk`
+  is up to `opts.rows` (default 256, 1..1000000) JSON objects joined by
+  commas, in DuckDB's JSON-lines form (columns in the catalog's order, exact
+  integers, `moraine_row_json`); `n` is how many. `opts`: `at`, `table_id`
+  as for `rd:scan`; `partition_values = true` adds a data file's
+  `"partition_values":[...]` (strings or null, partition_key_index order);
+  `children = true` adds each child table's rows under the child table's
+  name. Raises as `rd:scan`, and EINVAL for a string that is not valid UTF-8
+  (JSON cannot carry it) or an unknown option.
 - `rd:partition_spec(T, S)` — the partition spec in force for table `T` at
   `S` (`moraine_partition_spec_at`): nil, or the ducklake_partition_info row
   with `row.columns` = array of its ducklake_partition_column rows in stored

@@ -1954,6 +1954,125 @@ static int l_read_files(lua_State *L)
     return push_scan(L, r, "ducklake_data_file", scope, at);
 }
 
+/* Iterator of rd:scan_json: upvalues are the cursor, the flags and the rows per chunk. */
+static int l_scan_json_iter(lua_State *L)
+{
+    lcursor *c = (lcursor *)lua_touserdata(L, lua_upvalueindex(1));
+    unsigned flags = (unsigned)lua_tointeger(L, lua_upvalueindex(2));
+    lua_Integer per = lua_tointeger(L, lua_upvalueindex(3));
+    if (c->owner == NULL || c->owner->rd == NULL)
+        return raise_errf(L, MORAINE_ETXN, "scan_json used after its read transaction was closed");
+    if (c->cur == NULL) {
+        lua_pushnil(L);
+        return 1;
+    }
+    moraine_json j = {0};
+    lua_Integer n = 0;
+    int rc = 0;
+    while (n < per) {
+        moraine_row row;
+        rc = moraine_cursor_next(c->cur, &row);
+        if (rc <= 0)
+            break;
+        if (n > 0) {
+            if (j.len == j.cap) {
+                size_t cap = j.cap ? j.cap * 2 : 4096;
+                char *p = realloc(j.p, cap);
+                if (!p) {
+                    rc = MORAINE_ENOMEM;
+                    break;
+                }
+                j.p = p;
+                j.cap = cap;
+            }
+            j.p[j.len++] = ',';
+        }
+        rc = moraine_row_json(c->owner->rd, &row, flags, &j);
+        if (rc)
+            break;
+        n++;
+    }
+    if (rc < 0) {
+        moraine_json_free(&j);
+        return raise_engine(L, rc);
+    }
+    if (rc == 0 && n < per) {
+        moraine_cursor_close(c->cur);
+        c->cur = NULL;
+    }
+    if (n == 0) {
+        moraine_json_free(&j);
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushlstring(L, j.p, j.len);
+    moraine_json_free(&j);
+    lua_pushinteger(L, n);
+    return 2;
+}
+
+/* rd:scan_json(name, opts) -> iterator of (chunk, count): each chunk is up to
+ * opts.rows (default 256) rows as JSON objects joined by commas, written in C
+ * (no Lua table per row). opts: at, table_id as rd:scan; partition_values =
+ * true adds a data file's "partition_values" array; children = true adds every
+ * child table's rows under the child table's name. */
+static int l_read_scan_json(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    const char *name = check_name(L, 2);
+    int64_t scope = MORAINE_ANY_SCOPE, at = 0;
+    unsigned flags = 0;
+    lua_Integer per = 256;
+    int have_at = 0;
+    if (!lua_isnoneornil(L, 3)) {
+        luaL_checktype(L, 3, LUA_TTABLE);
+        lua_pushnil(L);
+        while (lua_next(L, 3)) {
+            lua_pop(L, 1);
+            const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+            if (!k || (strcmp(k, "at") != 0 && strcmp(k, "table_id") != 0 && strcmp(k, "rows") != 0 && strcmp(k, "partition_values") != 0 &&
+                       strcmp(k, "children") != 0))
+                raise_errf(L, MORAINE_EINVAL, "scan_json: unknown option '%s' (expected at, table_id, rows, partition_values, children)",
+                           k ? k : luaL_typename(L, -1));
+        }
+        lua_getfield(L, 3, "at");
+        if (!lua_isnil(L, -1)) {
+            if (!to_int64(L, -1, &at))
+                raise_errf(L, MORAINE_EINVAL, "scan_json: option 'at' must be an integer snapshot id or moraine.ALL");
+            have_at = 1;
+        }
+        lua_getfield(L, 3, "table_id");
+        if (!lua_isnil(L, -1) && !to_int64(L, -1, &scope))
+            raise_errf(L, MORAINE_EINVAL, "scan_json: option 'table_id' must be an integer");
+        lua_getfield(L, 3, "rows");
+        if (!lua_isnil(L, -1)) {
+            int64_t v;
+            if (!to_int64(L, -1, &v) || v < 1 || v > 1000000)
+                raise_errf(L, MORAINE_EINVAL, "scan_json: option 'rows' must be an integer from 1 to 1000000");
+            per = (lua_Integer)v;
+        }
+        lua_getfield(L, 3, "partition_values");
+        if (lua_toboolean(L, -1))
+            flags |= MORAINE_JSON_PARTITION_VALUES;
+        lua_getfield(L, 3, "children");
+        if (lua_toboolean(L, -1))
+            flags |= MORAINE_JSON_CHILDREN;
+        lua_pop(L, 5);
+    }
+    if (!have_at)
+        at = default_snapshot(L, r);
+    lua_settop(L, 3);
+    open_cursor(L, r, 1, name, scope, at);
+    lua_pushvalue(L, -1);
+    lua_pushinteger(L, (lua_Integer)flags);
+    lua_pushinteger(L, per);
+    lua_pushcclosure(L, l_scan_json_iter, 3);
+    lua_pushnil(L);
+    lua_pushnil(L);
+    lua_pushvalue(L, -4); /* to-be-closed value for Lua 5.4's generic for */
+    return 4;
+}
+
 enum { SPEC_PARTITION, SPEC_SORT, SPEC_PARTITION_BY_ID };
 
 static int read_spec(lua_State *L, int kind)
@@ -3024,6 +3143,7 @@ static const luaL_Reg vtx_methods[] = {{"base", l_vtx_base},
 static const luaL_Reg read_methods[] = {{"last_snapshot", l_read_last_snapshot},
                                         {"scan", l_read_scan},
                                         {"files", l_read_files},
+                                        {"scan_json", l_read_scan_json},
                                         {"partition_spec", l_read_partition_spec},
                                         {"sort_spec", l_read_sort_spec},
                                         {"partition_spec_by_id", l_read_partition_spec_by_id},

@@ -114,7 +114,10 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
     MDB_val k, val;
     for (mrc = mdb_cursor_get(c, &k, &val, MDB_FIRST); mrc == 0; mrc = mdb_cursor_get(c, &k, &val, MDB_NEXT)) {
         done++;
-        if (progress && done % 4096 == 0 && progress(pud, done, ms.ms_entries)) break;
+        if (progress && done % 4096 == 0 && progress(pud, done, ms.ms_entries)) {
+            rc = mr_err(MORAINE_EINVAL, "verify cancelled");
+            break;
+        }
         const uint8_t *kp = k.mv_data, *kend = kp + k.mv_size;
         mr_key_describe(kp, k.mv_size, v.key, sizeof v.key);
         if (k.mv_size == 0) {

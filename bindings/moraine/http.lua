@@ -204,26 +204,18 @@ local function stream_files(rd, args, name, if_none_match)
     send_headers(304, s)
     return
   end
-  local fcols = rel_columns("ducklake_data_file")
   local _, names = columns_at(rd, t.table_id, s)
   send_headers(200, s)
   emit(('{"snapshot":%s,"table":%s,"table_id":%s,"partition_spec":%s,"files":['):format(json(s), json(t.table_name),
     json(t.table_id), partition_json(rd:partition_spec(t.table_id, s), names)))
-  local buf, n = {}, 0
-  for f, children in rd:files(t.table_id, s) do
-    local vals = {}
-    for i, v in ipairs(children.ducklake_file_partition_value or {}) do vals[i] = json(v.partition_value) end
-    local obj = row_json(fcols, f)
-    buf[#buf + 1] = (n > 0 and "," or "") .. obj:sub(1, -2) .. ',"partition_values":[' .. table.concat(vals, ",") .. "]}"
-    n = n + 1
-    if #buf >= CHUNK then
-      emit(table.concat(buf))
-      buf = {}
-      ngx.flush(false)
-    end
+  -- rows are written as JSON in C, CHUNK at a time, and flushed as they come
+  local n = 0
+  for chunk, k in rd:scan_json("ducklake_data_file", { at = s, table_id = t.table_id, rows = CHUNK, partition_values = true }) do
+    emit(n > 0 and ("," .. chunk) or chunk)
+    n = n + k
+    ngx.flush(false)
   end
-  buf[#buf + 1] = ('],"file_count":%d}'):format(n)
-  emit(table.concat(buf))
+  emit(('],"file_count":%d}'):format(n))
 end
 
 local function get_history(rd, args, name)
