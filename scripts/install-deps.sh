@@ -5,7 +5,7 @@
 # (libnginx-mod-http-lua) links it and conflicts with the plain luajit package,
 # and the Lua module must load in both the luajit command and nginx workers.
 set -e
-PKGS="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev lua-busted lua-luassert lua-penlight clang libclang-rt-14-dev valgrind nginx-light libnginx-mod-http-lua curl sqlite3 lua-sql-sqlite3"
+PKGS="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev lua-busted lua-luassert lua-penlight clang libclang-rt-14-dev valgrind nginx-light libnginx-mod-http-lua curl sqlite3 lua-sql-sqlite3 luarocks"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
