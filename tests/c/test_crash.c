@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     char *root = mkdtemp(tmpl);
     char cat[4200];
     snprintf(cat, sizeof cat, "%s/catalog", root);
-    long lost = 0, partial = 0, unsound = 0, killed_mid = 0;
+    long lost = 0, partial = 0, unsound = 0, killed_mid = 0, writer_failed = 0;
     int64_t max_acked = -1, acked_total = 0;
     for (long r = 0; r < rounds; r++) {
         if (r % 200 == 0) {
@@ -105,6 +105,7 @@ int main(int argc, char **argv)
         int st;
         waitpid(pid, &st, 0);
         if (WIFSIGNALED(st)) killed_mid++;
+        else writer_failed++, check_note("round %ld: the writer stopped by itself (status %d)", r, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
         /* every ACK written before the kill is in the pipe */
         FILE *f = fdopen(fds[0], "r");
         char line[128];
@@ -144,7 +145,7 @@ int main(int argc, char **argv)
     CHECK(lost == 0, "%ld rounds lost an acknowledged snapshot", lost);
     CHECK(partial == 0, "%ld snapshots were present in part", partial);
     CHECK(unsound == 0, "%ld reopened catalogs failed verify", unsound);
-    CHECK(killed_mid > rounds / 2, "only %ld of %ld writers were killed while running", killed_mid, rounds);
+    CHECK(writer_failed == 0, "%ld writers failed on their own (see their messages above)", writer_failed);
     CHECK(acked_total > 10, "the writer acknowledged only %lld commits", (long long)acked_total);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

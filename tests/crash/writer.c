@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(const char *what)
+static int fail(const char *what, int rc)
 {
-    fprintf(stderr, "crash_writer: %s: %s: %s\n", what, moraine_strerror(-1), moraine_errmsg());
+    fprintf(stderr, "crash_writer: %s: %s: %s\n", what, moraine_strerror(rc), moraine_errmsg());
     return 1;
 }
 
@@ -27,43 +27,48 @@ int main(int argc, char **argv)
     long max = argc > 2 ? atol(argv[2]) : -1;
     moraine_options o = {.create = 1};
     moraine_db *db;
-    if (moraine_open(argv[1], &o, &db)) return fail("open");
+    int rc;
+    if ((rc = moraine_open(argv[1], &o, &db))) return fail("open", rc);
     int64_t last;
     int have = moraine_last_snapshot(db, &last);
-    if (have < 0) return fail("last snapshot");
-    if (have == 0) {
-        if (moraine_init(db, "data/")) return fail("init");
-        moraine_tx *tx;
-        moraine_column_def cols[] = {{"k", "int64", 0, NULL}, {"ts", "timestamp", 0, NULL}};
-        if (moraine_tx_begin(db, &tx) || moraine_tx_create_table(tx, NULL, "t", cols, 2, NULL) || moraine_tx_commit(tx, &last))
-            return fail("create table");
+    if (have < 0) return fail("last snapshot", have);
+    if (have == 0 && (rc = moraine_init(db, "data/"))) return fail("init", rc);
+    /* the table: created here unless a killed predecessor already committed it */
+    moraine_tx *tx;
+    moraine_column_def cols[] = {{"k", "int64", 0, NULL}, {"ts", "timestamp", 0, NULL}};
+    if ((rc = moraine_tx_begin(db, &tx))) return fail("begin", rc);
+    rc = moraine_tx_create_table(tx, NULL, "t", cols, 2, NULL);
+    if (rc == MORAINE_EEXIST) {
+        moraine_tx_abort(tx);
+    } else if (rc || (rc = moraine_tx_commit(tx, &last))) {
+        return fail("create table", rc);
+    } else {
         printf("ACK %lld\n", (long long)last);
         fflush(stdout);
     }
     for (long n = 0; max < 0 || n < max; n++) {
-        moraine_tx *tx;
-        if (moraine_tx_begin(db, &tx)) return fail("begin");
+        if ((rc = moraine_tx_begin(db, &tx))) return fail("begin", rc);
         int64_t next = moraine_tx_base(tx) + 1;
         if (next % 7 == 0) {
             moraine_partition_key pk[] = {{"k", next % 2 ? "identity" : "bucket(4)"}};
-            if (moraine_tx_set_partitioning(tx, NULL, "t", pk, 1)) return fail("partition");
+            if ((rc = moraine_tx_set_partitioning(tx, NULL, "t", pk, 1))) return fail("partition", rc);
         }
         moraine_read *rd;
         moraine_row spec;
         size_t nvals = 0;
-        if (moraine_read_begin(db, &rd)) return fail("read");
+        if ((rc = moraine_read_begin(db, &rd))) return fail("read", rc);
         int have_spec = moraine_partition_spec_at(rd, 1, next - 1, &spec);
         moraine_read_end(rd);
-        if (have_spec < 0) return fail("spec");
+        if (have_spec < 0) return fail("spec", have_spec);
         if (have_spec == 1 || next % 7 == 0) nvals = 1; /* every spec this writer sets has one key */
         char path[64], val[32];
         snprintf(path, sizeof path, "f%lld.parquet", (long long)next);
         snprintf(val, sizeof val, "%lld", (long long)(next % 5));
         const char *vals[] = {val};
         moraine_data_file f = {path, 0, NULL, 1, 100, 10, vals, nvals, NULL, 0};
-        if (moraine_tx_add_data_files(tx, NULL, "t", &f, 1, NULL)) return fail("add file");
+        if ((rc = moraine_tx_add_data_files(tx, NULL, "t", &f, 1, NULL))) return fail("add file", rc);
         int64_t snap;
-        if (moraine_tx_commit(tx, &snap)) return fail("commit");
+        if ((rc = moraine_tx_commit(tx, &snap))) return fail("commit", rc);
         printf("ACK %lld\n", (long long)snap);
         fflush(stdout);
     }
