@@ -106,6 +106,34 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@sh scripts/run-lua.sh lua5.4 $(BUILD) scripts/demo.lua examples/catalogs/s1_evolution/catalog
 
+# The benchmark (bench/README.md): moraine through C and Lua, the raw LMDB
+# floor, SQLite (as DuckLake creates it, and indexed) and DuckDB on one
+# generated catalog; sizes from BENCH_* (see bench/run.sh). Not part of `make test`.
+BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -O2 -g -Iengine
+BENCH_BIN    := $(BUILD)/bench/gen $(BUILD)/bench/bench $(BUILD)/bench/lua54/benchclock.so $(BUILD)/bench/luajit/benchclock.so
+
+.PHONY: bench
+bench: deps
+	@sh bench/setup.sh
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	@sh bench/run.sh $(BUILD)
+
+$(BUILD)/bench/gen: bench/gen.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $<
+
+$(BUILD)/bench/bench: bench/bench.c $(BUILD)/libmoraine.a engine/moraine.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BUILD)/libmoraine.a -lsqlite3 $(LIBS)
+
+$(BUILD)/bench/lua54/benchclock.so: bench/lclock.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -fPIC -shared -I$(LUA54_INC) -o $@ $<
+
+$(BUILD)/bench/luajit/benchclock.so: bench/lclock.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -fPIC -shared -I$(LUAJIT_INC) -o $@ $<
+
 # Install: library, header and pkg-config file; the Lua module for Lua 5.4 and
 # LuaJIT where each runtime looks by default ($(PREFIX)/lib/lua/5.x and
 # $(PREFIX)/share/lua/5.x; with PREFIX=/usr, Debian's multiarch C module

@@ -1,0 +1,1252 @@
+/*
+ * bench.c — the in-process timings of moraine (C API), the raw LMDB floor
+ * and SQLite, on the catalog bench/gen.c wrote.
+ *
+ *   bench moraine WORK          import (f), workloads a-d, commits (e)
+ *   bench floor WORK            the same key ranges walked with raw LMDB cursors, no decoding
+ *   bench sqlite WORK plain     SQLite with DuckLake's schema exactly as DuckLake creates it
+ *   bench sqlite WORK indexed   the same plus the indexes a tuned deployment adds (table_id first)
+ *
+ * WORK holds meta.json, catalog/ and sql/ (bench/sql.mjs); stores go to
+ * WORK/stores/, results to WORK/results/<peer>.json. Every workload is timed
+ * inside the process with CLOCK_MONOTONIC: one warm-up run, then
+ * BENCH_RUNS runs (default 5, at least 5); the median is reported. Imports
+ * run in a forked child each (so the load's peak memory is the child's and
+ * the serving peak the parent's). Any failure exits non-zero with the reason.
+ */
+#include "moraine.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <lmdb.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+/* ---- helpers ---- */
+
+static const char *peer_name = "bench";
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench %s: FAILED: ", peer_name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int dcmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+    double *c = malloc((size_t)n * sizeof *c);
+    memcpy(c, v, (size_t)n * sizeof *c);
+    qsort(c, (size_t)n, sizeof *c, dcmp);
+    double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    free(c);
+    return m;
+}
+
+static int RUNS = 5, IMPORT_RUNS = 5;
+
+static void rm_rf(const char *p)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p);
+    if (system(cmd) != 0) die("cannot remove %s", p);
+}
+
+static uint64_t file_bytes(const char *p)
+{
+    struct stat st;
+    if (stat(p, &st)) return 0;
+    return (uint64_t)st.st_size;
+}
+
+static long maxrss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* ---- meta ---- */
+
+typedef struct {
+    json_t *j;
+    int64_t T, last, old, tables, stats, pkeys, files;
+    int64_t *table_ids;
+    const char **columns;
+    const char **pk_col, **pk_tr;
+    const char *bench_table;
+    uint64_t total_rows;
+} meta_t;
+
+static meta_t M;
+static char WORK[4096];
+static json_t *RESULTS;
+
+static int64_t jint(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_integer(v)) die("meta.json: %s missing", k);
+    return json_integer_value(v);
+}
+
+static void load_meta(void)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/meta.json", WORK);
+    json_error_t e;
+    M.j = json_load_file(p, 0, &e);
+    if (!M.j) die("%s: %s", p, e.text);
+    M.T = jint(M.j, "bench_table_id");
+    M.last = jint(M.j, "last_snapshot");
+    M.old = jint(M.j, "old_snapshot");
+    M.tables = jint(M.j, "tables");
+    M.stats = jint(M.j, "stats");
+    M.pkeys = jint(M.j, "pkeys");
+    M.files = jint(M.j, "files");
+    M.total_rows = (uint64_t)jint(M.j, "total_rows");
+    M.bench_table = json_string_value(json_object_get(M.j, "bench_table"));
+    json_t *a = json_object_get(M.j, "table_ids");
+    M.table_ids = calloc(json_array_size(a), sizeof(int64_t));
+    for (size_t i = 0; i < json_array_size(a); i++) M.table_ids[i] = json_integer_value(json_array_get(a, i));
+    a = json_object_get(M.j, "columns");
+    M.columns = calloc(json_array_size(a), sizeof(char *));
+    for (size_t i = 0; i < json_array_size(a); i++) M.columns[i] = json_string_value(json_array_get(a, i));
+    a = json_object_get(M.j, "bench_partition_keys");
+    M.pk_col = calloc(json_array_size(a) + 1, sizeof(char *));
+    M.pk_tr = calloc(json_array_size(a) + 1, sizeof(char *));
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        M.pk_col[i] = json_string_value(json_object_get(json_array_get(a, i), "column"));
+        M.pk_tr[i] = json_string_value(json_object_get(json_array_get(a, i), "transform"));
+    }
+}
+
+/* ---- results ---- */
+
+static json_t *wl_json(const double *runs, int n, double m)
+{
+    json_t *o = json_object(), *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_real(runs[i]));
+    json_object_set_new(o, "runs", a);
+    json_object_set_new(o, "median", json_real(m));
+    return o;
+}
+
+/* a latency workload: warm-up, RUNS runs, median seconds; check = what the run returned */
+typedef uint64_t (*work_fn)(void *ctx);
+static void latency(const char *name, work_fn fn, void *ctx)
+{
+    uint64_t check = fn(ctx); /* warm-up */
+    double *r = malloc((size_t)RUNS * sizeof *r);
+    for (int i = 0; i < RUNS; i++) {
+        double t = now();
+        uint64_t c = fn(ctx);
+        r[i] = now() - t;
+        if (c != check) die("%s: run %d answered %" PRIu64 " rows, the warm-up %" PRIu64, name, i, c, check);
+    }
+    json_t *o = wl_json(r, RUNS, median(r, RUNS));
+    json_object_set_new(o, "unit", json_string("s"));
+    json_object_set_new(o, "rows", json_integer((json_int_t)check));
+    json_object_set_new(json_object_get(RESULTS, "workloads"), name, o);
+    fprintf(stderr, "  %-14s %10.6f s median (%" PRIu64 " rows)\n", name, median(r, RUNS), check);
+    free(r);
+}
+
+/* a throughput workload: each run does @units units of work; rate = units / s */
+typedef void (*batch_fn)(void *ctx, int run);
+static void throughput(const char *name, const char *unit, double units, batch_fn fn, void *ctx)
+{
+    fn(ctx, -1); /* warm-up */
+    double *r = malloc((size_t)RUNS * sizeof *r);
+    for (int i = 0; i < RUNS; i++) {
+        double t = now();
+        fn(ctx, i);
+        r[i] = units / (now() - t);
+    }
+    json_t *o = wl_json(r, RUNS, median(r, RUNS));
+    json_object_set_new(o, "unit", json_string(unit));
+    json_object_set_new(json_object_get(RESULTS, "workloads"), name, o);
+    fprintf(stderr, "  %-14s %12.1f %s median\n", name, median(r, RUNS), unit);
+    free(r);
+}
+
+static void save_results(void)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/results", WORK);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/results/%s.json", WORK, peer_name);
+    if (json_dump_file(RESULTS, p, JSON_INDENT(1))) die("cannot write %s", p);
+}
+
+/* Runs @fn in a forked child @IMPORT_RUNS+1 times (the first a warm-up);
+ * the child writes its elapsed seconds to the pipe. Records the import
+ * workload and the children's peak RSS. */
+typedef double (*import_fn)(int run);
+static void import_runs(const char *name, import_fn fn)
+{
+    double *r = malloc((size_t)(IMPORT_RUNS + 1) * sizeof *r);
+    long peak = 0;
+    for (int i = 0; i <= IMPORT_RUNS; i++) {
+        int fd[2];
+        if (pipe(fd)) die("pipe: %s", strerror(errno));
+        pid_t pid = fork();
+        if (pid < 0) die("fork: %s", strerror(errno));
+        if (pid == 0) {
+            close(fd[0]);
+            double t = fn(i);
+            if (write(fd[1], &t, sizeof t) != sizeof t) _exit(3);
+            _exit(0);
+        }
+        close(fd[1]);
+        double t = -1;
+        ssize_t got = read(fd[0], &t, sizeof t);
+        close(fd[0]);
+        int st;
+        struct rusage ru;
+        if (wait4(pid, &st, 0, &ru) < 0) die("wait: %s", strerror(errno));
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || got != sizeof t) die("%s: the import child failed (status %d)", name, st);
+        if (ru.ru_maxrss > peak) peak = ru.ru_maxrss;
+        r[i] = (double)M.total_rows / t;
+        fprintf(stderr, "  %-14s run %d: %.2f s, %.0f rows/s\n", name, i, t, r[i]);
+    }
+    json_t *o = wl_json(r + 1, IMPORT_RUNS, median(r + 1, IMPORT_RUNS));
+    json_object_set_new(o, "unit", json_string("rows/s"));
+    json_object_set_new(o, "rows", json_integer((json_int_t)M.total_rows));
+    json_object_set_new(json_object_get(RESULTS, "workloads"), name, o);
+    json_object_set_new(RESULTS, "peak_rss_load_kb", json_integer(peak));
+    free(r);
+}
+
+/* ---- moraine (C API) ---- */
+
+static uint64_t touch(const moraine_value *v, size_t n)
+{
+    uint64_t h = 0;
+    for (size_t i = 0; i < n; i++) {
+        switch (v[i].type) {
+        case MORAINE_INT:
+        case MORAINE_BOOL: h += (uint64_t)v[i].i; break;
+        case MORAINE_STR:
+        case MORAINE_JSON: h += v[i].len + (v[i].len ? (uint8_t)v[i].s[0] : 0); break;
+        case MORAINE_REAL: h += (uint64_t)v[i].d; break;
+        default: h++;
+        }
+    }
+    return h;
+}
+
+static void mcheck(int rc, const char *what)
+{
+    if (rc < 0) die("%s: %s: %s", what, moraine_strerror(rc), moraine_errmsg());
+}
+
+typedef struct {
+    moraine_db *db;
+    int64_t S;
+    uint64_t sink, children, deletes;
+} mctx;
+
+static int col_of(moraine_db *db, const char *rel, const char *col)
+{
+    moraine_relation_info ri;
+    mcheck(moraine_relation(db, rel, &ri), rel);
+    int c = moraine_column_index(&ri, col);
+    if (c < 0) die("%s has no column %s", rel, col);
+    return c;
+}
+
+/* (a), (b): the files of one table at S with partition values and column
+ * stats (embedded children) and their delete files (merged by data_file_id) */
+static uint64_t m_files(void *p)
+{
+    mctx *c = p;
+    static int dcol = -1, fcol = -1;
+    if (dcol < 0) {
+        fcol = col_of(c->db, "ducklake_data_file", "data_file_id");
+        dcol = col_of(c->db, "ducklake_delete_file", "data_file_id");
+    }
+    moraine_read *rd;
+    moraine_cursor *df, *del;
+    mcheck(moraine_read_begin(c->db, &rd), "read_begin");
+    mcheck(moraine_scan_open(rd, "ducklake_data_file", M.T, c->S, &df), "scan data files");
+    mcheck(moraine_scan_open(rd, "ducklake_delete_file", M.T, c->S, &del), "scan delete files");
+    moraine_row r, d, k;
+    uint64_t n = 0, h = 0, kids = 0, dels = 0;
+    int hd = moraine_cursor_next(del, &d);
+    mcheck(hd, "next delete file");
+    int rc;
+    while ((rc = moraine_cursor_next(df, &r)) == 1) {
+        n++;
+        h += touch(r.vals, r.ncols);
+        moraine_children ch;
+        moraine_row_children(rd, &r, &ch);
+        int kr;
+        while ((kr = moraine_children_next(&ch, &k)) == 1) {
+            h += touch(k.vals, k.ncols);
+            kids++;
+        }
+        mcheck(kr, "children");
+        moraine_children_free(&ch);
+        int64_t id = r.vals[fcol].i;
+        while (hd == 1 && d.vals[dcol].i < id) hd = moraine_cursor_next(del, &d);
+        while (hd == 1 && d.vals[dcol].i == id) {
+            h += touch(d.vals, d.ncols);
+            dels++;
+            hd = moraine_cursor_next(del, &d);
+        }
+        mcheck(hd, "next delete file");
+    }
+    mcheck(rc, "next data file");
+    moraine_read_end(rd);
+    c->sink += h;
+    c->children = kids;
+    c->deletes = dels;
+    return n;
+}
+
+/* (c): the partition spec and sort spec in force for every table at S */
+static uint64_t m_specs(void *p)
+{
+    mctx *c = p;
+    moraine_read *rd;
+    mcheck(moraine_read_begin(c->db, &rd), "read_begin");
+    static int tcol = -1;
+    if (tcol < 0) tcol = col_of(c->db, "ducklake_table", "table_id");
+    moraine_cursor *tc;
+    mcheck(moraine_scan_open(rd, "ducklake_table", MORAINE_ANY_SCOPE, c->S, &tc), "scan tables");
+    int64_t ids[4096];
+    size_t nt = 0;
+    moraine_row r, k;
+    int rc;
+    while ((rc = moraine_cursor_next(tc, &r)) == 1)
+        if (nt < 4096) ids[nt++] = r.vals[tcol].i;
+    mcheck(rc, "next table");
+    uint64_t keys = 0, h = 0;
+    for (size_t i = 0; i < nt; i++) {
+        for (int s = 0; s < 2; s++) {
+            rc = s == 0 ? moraine_partition_spec_at(rd, ids[i], c->S, &r) : moraine_sort_spec_at(rd, ids[i], c->S, &r);
+            mcheck(rc, "spec_at");
+            if (rc == 0) continue;
+            h += touch(r.vals, r.ncols);
+            moraine_children ch;
+            moraine_row_children(rd, &r, &ch);
+            while ((rc = moraine_children_next(&ch, &k)) == 1) {
+                h += touch(k.vals, k.ncols);
+                keys++;
+            }
+            mcheck(rc, "spec children");
+            moraine_children_free(&ch);
+        }
+    }
+    moraine_read_end(rd);
+    c->sink += h;
+    return keys;
+}
+
+/* (d): what ATTACH reads, every relation at S */
+static const char *ATTACH_RELS[] = {"ducklake_metadata",   "ducklake_snapshot",          "ducklake_schema",           "ducklake_table",
+                                    "ducklake_tag",        "ducklake_inlined_data_tables", "ducklake_column",         "ducklake_column_tag",
+                                    "ducklake_view",       "ducklake_view_column_tag",   "ducklake_macro",            "ducklake_macro_impl",
+                                    "ducklake_macro_parameters", "ducklake_partition_info", "ducklake_sort_info",      "ducklake_table_stats",
+                                    "ducklake_table_column_stats"};
+#define NATTACH (sizeof ATTACH_RELS / sizeof *ATTACH_RELS)
+
+static uint64_t m_attach(void *p)
+{
+    mctx *c = p;
+    moraine_read *rd;
+    mcheck(moraine_read_begin(c->db, &rd), "read_begin");
+    uint64_t n = 0, h = 0;
+    for (size_t i = 0; i < NATTACH; i++) {
+        moraine_relation_info ri;
+        if (moraine_relation(c->db, ATTACH_RELS[i], &ri)) continue;
+        moraine_cursor *cu;
+        mcheck(moraine_scan_open(rd, ATTACH_RELS[i], MORAINE_ANY_SCOPE, c->S, &cu), ATTACH_RELS[i]);
+        moraine_row r, k;
+        int rc;
+        while ((rc = moraine_cursor_next(cu, &r)) == 1) {
+            n++;
+            h += touch(r.vals, r.ncols);
+            if (r.children_len && ri.placement != MORAINE_PLACE_SNAPSHOT) {
+                moraine_children ch;
+                moraine_row_children(rd, &r, &ch);
+                while ((rc = moraine_children_next(&ch, &k)) == 1) {
+                    h += touch(k.vals, k.ncols);
+                    n++;
+                }
+                mcheck(rc, "children");
+                moraine_children_free(&ch);
+            }
+        }
+        mcheck(rc, ATTACH_RELS[i]);
+        moraine_cursor_close(cu);
+    }
+    moraine_read_end(rd);
+    c->sink += h;
+    return n;
+}
+
+/* (e): verb commits adding files to the bench table */
+typedef struct {
+    moraine_db *db;
+    int nfiles, ncommits;
+    moraine_data_file *files; /* ncommits*nfiles per run, prebuilt */
+    int64_t seq;
+} commit_ctx;
+
+static char *xstrdup(const char *s)
+{
+    char *d = strdup(s);
+    if (!d) die("out of memory");
+    return d;
+}
+
+static moraine_data_file *make_files(int n, int64_t seq0)
+{
+    moraine_data_file *fs = calloc((size_t)n, sizeof *fs);
+    if (!fs) die("out of memory");
+    for (int i = 0; i < n; i++) {
+        char b[256];
+        moraine_data_file *f = &fs[i];
+        snprintf(b, sizeof b, "bench/commit-%" PRId64 "-%d/ducklake-0197aaaa-bbbb-7ccc-8ddd-%012d.parquet", seq0, i, i);
+        f->path = xstrdup(b);
+        f->record_count = 100000 + i;
+        f->file_size_bytes = 1800000 + i;
+        f->footer_size = 2048;
+        const char **pv = calloc((size_t)M.pkeys + 1, sizeof(char *));
+        for (int k = 0; k < M.pkeys; k++) {
+            snprintf(b, sizeof b, "%d", (i + k) % 16);
+            pv[k] = xstrdup(b);
+        }
+        f->partition_values = pv;
+        f->npartition_values = (size_t)M.pkeys;
+        moraine_column_stats *st = calloc((size_t)M.stats, sizeof *st);
+        for (int c = 0; c < M.stats; c++) {
+            st[c].column = M.columns[c];
+            st[c].column_size_bytes = 200000 + c;
+            st[c].value_count = f->record_count;
+            st[c].null_count = c;
+            snprintf(b, sizeof b, "%d", i);
+            st[c].min_value = xstrdup(b);
+            snprintf(b, sizeof b, "%d", i + 100000);
+            st[c].max_value = xstrdup(b);
+            st[c].contains_nan = -1;
+        }
+        f->stats = st;
+        f->nstats = (size_t)M.stats;
+    }
+    return fs;
+}
+
+static void m_commit_batch(void *p, int run)
+{
+    commit_ctx *c = p;
+    (void)run;
+    for (int i = 0; i < c->ncommits; i++) {
+        moraine_tx *tx;
+        mcheck(moraine_tx_begin(c->db, &tx), "tx_begin");
+        mcheck(moraine_tx_add_data_files(tx, NULL, M.bench_table, c->files + (size_t)i * (size_t)c->nfiles, (size_t)c->nfiles, NULL), "add_data_files");
+        int64_t snap;
+        mcheck(moraine_tx_commit(tx, &snap), "tx_commit");
+    }
+}
+
+static char *store_dir(const char *name)
+{
+    static char p[4200];
+    snprintf(p, sizeof p, "%s/stores/%s", WORK, name);
+    return p;
+}
+
+static double m_import_one(int run)
+{
+    char dir[4300];
+    snprintf(dir, sizeof dir, "%s/stores/moraine-import", WORK);
+    rm_rf(dir);
+    moraine_options o = {0};
+    o.no_sync = 1;
+    o.create = 1;
+    moraine_db *db;
+    char cat[4200];
+    snprintf(cat, sizeof cat, "%s/catalog", WORK);
+    mcheck(moraine_open(dir, &o, &db), "open");
+    double t = now();
+    mcheck(moraine_import_ndjson(db, cat, NULL, NULL), "import_ndjson");
+    t = now() - t;
+    moraine_close(db);
+    (void)run;
+    return t;
+}
+
+static void commits(const char *prefix, moraine_db *(*reopen)(int sync), batch_fn fn, void *(*mk)(moraine_db *, int nfiles, int ncommits))
+{
+    static const struct {
+        int sync, nfiles, ncommits;
+        const char *name, *unit;
+    } plan[] = {
+        {0, 1, 200, "e_1file", "snapshots/s"},
+        {1, 1, 20, "e_1file_fsync", "snapshots/s"},
+        {0, 10000, 1, "e_10k", "files/s"},
+        {1, 10000, 1, "e_10k_fsync", "files/s"},
+    };
+    (void)prefix;
+    for (size_t i = 0; i < sizeof plan / sizeof *plan; i++) {
+        moraine_db *db = reopen(plan[i].sync);
+        void *ctx = mk(db, plan[i].nfiles, plan[i].ncommits);
+        double units = plan[i].nfiles == 1 ? plan[i].ncommits : (double)plan[i].nfiles * plan[i].ncommits;
+        throughput(plan[i].name, plan[i].unit, units, fn, ctx);
+        reopen(-1);
+    }
+}
+
+static moraine_db *m_db;
+static moraine_db *m_reopen(int sync)
+{
+    if (m_db) moraine_close(m_db);
+    m_db = NULL;
+    if (sync < 0) return NULL;
+    moraine_options o = {0};
+    o.no_sync = !sync;
+    mcheck(moraine_open(store_dir("moraine-commits"), &o, &m_db), "open");
+    return m_db;
+}
+
+static void *m_mk(moraine_db *db, int nfiles, int ncommits)
+{
+    commit_ctx *c = calloc(1, sizeof *c);
+    static int64_t seq;
+    c->db = db;
+    c->nfiles = nfiles;
+    c->ncommits = ncommits;
+    c->files = make_files(nfiles * ncommits, ++seq);
+    return c;
+}
+
+static void run_moraine(void)
+{
+    import_runs("f_import", m_import_one);
+    rm_rf(store_dir("moraine"));
+    char from[4300];
+    snprintf(from, sizeof from, "%s/stores/moraine-import", WORK);
+    if (rename(from, store_dir("moraine"))) die("rename: %s", strerror(errno));
+    moraine_options o = {0};
+    o.no_sync = 1;
+    moraine_db *db;
+    mcheck(moraine_open(store_dir("moraine"), &o, &db), "open");
+    char p[4400];
+    snprintf(p, sizeof p, "%s/data.mdb", store_dir("moraine"));
+    json_object_set_new(RESULTS, "disk_bytes", json_integer((json_int_t)file_bytes(p)));
+
+    mctx c = {db, M.last, 0, 0, 0};
+    latency("a_files_latest", m_files, &c);
+    json_object_set_new(RESULTS, "a_children", json_integer((json_int_t)c.children));
+    json_object_set_new(RESULTS, "a_deletes", json_integer((json_int_t)c.deletes));
+    c.S = M.old;
+    latency("b_files_old", m_files, &c);
+    json_object_set_new(RESULTS, "b_children", json_integer((json_int_t)c.children));
+    json_object_set_new(RESULTS, "b_deletes", json_integer((json_int_t)c.deletes));
+    latency("c_specs", m_specs, &c);
+    c.S = M.last;
+    latency("d_attach", m_attach, &c);
+    moraine_close(db);
+    json_object_set_new(RESULTS, "peak_rss_serve_kb", json_integer(maxrss_kb()));
+    /* commits go to a copy: the other peers read the store as imported */
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/stores/moraine-commits' && cp -r '%s/stores/moraine' '%s/stores/moraine-commits'", WORK, WORK, WORK);
+    if (system(cmd)) die("cannot copy the store");
+    commits("moraine", m_reopen, m_commit_batch, m_mk);
+    rm_rf(store_dir("moraine-commits"));
+}
+
+/* ---- floor: raw LMDB cursor walks over the same entries, no decoding ---- */
+
+typedef struct {
+    MDB_env *env;
+    MDB_dbi dbi;
+    uint32_t rel_df, rel_del, rel_tab, rel_pi, rel_si;
+    uint32_t attach_rel[NATTACH];
+    moraine_placement attach_place[NATTACH];
+    int attach_scoped[NATTACH];
+    int64_t S;
+    uint64_t sink;
+} fctx;
+
+static size_t kint(uint8_t *p, int64_t v)
+{
+    uint64_t u = (uint64_t)v ^ 0x8000000000000000ull;
+    p[0] = 0x14;
+    for (int i = 0; i < 8; i++) p[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+    return 9;
+}
+
+/* walks keys starting at @seek while they start with @pre; touches each entry */
+static uint64_t walk(MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, uint64_t *sink)
+{
+    MDB_val k = {nseek, (void *)seek}, v;
+    uint64_t n = 0, h = 0;
+    int rc = mdb_cursor_get(cu, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && k.mv_size >= npre && memcmp(k.mv_data, pre, npre) == 0) {
+        const uint8_t *vb = v.mv_data;
+        h += k.mv_size + v.mv_size + vb[0] + vb[v.mv_size - 1];
+        n++;
+        rc = mdb_cursor_get(cu, &k, &v, MDB_NEXT);
+    }
+    if (rc && rc != MDB_NOTFOUND) die("lmdb: %s", mdb_strerror(rc));
+    *sink += h;
+    return n;
+}
+
+/* current range of (rel[, scope]) and the history tail a read at S walks */
+static uint64_t walk_rel(MDB_cursor *cu, char sub, uint32_t rel, int64_t scope, int has_scope, int64_t hist_from, int has_hist_from, uint64_t *sink)
+{
+    uint8_t pre[32], seek[40];
+    size_t n = 0;
+    pre[n++] = (uint8_t)sub;
+    if (sub != 'S') n += kint(pre + n, rel);
+    if (has_scope) n += kint(pre + n, scope);
+    memcpy(seek, pre, n);
+    size_t ns = n;
+    if (has_hist_from) ns += kint(seek + n, hist_from);
+    return walk(cu, pre, n, seek, ns, sink);
+}
+
+static uint64_t f_files(void *p)
+{
+    fctx *c = p;
+    MDB_txn *txn;
+    MDB_cursor *cu;
+    if (mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn)) die("txn");
+    mdb_cursor_open(txn, c->dbi, &cu);
+    uint64_t n = walk_rel(cu, 'C', c->rel_df, M.T, 1, 0, 0, &c->sink);
+    n += walk_rel(cu, 'H', c->rel_df, M.T, 1, c->S + 1, 1, &c->sink);
+    walk_rel(cu, 'C', c->rel_del, M.T, 1, 0, 0, &c->sink);
+    walk_rel(cu, 'H', c->rel_del, M.T, 1, c->S + 1, 1, &c->sink);
+    mdb_cursor_close(cu);
+    mdb_txn_abort(txn);
+    return n;
+}
+
+static uint64_t f_specs(void *p)
+{
+    fctx *c = p;
+    MDB_txn *txn;
+    MDB_cursor *cu;
+    if (mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn)) die("txn");
+    mdb_cursor_open(txn, c->dbi, &cu);
+    uint64_t n = walk_rel(cu, 'C', c->rel_tab, 0, 0, 0, 0, &c->sink);
+    n += walk_rel(cu, 'H', c->rel_tab, 0, 0, 0, 0, &c->sink);
+    for (int64_t i = 0; i < M.tables; i++) {
+        int64_t t = M.table_ids[i];
+        n += walk_rel(cu, 'C', c->rel_pi, t, 1, 0, 0, &c->sink);
+        n += walk_rel(cu, 'H', c->rel_pi, t, 1, c->S + 1, 1, &c->sink);
+        n += walk_rel(cu, 'C', c->rel_si, t, 1, 0, 0, &c->sink);
+        n += walk_rel(cu, 'H', c->rel_si, t, 1, c->S + 1, 1, &c->sink);
+    }
+    mdb_cursor_close(cu);
+    mdb_txn_abort(txn);
+    return n;
+}
+
+static uint64_t f_attach(void *p)
+{
+    fctx *c = p;
+    MDB_txn *txn;
+    MDB_cursor *cu;
+    if (mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn)) die("txn");
+    mdb_cursor_open(txn, c->dbi, &cu);
+    uint64_t n = 0;
+    for (size_t i = 0; i < NATTACH; i++) {
+        uint32_t r = c->attach_rel[i];
+        if (!r) continue;
+        switch (c->attach_place[i]) {
+        case MORAINE_PLACE_TEMPORAL:
+            n += walk_rel(cu, 'C', r, 0, 0, 0, 0, &c->sink);
+            n += walk_rel(cu, 'H', r, 0, 0, c->S + 1, !c->attach_scoped[i], &c->sink);
+            break;
+        case MORAINE_PLACE_SNAPSHOT: n += walk_rel(cu, 'S', 0, 0, 0, 0, 0, &c->sink); break;
+        default: n += walk_rel(cu, 'R', r, 0, 0, 0, 0, &c->sink); break;
+        }
+    }
+    mdb_cursor_close(cu);
+    mdb_txn_abort(txn);
+    return n;
+}
+
+static void lmdb_check(int rc, const char *what)
+{
+    if (rc) die("%s: %s", what, mdb_strerror(rc));
+}
+
+typedef struct {
+    MDB_env *env;
+    MDB_dbi dbi;
+    int nfiles, ncommits;
+    MDB_val sample;
+    int64_t next_id;
+} fcommit;
+
+static MDB_env *f_env;
+static fcommit *f_cc;
+
+/* the floor of a commit: one write transaction putting as many entries (of
+ * a stored file value's size) as the commit writes files, plus the snapshot */
+static void f_commit_batch(void *p, int run)
+{
+    fcommit *c = p;
+    (void)run;
+    for (int i = 0; i < c->ncommits; i++) {
+        MDB_txn *txn;
+        lmdb_check(mdb_txn_begin(c->env, NULL, 0, &txn), "txn");
+        uint8_t key[40];
+        size_t n = 0;
+        key[n++] = 'S';
+        n += kint(key + n, c->next_id);
+        MDB_val k = {n, key};
+        lmdb_check(mdb_put(txn, c->dbi, &k, &c->sample, 0), "put");
+        for (int f = 0; f < c->nfiles; f++) {
+            n = 0;
+            key[n++] = 'C';
+            n += kint(key + n, 9);
+            n += kint(key + n, M.T);
+            n += kint(key + n, c->next_id++);
+            k.mv_size = n;
+            lmdb_check(mdb_put(txn, c->dbi, &k, &c->sample, 0), "put");
+        }
+        lmdb_check(mdb_txn_commit(txn), "commit");
+    }
+}
+
+static moraine_db *f_reopen(int sync)
+{
+    if (f_env) mdb_env_close(f_env);
+    f_env = NULL;
+    if (sync < 0) return NULL;
+    char d[4300];
+    snprintf(d, sizeof d, "%s", store_dir("floor-commits"));
+    mkdir(d, 0755);
+    lmdb_check(mdb_env_create(&f_env), "env");
+    mdb_env_set_mapsize(f_env, (size_t)64 << 30);
+    lmdb_check(mdb_env_open(f_env, d, sync ? 0 : MDB_NOSYNC, 0644), "env_open");
+    return (moraine_db *)f_env;
+}
+
+static void *f_mk(moraine_db *db, int nfiles, int ncommits)
+{
+    fcommit *c = f_cc;
+    c->env = (MDB_env *)db;
+    MDB_txn *txn;
+    lmdb_check(mdb_txn_begin(c->env, NULL, 0, &txn), "txn");
+    lmdb_check(mdb_dbi_open(txn, NULL, 0, &c->dbi), "dbi");
+    mdb_txn_commit(txn);
+    c->nfiles = nfiles;
+    c->ncommits = ncommits;
+    return c;
+}
+
+static double f_import_one(int run)
+{
+    /* the floor of an import: every entry of the moraine store written in key order into a new env */
+    (void)run;
+    char dst[4300], srcdir[4300];
+    snprintf(dst, sizeof dst, "%s", store_dir("floor-import"));
+    snprintf(srcdir, sizeof srcdir, "%s", store_dir("moraine"));
+    rm_rf(dst);
+    mkdir(dst, 0755);
+    MDB_env *src, *out;
+    lmdb_check(mdb_env_create(&src), "env");
+    mdb_env_set_mapsize(src, (size_t)64 << 30);
+    lmdb_check(mdb_env_open(src, srcdir, MDB_RDONLY, 0644), "open moraine store");
+    lmdb_check(mdb_env_create(&out), "env");
+    mdb_env_set_mapsize(out, (size_t)64 << 30);
+    lmdb_check(mdb_env_open(out, dst, MDB_NOSYNC, 0644), "open floor store");
+    double t = now();
+    MDB_txn *rt, *wt;
+    MDB_dbi rd, wd;
+    lmdb_check(mdb_txn_begin(src, NULL, MDB_RDONLY, &rt), "txn");
+    lmdb_check(mdb_dbi_open(rt, NULL, 0, &rd), "dbi");
+    lmdb_check(mdb_txn_begin(out, NULL, 0, &wt), "txn");
+    lmdb_check(mdb_dbi_open(wt, NULL, 0, &wd), "dbi");
+    MDB_cursor *cu;
+    mdb_cursor_open(rt, rd, &cu);
+    MDB_val k, v;
+    int rc = mdb_cursor_get(cu, &k, &v, MDB_FIRST);
+    while (rc == 0) {
+        lmdb_check(mdb_put(wt, wd, &k, &v, MDB_APPEND), "put");
+        rc = mdb_cursor_get(cu, &k, &v, MDB_NEXT);
+    }
+    lmdb_check(mdb_txn_commit(wt), "commit");
+    t = now() - t;
+    mdb_txn_abort(rt);
+    mdb_env_close(src);
+    mdb_env_close(out);
+    return t;
+}
+
+static void run_floor(void)
+{
+    fctx c;
+    memset(&c, 0, sizeof c);
+    moraine_db *db;
+    moraine_options o = {0};
+    o.read_only = 1;
+    mcheck(moraine_open(store_dir("moraine"), &o, &db), "open moraine store (run `bench moraine` first)");
+    moraine_relation_info ri;
+    mcheck(moraine_relation(db, "ducklake_data_file", &ri), "rel");
+    c.rel_df = ri.id;
+    mcheck(moraine_relation(db, "ducklake_delete_file", &ri), "rel");
+    c.rel_del = ri.id;
+    mcheck(moraine_relation(db, "ducklake_table", &ri), "rel");
+    c.rel_tab = ri.id;
+    mcheck(moraine_relation(db, "ducklake_partition_info", &ri), "rel");
+    c.rel_pi = ri.id;
+    mcheck(moraine_relation(db, "ducklake_sort_info", &ri), "rel");
+    c.rel_si = ri.id;
+    static const char *scoped[] = {"ducklake_table", "ducklake_column", "ducklake_data_file", "ducklake_delete_file", "ducklake_partition_info", "ducklake_sort_info", "ducklake_column_tag"};
+    for (size_t i = 0; i < NATTACH; i++) {
+        if (moraine_relation(db, ATTACH_RELS[i], &ri) || ri.ncols == 0) continue;
+        c.attach_rel[i] = ri.id;
+        c.attach_place[i] = ri.placement;
+        for (size_t s = 0; s < sizeof scoped / sizeof *scoped; s++)
+            if (!strcmp(scoped[s], ATTACH_RELS[i])) c.attach_scoped[i] = 1;
+    }
+    moraine_close(db);
+
+    import_runs("f_import", f_import_one);
+
+    lmdb_check(mdb_env_create(&c.env), "env");
+    mdb_env_set_mapsize(c.env, (size_t)64 << 30);
+    lmdb_check(mdb_env_open(c.env, store_dir("moraine"), MDB_RDONLY, 0644), "open moraine store");
+    MDB_txn *txn;
+    lmdb_check(mdb_txn_begin(c.env, NULL, MDB_RDONLY, &txn), "txn");
+    lmdb_check(mdb_dbi_open(txn, NULL, 0, &c.dbi), "dbi");
+    /* a stored data-file value, the payload of the commit floor */
+    MDB_cursor *cu;
+    mdb_cursor_open(txn, c.dbi, &cu);
+    uint8_t pre[16];
+    size_t n = 0;
+    pre[n++] = 'C';
+    n += kint(pre + n, c.rel_df);
+    MDB_val k = {n, pre}, v;
+    lmdb_check(mdb_cursor_get(cu, &k, &v, MDB_SET_RANGE), "sample value");
+    fcommit *fc = calloc(1, sizeof *fc);
+    fc->sample.mv_size = v.mv_size;
+    fc->sample.mv_data = malloc(v.mv_size);
+    memcpy(fc->sample.mv_data, v.mv_data, v.mv_size);
+    fc->next_id = 1;
+    mdb_cursor_close(cu);
+    mdb_txn_abort(txn);
+
+    c.S = M.last;
+    latency("a_files_latest", f_files, &c);
+    c.S = M.old;
+    latency("b_files_old", f_files, &c);
+    latency("c_specs", f_specs, &c);
+    c.S = M.last;
+    latency("d_attach", f_attach, &c);
+    mdb_env_close(c.env);
+    json_object_set_new(RESULTS, "peak_rss_serve_kb", json_integer(maxrss_kb()));
+    char p[4400];
+    snprintf(p, sizeof p, "%s/data.mdb", store_dir("floor-import"));
+    json_object_set_new(RESULTS, "disk_bytes", json_integer((json_int_t)file_bytes(p)));
+    rm_rf(store_dir("floor-commits"));
+    f_cc = fc;
+    commits("floor", f_reopen, f_commit_batch, f_mk);
+    rm_rf(store_dir("floor-commits"));
+    rm_rf(store_dir("floor-import"));
+}
+
+/* ---- SQLite ---- */
+
+static int sq_indexed;
+
+static void sqcheck(sqlite3 *db, int rc, const char *what)
+{
+    if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) die("%s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+}
+
+static char *slurp(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f) die("%s: %s", p, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n) die("%s: read failed", p);
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+/* statements of a bench/sql.mjs file: split at "-- next" lines */
+static char **sql_file(const char *dialect, const char *name, int *n)
+{
+    char p[4300];
+    snprintf(p, sizeof p, "%s/sql/%s/%s.sql", WORK, dialect, name);
+    char *s = slurp(p);
+    char **v = NULL;
+    *n = 0;
+    char *cur = s;
+    for (;;) {
+        char *sep = strstr(cur, "\n-- next\n");
+        if (sep) *sep = 0;
+        v = realloc(v, (size_t)(*n + 1) * sizeof *v);
+        v[(*n)++] = cur;
+        if (!sep) break;
+        cur = sep + 9;
+    }
+    return v;
+}
+
+static void sq_exec(sqlite3 *db, const char *sql)
+{
+    char *err = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%.120s: %s", sql, err);
+}
+
+static const char *sq_path(void) { return store_dir(sq_indexed ? "sqlite-indexed.db" : "sqlite.db"); }
+
+static void sq_pragmas(sqlite3 *db, int sync)
+{
+    /* plain: DuckLake's SQLite as created (rollback journal); indexed: WAL, as a tuned deployment runs it */
+    if (sq_indexed) sq_exec(db, "PRAGMA journal_mode=WAL");
+    sq_exec(db, sync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF");
+}
+
+static double sq_import_one(int run)
+{
+    (void)run;
+    char p[4300];
+    snprintf(p, sizeof p, "%s", sq_path());
+    unlink(p);
+    char w[4400];
+    snprintf(w, sizeof w, "%s-wal", p);
+    unlink(w);
+    snprintf(w, sizeof w, "%s-shm", p);
+    unlink(w);
+    sqlite3 *db;
+    sqcheck(NULL, sqlite3_open(p, &db), "open");
+    sq_pragmas(db, 0);
+    int n;
+    char **st = sql_file("sqlite", "schema", &n);
+    for (int i = 0; i < n; i++) sq_exec(db, st[i]);
+    if (sq_indexed) {
+        st = sql_file("sqlite", "indexes", &n);
+        for (int i = 0; i < n; i++) sq_exec(db, st[i]);
+    }
+    double t = now();
+    sq_exec(db, "BEGIN");
+    char cat[4300];
+    snprintf(cat, sizeof cat, "%s/catalog", WORK);
+    DIR *d = opendir(cat);
+    if (!d) die("%s: %s", cat, strerror(errno));
+    struct dirent *e;
+    size_t cap = 1 << 16;
+    char *line = malloc(cap);
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 8 || strcmp(e->d_name + len - 7, ".ndjson")) continue;
+        char tbl[256];
+        snprintf(tbl, sizeof tbl, "%.*s", (int)(len - 7), e->d_name);
+        char fp[4600];
+        snprintf(fp, sizeof fp, "%s/%s", cat, e->d_name);
+        FILE *f = fopen(fp, "rb");
+        if (!f) die("%s: %s", fp, strerror(errno));
+        sqlite3_stmt *ins = NULL;
+        size_t ncols = 0;
+        const char **cols = NULL;
+        ssize_t got;
+        while ((got = getline(&line, &cap, f)) > 0) {
+            if (got <= 1) continue;
+            json_error_t je;
+            json_t *o = json_loadb(line, (size_t)got, 0, &je);
+            if (!o) die("%s: %s", fp, je.text);
+            if (!ins) {
+                ncols = json_object_size(o);
+                cols = calloc(ncols, sizeof *cols);
+                char *sql = malloc(64 + ncols * 64), *q = sql;
+                q += sprintf(q, "INSERT INTO %s(", tbl);
+                size_t i = 0;
+                const char *k;
+                json_t *v;
+                json_object_foreach(o, k, v)
+                {
+                    cols[i] = strdup(k);
+                    q += sprintf(q, "%s%s", i ? "," : "", k);
+                    i++;
+                }
+                q += sprintf(q, ") VALUES (");
+                for (i = 0; i < ncols; i++) q += sprintf(q, "%s?", i ? "," : "");
+                sprintf(q, ")");
+                sqcheck(db, sqlite3_prepare_v2(db, sql, -1, &ins, NULL), sql);
+                free(sql);
+            }
+            for (size_t i = 0; i < ncols; i++) {
+                json_t *v = json_object_get(o, cols[i]);
+                int c = (int)i + 1;
+                if (!v || json_is_null(v)) sqlite3_bind_null(ins, c);
+                else if (json_is_integer(v)) sqlite3_bind_int64(ins, c, json_integer_value(v));
+                else if (json_is_boolean(v)) sqlite3_bind_int(ins, c, json_is_true(v));
+                else if (json_is_real(v)) sqlite3_bind_double(ins, c, json_real_value(v));
+                else if (json_is_string(v)) sqlite3_bind_text(ins, c, json_string_value(v), (int)json_string_length(v), SQLITE_TRANSIENT);
+                else {
+                    char *s = json_dumps(v, JSON_COMPACT);
+                    sqlite3_bind_text(ins, c, s, -1, free);
+                }
+            }
+            sqcheck(db, sqlite3_step(ins), tbl);
+            sqlite3_reset(ins);
+            json_decref(o);
+        }
+        fclose(f);
+        if (ins) sqlite3_finalize(ins);
+    }
+    closedir(d);
+    sq_exec(db, "COMMIT");
+    t = now() - t;
+    sqlite3_close(db);
+    return t;
+}
+
+typedef struct {
+    sqlite3 *db;
+    char **st;
+    int n;
+    uint64_t sink, deletes;
+} sqctx;
+
+/* runs every statement, steps every row and reads every column; returns the first statement's rows */
+static uint64_t sq_query(void *p)
+{
+    sqctx *c = p;
+    uint64_t first = 0, h = 0, dels = 0;
+    for (int i = 0; i < c->n; i++) {
+        sqlite3_stmt *s;
+        sqcheck(c->db, sqlite3_prepare_v2(c->db, c->st[i], -1, &s, NULL), c->st[i]);
+        int nc = sqlite3_column_count(s), rc;
+        int delcol = -1;
+        for (int k = 0; k < nc; k++)
+            if (!strcmp(sqlite3_column_name(s, k), "del_path")) delcol = k;
+        uint64_t rows = 0;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            rows++;
+            for (int k = 0; k < nc; k++) {
+                switch (sqlite3_column_type(s, k)) {
+                case SQLITE_INTEGER: h += (uint64_t)sqlite3_column_int64(s, k); break;
+                case SQLITE_FLOAT: h += (uint64_t)sqlite3_column_double(s, k); break;
+                case SQLITE_TEXT: {
+                    const unsigned char *t = sqlite3_column_text(s, k);
+                    int n = sqlite3_column_bytes(s, k);
+                    h += (uint64_t)n + (n ? t[0] : 0);
+                    break;
+                }
+                case SQLITE_NULL: h++; break;
+                default: h += (uint64_t)sqlite3_column_bytes(s, k);
+                }
+            }
+            if (delcol >= 0 && sqlite3_column_type(s, delcol) != SQLITE_NULL) dels++;
+        }
+        sqcheck(c->db, rc, c->st[i]);
+        sqlite3_finalize(s);
+        first += rows;
+    }
+    c->sink += h;
+    c->deletes = dels;
+    return first;
+}
+
+typedef struct {
+    sqlite3 *db;
+    int nfiles, ncommits;
+    int64_t seq;
+    size_t cap;
+    char *sql;
+} sqcommit;
+
+static void ap(sqcommit *c, size_t *len, const char *fmt, ...)
+{
+    va_list a;
+    for (;;) {
+        va_start(a, fmt);
+        int n = vsnprintf(c->sql + *len, c->cap - *len, fmt, a);
+        va_end(a);
+        if ((size_t)n < c->cap - *len) {
+            *len += (size_t)n;
+            return;
+        }
+        c->cap = c->cap * 2 + (size_t)n;
+        c->sql = realloc(c->sql, c->cap);
+    }
+}
+
+static int64_t sq_one_int(sqlite3 *db, const char *sql, int col, sqlite3_stmt **keep)
+{
+    sqlite3_stmt *s;
+    sqcheck(db, sqlite3_prepare_v2(db, sql, -1, &s, NULL), sql);
+    if (sqlite3_step(s) != SQLITE_ROW) die("%s: no row", sql);
+    int64_t v = sqlite3_column_int64(s, col);
+    if (keep) *keep = s;
+    else sqlite3_finalize(s);
+    return v;
+}
+
+/* the statements DuckLake's commit of an INSERT issues, as SQL text */
+static void sq_commit_batch(void *p, int run)
+{
+    sqcommit *c = p;
+    (void)run;
+    for (int i = 0; i < c->ncommits; i++) {
+        sq_exec(c->db, "BEGIN");
+        sqlite3_stmt *s;
+        sq_one_int(c->db, "SELECT snapshot_id, schema_version, next_catalog_id, next_file_id FROM ducklake_snapshot WHERE snapshot_id = (SELECT MAX(snapshot_id) FROM ducklake_snapshot)", 0, &s);
+        int64_t snap = sqlite3_column_int64(s, 0) + 1, sv = sqlite3_column_int64(s, 1), cat = sqlite3_column_int64(s, 2), fid = sqlite3_column_int64(s, 3);
+        sqlite3_finalize(s);
+        char q[256];
+        snprintf(q, sizeof q, "SELECT record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id = %" PRId64, M.T);
+        sq_one_int(c->db, q, 0, &s);
+        int64_t rc0 = sqlite3_column_int64(s, 0), row = sqlite3_column_int64(s, 1), size = sqlite3_column_int64(s, 2);
+        sqlite3_finalize(s);
+        size_t len = 0;
+        c->seq++;
+        ap(c, &len, "INSERT INTO ducklake_snapshot VALUES (%" PRId64 ", '2026-02-01 00:00:00+00', %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", snap, sv, cat, fid + c->nfiles);
+        ap(c, &len, "INSERT INTO ducklake_snapshot_changes VALUES (%" PRId64 ", 'inserted_into_table:%" PRId64 "', NULL, NULL, NULL);\n", snap, M.T);
+        ap(c, &len, "INSERT INTO ducklake_data_file VALUES ");
+        int64_t r = row;
+        for (int f = 0; f < c->nfiles; f++) {
+            ap(c, &len, "%s(%" PRId64 ", %" PRId64 ", %" PRId64 ", NULL, NULL, 'bench/commit-%" PRId64 "-%d/ducklake-0197aaaa-bbbb-7ccc-8ddd-%012d.parquet', true, 'parquet', %d, %d, 2048, %" PRId64 ", NULL, NULL, NULL, NULL, NULL)",
+               f ? ", " : "", fid + f, M.T, snap, c->seq, f, f, 100000 + f, 1800000 + f, r);
+            r += 100000 + f;
+        }
+        ap(c, &len, ";\nINSERT INTO ducklake_file_column_stats VALUES ");
+        for (int f = 0; f < c->nfiles; f++)
+            for (int k = 0; k < M.stats; k++)
+                ap(c, &len, "%s(%" PRId64 ", %" PRId64 ", %d, %d, %d, %d, '%d', '%d', NULL, NULL)", f || k ? ", " : "", fid + f, M.T, k + 1, 200000 + k, 100000 + f, k, f, f + 100000);
+        if (M.pkeys) {
+            ap(c, &len, ";\nINSERT INTO ducklake_file_partition_value VALUES ");
+            for (int f = 0; f < c->nfiles; f++)
+                for (int k = 0; k < M.pkeys; k++) ap(c, &len, "%s(%" PRId64 ", %" PRId64 ", %d, '%d')", f || k ? ", " : "", fid + f, M.T, k, (f + k) % 16);
+        }
+        ap(c, &len, ";\nUPDATE ducklake_table_stats SET record_count = %" PRId64 ", next_row_id = %" PRId64 ", file_size_bytes = %" PRId64 " WHERE table_id = %" PRId64 ";\n",
+           rc0 + (r - row), r, size + 1800000 * (int64_t)c->nfiles, M.T);
+        for (int k = 0; k < M.stats; k++)
+            ap(c, &len, "UPDATE ducklake_table_column_stats SET contains_null = (contains_null OR true), min_value = min(min_value, '0'), max_value = max(max_value, '%d') WHERE table_id = %" PRId64 " AND column_id = %d;\n",
+               100000 + c->nfiles, M.T, k + 1);
+        sq_exec(c->db, c->sql);
+        sq_exec(c->db, "COMMIT");
+    }
+}
+
+static sqlite3 *sq_db;
+static moraine_db *sq_reopen(int sync)
+{
+    if (sq_db) sqlite3_close(sq_db);
+    sq_db = NULL;
+    if (sync < 0) return NULL;
+    sqcheck(NULL, sqlite3_open(sq_path(), &sq_db), "open");
+    sq_pragmas(sq_db, sync);
+    return (moraine_db *)sq_db;
+}
+
+static void *sq_mk(moraine_db *db, int nfiles, int ncommits)
+{
+    sqcommit *c = calloc(1, sizeof *c);
+    static int64_t seq = 1000;
+    c->db = (sqlite3 *)db;
+    c->nfiles = nfiles;
+    c->ncommits = ncommits;
+    c->seq = seq += 1000;
+    c->cap = 1 << 20;
+    c->sql = malloc(c->cap);
+    return c;
+}
+
+static void run_sqlite(void)
+{
+    import_runs("f_import", sq_import_one);
+    json_object_set_new(RESULTS, "disk_bytes", json_integer((json_int_t)file_bytes(sq_path())));
+    sqlite3 *db;
+    sqcheck(NULL, sqlite3_open(sq_path(), &db), "open");
+    sqctx c = {db, NULL, 0, 0, 0};
+    c.st = sql_file("sqlite", "a", &c.n);
+    latency("a_files_latest", sq_query, &c);
+    json_object_set_new(RESULTS, "a_deletes", json_integer((json_int_t)c.deletes));
+    c.st = sql_file("sqlite", "b", &c.n);
+    latency("b_files_old", sq_query, &c);
+    json_object_set_new(RESULTS, "b_deletes", json_integer((json_int_t)c.deletes));
+    c.st = sql_file("sqlite", "c", &c.n);
+    latency("c_specs", sq_query, &c);
+    c.st = sql_file("sqlite", "d", &c.n);
+    latency("d_attach", sq_query, &c);
+    sqlite3_close(db);
+    json_object_set_new(RESULTS, "peak_rss_serve_kb", json_integer(maxrss_kb()));
+    commits("sqlite", sq_reopen, sq_commit_batch, sq_mk);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: bench moraine|floor|sqlite WORK [plain|indexed]\n");
+        return 2;
+    }
+    snprintf(WORK, sizeof WORK, "%s", argv[2]);
+    const char *r = getenv("BENCH_RUNS");
+    if (r && atoi(r) > 0) RUNS = atoi(r);
+    if (RUNS < 5) RUNS = 5;
+    r = getenv("BENCH_IMPORT_RUNS");
+    IMPORT_RUNS = r && atoi(r) > 0 ? atoi(r) : RUNS;
+    load_meta();
+    char p[4200];
+    snprintf(p, sizeof p, "%s/stores", WORK);
+    mkdir(p, 0755);
+    RESULTS = json_object();
+    json_object_set_new(RESULTS, "workloads", json_object());
+    json_object_set_new(RESULTS, "runs", json_integer(RUNS));
+    json_object_set_new(RESULTS, "import_runs", json_integer(IMPORT_RUNS));
+    if (!strcmp(argv[1], "moraine")) {
+        peer_name = "moraine_c";
+        fprintf(stderr, "bench: moraine through C\n");
+        run_moraine();
+    } else if (!strcmp(argv[1], "floor")) {
+        peer_name = "floor";
+        fprintf(stderr, "bench: raw LMDB floor\n");
+        run_floor();
+    } else if (!strcmp(argv[1], "sqlite")) {
+        sq_indexed = argc > 3 && !strcmp(argv[3], "indexed");
+        peer_name = sq_indexed ? "sqlite_indexed" : "sqlite";
+        fprintf(stderr, "bench: SQLite %s (%s)\n", sq_indexed ? "with table_id-first indexes, WAL" : "with DuckLake's schema as created", sqlite3_libversion());
+        run_sqlite();
+    } else {
+        fprintf(stderr, "bench: unknown peer %s\n", argv[1]);
+        return 2;
+    }
+    json_object_set_new(RESULTS, "peer", json_string(peer_name));
+    save_results();
+    return 0;
+}

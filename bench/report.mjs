@@ -1,0 +1,151 @@
+// report.mjs — the table of one bench run: node bench/report.mjs WORK
+// Reads WORK/results/*.json, checks that every peer answered the same
+// question (same files, deletes and spec keys), prints the table, the
+// memory and disk sizes and where each target of issue #5 stands, and
+// writes it to WORK/results/table.md. Exits non-zero if a peer's results are
+// missing or disagree.
+import { readFileSync, writeFileSync, existsSync } from "node:fs";
+
+const work = process.argv[2];
+if (!work) {
+  console.error("usage: node bench/report.mjs WORK");
+  process.exit(2);
+}
+const meta = JSON.parse(readFileSync(`${work}/meta.json`, "utf8"));
+const load = (name) => {
+  const p = `${work}/results/${name}.json`;
+  if (!existsSync(p)) {
+    console.error(`bench report: FAILED: ${p} missing (the ${name} peer did not run)`);
+    process.exit(1);
+  }
+  return JSON.parse(readFileSync(p, "utf8"));
+};
+const duck = { peer: "duckdb", workloads: {} };
+for (const ph of ["load", "serve", "commits", "commits-nosync"]) {
+  const r = load(`duckdb_${ph}`);
+  Object.assign(duck.workloads, r.workloads);
+  for (const k of Object.keys(r)) if (k !== "workloads") duck[k] = duck[k] ?? r[k];
+}
+const P = {
+  c: load("moraine_c"),
+  luajit: load("moraine_luajit"),
+  lua54: load("moraine_lua54"),
+  floor: load("floor"),
+  sqlite: load("sqlite"),
+  sqlidx: load("sqlite_indexed"),
+  duckdb: duck,
+};
+const COLS = [
+  ["c", "moraine C"],
+  ["luajit", "moraine LuaJIT"],
+  ["lua54", "moraine Lua 5.4"],
+  ["floor", "floor (raw LMDB)"],
+  ["sqlite", "SQLite"],
+  ["sqlidx", "SQLite indexed"],
+  ["duckdb", "DuckDB"],
+];
+const W = [
+  ["a_files_latest", "(a) files of one table, latest snapshot, with partition values and column stats"],
+  ["b_files_old", "(b) the same at an old snapshot"],
+  ["c_specs", "(c) partition and sort spec in force for every table at S"],
+  ["d_attach", "(d) whole catalog at S, as ATTACH reads it"],
+  ["e_1file", "(e) one-file commits, no fsync"],
+  ["e_1file_fsync", "(e) one-file commits, fsync"],
+  ["e_10k", "(e) 10k-file commits, no fsync"],
+  ["e_10k_fsync", "(e) 10k-file commits, fsync"],
+  ["f_import", "(f) NDJSON import"],
+];
+
+const errors = [];
+const med = (p, w) => P[p].workloads[w]?.median;
+// the same question answered: files, deletes, spec keys
+for (const w of ["a_files_latest", "b_files_old", "c_specs"]) {
+  const ref = P.c.workloads[w]?.rows;
+  for (const p of ["luajit", "lua54", "sqlite", "sqlidx", "duckdb"]) {
+    const got = P[p].workloads[w]?.rows;
+    if (got !== ref) errors.push(`${w}: ${p} answered ${got} rows, moraine C ${ref}`);
+  }
+}
+for (const k of ["a_deletes", "b_deletes"]) {
+  for (const p of ["luajit", "lua54", "sqlite", "sqlidx", "duckdb"])
+    if (P[p][k] !== P.c[k]) errors.push(`${k}: ${p} matched ${P[p][k]} delete files, moraine C ${P.c[k]}`);
+}
+for (const [p] of COLS) for (const [w] of W) if (med(p, w) === undefined) errors.push(`${p} has no result for ${w}`);
+
+const fmt = (v, unit) => {
+  if (v === undefined || v === null || Number.isNaN(v)) return "—";
+  if (unit === "s") {
+    if (v < 1e-3) return `${(v * 1e6).toPrecision(3)} µs`;
+    if (v < 1) return `${(v * 1e3).toPrecision(3)} ms`;
+    return `${v.toPrecision(3)} s`;
+  }
+  if (v >= 1e6) return `${(v / 1e6).toPrecision(3)} M/s`;
+  if (v >= 1e3) return `${(v / 1e3).toPrecision(3)} k/s`;
+  return `${v.toPrecision(3)} /s`;
+};
+const x = (v) => (v === undefined || !isFinite(v) ? "—" : `${v >= 10 ? v.toFixed(0) : v.toFixed(2)}×`);
+
+const lines = [];
+const out = (s = "") => lines.push(s);
+out(`## moraine bench — ${meta.files} files (${meta.live_files} live, ${meta.ended_files} ended by compaction) over ${meta.tables} tables, ` +
+  `${meta.snapshots} snapshots, ${meta.stats} column stats and ${meta.pkeys} partition keys per file, ${meta.eras} spec eras per table, ${meta.total_rows} catalog rows`);
+out();
+out(`Latest snapshot ${meta.last_snapshot}, old snapshot ${meta.old_snapshot}; (a)/(b) read table ${meta.bench_table} ` +
+  `(${meta.bench_table_live_files} files live at the latest snapshot, ${meta.bench_table_old_files} at the old one). Medians of ${P.c.runs} runs after a warm-up` +
+  ` (imports: ${P.c.import_runs} runs after a warm-up).`);
+out();
+out(`| workload | ${COLS.map((c) => c[1]).join(" | ")} | C/floor | SQLite idx ÷ C | DuckDB ÷ C | SQLite idx ÷ LuaJIT | SQLite idx ÷ Lua 5.4 |`);
+out(`|---|${COLS.map(() => "---:").join("|")}|---:|---:|---:|---:|---:|`);
+for (const [w, label] of W) {
+  const unit = P.c.workloads[w]?.unit ?? "s";
+  const cells = COLS.map(([p]) => fmt(med(p, w), unit));
+  let r;
+  if (unit === "s") {
+    // latency: how many times slower the others are than moraine
+    r = [med("c", w) / med("floor", w), med("sqlidx", w) / med("c", w), med("duckdb", w) / med("c", w), med("sqlidx", w) / med("luajit", w), med("sqlidx", w) / med("lua54", w)];
+  } else {
+    // throughput: how many times faster moraine is
+    r = [med("c", w) / med("floor", w), med("c", w) / med("sqlidx", w), med("c", w) / med("duckdb", w), med("luajit", w) / med("sqlidx", w), med("lua54", w) / med("sqlidx", w)];
+  }
+  out(`| ${label} | ${cells.join(" | ")} | ${r.map(x).join(" | ")} |`);
+}
+out();
+out("Ratios: for times, C/floor is moraine's time over the floor's and the others are the peer's time over moraine's (above 1: moraine is faster);");
+out("for rates (commits, import), C/floor is moraine's rate over the floor's and the others moraine's rate over the peer's (above 1: moraine is faster).");
+out();
+const mb = (kb) => (kb ? `${(kb / 1024).toFixed(0)} MiB` : "—");
+const mbb = (b) => (b ? `${(b / 1048576).toFixed(1)} MiB` : "—");
+out(`| store | ${COLS.map((c) => c[1]).join(" | ")} |`);
+out(`|---|${COLS.map(() => "---:").join("|")}|`);
+out(`| peak RSS, load (import) | ${COLS.map(([p]) => mb(P[p].peak_rss_load_kb)).join(" | ")} |`);
+out(`| peak RSS, serving (a-d) | ${COLS.map(([p]) => mb(P[p].peak_rss_serve_kb)).join(" | ")} |`);
+out(`| on disk after load | ${COLS.map(([p]) => mbb(P[p].disk_bytes)).join(" | ")} |`);
+out();
+out("Peak RSS of the moraine and floor processes includes the LMDB pages they touched (file-backed, shared); the Lua rows are one process");
+out("each (serving measured before its import); the floor's disk size is the moraine store copied entry by entry with MDB_APPEND; DuckDB's peak is the node process.");
+out();
+
+// targets of issue #5
+const t = [];
+const chk = (ok, what, val) => t.push(`| ${what} | ${val} | ${ok ? "met" : "**missed**"} |`);
+const a = (p) => med(p, "a_files_latest");
+chk(a("c") <= 1.5 * a("floor"), "(a) C within 1.5× of the raw LMDB floor", `${x(a("c") / a("floor"))}`);
+chk(a("sqlidx") >= 20 * a("c"), "(a) C ≥ 20× faster than indexed SQLite", x(a("sqlidx") / a("c")));
+chk(a("duckdb") >= 5 * a("c"), "(a) C ≥ 5× faster than DuckDB", x(a("duckdb") / a("c")));
+chk(a("sqlidx") >= 2 * a("luajit"), "(a) LuaJIT ≥ 2× faster than indexed SQLite", x(a("sqlidx") / a("luajit")));
+chk(a("sqlidx") >= 2 * a("lua54"), "(a) Lua 5.4 ≥ 2× faster than indexed SQLite", x(a("sqlidx") / a("lua54")));
+chk(med("c", "b_files_old") <= 2 * a("c"), "(b) within 2× of (a), through C", x(med("c", "b_files_old") / a("c")));
+chk(med("luajit", "b_files_old") <= 2 * a("luajit"), "(b) within 2× of (a), through LuaJIT", x(med("luajit", "b_files_old") / a("luajit")));
+chk(med("c", "e_10k") >= 200000, "(e) 10k-file commits ≥ 200k files/s without fsync (C)", fmt(med("c", "e_10k"), "files/s"));
+chk(P.c.disk_bytes <= 1.5 * P.sqlite.disk_bytes, "on-disk size ≤ 1.5× SQLite's", x(P.c.disk_bytes / P.sqlite.disk_bytes));
+out("| target | where it stands | |");
+out("|---|---:|---|");
+for (const l of t) out(l);
+out();
+const text = lines.join("\n");
+console.log(text);
+writeFileSync(`${work}/results/table.md`, text + "\n");
+if (errors.length) {
+  console.error("bench report: FAILED: the peers did not answer the same question:\n  " + errors.join("\n  "));
+  process.exit(1);
+}
