@@ -4,7 +4,7 @@
 local moraine = require "moraine"
 local support = require "support"
 
-local CASES = 1000
+local CASES = tonumber(os.getenv("MORAINE_PROPERTY_CASES") or "") or 1000 -- fewer under valgrind (tests/run-all.sh)
 
 local function random_value()
   local pick = math.random(1, 5)

@@ -63,7 +63,8 @@ describe("moraine.http under nginx with a concurrent writer", function()
     p:close()
     prefix = out:match("prefix ([^%)]+)%)")
     assert(prefix, "nginx did not start: " .. out)
-    local pp = io.popen(("sh -c '%s %s > /dev/null 2>&1 & echo $!'"):format(WRITER, catalog))
+    -- the writer commits a snapshot every 20 ms or so, each adding one file
+    local pp = io.popen(("sh -c '%s %s -1 20 > /dev/null 2>&1 & echo $!'"):format(WRITER, catalog))
     writer_pid = tonumber(pp:read("l"))
     pp:close()
     -- wait for the workers to answer

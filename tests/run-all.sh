@@ -4,8 +4,9 @@
 #   BUILD  the build tree (build, build-asan, ...), holding tests/test_* and
 #          lua54/ + luajit/ (the Lua module moraine/core.so)
 #   which  empty: everything; c: the C test binaries; lua54 / luajit: the
-#          busted specs under that runtime; valgrind: the C test binaries under
-#          valgrind (use a build without sanitizers)
+#          busted specs under that runtime; valgrind: the C test binaries and
+#          the busted specs (Lua 5.4, MORAINE_PROPERTY_CASES=40 unless set)
+#          under valgrind memcheck (use a build without sanitizers)
 #
 # Every C test binary ends with one "N passed, N failed" line; busted runs with
 # its TAP output (ok N / not ok N / 1..N). A runner that crashes, exits
@@ -144,11 +145,19 @@ run_lua() { # $1 = lua54 | luajit
 		preload=$(gcc -print-file-name=libasan.so)
 		asan_opts=detect_leaks=0
 	fi
+	wrap=""
+	cases=${MORAINE_PROPERTY_CASES:-}
+	if [ "${2:-}" = valgrind ]; then
+		# the interpreter under memcheck: definite leaks and invalid accesses fail
+		# the run; the property suites run fewer cases (valgrind is ~30x slower)
+		wrap="valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99"
+		cases=${cases:-40}
+	fi
 	{
 		# Lua 5.4 reads LUA_PATH_5_4 before LUA_PATH: set both.
 		env LUA_PATH="$lpath" LUA_CPATH="$cpath" LUA_PATH_5_4="$lpath" LUA_CPATH_5_4="$cpath" MORAINE_BUILD="$BUILD_ABS" \
-			LD_PRELOAD="$preload" ASAN_OPTIONS="$asan_opts" \
-			"$interp" /usr/bin/busted -o TAP spec 2>&1
+			LD_PRELOAD="$preload" ASAN_OPTIONS="$asan_opts" MORAINE_PROPERTY_CASES="$cases" \
+			$wrap "$interp" /usr/bin/busted -o TAP spec 2>&1
 		echo $? >"$TMP/rc"
 	} | tee "$out"
 	rc=$(cat "$TMP/rc")
@@ -177,7 +186,10 @@ case "$WHICH" in
 	run_lua luajit
 	;;
 c) run_c "" ;;
-valgrind) run_c valgrind ;;
+valgrind)
+	run_c valgrind
+	run_lua lua54 valgrind
+	;;
 lua54 | luajit) run_lua "$WHICH" ;;
 esac
 

@@ -1,5 +1,5 @@
 /*
- * crash_writer CATALOG_DIR [MAX_COMMITS] — the process the crash and
+ * crash_writer CATALOG_DIR [MAX_COMMITS [PAUSE_MS]] — the process the crash and
  * concurrency tests kill or read beside: it commits verb snapshots with fsync
  * on, one data file each (every 7th also changes the partition spec), and
  * prints "ACK <snapshot>" on stdout after each commit has returned, i.e. once
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int fail(const char *what, int rc)
 {
@@ -21,10 +22,11 @@ static int fail(const char *what, int rc)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: crash_writer CATALOG_DIR [MAX_COMMITS]\n");
+        fprintf(stderr, "usage: crash_writer CATALOG_DIR [MAX_COMMITS [PAUSE_MS]]\n");
         return 2;
     }
     long max = argc > 2 ? atol(argv[2]) : -1;
+    long pause_ms = argc > 3 ? atol(argv[3]) : 0; /* between commits (the HTTP test paces the writer) */
     moraine_options o = {.create = 1};
     moraine_db *db;
     int rc;
@@ -71,6 +73,7 @@ int main(int argc, char **argv)
         if ((rc = moraine_tx_commit(tx, &snap))) return fail("commit", rc);
         printf("ACK %lld\n", (long long)snap);
         fflush(stdout);
+        if (pause_ms > 0) usleep((useconds_t)pause_ms * 1000);
     }
     moraine_close(db);
     return 0;
