@@ -36,6 +36,7 @@ int mr_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
         if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated varint");
         uint8_t c = *p++;
         if (shift == 63 && c > 1) return mr_err(MORAINE_ECORRUPT, "value: varint overflows 64 bits");
+        if (c == 0 && shift > 0) return mr_err(MORAINE_ECORRUPT, "value: varint not in its shortest form");
         v |= (uint64_t)(c & 0x7F) << shift;
         if (!(c & 0x80)) {
             *pp = p;

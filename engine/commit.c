@@ -27,6 +27,7 @@ typedef struct pending {
     int delete_current;  /* the row was live in the store: delete ident at commit */
     int ended;           /* target is a history key */
     int from_store;      /* loaded from the store (the stored row is represented here) */
+    int discarded;       /* inserted by this commit and taken back: never written */
     struct pending *prev; /* older entry with the same identity in this commit */
     int history_noover;  /* refuse to overwrite an existing history version */
     mr_rel *rel;
@@ -737,6 +738,30 @@ int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, 
     return 0;
 }
 
+/* Takes back a live row this commit inserted (the verb path: a column renamed
+ * twice in one transaction keeps only its last version, as DuckLake writes
+ * only the net change). Returns 0, MORAINE_ENOTLIVE when no such row was
+ * inserted by this commit. */
+int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols)
+{
+    int rc = usable(txn);
+    if (rc) return rc;
+    mr_rel *r;
+    if ((rc = rel_of(txn, name, &r))) return fail(txn, rc);
+    if (r->info.placement != MORAINE_PLACE_TEMPORAL || ncols != r->info.ncols || r->nkey == 0)
+        return fail(txn, mr_err(MORAINE_EINVAL, "%s: only rows of keyed temporal tables can be taken back", name));
+    if ((rc = mr_current_key(&txn->kb, r, row, 0))) return fail(txn, rc);
+    pending *e = live_of(lookup(txn, &txn->kb));
+    if (!e || e->from_store) {
+        char desc[256];
+        mr_describe_row(r, row, ncols, desc, sizeof desc);
+        return fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: not a row this commit inserted", name, desc));
+    }
+    e->discarded = 1;
+    e->ended = 1; /* no longer live: a later insert of the key is allowed */
+    return 0;
+}
+
 /* ---- non-temporal rows ---- */
 
 int moraine_txn_put_row(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord)
@@ -802,6 +827,7 @@ static int flush(moraine_txn *txn)
     MDB_dbi dbi = txn->db->dbi;
     for (size_t i = 0; !rc && i < txn->nlist; i++) {
         pending *e = txn->list[i];
+        if (e->discarded) continue;
         if (e->delete_current) {
             MDB_val k = {e->ident.len, e->ident.p};
             int mrc = mdb_del(txn->t, dbi, &k, NULL);

@@ -107,6 +107,7 @@ int mr_rels_add(moraine_db *db, mr_rel *r);
 mr_rel *mr_txn_rel(moraine_txn *txn, const char *name);
 int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord_hint);
 int mr_clear_catalog(moraine_db *db);
+int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols);
 mr_rel *mr_rel_by_id(moraine_db *db, uint64_t id);
 int mr_load_relations(moraine_db *db, MDB_txn *t);
 int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out);

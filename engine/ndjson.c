@@ -103,6 +103,7 @@ static int json_to_value(json_t *j, moraine_value *v, char **owned)
 static int add_row(table *t, json_t *obj, const char *path, size_t line)
 {
     if (!json_is_object(obj)) return mr_err(MORAINE_EINVAL, "%s:%zu: a row must be a JSON object", path, line);
+    if (json_object_size(obj) == 0) return mr_err(MORAINE_EINVAL, "%s:%zu: a row without columns ({})", path, line);
     if (t->nrows == 0 && t->ncols == 0) {
         size_t n = json_object_size(obj);
         t->cols = calloc(n ? n : 1, sizeof *t->cols);
@@ -642,6 +643,8 @@ int moraine_import_rows(moraine_db *db, const moraine_import_table *in, size_t n
             if (!(t->cols[c] = strdup(in[i].colnames[c] ? in[i].colnames[c] : ""))) rc = mr_err(MORAINE_ENOMEM, "out of memory");
             else t->ncols++;
         }
+        if (!rc && !t->ncols && in[i].nrows)
+            rc = mr_err(MORAINE_EINVAL, "table '%s' has %zu rows but no columns", t->name, in[i].nrows);
         if (!rc && t->ncols) rc = mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel);
         for (size_t r = 0; !rc && r < in[i].nrows; r++) rc = add_values(t, in[i].rows + r * in[i].ncols, r + 1);
     }

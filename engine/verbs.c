@@ -242,7 +242,28 @@ typedef struct {
     int created, inserted, deleted, altered, dropped, compacted, renamed, schema_row;
     int64_t *deleted_files; /* data files this transaction deletes from */
     size_t ndeleted_files;
+    /* what this transaction did to files, so later verbs see it (docs/verbs.md) */
+    int64_t *ended, *ended_dels; /* data / delete file ids live at the base, ended here */
+    size_t nended, nended_dels;
+    orow *added, *added_dels;    /* data / delete files added here and still live */
+    size_t nadded, nadded_dels;
 } tstate;
+
+static int id_in(const int64_t *ids, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id) return 1;
+    return 0;
+}
+
+static int id_push(int64_t **ids, size_t *n, int64_t id)
+{
+    int64_t *p = realloc(*ids, (*n + 1) * sizeof *p);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    *ids = p;
+    p[(*n)++] = id;
+    return 0;
+}
 
 typedef struct {
     int64_t schema_id;
@@ -297,6 +318,12 @@ static void tstate_free(tstate *t)
     for (size_t i = 0; i < t->nskeys; i++) orow_free(&t->skeys[i]);
     free(t->skeys);
     free(t->deleted_files);
+    free(t->ended);
+    free(t->ended_dels);
+    for (size_t i = 0; i < t->nadded; i++) orow_free(&t->added[i]);
+    free(t->added);
+    for (size_t i = 0; i < t->nadded_dels; i++) orow_free(&t->added_dels[i]);
+    free(t->added_dels);
 }
 
 static void model_free(model *m)
@@ -323,7 +350,8 @@ static int push_row(orow **arr, size_t *n, const moraine_relation_info *r, const
     return rc;
 }
 
-static int model_init(model *m, moraine_db *db, moraine_txn *stx)
+/* Builds the model as of snapshot @at (MORAINE_ALL_VERSIONS: the newest). */
+static int model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
 {
     memset(m, 0, sizeof *m);
     m->db = db;
@@ -334,6 +362,7 @@ static int model_init(model *m, moraine_db *db, moraine_txn *stx)
     rc = moraine_read_last_snapshot(m->rd, &last);
     if (rc < 0) return rc;
     if (rc == 0) return mr_err(MORAINE_EINVAL, "the catalog holds no snapshot: initialise it first (moraine_init / moraine init)");
+    if (at != MORAINE_ALL_VERSIONS && at < last) last = at; /* a transaction's own base, not what came after it */
     m->base = last;
     m->snap = last + 1;
     moraine_cursor *c;
@@ -373,6 +402,8 @@ static int model_init(model *m, moraine_db *db, moraine_txn *stx)
     moraine_cursor_close(c);
     return rc < 0 ? rc : 0;
 }
+
+static int model_init(model *m, moraine_db *db, moraine_txn *stx) { return model_init_at(m, db, stx, MORAINE_ALL_VERSIONS); }
 
 static sstate *find_schema(model *m, const char *name)
 {
@@ -548,6 +579,20 @@ static int end_row(model *m, orow *r)
     int rc = emit_end(m, r);
     if (!rc) orow_set_int(r, "end_snapshot", m->snap);
     return rc;
+}
+
+/* Ends a live row; a column or table version this same transaction wrote is
+ * taken back instead: DuckLake writes only the net change, and two such
+ * versions would both begin and end at the new snapshot. */
+static int retire_row(model *m, orow *r)
+{
+    if (orow_int(r, "begin_snapshot", -1) == m->snap &&
+        (strcmp(r->rel->name, "ducklake_column") == 0 || strcmp(r->rel->name, "ducklake_table") == 0)) {
+        int rc = m->stx ? mr_txn_discard(m->stx, r->rel->name, r->v, r->rel->ncols) : 0;
+        if (!rc) orow_set_int(r, "end_snapshot", m->snap);
+        return rc;
+    }
+    return end_row(m, r);
 }
 
 /* ---- verbs applied to the model ---- */
@@ -812,7 +857,7 @@ static int do_rename_column(model *m, verb *v)
         free(keys);
         return rc;
     }
-    rc = end_row(m, &t->cols[ci]);
+    rc = retire_row(m, &t->cols[ci]);
     orow_set_int(&c, "begin_snapshot", m->snap);
     orow_set_null(&c, "end_snapshot");
     if (!rc) rc = orow_set_str(&c, "column_name", v->b);
@@ -866,7 +911,7 @@ static int do_drop_column(model *m, verb *v)
             return mr_err(MORAINE_EINVAL, "Cannot drop column \"%s\" - the table is sorted by this column. Reset or change the sort order "
                           "on this table in order to drop this column", v->a);
     }
-    if ((rc = end_row(m, &t->cols[ci]))) return rc;
+    if ((rc = retire_row(m, &t->cols[ci]))) return rc;
     orow_free(&t->cols[ci]);
     t->cols[ci] = t->cols[--t->ncols];
     t->altered = t->schema_row = 1;
@@ -885,7 +930,7 @@ static int do_rename_table(model *m, verb *v)
     if (rc != MORAINE_ENOTFOUND) return rc;
     orow r;
     if ((rc = orow_from(&r, t->row.rel, t->row.v))) return rc;
-    rc = end_row(m, &t->row);
+    rc = retire_row(m, &t->row);
     orow_set_int(&r, "begin_snapshot", m->snap);
     orow_set_null(&r, "end_snapshot");
     if (!rc) rc = orow_set_str(&r, "table_name", v->a);
@@ -909,7 +954,12 @@ static int end_all_of(model *m, tstate *t, const char *relname)
     moraine_row row;
     int rc = moraine_scan_open(m->rd, relname, t->table_id, m->base, &c);
     if (rc) return rc;
+    int is_data = strcmp(relname, "ducklake_data_file") == 0;
+    int idc = -1;
     while ((rc = moraine_cursor_next(c, &row)) == 1) {
+        if (idc < 0) idc = moraine_column_index(row.rel, is_data ? "data_file_id" : "delete_file_id");
+        if (idc >= 0 && row.vals[idc].type == MORAINE_INT && id_in(is_data ? t->ended : t->ended_dels, is_data ? t->nended : t->nended_dels, row.vals[idc].i))
+            continue; /* ended earlier in this transaction */
         if (m->stx && (rc = moraine_txn_end(m->stx, relname, row.vals, row.ncols))) break;
     }
     moraine_cursor_close(c);
@@ -921,12 +971,15 @@ static int do_drop_table(model *m, verb *v)
     tstate *t;
     int rc = find_table(m, v->schema, v->table, &t);
     if (rc) return rc;
-    if ((rc = end_row(m, &t->row))) return rc;
-    for (size_t i = 0; !rc && i < t->ncols; i++) rc = end_row(m, &t->cols[i]);
+    if ((rc = retire_row(m, &t->row))) return rc;
+    for (size_t i = 0; !rc && i < t->ncols; i++) rc = retire_row(m, &t->cols[i]);
     if (!rc && t->part.rel) rc = end_row(m, &t->part);
     if (!rc && t->sort.rel) rc = end_row(m, &t->sort);
+    /* its files: those live at the base that this transaction has not ended, and those it added */
     if (!rc && !t->created) rc = end_all_of(m, t, "ducklake_data_file");
     if (!rc && !t->created) rc = end_all_of(m, t, "ducklake_delete_file");
+    for (size_t i = 0; !rc && i < t->nadded; i++) rc = end_row(m, &t->added[i]);
+    for (size_t i = 0; !rc && i < t->nadded_dels; i++) rc = end_row(m, &t->added_dels[i]);
     if (rc) return rc;
     t->live = 0;
     t->dropped = 1;
@@ -1128,7 +1181,17 @@ static int add_file(model *m, tstate *t, const moraine_data_file *f, int64_t par
         if (!rc) rc = emit_insert(m, &st);
         orow_free(&st);
     }
-    orow_free(&d);
+    if (!rc) {
+        /* keep it: later verbs of this transaction see it (drop_table ends it) */
+        orow *a = realloc(t->added, (t->nadded + 1) * sizeof *a);
+        if (!a) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        else {
+            t->added = a;
+            t->added[t->nadded++] = d;
+            d.v = NULL;
+        }
+    }
+    if (d.v) orow_free(&d);
     free(cids);
     if (id_out) *id_out = id;
     return rc;
@@ -1217,6 +1280,15 @@ static int live_files(model *m, tstate *t, const int64_t *ids, size_t n, live_fi
         return rc;
     }
     for (size_t i = 0; i < n; i++) {
+        for (size_t a = 0; !lf[i].file.rel && a < t->nadded; a++)
+            if (orow_int(&t->added[a], "data_file_id", -1) == ids[i] && orow_is_null(&t->added[a], "end_snapshot")) {
+                live_files_free(lf, n);
+                return mr_err(MORAINE_EINVAL, "data file %lld was added by this transaction: delete or rewrite it in a later one", (long long)ids[i]);
+            }
+        if (lf[i].file.rel && id_in(t->ended, t->nended, ids[i])) {
+            live_files_free(lf, n);
+            return mr_err(MORAINE_ENOTFOUND, "data file %lld is no longer live: this transaction ended it", (long long)ids[i]);
+        }
         if (!lf[i].file.rel) {
             live_files_free(lf, n);
             return mr_err(MORAINE_ENOTFOUND, "data file %lld is not a live file of table \"%s\"", (long long)ids[i], orow_str(&t->row, "table_name"));
@@ -1236,10 +1308,18 @@ static int live_files(model *m, tstate *t, const int64_t *ids, size_t n, live_fi
                 rc = nx;
                 break;
             }
-            int id = moraine_column_index(row.rel, "data_file_id");
+            int id = moraine_column_index(row.rel, "data_file_id"), idd = moraine_column_index(row.rel, "delete_file_id");
+            if (idd >= 0 && row.vals[idd].type == MORAINE_INT && id_in(t->ended_dels, t->nended_dels, row.vals[idd].i)) continue;
             for (size_t i = 0; !rc && i < n; i++)
                 if (row.vals[id].type == MORAINE_INT && row.vals[id].i == ids[i] && !lf[i].del.rel) rc = orow_from(&lf[i].del, row.rel, row.vals);
         }
+        /* a delete file this transaction added replaces the base's */
+        for (size_t i = 0; !rc && i < n; i++)
+            for (size_t a = 0; !rc && a < t->nadded_dels; a++)
+                if (orow_int(&t->added_dels[a], "data_file_id", -1) == ids[i]) {
+                    if (lf[i].del.rel) orow_free(&lf[i].del);
+                    rc = orow_from(&lf[i].del, t->added_dels[a].rel, t->added_dels[a].v);
+                }
         if (c) moraine_cursor_close(c);
         if (rc < 0) {
             live_files_free(lf, n);
@@ -1248,6 +1328,22 @@ static int live_files(model *m, tstate *t, const int64_t *ids, size_t n, live_fi
     }
     *out = lf;
     return 0;
+}
+
+/* Ends a file's live delete file @del, whether the base's or one this transaction added. */
+static int end_delete_file(model *m, tstate *t, orow *del)
+{
+    int64_t id = orow_int(del, "delete_file_id", -1);
+    for (size_t a = 0; a < t->nadded_dels; a++) {
+        if (orow_int(&t->added_dels[a], "delete_file_id", -2) == id) {
+            int rc = end_row(m, &t->added_dels[a]);
+            orow_free(&t->added_dels[a]);
+            t->added_dels[a] = t->added_dels[--t->nadded_dels];
+            return rc;
+        }
+    }
+    int rc = end_row(m, del);
+    return rc ? rc : id_push(&t->ended_dels, &t->nended_dels, id);
 }
 
 static int note_deleted(tstate *t, int64_t id)
@@ -1274,7 +1370,7 @@ static int do_add_deletes(model *m, verb *v)
     for (size_t i = 0; !rc && i < v->ndels; i++) {
         const moraine_delete_file *d = &v->dels[i];
         if (!d->path || !*d->path) rc = mr_err(MORAINE_EINVAL, "a delete file needs a path");
-        if (!rc && lf[i].del.rel) rc = end_row(m, &lf[i].del); /* replaced by the new delete file */
+        if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del); /* replaced by the new delete file */
         orow r = {0};
         if (!rc) rc = new_row(m, "ducklake_delete_file", &r);
         if (!rc) {
@@ -1288,6 +1384,15 @@ static int do_add_deletes(model *m, verb *v)
             orow_set_int(&r, "file_size_bytes", d->file_size_bytes);
             orow_set_int(&r, "footer_size", d->footer_size);
             if (!rc) rc = emit_insert(m, &r);
+        }
+        if (!rc) {
+            orow *a = realloc(t->added_dels, (t->nadded_dels + 1) * sizeof *a);
+            if (!a) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            else {
+                t->added_dels = a;
+                t->added_dels[t->nadded_dels++] = r;
+                r.v = NULL;
+            }
         }
         if (r.v) orow_free(&r);
         if (!rc) rc = note_deleted(t, d->data_file_id);
@@ -1314,7 +1419,8 @@ static int do_delete_files(model *m, verb *v)
         t->file_size_bytes -= orow_int(&lf[i].file, "file_size_bytes", 0);
         t->stats_dirty = 1;
         rc = end_row(m, &lf[i].file);
-        if (!rc && lf[i].del.rel) rc = end_row(m, &lf[i].del);
+        if (!rc) rc = id_push(&t->ended, &t->nended, v->ids[i]);
+        if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del);
         if (!rc) rc = note_deleted(t, v->ids[i]);
     }
     live_files_free(lf, v->nids);
@@ -1364,7 +1470,8 @@ static int do_rewrite(model *m, verb *v)
         t->record_count -= orow_int(&lf[i].file, "record_count", 0);
         t->file_size_bytes -= orow_int(&lf[i].file, "file_size_bytes", 0);
         rc = end_row(m, &lf[i].file);
-        if (!rc && lf[i].del.rel) rc = end_row(m, &lf[i].del);
+        if (!rc) rc = id_push(&t->ended, &t->nended, v->ids[i]);
+        if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del);
     }
     for (size_t i = 0; !rc && i < v->nfiles; i++) {
         const moraine_data_file *f = &v->files[i];
@@ -1464,8 +1571,9 @@ static int record(moraine_tx *tx, verb *v)
         snprintf(msg, sizeof msg, "%s", moraine_errmsg());
         verb_free(v);
         /* rebuild the model from the base and the verbs kept so far */
+        int64_t base = tx->m.base;
         model_free(&tx->m);
-        int rc2 = model_init(&tx->m, tx->db, NULL);
+        int rc2 = model_init_at(&tx->m, tx->db, NULL, base);
         for (size_t i = 0; !rc2 && i < tx->nverbs; i++) rc2 = apply(&tx->m, &tx->verbs[i]);
         if (tx->m.rd) {
             moraine_read_end(tx->m.rd);

@@ -343,6 +343,25 @@ static void test_header_and_tags(void)
         }
         free(c);
     }
+    /* a varint not in its shortest form (fuzzer finding R1): one value, one encoding */
+    {
+        static const uint8_t overlong[][3] = {{0x80, 0x00, 0}, {0xFF, 0x00, 0}, {0x81, 0x80, 0x00}};
+        static const size_t lens[] = {2, 2, 3};
+        for (size_t i = 0; i < 3; i++) {
+            uint8_t *q0 = exact_copy(overlong[i], lens[i]);
+            const uint8_t *q = q0;
+            uint64_t out;
+            CHECK_RC(mr_get_uvarint(&q, q0 + lens[i], &out), MORAINE_ECORRUPT);
+            CHECK(strstr(moraine_errmsg(), "shortest") != NULL, "message '%s' does not say why", moraine_errmsg());
+            free(q0);
+        }
+        uint8_t zero = 0x00, *z = exact_copy(&zero, 1);
+        const uint8_t *q = z;
+        uint64_t out = 1;
+        CHECK_RC(mr_get_uvarint(&q, z + 1, &out), 0);
+        CHECK(out == 0, "the one-byte 0 decodes to %llu", (unsigned long long)out);
+        free(z);
+    }
     /* every single-bit flip of a stored value is caught by its checksum */
     {
         mr_buf fb = {0};
