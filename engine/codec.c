@@ -31,6 +31,11 @@ int mr_put_uvarint(mr_buf *b, uint64_t v)
 int mr_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
     const uint8_t *p = *pp;
+    if (p < end && *p < 0x80) { /* the common one-byte case */
+        *out = *p;
+        *pp = p + 1;
+        return 0;
+    }
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
         if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated varint");

@@ -128,6 +128,8 @@ int mr_describe_row(const mr_rel *r, const moraine_value *row, size_t ncols, cha
 /* grow the map when a commit hit MDB_MAP_FULL; returns 0 if grown */
 int mr_grow_map(moraine_db *db);
 
+int mr_snapshot_row(moraine_read *rd, int64_t id, moraine_row *row);
+
 struct moraine_read {
     moraine_db *db;
     MDB_txn *txn;

@@ -545,6 +545,30 @@ void moraine_cursor_close(moraine_cursor *c)
     free(c);
 }
 
+/* The ducklake_snapshot row of snapshot @id, by one key lookup (internal:
+ * the verb path reads its base's counters this way). Returns 1, 0 if there is
+ * no such row, or an error. The row is valid like a spec lookup's. */
+int mr_snapshot_row(moraine_read *rd, int64_t id, moraine_row *row)
+{
+    pthread_mutex_lock(&rd->db->mu);
+    mr_rel *r = mr_rel_by_name(rd->db, "ducklake_snapshot");
+    pthread_mutex_unlock(&rd->db->mu);
+    if (!r || r->info.ncols == 0) return 0;
+    mr_buf k = {0};
+    int rc = mr_snapshot_key(&k, id);
+    if (rc) return rc;
+    MDB_val key = {k.len, k.p}, v;
+    int mrc = mdb_get(rd->txn, rd->db->dbi, &key, &v);
+    if (mrc == MDB_NOTFOUND) rc = 0;
+    else if (mrc) rc = mr_lmdb_err(mrc, "reading a snapshot");
+    else {
+        rc = decode_value(&key, &v, r, &rd->spec_vals, &rd->spec_cap, row);
+        if (!rc) rc = 1;
+    }
+    mr_buf_free(&k);
+    return rc;
+}
+
 /* ---- spec lookups ---- */
 
 static int keep_row(moraine_read *rd, moraine_row *row)

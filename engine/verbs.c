@@ -367,18 +367,10 @@ static int model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
     m->snap = last + 1;
     moraine_cursor *c;
     moraine_row row;
-    /* the newest ducklake_snapshot row: its counters */
-    if ((rc = moraine_scan_open(m->rd, "ducklake_snapshot", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c))) return rc;
-    int found = 0;
-    while ((rc = moraine_cursor_next(c, &row)) == 1) {
-        int idc = moraine_column_index(row.rel, "snapshot_id");
-        if (idc >= 0 && row.vals[idc].type == MORAINE_INT && row.vals[idc].i == last) {
-            if ((rc = orow_from(&m->snaprow, row.rel, row.vals))) break;
-            found = 1;
-        }
-    }
-    moraine_cursor_close(c);
-    if (rc < 0) return rc;
+    /* the base's ducklake_snapshot row: its counters (one key lookup) */
+    int found = mr_snapshot_row(m->rd, last, &row);
+    if (found < 0) return found;
+    if (found && (rc = orow_from(&m->snaprow, row.rel, row.vals))) return rc;
     if (!found) return mr_err(MORAINE_ENOTFOUND, "the catalog has no ducklake_snapshot row for its last snapshot %lld", (long long)last);
     m->next_catalog_id = orow_int(&m->snaprow, "next_catalog_id", 0);
     m->next_file_id = orow_int(&m->snaprow, "next_file_id", 0);
