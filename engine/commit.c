@@ -42,6 +42,7 @@ typedef struct pending {
 struct moraine_txn {
     moraine_db *db;
     MDB_txn *t;
+    mr_bounds bounds;
     int64_t snapshot;
     int failed;
     char failmsg[1024];
@@ -202,6 +203,7 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
     int mrc = mdb_get(txn->t, txn->db->dbi, &k, &v);
     if (mrc == MDB_NOTFOUND) return 0;
     if (mrc) return mr_lmdb_err(mrc, "reading a stored row");
+    if (!mr_value_ok(&txn->bounds, &v)) return mr_err(MORAINE_ECORRUPT, "a stored value runs past the end of the file: LMDB's pages are damaged");
     /* the relation id is the element after the subspace byte for C keys; snapshots are ducklake_snapshot */
     mr_rel *r = NULL;
     const uint8_t *kp = key->p + 1, *kend = key->p + key->len;
@@ -405,12 +407,14 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
     int mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
     if (mrc == MDB_MAP_RESIZED) {
         mdb_env_set_mapsize(db->env, 0);
+        db->map_base = NULL; /* remapped */
         mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
     }
     if (mrc) {
         free(txn);
         return mr_lmdb_err(mrc, "starting a commit");
     }
+    mr_bounds_get(db, &txn->bounds);
     int rc = mr_load_relations(db, txn->t);
     if (!rc && snapshot_id != MORAINE_NO_SNAPSHOT) {
         int64_t last = 0;

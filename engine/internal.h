@@ -100,6 +100,7 @@ struct moraine_db {
     uint64_t rels_gen;       /* generation of descriptors loaded */
     moraine_txn *writer;     /* open write txn, if any */
     int nreaders;            /* read transactions open in this process (map growth needs none) */
+    const char *map_base;    /* where data.mdb is mapped (found once), for mr_value_ok */
 };
 
 mr_rel *mr_rel_by_name(moraine_db *db, const char *name);
@@ -107,6 +108,7 @@ int mr_rels_add(moraine_db *db, mr_rel *r);
 mr_rel *mr_txn_rel(moraine_txn *txn, const char *name);
 int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord_hint);
 int mr_clear_catalog(moraine_db *db);
+int mr_catalog_empty(moraine_db *db);
 int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols);
 mr_rel *mr_rel_by_id(moraine_db *db, uint64_t id);
 int mr_load_relations(moraine_db *db, MDB_txn *t);
@@ -130,9 +132,28 @@ int mr_grow_map(moraine_db *db);
 
 int mr_snapshot_row(moraine_read *rd, int64_t id, moraine_row *row);
 
+/* The map and the file's length when a transaction began. Damage to LMDB's
+ * own pages can hand out a value that runs past the end of the file (reading
+ * it would be SIGBUS), so a value inside the map is checked against the file
+ * before its bytes are touched; a value outside the map (a page the write
+ * transaction itself dirtied, in heap memory) is the transaction's own. */
+typedef struct {
+    const char *map;
+    size_t map_size, file_len;
+} mr_bounds;
+void mr_bounds_get(moraine_db *db, mr_bounds *b);
+static inline int mr_value_ok(const mr_bounds *b, const MDB_val *v)
+{
+    const char *p = (const char *)v->mv_data;
+    if (b->file_len && v->mv_size > b->file_len) return 0; /* no value is longer than the file */
+    if (!b->map || p < b->map || p >= b->map + b->map_size) return 1;
+    return p <= b->map + b->file_len && v->mv_size <= (size_t)(b->map + b->file_len - p);
+}
+
 struct moraine_read {
     moraine_db *db;
     MDB_txn *txn;
+    mr_bounds bounds;
     moraine_cursor *cursors; /* open cursors, closed at read_end */
     moraine_value *spec_vals; /* buffer for the spec lookups */
     size_t spec_cap;

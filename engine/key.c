@@ -115,8 +115,16 @@ void mr_key_describe(const uint8_t *k, size_t n, char *out, size_t outlen)
             o += (size_t)snprintf(out + o, outlen - o, "%sNULL", first ? "" : ",");
         else if (v.type == MORAINE_INT)
             o += (size_t)snprintf(out + o, outlen - o, "%s%lld", first ? "" : ",", (long long)v.i);
-        else
-            o += (size_t)snprintf(out + o, outlen - o, "%s'%.*s'", first ? "" : ",", (int)(v.len > 40 ? 40 : v.len), v.s);
+        else {
+            /* printable ASCII as is, any other byte as \xNN: the text stays valid UTF-8 */
+            o += (size_t)snprintf(out + o, outlen - o, "%s'", first ? "" : ",");
+            for (size_t i = 0; i < v.len && i < 40 && o + 5 < outlen; i++) {
+                unsigned char ch = (unsigned char)v.s[i];
+                if (ch >= 0x20 && ch < 0x7F && ch != '\\') out[o++] = (char)ch;
+                else o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", ch);
+            }
+            if (o < outlen) o += (size_t)snprintf(out + o, outlen - o, "'");
+        }
         first = 0;
     }
     if (o < outlen) snprintf(out + o, outlen - o, ")");

@@ -487,12 +487,29 @@ int mr_clear_catalog(moraine_db *db)
     return 0;
 }
 
-static int catalog_empty(moraine_db *db)
+/* Import and init need a catalog with no rows. One that only has table
+ * descriptors (an import of empty files, say) counts as empty: its
+ * descriptors are dropped first, so it can be imported into again. */
+int mr_catalog_empty(moraine_db *db)
 {
     int64_t last;
     int rc = moraine_last_snapshot(db, &last);
     if (rc < 0) return rc;
-    if (rc == 1 || db->nrels > 0) return mr_err(MORAINE_EEXIST, "the catalog is not empty: import into a new catalog");
+    if (rc == 1) return mr_err(MORAINE_EEXIST, "the catalog is not empty: import into a new catalog");
+    MDB_txn *t;
+    int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t);
+    if (mrc) return mr_lmdb_err(mrc, "reading the catalog");
+    MDB_cursor *c;
+    int rows = 0;
+    if ((mrc = mdb_cursor_open(t, db->dbi, &c)) == 0) {
+        MDB_val k, v;
+        for (mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST); mrc == 0 && !rows; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+            if (k.mv_size && ((const uint8_t *)k.mv_data)[0] != MR_SUB_META) rows = 1;
+        mdb_cursor_close(c);
+    }
+    mdb_txn_abort(t);
+    if (rows) return mr_err(MORAINE_EEXIST, "the catalog is not empty: import into a new catalog");
+    if (db->nrels) return mr_clear_catalog(db);
     return 0;
 }
 
@@ -617,7 +634,7 @@ int moraine_import_rows(moraine_db *db, const moraine_import_table *in, size_t n
 {
     if (!db || (n && !in)) return mr_err(MORAINE_EINVAL, "moraine_import_rows: NULL argument");
     if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
-    int rc = catalog_empty(db);
+    int rc = mr_catalog_empty(db);
     if (rc) return rc;
     tables ts = {0};
     ts.t = calloc(n ? n : 1, sizeof *ts.t);
@@ -657,7 +674,7 @@ int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
 {
     if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_import_ndjson: NULL argument");
     if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
-    int rc = catalog_empty(db);
+    int rc = mr_catalog_empty(db);
     if (rc) return rc;
     tables ts = {0};
     ts.from_files = 1;

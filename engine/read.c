@@ -63,7 +63,10 @@ int moraine_read_begin(moraine_db *db, moraine_read **out)
     int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
     if (mrc == MDB_MAP_RESIZED) {
         /* another process grew the map: adopt it (needs no open txn here) */
-        if (__atomic_load_n(&db->nreaders, __ATOMIC_SEQ_CST) == 0 && !db->writer) mdb_env_set_mapsize(db->env, 0);
+        if (__atomic_load_n(&db->nreaders, __ATOMIC_SEQ_CST) == 0 && !db->writer) {
+            mdb_env_set_mapsize(db->env, 0);
+            db->map_base = NULL; /* remapped */
+        }
         mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
     }
     if (mrc) {
@@ -79,6 +82,7 @@ int moraine_read_begin(moraine_db *db, moraine_read **out)
         return rc;
     }
     __atomic_add_fetch(&db->nreaders, 1, __ATOMIC_SEQ_CST);
+    mr_bounds_get(db, &rd->bounds);
     *out = rd;
     return 0;
 }
@@ -122,10 +126,15 @@ static int corrupt_at(const MDB_val *k, const mr_rel *r)
 }
 
 /* Decodes a stored value into @row; children stay undecoded. */
-static int decode_value(const MDB_val *k, const MDB_val *v, mr_rel *r, moraine_value **vals, size_t *cap, moraine_row *row)
+static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, mr_rel *r, moraine_value **vals, size_t *cap,
+                        moraine_row *row)
 {
     int rc = ensure_vals(vals, cap, r->info.ncols);
     if (rc) return rc;
+    if (!mr_value_ok(b, v) || !mr_value_ok(b, k)) {
+        return mr_err(MORAINE_ECORRUPT, "%s: a key or value of %zu bytes runs past the end of the file: LMDB's pages are damaged",
+                      r->info.name, v->mv_size);
+    }
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
     size_t n;
     if ((rc = mr_decode_header(&p, end))) return corrupt_at(k, r);
@@ -484,7 +493,7 @@ static int next_plain(moraine_cursor *c, moraine_row *row)
             c->have_c = 0;
         }
         c->lastk = k;
-        if ((rc = decode_value(&k, &v, r, &c->vals, &c->cap, row))) return rc;
+        if ((rc = decode_value(&c->rd->bounds, &k, &v, r, &c->vals, &c->cap, row))) return rc;
         if (use_hist) return 1; /* filtered when collected */
         if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
             const moraine_value *id = &row->vals[0];
@@ -562,7 +571,7 @@ int mr_snapshot_row(moraine_read *rd, int64_t id, moraine_row *row)
     if (mrc == MDB_NOTFOUND) rc = 0;
     else if (mrc) rc = mr_lmdb_err(mrc, "reading a snapshot");
     else {
-        rc = decode_value(&key, &v, r, &rd->spec_vals, &rd->spec_cap, row);
+        rc = decode_value(&rd->bounds, &key, &v, r, &rd->spec_vals, &rd->spec_cap, row);
         if (!rc) rc = 1;
     }
     mr_buf_free(&k);

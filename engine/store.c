@@ -248,8 +248,19 @@ int mr_load_relations(moraine_db *db, MDB_txn *t)
         if (idv.i < (int64_t)db->capid && db->byid[idv.i] && (uint64_t)gen != db->rels_gen) {
             /* reloaded below only if its columns changed */
         }
+        mr_bounds bnd;
+        mr_bounds_get(db, &bnd);
+        if (!mr_value_ok(&bnd, &val)) {
+            rc = mr_err(MORAINE_ECORRUPT, "the catalog's table descriptor %lld runs past the end of the file: LMDB's pages are damaged", (long long)idv.i);
+            break;
+        }
         const uint8_t *p = val.mv_data, *end = p + val.mv_size;
-        if ((rc = mr_decode_header(&p, end))) break;
+        if ((rc = mr_decode_header(&p, end))) {
+            char m[400];
+            snprintf(m, sizeof m, "%s", moraine_errmsg());
+            rc = mr_err(rc, "the catalog's table descriptor M('rel',%lld) is damaged: %s", (long long)idv.i, m);
+            break;
+        }
         /* count cells first: descriptor rows are small */
         if (cap < 4096) {
             free(vals);
@@ -563,6 +574,43 @@ int moraine_last_snapshot(moraine_db *db, int64_t *out)
     return rc;
 }
 
+/* Where LMDB mapped data.mdb: LMDB reports it only for MDB_FIXEDMAP, so it is
+ * read from /proc/self/maps (Linux) by the file's device and inode; NULL when
+ * it cannot be found (then only a value's length is checked). */
+static const char *find_map(moraine_db *db)
+{
+    int fd;
+    struct stat st;
+    if (mdb_env_get_fd(db->env, &fd) || fstat(fd, &st)) return NULL;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return NULL;
+    char line[4096];
+    const char *found = NULL;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, off, ino;
+        unsigned maj, min;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &maj, &min, &ino) == 7 && ino == (unsigned long)st.st_ino &&
+            off == 0 && ino != 0)
+            found = (const char *)(uintptr_t)lo;
+    }
+    fclose(f);
+    return found;
+}
+
+void mr_bounds_get(moraine_db *db, mr_bounds *b)
+{
+    MDB_envinfo ei;
+    int fd;
+    struct stat st;
+    memset(b, 0, sizeof *b);
+    if (mdb_env_info(db->env, &ei) || mdb_env_get_fd(db->env, &fd) || fstat(fd, &st)) return;
+    if (!db->map_base) db->map_base = ei.me_mapaddr ? ei.me_mapaddr : find_map(db);
+    b->map = db->map_base;
+    b->map_size = ei.me_mapsize;
+    b->file_len = (size_t)st.st_size < ei.me_mapsize ? (size_t)st.st_size : ei.me_mapsize;
+}
+
 int moraine_reader_check(moraine_db *db, int *dead)
 {
     int n = 0;
@@ -578,6 +626,7 @@ int mr_grow_map(moraine_db *db)
     if (cur >= db->opts.max_map_size) return -1;
     size_t next = cur * 2 > db->opts.max_map_size ? db->opts.max_map_size : cur * 2;
     if (mdb_env_set_mapsize(db->env, next)) return -1;
+    db->map_base = NULL; /* remapped */
     db->opts.map_size = next;
     return 0;
 }

@@ -2183,10 +2183,9 @@ int moraine_init(moraine_db *db, const char *data_path)
 {
     if (!db) return mr_err(MORAINE_EINVAL, "moraine_init: NULL catalog");
     if (!data_path || !*data_path) return mr_err(MORAINE_EINVAL, "moraine_init: a data path is needed (DuckLake's DATA_PATH, e.g. \"data/\")");
-    int64_t last;
-    int rc = moraine_last_snapshot(db, &last);
-    if (rc < 0) return rc;
-    if (rc == 1 || db->nrels) return mr_err(MORAINE_EEXIST, "moraine_init: the catalog is not empty");
+    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    int rc = mr_catalog_empty(db);
+    if (rc) return rc == MORAINE_EEXIST ? mr_err(rc, "moraine_init: the catalog is not empty") : rc;
     moraine_txn *txn;
     if ((rc = moraine_txn_begin(db, 0, &txn))) return rc;
     for (size_t i = 0; !rc && i < sizeof v11_tables / sizeof v11_tables[0]; i++) rc = define_list(txn, v11_tables[i][0], v11_tables[i][1]);

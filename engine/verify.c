@@ -110,12 +110,20 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
     size_t nlc = 0;
     mr_buf kb = {0}, scratch = {0};
     uint64_t done = 0;
-    int have_format = 0;
+    int have_format = 0, stopped = 0;
     MDB_val k, val;
     for (mrc = mdb_cursor_get(c, &k, &val, MDB_FIRST); mrc == 0; mrc = mdb_cursor_get(c, &k, &val, MDB_NEXT)) {
         done++;
         if (progress && done % 4096 == 0 && progress(pud, done, ms.ms_entries)) {
             rc = mr_err(MORAINE_EINVAL, "verify cancelled");
+            break;
+        }
+        if (!mr_value_ok(&rd->bounds, &k) || !mr_value_ok(&rd->bounds, &val)) {
+            char prev[sizeof v.key];
+            snprintf(prev, sizeof prev, "%s", v.key[0] ? v.key : "the start");
+            snprintf(v.key, sizeof v.key, "(after %.200s)", prev);
+            violation(&v, "a key or value runs past the end of the file: LMDB's pages are damaged; the walk stops here");
+            stopped = 1;
             break;
         }
         const uint8_t *kp = k.mv_data, *kend = kp + k.mv_size;
@@ -225,7 +233,7 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
         }
     }
     if (!rc && mrc && mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "verify");
-    if (!rc && !have_format && ms.ms_entries) {
+    if (!rc && !stopped && !have_format && ms.ms_entries) {
         snprintf(v.key, sizeof v.key, "M('format')");
         violation(&v, "the catalog has no format marker");
     }
