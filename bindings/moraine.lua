@@ -312,7 +312,7 @@ Methods of `tx` (each returns nothing; row tables are read with raw access):
 - `tx:delete_row(name, ord)` — deletes the non-temporal row at position `ord`
   (`moraine_txn_delete_row`). Raises ENOTFOUND (no such row), EINVAL.
 
-`db:init(data_path)` — makes an empty catalog a DuckLake catalog, as
+`db:init(data_path)` — (`data_path` optional, default `"data/"`, as `moraine init`) makes an empty catalog a DuckLake catalog, as
 DuckLake's `ATTACH 'ducklake:...' (DATA_PATH data_path)` does
 (`moraine_init`): every ducklake_* table of catalog version 1.1-dev1 defined,
 the ducklake_metadata rows (version, created_by, data_path, encrypted) and

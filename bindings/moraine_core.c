@@ -1025,7 +1025,7 @@ static int l_db_commit(lua_State *L)
 static int l_db_init(lua_State *L)
 {
     ldb *d = check_db(L, 1);
-    const char *path = check_name(L, 2);
+    const char *path = lua_isnoneornil(L, 2) ? "data/" : check_name(L, 2); /* the moraine command's default too */
     int rc = moraine_init(d->db, path);
     if (rc != 0)
         return raise_engine(L, rc);

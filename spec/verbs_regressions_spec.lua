@@ -142,6 +142,17 @@ describe("verb path regressions", function()
     db:close()
   end)
 
+  it("db:init() without a data path takes data/, as the moraine command does", function()
+    local db = moraine.open(support.tmpdir("init"), { no_sync = true })
+    assert.is_true(db:init())
+    local path
+    for _, e in ipairs(db:scan("ducklake_metadata", { at = moraine.ALL })) do
+      if e.row.key == "data_path" then path = e.row.value end
+    end
+    assert.equal("data/", path)
+    db:close()
+  end)
+
   it("N1: an import file whose row is {} is refused, naming file and line; the catalog stays empty", function()
     local dir = support.tmpdir("n1")
     support.mkdir(dir)
