@@ -495,6 +495,41 @@ static int put_rows_value(moraine_txn *txn, mr_rel *r, const moraine_value *row,
     return rc;
 }
 
+/* A table has at most one live partition spec and one live sort spec
+ * (DuckLake ends the old one when it sets a new one; moraine_verify checks
+ * it): a second live ducklake_partition_info / ducklake_sort_info row for the
+ * same table is refused, whether the first is stored or inserted by this commit. */
+static int one_live_spec(moraine_txn *txn, mr_rel *r, const moraine_value *row, const char *desc)
+{
+    if (strcmp(r->info.name, "ducklake_partition_info") != 0 && strcmp(r->info.name, "ducklake_sort_info") != 0) return 0;
+    const moraine_value *tid = &row[r->keycols[0]];
+    for (size_t i = 0; i < txn->nlist; i++) {
+        pending *e = txn->list[i];
+        if (e->rel->info.id != r->info.id || e->ended || e->discarded || e->from_store) continue;
+        if (e->vals[r->keycols[0]].type == tid->type && e->vals[r->keycols[0]].i == tid->i)
+            return mr_err(MORAINE_EEXIST, "%s row %s: the table already has a live spec (inserted by this commit); end it first", r->info.name, desc);
+    }
+    mr_buf prefix = {0};
+    int rc = mr_buf_byte(&prefix, MR_SUB_CURRENT);
+    if (!rc) rc = mr_key_int(&prefix, r->info.id);
+    if (!rc) rc = mr_key_value(&prefix, tid);
+    MDB_cursor *c = NULL;
+    int mrc = rc ? 0 : mdb_cursor_open(txn->t, txn->db->dbi, &c);
+    if (mrc) rc = mr_lmdb_err(mrc, "opening a cursor");
+    MDB_val k = {prefix.len, prefix.p}, v;
+    for (mrc = rc ? MDB_NOTFOUND : mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); !rc && mrc == 0; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < prefix.len || memcmp(k.mv_data, prefix.p, prefix.len) != 0) break;
+        pending *head = *slot_for(txn, k.mv_data, k.mv_size);
+        if (store_seen(head) && !live_of(head)) continue; /* ended by this commit */
+        char other[200];
+        mr_key_describe(k.mv_data, k.mv_size, other, sizeof other);
+        rc = mr_err(MORAINE_EEXIST, "%s row %s: the table already has a live spec (%s); end it first", r->info.name, desc, other);
+    }
+    if (c) mdb_cursor_close(c);
+    mr_buf_free(&prefix);
+    return rc;
+}
+
 static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row, size_t n, int64_t ord)
 {
     char desc[256];
@@ -526,6 +561,7 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     }
     if (live_elsewhere && e->type == MORAINE_NULL)
         return mr_err(MORAINE_EEXIST, "%s row %s: a live row with this key already exists", r->info.name, desc);
+    if (e->type == MORAINE_NULL && (rc = one_live_spec(txn, r, row, desc))) return rc;
     pending *p = new_pending(r, ord);
     if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
     rc = copy_row(p, row, n);

@@ -273,6 +273,19 @@ describe("bad import files", function()
     assert.is_nil(last)
   end)
 
+  it("refuses a second live partition spec for one table (fuzzer finding N3), and undoes the import", function()
+    local ok, err, rels, last = import_dir({
+      ["ducklake_snapshot.ndjson"] = SNAP .. SNAP:gsub('"snapshot_id":0', '"snapshot_id":1') .. SNAP:gsub('"snapshot_id":0', '"snapshot_id":2'),
+      ["ducklake_partition_info.ndjson"] = '{"partition_id":1,"table_id":1,"begin_snapshot":1,"end_snapshot":null}\n' ..
+        '{"partition_id":2,"table_id":1,"begin_snapshot":2,"end_snapshot":null}\n',
+    })
+    assert.is_false(ok)
+    assert.equal("EEXIST", err.code)
+    assert.is_truthy(err.message:find("already has a live spec", 1, true), err.message)
+    assert.equal(0, rels)
+    assert.is_nil(last)
+  end)
+
   it("lets a catalog that holds only empty tables be imported into again", function()
     local empty = support.tmpdir("only-empty")
     support.mkdir(empty)

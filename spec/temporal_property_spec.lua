@@ -53,7 +53,23 @@ local function run_case(seed)
         local r = { table_id = math.random(1, 3), partition_id = math.random(1, 6), begin_snapshot = s,
           end_snapshot = moraine.null }
         if math.random(1, 5) == 1 then r.end_snapshot = s end
-        if r.end_snapshot ~= moraine.null or not live[key(r)] then
+        -- a table has at most one live spec: end the one it has first (as DuckLake does);
+        -- one this same commit inserted stays, and the new live row is not inserted
+        local blocked = false
+        if r.end_snapshot == moraine.null and not live[key(r)] then
+          for k, v in pairs(live) do
+            if v.row.table_id == r.table_id then
+              if v.row.begin_snapshot == s then
+                blocked = true
+              else
+                tx:end_row(INFO, v.row)
+                staged[#staged + 1] = { kind = "end", v = v }
+                live[k] = nil
+              end
+            end
+          end
+        end
+        if not blocked and (r.end_snapshot ~= moraine.null or not live[key(r)]) then
           local dup = false
           for _, st in ipairs(staged) do
             if st.kind == "insert" and key(st.v.row) == key(r) and st.v.row.end_snapshot == r.end_snapshot then dup = true end

@@ -537,10 +537,17 @@ static void test_refusals(moraine_db *db)
     CHECK_RC(moraine_txn_commit(t), MORAINE_EEXIST);
     CHECK_UNCHANGED(db, &before, "duplicate live key");
     CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
-    CHECK_RC(insert_pi(t, 7, 10, 6, NO_END), 0);
-    CHECK_RC(insert_pi(t, 7, 10, 6, NO_END), MORAINE_EEXIST);
+    CHECK_RC(insert_pi(t, 7, 30, 6, NO_END), 0); /* table 30 has no live spec yet */
+    CHECK_RC(insert_pi(t, 7, 30, 6, NO_END), MORAINE_EEXIST);
     CHECK_RC(moraine_txn_commit(t), MORAINE_EEXIST);
     CHECK_UNCHANGED(db, &before, "duplicate live key within a commit");
+
+    /* a second live spec for one table (each table has at most one) */
+    CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
+    CHECK_RC(insert_pi(t, 8, 10, 6, NO_END), MORAINE_EEXIST);
+    CHECK(strstr(moraine_errmsg(), "already has a live spec") != NULL, "message '%s'", moraine_errmsg());
+    CHECK_RC(moraine_txn_commit(t), MORAINE_EEXIST);
+    CHECK_UNCHANGED(db, &before, "a second live spec");
 
     /* wrong value types: the message names table and column */
     static const struct {
@@ -588,8 +595,8 @@ static void test_refusals(moraine_db *db)
     /* a commit after a failed call: the first error, nothing written (the
      * good insert before the failure included), later calls refused */
     CHECK_RC(moraine_txn_begin(db, 6, &t), 0);
-    CHECK_RC(insert_pi(t, 4, 10, 6, NO_END), 0);
-    CHECK_RC(insert_pc(t, 4, 10, 0, 106, "identity"), 0);
+    CHECK_RC(insert_pi(t, 4, 30, 6, NO_END), 0);
+    CHECK_RC(insert_pc(t, 4, 30, 0, 106, "identity"), 0);
     CHECK_RC(end_pi(t, 0, 10, 1), MORAINE_ENOTLIVE);
     char first[1024];
     snprintf(first, sizeof first, "%s", moraine_errmsg());
