@@ -185,3 +185,46 @@ uninstall:
 
 clean:
 	rm -rf build build-asan
+
+# ---- fuzzing (docs/fuzzing.md) -------------------------------------------------
+# libFuzzer targets under ASan+UBSan, built with clang into build-fuzz/ (engine
+# sources compiled straight into each target). `make fuzz` builds them, seeds
+# the corpora from the fixtures, replays tests/fuzz/regressions/, then fuzzes
+# each target for FUZZ_SECONDS, FUZZ_JOBS at a time. Not part of `make test`.
+FUZZ_CC       ?= clang
+FUZZ_BUILD    ?= build-fuzz
+FUZZ_SECONDS  ?= 60
+FUZZ_JOBS     ?= 2
+FUZZ_TARGETS  ?= key record ndjson verbs
+FUZZ_FIXTURES ?= $(firstword $(wildcard ../shared/fixtures/ducklake) examples/catalogs)
+FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+                 -fno-sanitize-recover=undefined -Iengine -Itests/fuzz
+FUZZ_LIBS     := -llmdb -ljansson -lpthread -lm
+FUZZ_DEPS     := $(ENGINE_SRC) engine/moraine.h engine/internal.h $(wildcard tests/fuzz/*.h)
+
+.PHONY: fuzz
+fuzz: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%) $(FUZZ_BUILD)/corpus/.stamp
+	@sh tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(ENGINE_SRC) $(FUZZ_LIBS)
+
+# The Lua sources of the verbs target, embedded (xxd -i: moraine_lua, verbs_driver_lua).
+$(FUZZ_BUILD)/verbs_lua.h: bindings/moraine.lua tests/fuzz/verbs_driver.lua
+	@mkdir -p $(dir $@)
+	(cd bindings && xxd -i moraine.lua) > $@.tmp
+	(cd tests/fuzz && xxd -i verbs_driver.lua) >> $@.tmp
+	mv $@.tmp $@
+
+$(FUZZ_BUILD)/fuzz_verbs: tests/fuzz/fuzz_verbs.c bindings/moraine_core.c $(FUZZ_BUILD)/verbs_lua.h $(FUZZ_DEPS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(LUA54_INC) -I$(FUZZ_BUILD) -o $@ tests/fuzz/fuzz_verbs.c bindings/moraine_core.c \
+	  $(ENGINE_SRC) $(FUZZ_LIBS) -llua5.4
+
+$(FUZZ_BUILD)/seed_corpus: tests/fuzz/seed_corpus.c $(FUZZ_DEPS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=address,undefined -Iengine -Itests/fuzz -o $@ $< $(ENGINE_SRC) $(FUZZ_LIBS)
+
+$(FUZZ_BUILD)/corpus/.stamp: $(FUZZ_BUILD)/seed_corpus
+	$(FUZZ_BUILD)/seed_corpus $(FUZZ_FIXTURES) $(FUZZ_BUILD)/corpus
+	@touch $@
