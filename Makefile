@@ -23,10 +23,14 @@ help:
 	@echo "make          build libmoraine and the Lua module (Lua 5.4 and LuaJIT)"
 	@echo "make test     install missing Debian packages, build, run C tests and busted specs under Lua 5.4 and LuaJIT"
 	@echo "make demo     install missing packages, build, import the bundled real catalog and show its spec history"
-	@echo "make valgrind  run the C tests under valgrind memcheck"
+	@echo "make valgrind  run the C tests and the busted suite under valgrind memcheck"
 	@echo "make asan     run the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
 	@echo "make install  install library, header, pkg-config file, Lua module and the moraine command under PREFIX ($(PREFIX))"
 	@echo "make clean    remove build/"
+	@echo "make bench    benchmarks against SQLite, DuckDB and the LMDB floor (bench/README.md)"
+	@echo "make crash-long  10,000 SIGKILLs of a committing writer (docs/reliability.md)"
+	@echo "make fuzz     libFuzzer targets for a bounded time (docs/fuzzing.md)"
+	@echo "make uninstall    remove what make install put under PREFIX"
 
 deps:
 	@sh scripts/install-deps.sh
