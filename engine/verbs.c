@@ -1583,6 +1583,22 @@ static int record(moraine_tx *tx, verb *v)
     return 0;
 }
 
+/* Records a verb whose first allocated id (a table_id, a data_file_id) is
+ * reported back through @out (may be NULL) when the verb is kept. */
+static int record_with_id(moraine_tx *tx, verb *v, int ok, int64_t *out)
+{
+    int64_t id = -1;
+    v->ids = &id;
+    if (!ok) {
+        verb_free(v);
+        return mr_err(MORAINE_ENOMEM, "out of memory");
+    }
+    int rc = record(tx, v);
+    if (!rc) tx->verbs[tx->nverbs - 1].ids = NULL;
+    if (!rc && out) *out = id;
+    return rc;
+}
+
 #define VERB_BEGIN(k)                                                                                                                      \
     if (!tx) return mr_err(MORAINE_EINVAL, "NULL transaction");                                                                            \
     verb v = {0};                                                                                                                           \
@@ -1620,25 +1636,16 @@ static int copy_cols(verb *v, const moraine_column_def *cols, size_t n, int *ok)
 
 int moraine_tx_create_table(moraine_tx *tx, const char *schema, const char *table, const moraine_column_def *cols, size_t ncols, int64_t *table_id_out)
 {
-    VERB_BEGIN(V_CREATE_TABLE);
     if (ncols && !cols) return mr_err(MORAINE_EINVAL, "create_table: NULL columns");
+    VERB_BEGIN(V_CREATE_TABLE);
     copy_cols(&v, cols, ncols, &ok);
-    int64_t id = -1;
-    v.ids = &id;
-    if (!ok) {
-        verb_free(&v);
-        return mr_err(MORAINE_ENOMEM, "out of memory");
-    }
-    int rc = record(tx, &v);
-    if (!rc) tx->verbs[tx->nverbs - 1].ids = NULL;
-    if (!rc && table_id_out) *table_id_out = id;
-    return rc;
+    return record_with_id(tx, &v, ok, table_id_out);
 }
 
 int moraine_tx_add_column(moraine_tx *tx, const char *schema, const char *table, const moraine_column_def *col)
 {
-    VERB_BEGIN(V_ADD_COLUMN);
     if (!col) return mr_err(MORAINE_EINVAL, "add_column: NULL column");
+    VERB_BEGIN(V_ADD_COLUMN);
     copy_cols(&v, col, 1, &ok);
     VERB_END();
 }
@@ -1691,8 +1698,8 @@ int moraine_tx_drop_table(moraine_tx *tx, const char *schema, const char *table)
 
 int moraine_tx_set_partitioning(moraine_tx *tx, const char *schema, const char *table, const moraine_partition_key *keys, size_t n)
 {
-    VERB_BEGIN(V_SET_PARTITIONING);
     if (n && !keys) return mr_err(MORAINE_EINVAL, "set_partitioning: NULL keys");
+    VERB_BEGIN(V_SET_PARTITIONING);
     v.pkeys = vcopy(&v, keys, n, sizeof *keys, &ok);
     v.npk = n;
     for (size_t i = 0; ok && i < n; i++) {
@@ -1709,8 +1716,8 @@ int moraine_tx_clear_partitioning(moraine_tx *tx, const char *schema, const char
 
 int moraine_tx_set_sorting(moraine_tx *tx, const char *schema, const char *table, const moraine_sort_key *keys, size_t n)
 {
-    VERB_BEGIN(V_SET_SORTING);
     if (n && !keys) return mr_err(MORAINE_EINVAL, "set_sorting: NULL keys");
+    VERB_BEGIN(V_SET_SORTING);
     copy_skeys(&v, keys, n, &ok);
     VERB_END();
 }
@@ -1723,25 +1730,16 @@ int moraine_tx_clear_sorting(moraine_tx *tx, const char *schema, const char *tab
 
 int moraine_tx_add_data_files(moraine_tx *tx, const char *schema, const char *table, const moraine_data_file *files, size_t n, int64_t *first_id_out)
 {
-    VERB_BEGIN(V_ADD_FILES);
     if (n && !files) return mr_err(MORAINE_EINVAL, "add_data_files: NULL files");
+    VERB_BEGIN(V_ADD_FILES);
     copy_files(&v, files, n, &ok);
-    int64_t id = -1;
-    v.ids = &id;
-    if (!ok) {
-        verb_free(&v);
-        return mr_err(MORAINE_ENOMEM, "out of memory");
-    }
-    int rc = record(tx, &v);
-    if (!rc) tx->verbs[tx->nverbs - 1].ids = NULL;
-    if (!rc && first_id_out) *first_id_out = id;
-    return rc;
+    return record_with_id(tx, &v, ok, first_id_out);
 }
 
 int moraine_tx_add_delete_files(moraine_tx *tx, const char *schema, const char *table, const moraine_delete_file *files, size_t n)
 {
-    VERB_BEGIN(V_ADD_DELETES);
     if (n && !files) return mr_err(MORAINE_EINVAL, "add_delete_files: NULL files");
+    VERB_BEGIN(V_ADD_DELETES);
     v.dels = vcopy(&v, files, n, sizeof *files, &ok);
     v.ndels = n;
     for (size_t i = 0; ok && i < n; i++) {
@@ -1753,8 +1751,8 @@ int moraine_tx_add_delete_files(moraine_tx *tx, const char *schema, const char *
 
 int moraine_tx_delete_files(moraine_tx *tx, const char *schema, const char *table, const int64_t *ids, size_t n)
 {
-    VERB_BEGIN(V_DELETE_FILES);
     if (n && !ids) return mr_err(MORAINE_EINVAL, "delete_files: NULL ids");
+    VERB_BEGIN(V_DELETE_FILES);
     v.ids = vcopy(&v, ids, n, sizeof *ids, &ok);
     v.nids = n;
     VERB_END();
@@ -1763,8 +1761,8 @@ int moraine_tx_delete_files(moraine_tx *tx, const char *schema, const char *tabl
 int moraine_tx_rewrite_files(moraine_tx *tx, const char *schema, const char *table, const int64_t *inputs, size_t nin, const moraine_data_file *outputs,
                              size_t nout)
 {
-    VERB_BEGIN(V_REWRITE);
     if ((nin && !inputs) || (nout && !outputs)) return mr_err(MORAINE_EINVAL, "rewrite_files: NULL inputs or outputs");
+    VERB_BEGIN(V_REWRITE);
     v.ids = vcopy(&v, inputs, nin, sizeof *inputs, &ok);
     v.nids = nin;
     copy_files(&v, outputs, nout, &ok);
