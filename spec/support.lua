@@ -4,8 +4,9 @@ local moraine = require "moraine"
 
 local support = {}
 
---- Directory of the real DuckLake fixtures (../shared beside the repo).
-support.FIXTURES = os.getenv("MORAINE_FIXTURES") or "../shared/fixtures/ducklake"
+--- Directory of the real DuckLake fixtures, copied into the repository
+-- (tests/fixtures/ducklake; the suite runs from the repository root).
+support.FIXTURES = os.getenv("MORAINE_FIXTURES") or "tests/fixtures/ducklake"
 support.SCENARIOS = { "s1_evolution", "s2_multi_table", "s3_edge_values" }
 
 local function sh(cmd)

@@ -69,7 +69,7 @@ local IS_JIT = rawget(_G, "jit") ~= nil
 local M = {}
 
 -- ---- DuckLake's tables ------------------------------------------------------------
--- v1.0 (../shared/ducklake-tables.md) plus the 1.1-dev1 additions
+-- v1.0 (DuckLake's specification, "Tables") plus the 1.1-dev1 additions
 -- (row_group_count, ducklake_view_column_tag). Codes: B BIGINT, P BIGINT
 -- PRIMARY KEY, V VARCHAR, N VARCHAR NOT NULL, O BOOLEAN, U UUID, T TIMESTAMP
 -- WITH TIME ZONE.

@@ -1,6 +1,6 @@
 -- s1_evolution: partition and sort evolution of one table, as verbs
 --
--- DuckLake's scenario s1_evolution (../shared/fixtures/ducklake/s1_evolution/scenario.sql), statement by
+-- DuckLake's scenario s1_evolution (tests/fixtures/ducklake/s1_evolution/scenario.sql), statement by
 -- statement, written with moraine's verbs instead of SQL. The data files each INSERT wrote are
 -- listed as DuckLake wrote them (path, record_count, file_size_bytes, footer_size, partition
 -- values, column statistics): moraine never reads data, so a script states the files.

@@ -1,6 +1,6 @@
 -- s2_multi_table: several tables, renames, a drop and re-create, deletes and a rewrite, as verbs
 --
--- DuckLake's scenario s2_multi_table (../shared/fixtures/ducklake/s2_multi_table/scenario.sql), statement by
+-- DuckLake's scenario s2_multi_table (tests/fixtures/ducklake/s2_multi_table/scenario.sql), statement by
 -- statement, written with moraine's verbs instead of SQL. The data files each INSERT wrote are
 -- listed as DuckLake wrote them (path, record_count, file_size_bytes, footer_size, partition
 -- values, column statistics): moraine never reads data, so a script states the files.

@@ -1,6 +1,6 @@
 -- s3_edge_values: awkward partition values and extreme integers, as verbs
 --
--- DuckLake's scenario s3_edge_values (../shared/fixtures/ducklake/s3_edge_values/scenario.sql), statement by
+-- DuckLake's scenario s3_edge_values (tests/fixtures/ducklake/s3_edge_values/scenario.sql), statement by
 -- statement, written with moraine's verbs instead of SQL. The data files each INSERT wrote are
 -- listed as DuckLake wrote them (path, record_count, file_size_bytes, footer_size, partition
 -- values, column statistics): moraine never reads data, so a script states the files.

@@ -13,7 +13,7 @@
 int main(void)
 {
     check_seed("test_json");
-    const char *fx = getenv("MORAINE_FIXTURES") ? getenv("MORAINE_FIXTURES") : "../shared/fixtures/ducklake";
+    const char *fx = getenv("MORAINE_FIXTURES") ? getenv("MORAINE_FIXTURES") : "tests/fixtures/ducklake";
     char src[4096], tmpl[] = "/tmp/moraine-json.XXXXXX";
     snprintf(src, sizeof src, "%s/s3_edge_values/catalog", fx);
     char *dir = mkdtemp(tmpl);

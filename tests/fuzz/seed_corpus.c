@@ -4,7 +4,7 @@
  *   seed_corpus <fixtures> <out>
  *
  * <fixtures> is the directory of DuckLake fixture catalogs
- * (../shared/fixtures/ducklake: s1_evolution/catalog/ *.ndjson, ...);
+ * (tests/fixtures/ducklake: s1_evolution/catalog/ *.ndjson, ...);
  * <out> receives one directory per target:
  *   key/     every key of the LMDB file of s1_evolution imported into a
  *            temporary catalog (raw LMDB: a cursor over the unnamed DB);
