@@ -13,7 +13,7 @@ local function tracked_files()
 end
 
 describe("the repository", function()
-  it("has no tracked file that names ../shared", function()
+  it("has no tracked file that reads the shared folder beside the clone", function()
     local files = tracked_files()
     assert.is_true(#files > 50, "git ls-files listed only " .. #files .. " files (run from a clone)")
     local offenders = {}
