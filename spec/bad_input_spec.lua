@@ -15,23 +15,11 @@ local function new_catalog()
 end
 
 -- Everything the catalog holds, as one comparable string.
-local function dump(db)
-  local out = support.tmpdir("dump")
-  db:export_ndjson(out)
-  local parts = {}
-  for _, name in ipairs(support.tables_of(out)) do parts[#parts + 1] = name .. "\n" .. support.read(out .. "/" .. name .. ".ndjson") end
-  return table.concat(parts, "\n") .. "\nlast=" .. tostring(db:last_snapshot())
-end
+local dump = support.dump
 
 local function refused(db, fn, code, ...)
   local before = dump(db)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected a refusal")
-  assert.is_true(moraine.is_error(err), tostring(err))
-  assert.equal(code, err.code, tostring(err))
-  for _, needle in ipairs({ ... }) do
-    assert.is_truthy(err.message:find(needle, 1, true), "message '" .. err.message .. "' should name '" .. needle .. "'")
-  end
+  local err = support.expect_err(code, { ... }, fn)
   assert.equal(before, dump(db), "the store changed")
   return err
 end

@@ -3,6 +3,7 @@
 --   sh scripts/run-lua.sh lua5.4 build /usr/bin/busted spec/binding_spec.lua
 --   sh scripts/run-lua.sh luajit build /usr/bin/busted spec/binding_spec.lua
 local moraine = require "moraine"
+local support = require "support"
 
 local IS_JIT = rawget(_G, "jit") ~= nil
 local IS_54 = _VERSION == "Lua 5.4" and not IS_JIT
@@ -15,9 +16,7 @@ local function tmppath()
   return p
 end
 
-local function rmrf(p)
-  os.execute("rm -rf '" .. p .. "'")
-end
+local rmrf = support.remove
 
 local function exists(p)
   local f = io.open(p, "rb")
@@ -37,17 +36,7 @@ local function istr(v)
 end
 
 -- calls fn(...) expecting a moraine error with @code; returns the error
-local function expect_err(code, needle, fn, ...)
-  local ok, e = pcall(fn, ...)
-  assert.is_false(ok, "expected a " .. code .. " error")
-  assert.is_true(moraine.is_error(e), "not a moraine error: " .. tostring(e))
-  assert.are.equal(code, e.code)
-  if needle then
-    assert.is_truthy(e.message:find(needle, 1, true),
-      "message '" .. e.message .. "' lacks '" .. needle .. "'")
-  end
-  return e
-end
+local expect_err = support.expect_err
 
 -- the definition order used by the fixtures (parents before children)
 local ORDER = {
@@ -337,25 +326,33 @@ describe("catalog", function()
     end)
 
     it("aborts when a tx call failed even if fn caught the error", function()
-      local caught
+      local inner_ok, caught
       local e = expect_err("EINVAL", "missing column 'table_uuid'", db.commit, db, 1, function(tx)
         define_all(tx)
         tx:insert("ducklake_table", table_row(2, 1, "ok"))
-        local ok, err = pcall(tx.insert, tx, "ducklake_table", {table_id = 1})
-        caught = err
-        assert(not ok)
+        inner_ok, caught = pcall(tx.insert, tx, "ducklake_table", {table_id = 1})
       end)
+      -- checked here, not inside fn: an assertion failing in fn would only abort the commit
+      assert.is_false(inner_ok)
       assert.are.equal(caught, e)
       assert.is_nil(db:relation("ducklake_table"))
       assert.is_nil(db:last_snapshot())
     end)
 
     it("aborts when a tx call raised an argument error that fn caught", function()
-      local ok = pcall(db.commit, db, nil, function(tx)
+      local inner_ok, inner_err
+      local ok, e = pcall(db.commit, db, nil, function(tx)
         tx:define("ducklake_metadata", COLS.ducklake_metadata)
-        assert(not pcall(tx.insert, tx, "ducklake_metadata", "not a table"))
+        inner_ok, inner_err = pcall(tx.insert, tx, "ducklake_metadata", "not a table")
       end)
+      -- the insert raised a plain argument error (luaL_checktype), which fn caught ...
+      assert.is_false(inner_ok)
+      assert.are.equal("string", type(inner_err), tostring(inner_err))
+      assert.is_truthy(inner_err:find("table expected", 1, true), inner_err)
+      -- ... and the commit still refused, with an error of its own
       assert.is_false(ok)
+      assert.is_true(moraine.is_error(e), tostring(e))
+      assert.are.equal("ETXN", e.code, tostring(e))
       assert.is_nil(db:relation("ducklake_metadata"))
     end)
 
@@ -380,14 +377,13 @@ describe("catalog", function()
     end)
 
     it("raises ETXN for a nested commit", function()
-      local inner
+      local inner_ok, inner
       local ok = pcall(db.commit, db, 1, function(tx)
         define_all(tx)
-        local ok2, e = pcall(db.commit, db, 2, function() end)
-        assert(not ok2)
-        inner = e
+        inner_ok, inner = pcall(db.commit, db, 2, function() end)
       end)
       assert.is_true(ok)
+      assert.is_false(inner_ok)
       assert.is_true(moraine.is_error(inner))
       assert.are.equal("ETXN", inner.code)
       assert.are.equal(1, db:last_snapshot())

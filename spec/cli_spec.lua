@@ -12,7 +12,7 @@ local S2 = FIX .. "/s2_multi_table/catalog"
 local S3 = FIX .. "/s3_edge_values/catalog"
 local ROOT = os.getenv("PWD") or "."
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local q = support.q
 
 --- Runs `moraine ARGS...` (each arg quoted); opts: stdin (text), env (table
 -- name -> value, added to a clean MORAINE_* environment), cwd.
@@ -312,29 +312,19 @@ describe("moraine command", function()
       assert.is_false(exists(dir))
     end)
 
-    it("SQLite files (header 'SQLite format 3\\0') go to moraine.sqlite, or say it is not available", function()
-      local has = pcall(require, "moraine.sqlite")
+    it("SQLite files (header 'SQLite format 3\\0') go to moraine.sqlite", function()
       local fake = support.tmpdir("fake") .. ".db"
       support.write(fake, "SQLite format 3\0" .. string.rep("\0", 100))
       local dir = support.tmpdir("imp")
       local r = run({ "-c", dir, "import", fake })
       assert.are.equal(1, r.code, r.show)
-      if not has then
-        assert.truthy(r.err:find("not available in this build", 1, true), r.show)
-      else
-        assert.truthy(r.err:find("^moraine: E%u+: sqlite%.import: "), r.show)
-        assert.truthy(r.err:find("\nhint: nothing was imported", 1, true), r.show)
-      end
+      assert.truthy(r.err:find("^moraine: E%u+: sqlite%.import: "), r.show)
+      assert.truthy(r.err:find("\nhint: nothing was imported", 1, true), r.show)
       assert.is_false(exists(dir))
       os.remove(fake)
     end)
 
     it("imports a SQLite DuckLake catalog (made by export --format sql and sqlite3) with the same rows", function()
-      local has = pcall(require, "moraine.sqlite")
-      if not has or not os.execute("command -v sqlite3 >/dev/null 2>&1") then
-        pending("moraine.sqlite or sqlite3 missing")
-        return
-      end
       local sql = support.tmpdir("exp") .. ".sql"
       ok_run({ "-c", catalog(S1), "export", sql })
       local dbfile = support.tmpdir("sqlite") .. ".db"
@@ -359,19 +349,13 @@ describe("moraine command", function()
       end
     end)
 
-    it("writes a SQL script for a .sql destination (or says it is not available)", function()
-      local has = pcall(require, "moraine.sqlite")
+    it("writes a SQL script for a .sql destination", function()
       local out = support.tmpdir("exp") .. ".sql"
       local r = run({ "-c", catalog(S1), "export", out })
-      if has then
-        assert.are.equal(0, r.code, r.show)
-        local text = support.read(out)
-        assert.truthy(text:find("ducklake_partition_info", 1, true))
-        os.remove(out)
-      else
-        assert.are.equal(1, r.code, r.show)
-        assert.truthy(r.err:find("not available in this build", 1, true), r.show)
-      end
+      assert.are.equal(0, r.code, r.show)
+      local text = support.read(out)
+      assert.truthy(text:find("ducklake_partition_info", 1, true))
+      os.remove(out)
     end)
 
     it("--format ndjson wins over the .sql ending; an unknown format is a usage error", function()
@@ -768,21 +752,8 @@ describe("moraine command", function()
   end)
 
   describe("verify", function()
-    local function has_verify()
-      local db = moraine.open(catalog(S1), { read_only = true })
-      local ok = pcall(function() return db.verify end)
-      local f = ok and db.verify
-      db:close()
-      return type(f) == "function"
-    end
-
     it("a sound catalog: ok with the number of entries, exit 0", function()
       local r = run({ "-c", catalog(S1), "verify" })
-      if not has_verify() then
-        assert.are.equal(1, r.code)
-        assert.truthy(r.err:find("not available in this build", 1, true), r.show)
-        return
-      end
       assert.are.equal(0, r.code, r.show)
       local n = r.out:match("^ok: (%d+) entries checked, no violation\n$")
       assert.truthy(n, r.out)
@@ -794,7 +765,6 @@ describe("moraine command", function()
     end)
 
     it("a damaged catalog: each violation as KEY: problem, exit 1", function()
-      if not has_verify() then pending("db:verify not in this build") return end
       local dir = support.tmpdir("damaged")
       ok_run({ "-c", dir, "import", S1 })
       -- flip a byte inside every copy of one data file's path in the LMDB file
@@ -824,7 +794,6 @@ describe("moraine command", function()
     end)
 
     it("shows progress on stderr only on a terminal", function()
-      if not has_verify() then pending("db:verify not in this build") return end
       local quiet = ok_run({ "-c", catalog(S1), "verify" })
       assert.are.equal("", quiet.err)
       local loud = ok_run({ "-c", catalog(S1), "verify" }, { env = { MORAINE_FORCE_TTY = "1" } })
@@ -835,15 +804,7 @@ describe("moraine command", function()
 
   describe("stats", function()
     it("entries and bytes per subspace and table, with totals that add up", function()
-      local db = moraine.open(catalog(S1), { read_only = true })
-      local has = type(db.stats) == "function"
-      db:close()
       local r = run({ "-c", catalog(S1), "stats", "--json" })
-      if not has then
-        assert.are.equal(1, r.code)
-        assert.truthy(r.err:find("not available in this build", 1, true), r.show)
-        return
-      end
       assert.are.equal(0, r.code, r.show)
       local doc = json(r)
       local e, k, v = 0, 0, 0

@@ -8,10 +8,10 @@ local function run(script, args)
   local out = support.tmpdir("ex") .. ".out"
   local cmd = ("MORAINE_DEMO_DIR=%s MORAINE_EXAMPLE_DIR=%s sh scripts/run-lua.sh %s %s %s %s > %s 2>&1"):format(
     support.tmpdir("demo"), support.tmpdir("example"), RUNTIME, BUILD, script, args or "", out)
-  local ok = os.execute(cmd)
+  local ok = support.sh(cmd)
   local text = support.read(out)
   os.remove(out)
-  return ok == true or ok == 0, text
+  return ok, text
 end
 
 describe("examples", function()
@@ -46,13 +46,13 @@ local function run_example(name)
   support.mkdir(tmp)
   local out = tmp .. ".out"
   local cmd = ("TMPDIR=%s sh scripts/run-lua.sh %s %s examples/%s > %s 2>&1"):format(tmp, RUNTIME, BUILD, name, out)
-  local ok = os.execute(cmd)
+  local ok = support.sh(cmd)
   local text = support.read(out)
   os.remove(out)
-  local p = assert(io.popen("ls -A '" .. tmp .. "'"))
+  local p = assert(io.popen("ls -A " .. support.q(tmp)))
   local left = p:read("*a")
   p:close()
-  return ok == true or ok == 0, text, left
+  return ok, text, left
 end
 
 local function has(out, line) assert.is_truthy(out:find(line, 1, true), "missing: " .. line .. "\n" .. out) end

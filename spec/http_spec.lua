@@ -10,10 +10,7 @@ local support = require "support"
 local BUILD = os.getenv("MORAINE_BUILD") or "build"
 local WRITER = BUILD .. "/tests/crash_writer"
 
-local function sh(cmd)
-  local ok = os.execute(cmd)
-  return ok == true or ok == 0
-end
+local sh = support.sh
 
 local function have_nginx()
   return sh("command -v nginx >/dev/null 2>&1") and sh("test -e /usr/lib/nginx/modules/ngx_http_lua_module.so || nginx -V 2>&1 | grep -q lua")

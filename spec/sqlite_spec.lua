@@ -14,12 +14,7 @@ local N = moraine.null
 local IS_JIT = rawget(_G, "jit") ~= nil
 
 -- ---- helpers ------------------------------------------------------------------
-local function sh(cmd)
-  local ok = os.execute(cmd)
-  return ok == true or ok == 0
-end
-
-local function q(p) return "'" .. p:gsub("'", "'\\''") .. "'" end
+local sh, q = support.sh, support.q
 
 -- exact int64 from its decimal text, on both runtimes
 local function int(text) return moraine.json_decode(text) end
@@ -48,17 +43,7 @@ local function is_empty(db)
 end
 
 -- calls fn(...) expecting a moraine error with @code; returns the error
-local function expect_err(code, needles, fn, ...)
-  local ok, e = pcall(fn, ...)
-  assert.is_false(ok, "expected a " .. code .. " error")
-  assert.is_true(moraine.is_error(e), "not a moraine error: " .. tostring(e))
-  assert.are.equal(code, e.code, tostring(e))
-  for _, needle in ipairs(needles or {}) do
-    assert.is_truthy(e.message:find(needle, 1, true), "message '" .. e.message .. "' lacks '" .. needle .. "'")
-  end
-  assert.are.equal("moraine: " .. code .. ": " .. e.message, tostring(e))
-  return e
-end
+local expect_err = support.expect_err
 
 -- Every file of two NDJSON export directories, byte for byte.
 local function same_dirs(a, b)

@@ -1,6 +1,10 @@
 --- Helpers shared by the busted specs: temporary catalogs, fixture access,
 -- the SQL temporal filter written out in plain Lua, and row comparison.
 local moraine = require "moraine"
+local pl_dir = require "pl.dir"
+local pl_path = require "pl.path"
+local tablex = require "pl.tablex"
+local luassert = require "luassert" -- busted's assert, for the helpers that assert
 
 local support = {}
 
@@ -9,9 +13,38 @@ local support = {}
 support.FIXTURES = os.getenv("MORAINE_FIXTURES") or "tests/fixtures/ducklake"
 support.SCENARIOS = { "s1_evolution", "s2_multi_table", "s3_edge_values" }
 
-local function sh(cmd)
+--- Runs shell command @cmd (a string the caller quoted, see support.q) with
+-- os.execute. Returns true when it exited with status 0, false otherwise, on
+-- both Lua 5.4 (true/nil, "exit", code) and LuaJIT (a status number).
+function support.sh(cmd)
   local ok = os.execute(cmd)
   return ok == true or ok == 0
+end
+
+--- @s (any value, through tostring) as one single-quoted shell word: every '
+-- inside becomes '\'' so a path with quotes or spaces stays one argument.
+function support.q(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+--- Calls fn(...) expecting it to raise a moraine error (moraine.is_error) with
+-- code @code (a string such as "EINVAL"); @needles is nil, one string, or a list
+-- of strings that must each occur in the error's message (plain find). Also
+-- checks that tostring(e) is "moraine: CODE: message", the form the binding
+-- documents (bindings/moraine.lua). Returns the error. Raises a luassert
+-- failure when fn returns, raises something that is not a moraine error, or
+-- raises another code or message.
+function support.expect_err(code, needles, fn, ...)
+  local ok, e = pcall(fn, ...)
+  luassert.is_false(ok, "expected a " .. code .. " error")
+  luassert.is_true(moraine.is_error(e), "not a moraine error: " .. tostring(e))
+  luassert.are.equal(code, e.code, "wrong code; error: " .. tostring(e))
+  if type(needles) == "string" then needles = { needles } end
+  for _, needle in ipairs(needles or {}) do
+    luassert.is_truthy(e.message:find(needle, 1, true), "message '" .. e.message .. "' lacks '" .. needle .. "'")
+  end
+  luassert.are.equal("moraine: " .. code .. ": " .. e.message, tostring(e))
+  return e
 end
 
 --- A fresh temporary directory path (not created). Removed by support.cleanup().
@@ -24,10 +57,23 @@ function support.tmpdir(tag)
   return p
 end
 
-function support.mkdir(p) assert(sh("mkdir -p '" .. p .. "'")) end
+--- Creates directory @p and its missing parents (pl.dir.makepath); raises if
+-- it cannot.
+function support.mkdir(p) assert(pl_dir.makepath(p)) end
 
+--- Removes @p whatever it is (a directory tree, through pl.dir.rmtree, or a
+-- file); a path that does not exist is no error. Raises if a removal fails.
+function support.remove(p)
+  if pl_path.islink(p) or (pl_path.exists(p) and not pl_path.isdir(p)) then
+    assert(os.remove(p))
+  elseif pl_path.isdir(p) then
+    assert(pl_dir.rmtree(p))
+  end
+end
+
+--- Removes every path support.tmpdir handed out since the last cleanup.
 function support.cleanup()
-  for _, p in ipairs(made) do sh("rm -rf '" .. p .. "'") end
+  for _, p in ipairs(made) do support.remove(p) end
   made = {}
 end
 
@@ -48,12 +94,9 @@ end
 --- Lists the table names (file stems) of an NDJSON catalog directory.
 function support.tables_of(dir)
   local names = {}
-  local p = assert(io.popen("ls '" .. dir .. "'"))
-  for line in p:lines() do
-    local stem = line:match("^(.-)%.ndjson$")
-    if stem then names[#names + 1] = stem end
+  for _, file in ipairs(pl_dir.getfiles(dir, "*.ndjson")) do
+    names[#names + 1] = pl_path.basename(file):match("^(.-)%.ndjson$")
   end
-  p:close()
   table.sort(names)
   return names
 end
@@ -77,11 +120,18 @@ function support.dump(db)
 end
 
 --- Deep equality of two rows (tables of column -> value); NULL is moraine.null.
+-- A nested JSON value is {json = "<text>"} on both sides and compares by its
+-- text; any other table value compares by content (pl.tablex.deepcompare).
 function support.same_row(a, b)
   for k, v in pairs(a) do
-    if type(v) == "table" and type(b[k]) == "table" then
-      if v.json ~= b[k].json then return false end
-    elseif b[k] ~= v then
+    local w = b[k]
+    if type(v) == "table" and type(w) == "table" then
+      if type(v.json) == "string" or type(w.json) == "string" then
+        if v.json ~= w.json then return false end
+      elseif not tablex.deepcompare(v, w) then
+        return false
+      end
+    elseif w ~= v then
       return false
     end
   end

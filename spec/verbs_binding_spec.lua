@@ -11,16 +11,7 @@ local N = moraine.null
 
 -- calls fn(...) expecting a moraine error with @code (and @needle in its
 -- message); returns the error
-local function expect_err(code, needle, fn, ...)
-  local ok, e = pcall(fn, ...)
-  assert.is_false(ok, "expected a " .. code .. " error")
-  assert.is_true(moraine.is_error(e), "not a moraine error: " .. tostring(e))
-  assert.are.equal(code, e.code, "wrong code; message: " .. tostring(e.message))
-  if needle then
-    assert.is_truthy(e.message:find(needle, 1, true), "message '" .. e.message .. "' lacks '" .. needle .. "'")
-  end
-  return e
-end
+local expect_err = support.expect_err
 
 -- calls fn(...) expecting a plain string error (a luaL_check* argument error)
 local function expect_arg_err(needle, fn, ...)

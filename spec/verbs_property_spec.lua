@@ -25,8 +25,7 @@ local function same_keys(a, b)
 end
 
 local function expect_refusal(code, fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert(not ok and moraine.is_error(err) and err.code == code, "expected " .. code .. ", got " .. tostring(err))
+  support.expect_err(code, nil, fn, ...)
 end
 
 -- One random verb applied to both the model m (snapshot S being written) and tx.
