@@ -17,6 +17,10 @@
  *
  * Random tests take their seed from MORAINE_TEST_SEED when set (to replay a
  * failure), else from the clock; check_seed() prints it.
+ *
+ *   check_crash_writer(out, n, argv0)  the path of build/tests/crash_writer
+ *                           (tests/crash/writer.c, which the crash and
+ *                           concurrency tests run) beside the test binary.
  */
 #ifndef MORAINE_CHECK_H
 #define MORAINE_CHECK_H
@@ -26,7 +30,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static unsigned long check_passed_, check_failed_;
 
@@ -93,6 +99,19 @@ static inline int check_done(void)
     printf("%lu passed, %lu failed\n", check_passed_, check_failed_);
     fflush(stdout);
     return check_failed_ ? 1 : 0;
+}
+
+/* Writes to @out (@n bytes) the path of the crash_writer program in the
+ * directory of @argv0 (the test binary's argv[0]; "." when it has no slash).
+ * Returns 1 when that file is executable; else counts one failed check naming
+ * the path and returns 0 (the caller then ends with check_done()). */
+static inline int check_crash_writer(char *out, size_t n, const char *argv0)
+{
+    const char *slash = strrchr(argv0, '/');
+    snprintf(out, n, "%.*s/crash_writer", slash ? (int)(slash - argv0) : 1, slash ? argv0 : ".");
+    int ok = access(out, X_OK) == 0;
+    CHECK(ok, "the writer %s is missing (build it with make)", out);
+    return ok;
 }
 
 /* ---- seeded randomness (splitmix64: small, good enough, reproducible) ---- */

@@ -5,9 +5,12 @@
  * reader slot: it must not block the writer, and moraine_reader_check clears
  * it.
  *
- * The writer is build/tests/crash_writer (one data file per snapshot), so at
- * snapshot s >= 2 a reader must see exactly s - 1 files of table 1, and the
- * spec in force must have one key when a spec is live.
+ * The writer is build/tests/crash_writer (one data file per snapshot; at every
+ * snapshot that is a multiple of 7 it also sets a one-key partition spec, the
+ * identity of k at odd ones, bucket(4) of k at even ones), so at snapshot
+ * s >= 2 a reader must see exactly s - 1 files of table 1, no partition spec
+ * before snapshot 7, and from 7 on the spec the writer set at the last multiple
+ * of 7 up to s: one key, partition_key_index 0, that transform.
  */
 #include "check.h"
 #include "internal.h"
@@ -33,6 +36,44 @@ static int count_pid(const char *msg, void *ctx)
     return 0;
 }
 #define READS 300
+
+/* each reader process prints its first few bad reads only */
+static int reader_notes;
+#define READER_NOTE(...) (reader_notes++ < 5 ? (void)fprintf(stderr, __VA_ARGS__) : (void)0)
+
+/* Checks the partition spec read at @s (spec_at returned @hs, filled @spec)
+ * against what the writer set (see the top); 0 if it matches, else 1 with
+ * the difference printed. */
+static int spec_differs(moraine_read *rd, int64_t s, int hs, const moraine_row *spec)
+{
+    int want = s >= 7;
+    if (hs != want) {
+        READER_NOTE("reader: snapshot %lld: partition_spec_at returned %d, expected %d\n", (long long)s, hs, want);
+        return 1;
+    }
+    if (!want) return 0;
+    const char *transform = (s / 7 * 7) % 2 ? "identity" : "bucket(4)";
+    moraine_children it;
+    moraine_row ch;
+    int keys = 0, bad = 0, rc;
+    moraine_row_children(rd, spec, &it);
+    while ((rc = moraine_children_next(&it, &ch)) == 1) {
+        if (strcmp(ch.rel->name, "ducklake_partition_column") != 0) continue;
+        keys++;
+        /* ducklake_partition_column: partition_id, table_id, partition_key_index, column_id, transform */
+        if (ch.ncols != 5 || ch.vals[2].type != MORAINE_INT || ch.vals[2].i != 0 || ch.vals[4].type != MORAINE_STR ||
+            ch.vals[4].len != strlen(transform) || memcmp(ch.vals[4].s, transform, ch.vals[4].len) != 0) {
+            READER_NOTE("reader: snapshot %lld: the spec's key is not %s at index 0\n", (long long)s, transform);
+            bad = 1;
+        }
+    }
+    moraine_children_free(&it);
+    if (rc < 0 || keys != 1) {
+        READER_NOTE("reader: snapshot %lld: the spec has %d keys (walk %d), expected 1\n", (long long)s, keys, rc);
+        bad = 1;
+    }
+    return bad;
+}
 
 /* One reader process: returns the number of inconsistent reads. */
 static int reader(const char *cat, unsigned seed)
@@ -65,11 +106,11 @@ static int reader(const char *cat, unsigned seed)
                 }
                 if (n != at[k] - 1) {
                     bad++;
-                    fprintf(stderr, "reader: snapshot %lld shows %lld files\n", (long long)at[k], (long long)n);
+                    READER_NOTE("reader: snapshot %lld shows %lld files\n", (long long)at[k], (long long)n);
                 }
                 moraine_row spec;
                 int hs = moraine_partition_spec_at(rd, 1, at[k], &spec);
-                if (hs < 0) bad++;
+                if (hs < 0 || spec_differs(rd, at[k], hs, &spec)) bad++;
             }
             reads++;
         }
@@ -84,8 +125,7 @@ int main(int argc, char **argv)
 {
     check_seed("test_concurrency");
     char writer[4096];
-    const char *slash = strrchr(argv[0], '/');
-    snprintf(writer, sizeof writer, "%.*s/crash_writer", slash ? (int)(slash - argv[0]) : 1, slash ? argv[0] : ".");
+    if (!check_crash_writer(writer, sizeof writer, argv[0])) return check_done();
     char tmpl[] = "/tmp/moraine-conc.XXXXXX";
     char *root = mkdtemp(tmpl);
     char cat[4200];

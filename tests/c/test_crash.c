@@ -71,12 +71,7 @@ static void report(void *ud, const char *key, const char *problem)
 int main(int argc, char **argv)
 {
     check_seed("test_crash");
-    const char *dir = strrchr(argv[0], '/');
-    snprintf(writer_path, sizeof writer_path, "%.*s/crash_writer", dir ? (int)(dir - argv[0]) : 1, dir ? argv[0] : ".");
-    if (access(writer_path, X_OK) != 0) {
-        CHECK(0, "the writer %s is missing (build it with make)", writer_path);
-        return check_done();
-    }
+    if (!check_crash_writer(writer_path, sizeof writer_path, argv[0])) return check_done();
     long rounds = getenv("MORAINE_CRASH_KILLS") ? atol(getenv("MORAINE_CRASH_KILLS")) : 200;
     char tmpl[] = "/tmp/moraine-crash.XXXXXX";
     char *root = mkdtemp(tmpl);
