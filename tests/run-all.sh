@@ -157,9 +157,9 @@ run_lua() { # $1 = lua54 | luajit
 		# Lua 5.4 reads LUA_PATH_5_4 before LUA_PATH: set both.
 		env LUA_PATH="$lpath" LUA_CPATH="$cpath" LUA_PATH_5_4="$lpath" LUA_CPATH_5_4="$cpath" MORAINE_BUILD="$BUILD_ABS" \
 			LD_PRELOAD="$preload" ASAN_OPTIONS="$asan_opts" MORAINE_PROPERTY_CASES="$cases" \
-			$wrap "$interp" /usr/bin/busted -o TAP spec 2>&1
+			$wrap "$interp" /usr/bin/busted -o TAP spec 2>&3
 		echo $? >"$TMP/rc"
-	} | tee "$out"
+	} 3>&2 | tee "$out" # only stdout is TAP: stderr (a program's chatter, a sanitizer) is shown, never counted
 	rc=$(cat "$TMP/rc")
 	ok=$(grep -cE '^ok [0-9]+' "$out")
 	skip=$(grep -cE '^ok [0-9]+ - # SKIP' "$out")
