@@ -49,10 +49,14 @@ local function run_example(name)
   local ok = support.sh(cmd)
   local text = support.read(out)
   os.remove(out)
-  local p = assert(io.popen("ls -A " .. support.q(tmp)))
-  local left = p:read("*a")
-  p:close()
-  return ok, text, left
+  -- what the example left in its TMPDIR: the names, one a line ("" when none)
+  local pl_dir, pl_path = require "pl.dir", require "pl.path"
+  local names = {}
+  for _, list in ipairs({ pl_dir.getfiles(tmp), pl_dir.getdirectories(tmp) }) do
+    for _, p in ipairs(list) do names[#names + 1] = pl_path.basename(p) .. "\n" end
+  end
+  table.sort(names)
+  return ok, text, table.concat(names)
 end
 
 local function has(out, line) assert.is_truthy(out:find(line, 1, true), "missing: " .. line .. "\n" .. out) end

@@ -76,7 +76,7 @@ describe("moraine.http under nginx with a concurrent writer", function()
     if writer_pid then sh("kill -9 " .. writer_pid .. " 2>/dev/null") end
     if prefix then sh(("nginx -p %s -c nginx.conf -s quit 2>/dev/null"):format(prefix)) end
     sh("sleep 0.3")
-    if prefix then sh("rm -rf '" .. prefix .. "'") end
+    if prefix then support.remove(prefix) end
     support.cleanup()
   end)
 
