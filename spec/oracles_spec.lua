@@ -196,6 +196,12 @@ for _, scenario in ipairs(SCENARIOS) do
     it("count(*) at every snapshot of every visible table: live record_count minus live delete_count", function()
       local want = moraine.read_ndjson(support.FIXTURES .. "/" .. scenario .. "/expected/row_counts.ndjson")
       local exact, ranged = 0, 0
+      -- rows inlined into the catalog (ducklake_inlined_data_tables) are in no data
+      -- file: the sum holds only for tables without them, which is every table of
+      -- the fixtures (DATA_INLINING_ROW_LIMIT 0)
+      local inlined = {}
+      for _, e in ipairs(db:scan("ducklake_inlined_data_tables")) do inlined[istr(e.row.table_id)] = true end
+      assert.are.same({}, inlined)
       db:read(function(rd)
         for _, w in ipairs(want) do
           local s = w.snapshot_id
