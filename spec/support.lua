@@ -14,21 +14,31 @@ local function sh(cmd)
   return ok == true or ok == 0
 end
 
---- A fresh temporary directory path (not created). Removed by support.cleanup().
-local made = {}
+--- A fresh temporary path (not created), named after @tag, inside one
+-- directory of this process under $TMPDIR (else /tmp). support.cleanup()
+-- removes that directory, so also whatever a test made beside the path
+-- (`tmpdir("exp") .. ".sql"`). tests/run-all.sh fails a run that leaves
+-- anything in its TMPDIR.
+local base, serial
 function support.tmpdir(tag)
-  local base = os.tmpname()
-  os.remove(base)
-  local p = base .. "-" .. (tag or "moraine")
-  made[#made + 1] = p
-  return p
+  if not base then
+    local t = os.tmpname()                  -- a unique name; the file itself goes at once
+    os.remove(t)
+    local tmp = os.getenv("TMPDIR")
+    base = ((tmp and tmp ~= "") and tmp or "/tmp") .. "/moraine-spec-" .. t:match("([^/]*)$")
+    assert(sh("mkdir -p '" .. base .. "'"), "cannot create " .. base)
+    serial = 0
+  end
+  serial = serial + 1
+  return base .. "/" .. serial .. "-" .. (tag or "moraine")
 end
 
 function support.mkdir(p) assert(sh("mkdir -p '" .. p .. "'")) end
 
+--- Removes every path support.tmpdir() gave out (and its directory).
 function support.cleanup()
-  for _, p in ipairs(made) do sh("rm -rf '" .. p .. "'") end
-  made = {}
+  if base then sh("rm -rf '" .. base .. "'") end
+  base = nil
 end
 
 --- Writes @text to file @path.

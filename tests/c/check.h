@@ -17,10 +17,15 @@
  *
  * Random tests take their seed from MORAINE_TEST_SEED when set (to replay a
  * failure), else from the clock; check_seed() prints it.
+ *
+ * check_mkdtemp(buf, size, name) makes a new directory "$TMPDIR/name.XXXXXX"
+ * (/tmp when TMPDIR is unset or empty), for the test to remove when done:
+ * tests/run-all.sh fails a run that leaves anything in its TMPDIR.
  */
 #ifndef MORAINE_CHECK_H
 #define MORAINE_CHECK_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -29,6 +34,21 @@
 #include <time.h>
 
 static unsigned long check_passed_, check_failed_;
+
+/* Makes a new directory "$TMPDIR/@name.XXXXXX" (TMPDIR unset or empty: /tmp)
+ * with mkdtemp(3); returns @buf holding its path, or NULL (errno set; also
+ * ENAMETOOLONG when the path does not fit in @size bytes). */
+static inline char *check_mkdtemp(char *buf, size_t size, const char *name)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    int n = snprintf(buf, size, "%s/%s.XXXXXX", dir, name);
+    if (n < 0 || (size_t)n >= size) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    return mkdtemp(buf);
+}
 
 /* At most this many failure messages are printed; all are counted. */
 #define CHECK_MAX_PRINTED 200

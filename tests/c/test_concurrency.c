@@ -86,8 +86,8 @@ int main(int argc, char **argv)
     char writer[4096];
     const char *slash = strrchr(argv[0], '/');
     snprintf(writer, sizeof writer, "%.*s/crash_writer", slash ? (int)(slash - argv[0]) : 1, slash ? argv[0] : ".");
-    char tmpl[] = "/tmp/moraine-conc.XXXXXX";
-    char *root = mkdtemp(tmpl);
+    char tmpl[1024];
+    char *root = check_mkdtemp(tmpl, sizeof tmpl, "moraine-conc");
     char cat[4200];
     snprintf(cat, sizeof cat, "%s/catalog", root);
     /* the catalog exists before readers start */
