@@ -11,18 +11,20 @@ local BUILD = os.getenv("MORAINE_BUILD") or "build"
 
 local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
--- Runs a shell command without the sanitizer runtime make asan preloads into
--- the interpreter; returns ok, stdout, stderr.
-local function sh(cmd)
+-- Runs a shell command, without the sanitizer runtime make asan preloads into
+-- the interpreter unless @preload (the moraine command needs it: its module
+-- is instrumented); returns ok, stdout, stderr.
+local function sh(cmd, preload)
   local dir = support.tmpdir("sh")
   support.mkdir(dir)
-  local ok = os.execute(("env -u LD_PRELOAD sh -c %s > %s 2> %s"):format(q(cmd), q(dir .. "/out"), q(dir .. "/err")))
+  local ok = os.execute(("%ssh -c %s > %s 2> %s"):format(preload and "" or "env -u LD_PRELOAD ", q(cmd), q(dir .. "/out"),
+    q(dir .. "/err")))
   return ok == true or ok == 0, support.read(dir .. "/out"), support.read(dir .. "/err")
 end
 
 -- The commands `moraine --help` lists (its "commands:" block).
 local function cli_commands()
-  local ok, out, err = sh("MORAINE_LUA=" .. RUNTIME .. " sh scripts/moraine-dev --help")
+  local ok, out, err = sh("MORAINE_LUA=" .. RUNTIME .. " sh scripts/moraine-dev --help", true)
   assert(ok, err)
   local block = assert(out:match("\ncommands:\n(.-)\n\n"), "no commands: block in moraine --help:\n" .. out)
   local names = {}
