@@ -24,7 +24,9 @@
 #
 # Temporary files: every suite runs with TMPDIR set to a private directory of
 # this run; anything left in it afterwards counts as one failure naming the
-# leftovers (the suites must clean up after themselves).
+# leftovers (the suites must clean up after themselves). With CI=true (a
+# machine of its own) or MORAINE_CHECK_TMP=1, so does anything new in /tmp
+# (programs that ignore TMPDIR: Lua's os.tmpname, LDoc's templates).
 #
 # The last line is "N passed, N failed" (", N skipped" follows outside
 # MORAINE_NO_SKIP=1 / CI=true); the exit status is 1 when anything failed.
@@ -50,6 +52,11 @@ cd "$ROOT" || exit 1
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/moraine-run-all.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 trap 'exit 130' INT TERM
+CHECK_SYSTMP=0
+if [ "${CI:-}" = true ] || [ "${MORAINE_CHECK_TMP:-0}" = 1 ]; then
+	CHECK_SYSTMP=1
+	ls -A /tmp | grep -vxF "$(basename "$TMP")" | sort >"$TMP/systmp-before"
+fi
 # the suites' own temporary files go here, and must be gone when they end
 TMPDIR=$TMP/tmp
 export TMPDIR
@@ -240,6 +247,12 @@ check_tmp() {
 	if [ -n "$left" ]; then
 		note_failure "the suites left files in TMPDIR: $(echo "$left" | tr '\n' ' ')"
 		rm -rf "$TMPDIR" && mkdir "$TMPDIR"
+	fi
+	if [ "$CHECK_SYSTMP" = 1 ]; then
+		new=$(ls -A /tmp | grep -vxF "$(basename "$TMP")" | sort | comm -13 "$TMP/systmp-before" -)
+		if [ -n "$new" ]; then
+			note_failure "the suites left files in /tmp: $(echo "$new" | tr '\n' ' ')"
+		fi
 	fi
 }
 
