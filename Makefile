@@ -3,10 +3,22 @@ PREFIX   ?= /usr/local
 CC       ?= cc
 LUA54_INC ?= /usr/include/lua5.4
 LUAJIT_INC ?= /usr/include/luajit-2.1
-WARN     := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+VERSION  := 0.1.0
+SOMAJOR  := 0
+# Warnings are errors for development and CI (make, make test, make asan, ...);
+# a user's `make install` builds without -Werror, so a newer compiler's new
+# warnings cannot break an install (DEV=1 keeps -Werror there too; WERROR=
+# on the command line turns it off anywhere).
+ifneq ($(filter install,$(MAKECMDGOALS)),)
+ifneq ($(DEV),1)
+WERROR   ?=
+endif
+endif
+WERROR   ?= -Werror
+WARN     := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 OPT      ?= -O2 -g
 SAN      :=
-CFLAGS_ALL = $(WARN) $(OPT) $(SAN) -fPIC -Iengine
+CFLAGS_ALL = $(WARN) $(WERROR) $(OPT) $(SAN) -fPIC -Iengine
 LIBS     := -llmdb -ljansson -lpthread -lm
 BUILD    ?= build
 
@@ -15,7 +27,7 @@ ENGINE_OBJ := $(ENGINE_SRC:engine/%.c=$(BUILD)/engine/%.o)
 CTEST_SRC  := $(sort $(wildcard tests/c/test_*.c))
 CTEST_BIN  := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 
-.PHONY: crash-long all lib lua test test-c test-lua test-lua54 test-luajit demo asan valgrind install uninstall clean deps help
+.PHONY: crash-long all lib lua test test-c test-lua test-lua54 test-luajit test-bin demo asan valgrind install uninstall clean deps help lint docs
 
 all: lib lua $(BUILD)/moraine.pc
 
@@ -31,11 +43,29 @@ help:
 	@echo "make crash-long  10,000 SIGKILLs of a committing writer (docs/reliability.md)"
 	@echo "make fuzz     libFuzzer targets for a bounded time (docs/fuzzing.md)"
 	@echo "make uninstall    remove what make install put under PREFIX"
+	@echo "make lint     luacheck on every Lua file (.luacheckrc)"
+	@echo "make docs     the Lua API as HTML in build/docs (LDoc, config.ld)"
+	@echo "make deps     install the Debian packages of every target (each target installs its own: scripts/install-deps.sh)"
 
 deps:
 	@sh scripts/install-deps.sh
 
-lib: $(BUILD)/libmoraine.a $(BUILD)/libmoraine.so
+# Every Lua file of the repository (luacheck recurses into directories for *.lua).
+LUA_LINT := bindings scripts/moraine scripts spec examples tests/fuzz bench
+
+lint:
+	@sh scripts/install-deps.sh lint
+	luacheck -q $(LUA_LINT)
+
+# The Lua API as HTML (LDoc reads config.ld): build/docs/index.html.
+docs:
+	@sh scripts/install-deps.sh docs
+	ldoc -q -c config.ld -d $(BUILD)/docs .
+
+# libmoraine.so.0.1.0, its SONAME libmoraine.so.0, and libmoraine.so for the linker.
+SHLIB := $(BUILD)/libmoraine.so.$(VERSION)
+
+lib: $(BUILD)/libmoraine.a $(SHLIB) $(BUILD)/libmoraine.so.$(SOMAJOR) $(BUILD)/libmoraine.so
 
 $(BUILD)/engine/%.o: engine/%.c engine/moraine.h engine/internal.h
 	@mkdir -p $(dir $@)
@@ -44,8 +74,11 @@ $(BUILD)/engine/%.o: engine/%.c engine/moraine.h engine/internal.h
 $(BUILD)/libmoraine.a: $(ENGINE_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/libmoraine.so: $(ENGINE_OBJ)
-	$(CC) -shared $(SAN) -o $@ $^ $(LIBS)
+$(SHLIB): $(ENGINE_OBJ)
+	$(CC) -shared $(SAN) -Wl,-soname,libmoraine.so.$(SOMAJOR) -o $@ $^ $(LIBS)
+
+$(BUILD)/libmoraine.so.$(SOMAJOR) $(BUILD)/libmoraine.so: $(SHLIB)
+	ln -sf libmoraine.so.$(VERSION) $@
 
 # The Lua module: one C source, built once per runtime.
 lua: $(BUILD)/lua54/moraine/core.so $(BUILD)/luajit/moraine/core.so
@@ -58,12 +91,14 @@ $(BUILD)/luajit/moraine/core.so: bindings/moraine_core.c $(ENGINE_OBJ) engine/mo
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -I$(LUAJIT_INC) -shared -o $@ bindings/moraine_core.c $(ENGINE_OBJ) $(LIBS)
 
-$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libmoraine.a tests/c/check.h $(BUILD)/tests/crash_writer
+# Each test binary: rebuilt when its source, the library it links (and so any
+# engine source) or a header it reads changes.
+$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libmoraine.a tests/c/check.h engine/moraine.h engine/internal.h $(BUILD)/tests/crash_writer
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/c -o $@ $< $(BUILD)/libmoraine.a $(LIBS)
 
 # The process the crash and concurrency tests kill or read beside.
-$(BUILD)/tests/crash_writer: tests/crash/writer.c $(BUILD)/libmoraine.a
+$(BUILD)/tests/crash_writer: tests/crash/writer.c $(BUILD)/libmoraine.a engine/moraine.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libmoraine.a $(LIBS)
 
@@ -73,13 +108,18 @@ crash-long: all $(BUILD)/tests/test_crash
 
 $(BUILD)/moraine.pc: moraine.pc.in
 	@mkdir -p $(BUILD)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' $< > $@
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # Tests: C tests, then busted under both runtimes. tests/run-all.sh sums the
 # counts into the closing "N passed, N failed" line.
-test: deps
-	@$(MAKE) --no-print-directory all $(CTEST_BIN)
-	@sh tests/run-all.sh $(BUILD)
+# `make test`, `make asan` and `make valgrind` count a skipped (pending) test
+# as a failure (MORAINE_NO_SKIP=1): their setup installs everything the tests need.
+test:
+	@sh scripts/install-deps.sh test
+	@$(MAKE) --no-print-directory all test-bin
+	@MORAINE_NO_SKIP=1 sh tests/run-all.sh $(BUILD)
+
+test-bin: $(CTEST_BIN)
 
 test-c: all $(CTEST_BIN)
 	@sh tests/run-all.sh $(BUILD) c
@@ -92,21 +132,23 @@ test-luajit: all
 
 # The same suite under ASan+UBSan, in its own build tree. Lua loads the
 # module with dlopen, so the sanitizer runtime is preloaded.
-asan: deps
+# (The test binaries are ordinary targets of that tree, so they are rebuilt
+# whenever an engine source or header changes, like build/'s.)
+asan:
+	@sh scripts/install-deps.sh asan
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
-	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" all build-asan/tests/.stamp
-	@MORAINE_ASAN=1 sh tests/run-all.sh build-asan
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" all test-bin
+	@MORAINE_ASAN=1 MORAINE_NO_SKIP=1 sh tests/run-all.sh build-asan
 
-build-asan/tests/.stamp: $(CTEST_SRC)
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
-	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" $(CTEST_SRC:tests/c/%.c=build-asan/tests/%)
-	@touch $@
+# The C tests and the busted suite under valgrind memcheck (leaks and invalid
+# reads fail the run), on a fresh build.
+valgrind:
+	@sh scripts/install-deps.sh valgrind
+	@$(MAKE) --no-print-directory all test-bin
+	@MORAINE_NO_SKIP=1 sh tests/run-all.sh $(BUILD) valgrind
 
-# The C tests under valgrind memcheck (leaks and invalid reads fail the run).
-valgrind: $(CTEST_BIN)
-	@sh tests/run-all.sh $(BUILD) valgrind
-
-demo: deps
+demo:
+	@sh scripts/install-deps.sh demo
 	@$(MAKE) --no-print-directory all
 	@sh scripts/run-lua.sh lua5.4 $(BUILD) scripts/demo.lua examples/catalogs/s1_evolution/catalog
 
@@ -117,7 +159,8 @@ BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -O2 -g -Iengine
 BENCH_BIN    := $(BUILD)/bench/gen $(BUILD)/bench/bench $(BUILD)/bench/lua54/benchclock.so $(BUILD)/bench/luajit/benchclock.so
 
 .PHONY: bench
-bench: deps
+bench:
+	@sh scripts/install-deps.sh bench
 	@sh bench/setup.sh
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@sh bench/run.sh $(BUILD)
@@ -154,12 +197,18 @@ LUAJIT_LIBDIR ?= $(LUA_CMOD_BASE)/5.1
 LUAJIT_SHARE  ?= $(PREFIX)/share/lua/5.1
 INSTALL_LUA_SRC := bindings/moraine.lua $(wildcard bindings/moraine/*.lua)
 
+MANDIR ?= $(PREFIX)/share/man
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin \
+	  $(DESTDIR)$(MANDIR)/man1
 	install -m 644 $(BUILD)/libmoraine.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libmoraine.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHLIB) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libmoraine.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libmoraine.so.$(SOMAJOR)
+	ln -sf libmoraine.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libmoraine.so
+	install -m 644 moraine.1 $(DESTDIR)$(MANDIR)/man1/moraine.1
 	install -m 644 engine/moraine.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' moraine.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' moraine.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc
 	install -d $(DESTDIR)$(LUA54_LIBDIR)/moraine $(DESTDIR)$(LUAJIT_LIBDIR)/moraine \
 	  $(DESTDIR)$(LUA54_SHARE)/moraine $(DESTDIR)$(LUAJIT_SHARE)/moraine
@@ -177,9 +226,24 @@ install: all
 	      tail -n +2 scripts/moraine; } > $(DESTDIR)$(PREFIX)/bin/moraine; \
 	  else cp scripts/moraine $(DESTDIR)$(PREFIX)/bin/moraine; fi && chmod 755 $(DESTDIR)$(PREFIX)/bin/moraine; \
 	else echo "make install: scripts/moraine not found, the moraine command is not installed"; fi
+	@$(MAKE) --no-print-directory ldconfig-note
+
+# After installing libmoraine.so.$(SOMAJOR): the dynamic linker's cache. Run when
+# installing into the system's own directories (/usr, /usr/local) as root;
+# otherwise what to do is printed.
+.PHONY: ldconfig-note
+ldconfig-note:
+	@if [ -z "$(DESTDIR)" ] && { [ "$(PREFIX)" = /usr ] || [ "$(PREFIX)" = /usr/local ]; } && [ "$$(id -u)" -eq 0 ] \
+	  && command -v ldconfig >/dev/null 2>&1; then \
+	  echo "ldconfig"; ldconfig; \
+	else \
+	  echo "make install: libmoraine.so.$(SOMAJOR) is in $(DESTDIR)$(PREFIX)/lib; run ldconfig as root if that directory is in /etc/ld.so.conf(.d), or set LD_LIBRARY_PATH=$(PREFIX)/lib"; \
+	fi
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libmoraine.a $(DESTDIR)$(PREFIX)/lib/libmoraine.so \
+	  $(DESTDIR)$(PREFIX)/lib/libmoraine.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libmoraine.so.$(VERSION) \
+	  $(DESTDIR)$(MANDIR)/man1/moraine.1 \
 	  $(DESTDIR)$(PREFIX)/include/moraine.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc $(DESTDIR)$(PREFIX)/bin/moraine \
 	  $(DESTDIR)$(LUA54_LIBDIR)/moraine/core.so $(DESTDIR)$(LUAJIT_LIBDIR)/moraine/core.so \
 	  $(DESTDIR)$(LUA54_SHARE)/moraine.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine.lua \
@@ -206,8 +270,15 @@ FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitiz
 FUZZ_LIBS     := -llmdb -ljansson -lpthread -lm
 FUZZ_DEPS     := $(ENGINE_SRC) engine/moraine.h engine/internal.h $(wildcard tests/fuzz/*.h)
 
-.PHONY: fuzz
-fuzz: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%) $(FUZZ_BUILD)/corpus/.stamp
+.PHONY: fuzz fuzz-deps
+fuzz: fuzz-deps
+	@$(MAKE) --no-print-directory fuzz-run
+
+fuzz-deps:
+	@sh scripts/install-deps.sh fuzz
+
+.PHONY: fuzz-run
+fuzz-run: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%) $(FUZZ_BUILD)/corpus/.stamp
 	@sh tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)

@@ -19,9 +19,12 @@ package = "moraine"
 version = "scm-1"
 
 -- `luarocks make` builds the tree it is run in; source.url is only read by
--- `luarocks build`/`pack`, for which this points at a local checkout.
+-- `luarocks build`/`pack`/`install` of this rockspec, which clone it.
+-- (The address is where the repository is to be published; until it is,
+-- build from a checkout with `luarocks make`.)
 source = {
-  url = "git+file:///work/main",
+  url = "git+https://github.com/moraine-db/moraine.git",
+  branch = "main",
 }
 
 description = {
@@ -34,8 +37,12 @@ write the rows DuckLake would write for the same statements. Runs on Lua 5.4
 and LuaJIT.
 ]],
   labels = { "ducklake", "lmdb", "catalog" },
+  homepage = "https://github.com/moraine-db/moraine",
+  license = "MIT",
 }
 
+-- Lua 5.4 and LuaJIT (which is Lua 5.1 to LuaRocks) are what the module is
+-- built and tested for.
 dependencies = {
   "lua >= 5.1",
 }

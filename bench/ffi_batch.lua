@@ -127,7 +127,7 @@ local function files(S)
     end
   end
   C.moraine_read_end(rd)
-  return n, dels
+  return n, dels, b
 end
 
 local function median(v)

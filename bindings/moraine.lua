@@ -222,6 +222,7 @@ M.ALL = core.all_versions()
 -- @param v an integer value
 -- @return the normalised value
 -- @raise (LuaJIT) a string error if v is not an exact int64 integer
+-- @function int64
 if ffi then
   M.int64 = core.int64
 else
@@ -231,6 +232,7 @@ end
 --- Whether `e` is a moraine error table (see Errors).
 -- @param e any value (typically the second result of pcall)
 -- @treturn boolean
+-- @function is_error
 M.is_error = core.is_error
 
 --- Opens (or creates) a catalog.
@@ -247,9 +249,10 @@ M.is_error = core.is_error
 -- @raise EINVAL (unknown option, or an option of the wrong type),
 --   EIO (path missing and not creating), ELMDB, ECORRUPT (not a moraine
 --   catalog, or a newer format), ENOMEM.
+-- @function open
 M.open = core.open
 
---[[--
+--[[ (LDoc lists these from bindings/moraine.luadoc, which follows this text)
 Catalog handle methods (all raise EINVAL "catalog is closed" after `db:close()`).
 
 `db:close()` — closes the catalog. Idempotent. Ends every read transaction of
@@ -601,6 +604,7 @@ integers (see Integers). Raises ELMDB, ENOMEM.
 -- @tparam string str JSON text (any JSON value at top level)
 -- @return the decoded value
 -- @raise EJSON (malformed JSON; the message gives line and column)
+-- @function json_decode
 M.json_decode = core.json_decode
 
 --- Encodes a Lua value as compact JSON text, built with jansson in C.
@@ -634,6 +638,7 @@ M.json_decode = core.json_decode
 --   deeper than 200 levels; EJSON for a `{json = ...}` text that is not valid
 --   JSON; a plain string error (`luaL_check*`) when `value` is missing or
 --   `key_order` is not an array of strings.
+-- @function json_encode
 M.json_encode = core.json_encode
 
 --- Reads an NDJSON file (one JSON object per line, as DuckDB exports tables).

@@ -2,7 +2,8 @@
 -- travel, a staged commit, export. Run: sh scripts/run-lua.sh lua5.4 build examples/quickstart.lua
 local moraine = require "moraine"
 
-local dir = os.getenv("MORAINE_EXAMPLE_DIR") or os.tmpname() .. ".moraine"
+local dir = os.getenv("MORAINE_EXAMPLE_DIR")
+if not dir then dir = os.tmpname(); os.remove(dir); dir = dir .. ".moraine" end  -- a unique name, the file gone
 os.remove(dir)
 local db = moraine.open(dir, { no_sync = true })
 db:import_ndjson("examples/catalogs/s1_evolution/catalog")

@@ -52,7 +52,6 @@ db:read(function(rd)
   local last = rd:last_snapshot()
   -- the table: named, or the one with the most partition spec versions
   local tbl
-  local versions = {}
   for row in rd:scan("ducklake_table", { at = moraine.ALL }) do
     if (want_table and row.table_name == want_table) or (not want_table and not tbl) then tbl = row end
   end
@@ -106,7 +105,6 @@ db:read(function(rd)
     local live = live_per_spec[tostring(spec.partition_id)] or { files = 0, rows = 0 }
     rows[#rows + 1] = { tostring(spec.partition_id), b, e, #keys == 0 and "(none: reset)" or table.concat(keys, ", "),
       tostring(all.files), tostring(all.rows), tostring(live.files), tostring(live.rows) .. note }
-    versions[#versions + 1] = spec
   end
   table.sort(rows, function(a, b) return tonumber(a[2]) < tonumber(b[2]) or (a[2] == b[2] and tonumber(a[1]) < tonumber(b[1])) end)
   if per_spec.none then

@@ -164,7 +164,16 @@ describe("moraine-scm-1.rockspec", function()
     p2:close()
     assert.equal("scripts/moraine", spec.build.install.bin.moraine)
     assert(io.open("scripts/moraine"), "scripts/moraine missing"):close()
-    assert.same({ "lua >= 5.1" }, spec.dependencies)
+    assert.same({ "lua >= 5.1" }, spec.dependencies)   -- LuaJIT is 5.1 to LuaRocks, and 5.4 is above it
+  end)
+
+  it("carries a licence, a homepage and a source that is a git URL, not a local path", function()
+    local spec = rockspec()
+    assert.equal("MIT", spec.description.license)
+    assert.truthy(support.read("LICENSE"):find("MIT License", 1, true), "LICENSE is not the MIT licence")
+    assert.truthy(spec.description.homepage:find("^https://"), spec.description.homepage)
+    assert.truthy(spec.source.url:find("^git%+https://") or spec.source.url:find("^git://"), spec.source.url)
+    assert.falsy(spec.source.url:find("file:", 1, true), spec.source.url)
   end)
 
   local has_luarocks = os.execute("command -v luarocks > /dev/null 2>&1")
@@ -174,16 +183,22 @@ describe("moraine-scm-1.rockspec", function()
     return
   end
 
-  it("luarocks make builds and installs moraine.core, moraine and the command", function()
+  it("luarocks make builds and installs moraine.core, moraine and the command, leaving nothing untracked", function()
     local src, tree = support.tmpdir("rocksrc"), support.tmpdir("rocktree")
     support.mkdir(src)
-    assert(os.execute(("cp -r bindings engine scripts moraine-scm-1.rockspec '%s/'"):format(src)))
+    -- a git tree of the sources with the repository's .gitignore, every file staged
+    assert(os.execute(("cp -r bindings engine scripts moraine-scm-1.rockspec .gitignore '%s/' && cd '%s' && git init -q . && git add -A"):format(
+      src, src)))
     local log = src .. ".log"
     local ok = os.execute(("cd '%s' && luarocks --lua-version 5.4 make --tree '%s' moraine-scm-1.rockspec > '%s' 2>&1"):format(
       src, tree, log))
     local text = support.read(log)
     os.remove(log)
     assert(ok == true or ok == 0, text)
+    local p0 = assert(io.popen(("cd '%s' && git ls-files --others --exclude-standard"):format(src)))
+    local untracked = p0:read("*a")
+    p0:close()
+    assert.equal("", untracked, "luarocks make left files .gitignore does not cover")
     local probe = ("lua5.4 -e 'package.path=\"%s/share/lua/5.4/?.lua;\"..package.path; " ..
       "package.cpath=\"%s/lib/lua/5.4/?.so;\"..package.cpath; local m = require(\"moraine\"); " ..
       "assert(package.searchpath(\"moraine.core\", package.cpath):find(\"%s\", 1, true)); print(m.version)'"):format(tree, tree, tree)

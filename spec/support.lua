@@ -47,14 +47,23 @@ function support.expect_err(code, needles, fn, ...)
   return e
 end
 
---- A fresh temporary directory path (not created). Removed by support.cleanup().
-local made = {}
+--- A fresh temporary path (not created), named after @tag, inside one
+-- directory of this process under $TMPDIR (else /tmp). support.cleanup()
+-- removes that directory, so also whatever a test made beside the path
+-- (`tmpdir("exp") .. ".sql"`). tests/run-all.sh fails a run that leaves
+-- anything in its TMPDIR.
+local base, serial
 function support.tmpdir(tag)
-  local base = os.tmpname()
-  os.remove(base)
-  local p = base .. "-" .. (tag or "moraine")
-  made[#made + 1] = p
-  return p
+  if not base then
+    local t = os.tmpname()                  -- a unique name; the file itself goes at once
+    os.remove(t)
+    local tmp = os.getenv("TMPDIR")
+    base = ((tmp and tmp ~= "") and tmp or "/tmp") .. "/moraine-spec-" .. t:match("([^/]*)$")
+    assert(pl_dir.makepath(base), "cannot create " .. base)
+    serial = 0
+  end
+  serial = serial + 1
+  return base .. "/" .. serial .. "-" .. (tag or "moraine")
 end
 
 --- Creates directory @p and its missing parents (pl.dir.makepath); raises if
@@ -71,10 +80,10 @@ function support.remove(p)
   end
 end
 
---- Removes every path support.tmpdir handed out since the last cleanup.
+--- Removes every path support.tmpdir() gave out (and its directory).
 function support.cleanup()
-  for _, p in ipairs(made) do support.remove(p) end
-  made = {}
+  if base then support.remove(base) end
+  base = nil
 end
 
 --- Writes @text to file @path.

@@ -14,12 +14,6 @@ local function fresh()
   return db
 end
 
-local function live_files(db, at)
-  local n = 0
-  for _ in db:read(function(rd) return rd:files(1, at) end) do n = n + 1 end
-  return n
-end
-
 local function count(db, rel, opts)
   return #db:scan(rel, opts or {})
 end

@@ -3,26 +3,40 @@
 #
 #   BUILD  the build tree (build, build-asan, ...), holding tests/test_* and
 #          lua54/ + luajit/ (the Lua module moraine/core.so)
-#   which  empty: everything; c: the C test binaries; lua54 / luajit: the
-#          busted specs under that runtime; valgrind: the C test binaries and
-#          the busted specs (Lua 5.4, MORAINE_PROPERTY_CASES=40 unless set)
-#          under valgrind memcheck (use a build without sanitizers)
+#   which  empty: everything (C tests, busted under both runtimes, luacheck);
+#          c: the C test binaries; lua54 / luajit: the busted specs under that
+#          runtime; lint: luacheck on every Lua file (.luacheckrc); valgrind:
+#          the C test binaries and the busted specs (Lua 5.4,
+#          MORAINE_PROPERTY_CASES=40 unless set) under valgrind memcheck (use a
+#          build without sanitizers)
 #
 # Every C test binary ends with one "N passed, N failed" line; busted runs with
-# its TAP output (ok N / not ok N / 1..N). A runner that crashes, exits
+# its TAP output (ok N / not ok N / ok N - # SKIP / 1..N); luacheck counts as
+# one check, passed when it finds nothing. A runner that crashes, exits
 # non-zero without a failed check, or prints no summary counts as one failure,
-# with the reason printed. MORAINE_ASAN=1 (make asan) preloads the sanitizer
-# runtime into the Lua interpreters, which are not instrumented themselves.
+# with the reason printed; so does a tests/c/test_*.c whose binary is missing.
+# MORAINE_ASAN=1 (make asan) preloads the sanitizer runtime into the Lua
+# interpreters, which are not instrumented themselves.
 #
-# The last line is always exactly "N passed, N failed"; the exit status is 1
-# when anything failed.
+# Skipped (pending) tests: with MORAINE_NO_SKIP=1 (make test, make asan,
+# make valgrind) or CI=true each one counts as a failure, since the setup
+# installs everything the tests need; otherwise they are counted apart.
+#
+# Temporary files: every suite runs with TMPDIR set to a private directory of
+# this run; anything left in it afterwards counts as one failure naming the
+# leftovers (the suites must clean up after themselves). With CI=true (a
+# machine of its own) or MORAINE_CHECK_TMP=1, so does anything new in /tmp
+# (programs that ignore TMPDIR: Lua's os.tmpname, LDoc's templates).
+#
+# The last line is "N passed, N failed" (", N skipped" follows outside
+# MORAINE_NO_SKIP=1 / CI=true); the exit status is 1 when anything failed.
 
 BUILD=${1:-build}
 WHICH=${2:-}
 case "$WHICH" in
-"" | c | lua54 | luajit | valgrind) ;;
+"" | c | lua54 | luajit | lint | valgrind) ;;
 *)
-	echo "usage: sh tests/run-all.sh BUILD [c|lua54|luajit|valgrind]" >&2
+	echo "usage: sh tests/run-all.sh BUILD [c|lua54|luajit|lint|valgrind]" >&2
 	echo "0 passed, 1 failed"
 	exit 1
 	;;
@@ -38,13 +52,30 @@ cd "$ROOT" || exit 1
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/moraine-run-all.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 trap 'exit 130' INT TERM
+CHECK_SYSTMP=0
+if [ "${CI:-}" = true ] || [ "${MORAINE_CHECK_TMP:-0}" = 1 ]; then
+	CHECK_SYSTMP=1
+	ls -A /tmp | grep -vxF "$(basename "$TMP")" | sort >"$TMP/systmp-before"
+fi
+# the suites' own temporary files go here, and must be gone when they end
+TMPDIR=$TMP/tmp
+export TMPDIR
+mkdir "$TMPDIR" || exit 1
+
+STRICT=0
+if [ "${MORAINE_NO_SKIP:-0}" = 1 ] || [ "${CI:-}" = true ]; then STRICT=1; fi
 
 PASSED=0
 FAILED=0
+SKIPPED=0
 REASONS=""
 
 note_failure() { # one failure that is not a failed check: a crash, a missing runner
 	FAILED=$((FAILED + 1))
+	note_reason "$1"
+}
+
+note_reason() { # why the failed count grew (counted by the caller)
 	REASONS="$REASONS
   - $1"
 	echo "!! $1"
@@ -75,10 +106,16 @@ run_c() { # $1 = "" or "valgrind"
 		echo "== C tests ($BUILD/tests)"
 	fi
 	found=0
-	for bin in "$BUILD_ABS"/tests/test_*; do
-		[ -f "$bin" ] && [ -x "$bin" ] || continue
+	# the binaries of the sources that exist (not a stale binary of a removed test)
+	for src in tests/c/test_*.c; do
+		[ -f "$src" ] || continue
 		found=1
-		name=$(basename "$bin")
+		name=$(basename "$src" .c)
+		bin="$BUILD_ABS/tests/$name"
+		if [ ! -x "$bin" ]; then
+			note_failure "$name: $BUILD/tests/$name is not built (make $BUILD/tests/$name)"
+			continue
+		fi
 		echo "-- $name"
 		out="$TMP/$name.out"
 		if [ "$1" = valgrind ]; then
@@ -114,7 +151,7 @@ run_c() { # $1 = "" or "valgrind"
 		fi
 	done
 	if [ "$found" = 0 ]; then
-		note_failure "no C test binaries in $BUILD/tests (build them first: make $BUILD/tests/test_...)"
+		note_failure "no C test sources in tests/c"
 	fi
 }
 
@@ -157,7 +194,7 @@ run_lua() { # $1 = lua54 | luajit
 		# Lua 5.4 reads LUA_PATH_5_4 before LUA_PATH: set both.
 		env LUA_PATH="$lpath" LUA_CPATH="$cpath" LUA_PATH_5_4="$lpath" LUA_CPATH_5_4="$cpath" MORAINE_BUILD="$BUILD_ABS" \
 			LD_PRELOAD="$preload" ASAN_OPTIONS="$asan_opts" MORAINE_PROPERTY_CASES="$cases" \
-			$wrap "$interp" /usr/bin/busted -o TAP spec 2>&3
+			$wrap "$interp" /usr/bin/busted --run=plain -o TAP spec 2>&3
 		echo $? >"$TMP/rc"
 	} 3>&2 | tee "$out" # only stdout is TAP: stderr (a program's chatter, a sanitizer) is shown, never counted
 	rc=$(cat "$TMP/rc")
@@ -169,7 +206,16 @@ run_lua() { # $1 = lua54 | luajit
 	ok=$((ok - skip))
 	PASSED=$((PASSED + ok))
 	FAILED=$((FAILED + notok))
-	[ "$skip" -gt 0 ] && echo "($skip pending/skipped under $interp, not counted)"
+	if [ "$skip" -gt 0 ]; then
+		if [ "$STRICT" = 1 ]; then
+			FAILED=$((FAILED + skip))
+			note_reason "busted under $interp: $skip skipped (pending) tests, counted as failures (make test / CI install what they need):
+$(grep -E '^ok [0-9]+ - # SKIP' "$out" | sed 's/^/      /')"
+		else
+			SKIPPED=$((SKIPPED + skip))
+			echo "($skip pending/skipped under $interp)"
+		fi
+	fi
 	if [ -z "$plan" ]; then
 		note_failure "busted under $interp printed no TAP plan ($(describe_status "$rc")): crashed?"
 	elif [ $((ok + skip + notok)) -ne "$plan" ]; then
@@ -179,13 +225,46 @@ run_lua() { # $1 = lua54 | luajit
 	fi
 }
 
+# ---- luacheck ---------------------------------------------------------------------
+run_lint() {
+	echo "== luacheck (.luacheckrc)"
+	if ! command -v luacheck >/dev/null 2>&1; then
+		note_failure "luacheck is not installed (sh scripts/install-deps.sh lint)"
+		return
+	fi
+	# the same file list as make lint
+	if luacheck -q --no-color bindings scripts/moraine scripts spec examples tests/fuzz bench; then
+		echo "luacheck: clean"
+		PASSED=$((PASSED + 1))
+	else
+		note_failure "luacheck found problems in the Lua files (above; make lint)"
+	fi
+}
+
+# ---- leftovers -------------------------------------------------------------------
+check_tmp() {
+	left=$(cd "$TMPDIR" && ls -A)
+	if [ -n "$left" ]; then
+		note_failure "the suites left files in TMPDIR: $(echo "$left" | tr '\n' ' ')"
+		rm -rf "$TMPDIR" && mkdir "$TMPDIR"
+	fi
+	if [ "$CHECK_SYSTMP" = 1 ]; then
+		new=$(ls -A /tmp | grep -vxF "$(basename "$TMP")" | sort | comm -13 "$TMP/systmp-before" -)
+		if [ -n "$new" ]; then
+			note_failure "the suites left files in /tmp: $(echo "$new" | tr '\n' ' ')"
+		fi
+	fi
+}
+
 case "$WHICH" in
 "")
 	run_c ""
 	run_lua lua54
 	run_lua luajit
+	run_lint
 	;;
 c) run_c "" ;;
+lint) run_lint ;;
 valgrind)
 	run_c valgrind
 	run_lua lua54 valgrind
@@ -193,8 +272,14 @@ valgrind)
 lua54 | luajit) run_lua "$WHICH" ;;
 esac
 
+check_tmp
+
 if [ -n "$REASONS" ]; then
 	echo "== runner failures:$REASONS"
 fi
-echo "$PASSED passed, $FAILED failed"
+if [ "$STRICT" = 1 ]; then
+	echo "$PASSED passed, $FAILED failed"
+else
+	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+fi
 [ "$FAILED" -eq 0 ]

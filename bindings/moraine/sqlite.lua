@@ -64,7 +64,6 @@ local moraine = require "moraine"
 
 local core = moraine.core
 local NULL = moraine.null
-local IS_JIT = rawget(_G, "jit") ~= nil
 
 local M = {}
 

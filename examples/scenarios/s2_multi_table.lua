@@ -239,7 +239,8 @@ end
 
 -- run as a script (not loaded by dofile from another program): build into the directory given
 if arg and arg[0] and arg[0]:match("s2_multi_table%.lua$") then
-  local dir = arg[1] or (os.tmpname() .. ".moraine")
+  local dir = arg[1]
+  if not dir then dir = os.tmpname(); os.remove(dir); dir = dir .. ".moraine" end  -- a unique name, the file gone
   os.remove(dir)
   build(dir):close()
   print("catalog written to " .. dir)

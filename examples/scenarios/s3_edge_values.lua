@@ -32,15 +32,6 @@ local function files(list)
   return out
 end
 
--- {data_file_id, path, delete_count, file_size_bytes, footer_size} -> moraine delete files
-local function deletes(list)
-  local out = {}
-  for i, d in ipairs(list) do
-    out[i] = { data_file_id = d[1], path = d[2], delete_count = d[3], file_size_bytes = d[4], footer_size = d[5] }
-  end
-  return out
-end
-
 local db, log
 
 local function run(sql, fn, opts)
@@ -149,7 +140,8 @@ end
 
 -- run as a script (not loaded by dofile from another program): build into the directory given
 if arg and arg[0] and arg[0]:match("s3_edge_values%.lua$") then
-  local dir = arg[1] or (os.tmpname() .. ".moraine")
+  local dir = arg[1]
+  if not dir then dir = os.tmpname(); os.remove(dir); dir = dir .. ".moraine" end  -- a unique name, the file gone
   os.remove(dir)
   build(dir):close()
   print("catalog written to " .. dir)

@@ -21,10 +21,14 @@
  *   check_crash_writer(out, n, argv0)  the path of build/tests/crash_writer
  *                           (tests/crash/writer.c, which the crash and
  *                           concurrency tests run) beside the test binary.
+ * check_mkdtemp(buf, size, name) makes a new directory "$TMPDIR/name.XXXXXX"
+ * (/tmp when TMPDIR is unset or empty), for the test to remove when done:
+ * tests/run-all.sh fails a run that leaves anything in its TMPDIR.
  */
 #ifndef MORAINE_CHECK_H
 #define MORAINE_CHECK_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -35,6 +39,21 @@
 #include <unistd.h>
 
 static unsigned long check_passed_, check_failed_;
+
+/* Makes a new directory "$TMPDIR/@name.XXXXXX" (TMPDIR unset or empty: /tmp)
+ * with mkdtemp(3); returns @buf holding its path, or NULL (errno set; also
+ * ENAMETOOLONG when the path does not fit in @size bytes). */
+static inline char *check_mkdtemp(char *buf, size_t size, const char *name)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    int n = snprintf(buf, size, "%s/%s.XXXXXX", dir, name);
+    if (n < 0 || (size_t)n >= size) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    return mkdtemp(buf);
+}
 
 /* At most this many failure messages are printed; all are counted. */
 #define CHECK_MAX_PRINTED 200

@@ -126,8 +126,8 @@ int main(int argc, char **argv)
     check_seed("test_concurrency");
     char writer[4096];
     if (!check_crash_writer(writer, sizeof writer, argv[0])) return check_done();
-    char tmpl[] = "/tmp/moraine-conc.XXXXXX";
-    char *root = mkdtemp(tmpl);
+    char tmpl[1024];
+    char *root = check_mkdtemp(tmpl, sizeof tmpl, "moraine-conc");
     char cat[4200];
     snprintf(cat, sizeof cat, "%s/catalog", root);
     /* the catalog exists before readers start */

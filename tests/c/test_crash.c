@@ -73,8 +73,8 @@ int main(int argc, char **argv)
     check_seed("test_crash");
     if (!check_crash_writer(writer_path, sizeof writer_path, argv[0])) return check_done();
     long rounds = getenv("MORAINE_CRASH_KILLS") ? atol(getenv("MORAINE_CRASH_KILLS")) : 200;
-    char tmpl[] = "/tmp/moraine-crash.XXXXXX";
-    char *root = mkdtemp(tmpl);
+    char tmpl[1024];
+    char *root = check_mkdtemp(tmpl, sizeof tmpl, "moraine-crash");
     char cat[4200];
     snprintf(cat, sizeof cat, "%s/catalog", root);
     long lost = 0, partial = 0, unsound = 0, killed_mid = 0, writer_failed = 0;

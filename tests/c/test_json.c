@@ -75,9 +75,9 @@ int main(void)
 {
     check_seed("test_json");
     const char *fx = getenv("MORAINE_FIXTURES") ? getenv("MORAINE_FIXTURES") : "tests/fixtures/ducklake";
-    char src[4096], tmpl[] = "/tmp/moraine-json.XXXXXX";
+    char src[4096], tmpl[1024];
     snprintf(src, sizeof src, "%s/s3_edge_values/catalog", fx);
-    char *dir = mkdtemp(tmpl);
+    char *dir = check_mkdtemp(tmpl, sizeof tmpl, "moraine-json");
     moraine_options o = {.no_sync = 1, .create = 1};
     moraine_db *db;
     CHECK_RC(moraine_open(dir, &o, &db), 0);

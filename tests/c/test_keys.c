@@ -42,7 +42,7 @@ typedef struct {
 
 /* ---- LMDB's comparator ---------------------------------------------------- */
 
-static char lmdb_dir[] = "/tmp/moraine-test-keys-XXXXXX";
+static char lmdb_dir[1024];
 static MDB_env *env;
 static MDB_txn *txn;
 static MDB_dbi dbi;
@@ -57,7 +57,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 
 static int lmdb_setup(void)
 {
-    if (!mkdtemp(lmdb_dir)) return -1;
+    if (!check_mkdtemp(lmdb_dir, sizeof lmdb_dir, "moraine-test-keys")) return -1;
     if (mdb_env_create(&env) || mdb_env_open(env, lmdb_dir, 0, 0600)) return -1;
     if (mdb_txn_begin(env, NULL, 0, &txn) || mdb_dbi_open(txn, NULL, 0, &dbi)) return -1;
     return 0;

@@ -47,8 +47,8 @@ static int64_t count_rows(moraine_db *db)
 int main(void)
 {
     check_seed("test_mapfull");
-    char tmpl[] = "/tmp/moraine-mapfull.XXXXXX";
-    char *dir = mkdtemp(tmpl);
+    char tmpl[1024];
+    char *dir = check_mkdtemp(tmpl, sizeof tmpl, "moraine-mapfull");
     moraine_options o = {.map_size = 256 << 10, .max_map_size = 2 << 20, .no_sync = 1, .create = 1};
     moraine_db *db;
     CHECK_RC(moraine_open(dir, &o, &db), 0);

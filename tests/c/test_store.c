@@ -31,7 +31,7 @@
 static const char *const PI_COLS[] = {"partition_id", "table_id", "begin_snapshot", "end_snapshot"};
 static const char *const PC_COLS[] = {"partition_id", "table_id", "partition_key_index", "column_id", "transform"};
 
-static char root[] = "/tmp/moraine-test-store-XXXXXX";
+static char root[1024];
 
 static void path_of(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", root, name); }
 
@@ -982,7 +982,7 @@ static moraine_db *test_corruption(moraine_db *db, const char *path)
 
 int main(void)
 {
-    if (!mkdtemp(root)) {
+    if (!check_mkdtemp(root, sizeof root, "moraine-test-store")) {
         perror("mkdtemp");
         CHECK(0, "a temporary directory");
         return check_done();
