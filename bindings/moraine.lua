@@ -82,6 +82,9 @@ local M = {}
 --- Sentinel for SQL NULL (a lightuserdata, the same as `moraine.core.null`).
 -- Distinct from `""`, `false` and `nil`. Rows read from the catalog hold it
 -- for every NULL cell; rows written must use it for NULL cells.
+-- `tostring(moraine.null)` is `"NULL"` (a `__tostring` on the light userdata
+-- metatable, which gives any other light userdata its usual
+-- `"userdata: 0x..."` text; moraine_core.c, set_null_tostring).
 M.null = core.null
 
 --- Version of moraine, "0.1.0" (`MORAINE_VERSION_STRING`).

@@ -81,6 +81,45 @@ static void push_null(lua_State *L)
     lua_pushlightuserdata(L, &null_sentinel);
 }
 
+/* __tostring of light userdata: "NULL" for moraine.null; any other light
+ * userdata as the metatable's earlier __tostring gives it (upvalue 1), else
+ * as Lua does by default ("userdata: 0x..."). */
+static int l_null_tostring(lua_State *L)
+{
+    if (lua_touserdata(L, 1) == &null_sentinel) {
+        lua_pushliteral(L, "NULL");
+        return 1;
+    }
+    if (!lua_isnil(L, lua_upvalueindex(1))) {
+        lua_pushvalue(L, lua_upvalueindex(1));
+        lua_pushvalue(L, 1);
+        lua_call(L, 1, 1);
+        return 1;
+    }
+    lua_pushfstring(L, "userdata: %p", lua_touserdata(L, 1));
+    return 1;
+}
+
+/* Makes tostring(moraine.null) "NULL". Light userdata share one metatable per
+ * Lua state, so the __tostring set here sees every light userdata: it answers
+ * "NULL" for moraine.null only and keeps what any other gets (an earlier
+ * __tostring of that metatable is chained, not replaced). Loading the module
+ * twice does not chain it twice. */
+static void set_null_tostring(lua_State *L)
+{
+    push_null(L);
+    if (!lua_getmetatable(L, -1)) lua_newtable(L);
+    lua_getfield(L, -1, "__tostring");
+    if (lua_tocfunction(L, -1) == l_null_tostring) {
+        lua_pop(L, 3);
+        return;
+    }
+    lua_pushcclosure(L, l_null_tostring, 1);
+    lua_setfield(L, -2, "__tostring");
+    lua_setmetatable(L, -2);
+    lua_pop(L, 1);
+}
+
 /* ---- errors ----------------------------------------------------------------- */
 
 /* Replaces the message string on top of the stack by an error table. */
@@ -3200,6 +3239,7 @@ int luaopen_moraine_core(lua_State *L)
 
     lua_newtable(L);
     mr_setfuncs(L, module_funcs);
+    set_null_tostring(L);
     push_null(L);
     lua_setfield(L, -2, "null");
     lua_pushliteral(L, MORAINE_VERSION_STRING);

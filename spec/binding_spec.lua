@@ -158,6 +158,22 @@ describe("moraine module", function()
     end
   end)
 
+  it("tostring(moraine.null) is NULL, also for a NULL read back and after the C module is loaded again", function()
+    assert.are.equal("NULL", tostring(moraine.null))
+    assert.are.equal("NULL", string.format("%s", moraine.null))
+    local rows = moraine.json_decode('[null, 1]')
+    assert.are.equal(moraine.null, rows[1])
+    assert.are.equal("NULL", tostring(rows[1]))
+    -- a second luaopen of the C module (another require of a fresh copy) keeps it
+    local path = assert(package.searchpath("moraine.core", package.cpath))
+    local again = assert(package.loadlib(path, "luaopen_moraine_core"))()
+    assert.are.equal(moraine.null, again.null)
+    assert.are.equal("NULL", tostring(again.null))
+    -- other values keep their usual text
+    assert.truthy(tostring(io.stdout):match("^file %("))
+    assert.are.equal("nil", tostring(nil))
+  end)
+
   it("is_error recognises only moraine error tables", function()
     local ok, e = pcall(moraine.json_decode, "{")
     assert.is_false(ok)
