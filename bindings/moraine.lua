@@ -511,6 +511,12 @@ snapshot, or only the live rows when the catalog has no snapshot yet):
 - `rd:partition_spec_by_id(T, partition_id)` — nil or the partition spec
   `partition_id` of table `T` with `.columns`, whatever its lifetime (live,
   ended, or never visible: begin == end) (`moraine_partition_spec_by_id`).
+- `rd:table_id(schema, name, S)` — the table_id of table `name` in schema
+  `schema` (nil: "main") as named at snapshot `S` (default: the newest), or
+  nil plus a message when there is none then (`moraine_table_id_at`: a table
+  dropped or renamed later is found under the name it had at `S`). Raises
+  EINVAL for a `name` that is not a string, a `schema` that is neither a
+  string nor nil, or an `S` that is not an integer.
 
 `db:scan(name, opts)` — convenience: opens its own read, returns an array of
 `{row = , children = , ord = }` entries (as `rd:scan` gives them), closes the

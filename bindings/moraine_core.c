@@ -2156,6 +2156,31 @@ static int l_read_partition_spec_by_id(lua_State *L)
     return read_spec(L, SPEC_PARTITION_BY_ID);
 }
 
+/* rd:table_id(schema, name, S) -> table_id, or nil and the message when no
+ * such table at S (moraine_table_id_at; schema nil is "main", S nil the newest) */
+static int l_read_table_id(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    const char *schema = NULL;
+    if (!lua_isnoneornil(L, 2)) {
+        if (lua_type(L, 2) != LUA_TSTRING) return raise_errf(L, MORAINE_EINVAL, "table_id: schema must be a string or nil, got %s", luaL_typename(L, 2));
+        schema = lua_tostring(L, 2);
+    }
+    if (lua_type(L, 3) != LUA_TSTRING) return raise_errf(L, MORAINE_EINVAL, "table_id: the table name must be a string, got %s", luaL_typename(L, 3));
+    const char *name = lua_tostring(L, 3);
+    int64_t at = lua_isnoneornil(L, 4) ? default_snapshot(L, r) : check_int(L, 4);
+    int64_t id;
+    int rc = moraine_table_id_at(r->rd, schema, name, at, &id);
+    if (rc == MORAINE_ENOTFOUND) {
+        lua_pushnil(L);
+        lua_pushstring(L, moraine_errmsg());
+        return 2;
+    }
+    if (rc < 0) return raise_engine(L, rc);
+    push_int64(L, id);
+    return 1;
+}
+
 /* db:read(fn) -> fn's results; the read is closed whatever happens */
 static int l_db_read(lua_State *L)
 {
@@ -3186,6 +3211,7 @@ static const luaL_Reg read_methods[] = {{"last_snapshot", l_read_last_snapshot},
                                         {"partition_spec", l_read_partition_spec},
                                         {"sort_spec", l_read_sort_spec},
                                         {"partition_spec_by_id", l_read_partition_spec_by_id},
+                                        {"table_id", l_read_table_id},
                                         {NULL, NULL}};
 
 static const luaL_Reg module_funcs[] = {{"open", l_open},

@@ -634,3 +634,60 @@ int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t par
     moraine_cursor_close(c);
     return rc;
 }
+
+/* ---- tables by name ---- */
+
+/* Column @col of @row as a string equal to @s (NUL-free compare on length). */
+static int str_is(const moraine_row *row, int col, const char *s)
+{
+    if (col < 0) return 0;
+    const moraine_value *v = &row->vals[col];
+    size_t n = strlen(s);
+    return v->type == MORAINE_STR && v->len == n && memcmp(v->s, s, n) == 0;
+}
+
+int moraine_table_id_at(moraine_read *rd, const char *schema, const char *table, int64_t snapshot, int64_t *table_id)
+{
+    if (!rd || !table || !table_id) return mr_err(MORAINE_EINVAL, "moraine_table_id_at: NULL argument");
+    if (snapshot == MORAINE_ALL_VERSIONS)
+        return mr_err(MORAINE_EINVAL, "moraine_table_id_at: a snapshot id is needed, not MORAINE_ALL_VERSIONS");
+    if (!schema) schema = "main";
+    moraine_relation_info si, ti;
+    if (moraine_relation(rd->db, "ducklake_schema", &si) || moraine_relation(rd->db, "ducklake_table", &ti) || si.ncols == 0 ||
+        ti.ncols == 0)
+        return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\" at snapshot %lld: the catalog has no schemas or tables", schema, table,
+                      (long long)snapshot);
+    int s_id = moraine_column_index(&si, "schema_id"), s_name = moraine_column_index(&si, "schema_name");
+    int t_id = moraine_column_index(&ti, "table_id"), t_schema = moraine_column_index(&ti, "schema_id");
+    int t_name = moraine_column_index(&ti, "table_name");
+    if (s_id < 0 || s_name < 0 || t_id < 0 || t_schema < 0 || t_name < 0)
+        return mr_err(MORAINE_ECORRUPT, "ducklake_schema or ducklake_table lacks schema_id, schema_name, table_id or table_name");
+    /* the schema's id at S (schemas are few: one scan of ducklake_schema) */
+    moraine_cursor *c;
+    moraine_row row;
+    int rc = moraine_scan_open(rd, "ducklake_schema", MORAINE_ANY_SCOPE, snapshot, &c);
+    if (rc) return rc;
+    int found = 0;
+    int64_t schema_id = 0;
+    while (!found && (rc = moraine_cursor_next(c, &row)) == 1)
+        if (str_is(&row, s_name, schema) && row.vals[s_id].type == MORAINE_INT) {
+            schema_id = row.vals[s_id].i;
+            found = 1;
+        }
+    moraine_cursor_close(c);
+    if (rc < 0) return rc;
+    if (!found) return mr_err(MORAINE_ENOTFOUND, "no schema \"%s\" at snapshot %lld (looking up table \"%s\")", schema, (long long)snapshot, table);
+    /* the table: one range scan of ducklake_table's versions visible at S */
+    if ((rc = moraine_scan_open(rd, "ducklake_table", MORAINE_ANY_SCOPE, snapshot, &c))) return rc;
+    found = 0;
+    while (!found && (rc = moraine_cursor_next(c, &row)) == 1)
+        if (row.vals[t_schema].type == MORAINE_INT && row.vals[t_schema].i == schema_id && str_is(&row, t_name, table) &&
+            row.vals[t_id].type == MORAINE_INT) {
+            *table_id = row.vals[t_id].i;
+            found = 1;
+        }
+    moraine_cursor_close(c);
+    if (rc < 0) return rc;
+    if (!found) return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\" at snapshot %lld", schema, table, (long long)snapshot);
+    return 0;
+}

@@ -952,3 +952,57 @@ describe("import and export", function()
     expect_err("EINVAL", "ducklake_table", db.export_ndjson, db, out)
   end)
 end)
+
+describe("rd:table_id", function()
+  local support = require "support"
+  teardown(function() support.cleanup() end)
+
+  it("finds a table's id by schema and name at a snapshot, dropped and re-created tables each in their lifetime (s2)", function()
+    local db = support.import_fixture("s2_multi_table")
+    local src = support.FIXTURES .. "/s2_multi_table/catalog/"
+    local tables = moraine.read_ndjson(src .. "ducklake_table.ndjson")
+    local schemas = moraine.read_ndjson(src .. "ducklake_schema.ndjson")
+    local snaps = moraine.read_ndjson(src .. "ducklake_snapshot.ndjson")
+    local checked, found, dropped = 0, 0, 0
+    db:read(function(rd)
+      for _, snap in ipairs(snaps) do
+        local S = snap.snapshot_id
+        for _, n in ipairs(tables) do
+          local sname
+          for _, sc in ipairs(schemas) do if sc.schema_id == n.schema_id then sname = sc.schema_name end end
+          local want
+          for _, t in ipairs(tables) do
+            if support.visible(t, S) and t.table_name == n.table_name then
+              for _, sc in ipairs(schemas) do
+                if sc.schema_id == t.schema_id and sc.schema_name == sname and support.visible(sc, S) then want = t.table_id end
+              end
+            end
+          end
+          local got, msg = rd:table_id(sname, n.table_name, S)
+          checked = checked + 1
+          assert.are.equal(want, got, sname .. "." .. n.table_name .. " at " .. tostring(S))
+          if want then
+            found = found + 1
+            if n.end_snapshot ~= moraine.null and n.table_id == want and n.table_name == "tmp" then dropped = dropped + 1 end
+          else
+            assert.truthy(msg:find(n.table_name, 1, true), msg)
+          end
+        end
+      end
+      -- schema nil is main (s2 keeps its tables in "sales"); S defaults to the newest
+      local none, msg = rd:table_id(nil, "orders")
+      assert.is_nil(none)
+      assert.truthy(msg:find('"main"."orders"', 1, true), msg)
+      assert.are.equal(rd:table_id("sales", "orders", rd:last_snapshot()), rd:table_id("sales", "orders"))
+      local ok, e = pcall(rd.table_id, rd, "sales", 5, 1)
+      assert.is_false(ok)
+      assert.are.equal("EINVAL", e.code)
+      ok, e = pcall(rd.table_id, rd, 5, "orders", 1)
+      assert.is_false(ok)
+      assert.are.equal("EINVAL", e.code)
+    end)
+    assert.is_true(found > 0 and found < checked)
+    assert.is_true(dropped > 0, "the dropped tmp was never found while live")
+    db:close()
+  end)
+end)
