@@ -893,7 +893,8 @@ describe("moraine command", function()
         '.exit',
         '"not reached"',
       }, "\n") .. "\n"
-      local r = ok_run({ "-c", catalog(S1), "repl" }, { stdin = input })
+      local r = run({ "-c", catalog(S1), "repl" }, { stdin = input })
+      assert.are.equal(1, r.code, r.show) -- two lines failed: exit 1, as sqlite3 does
       local lines = {}
       for l in r.out:gmatch("[^\n]+") do lines[#lines + 1] = l end
       assert.are.equal("1", lines[1], r.show)
@@ -920,6 +921,24 @@ describe("moraine command", function()
     it("ends at end of input with exit 0", function()
       local r = ok_run({ "-c", catalog(S1), "repl" }, { stdin = "1 + 1\n" })
       assert.are.equal("2\n", r.out)
+    end)
+
+    it("piped input: exit 1 when any line failed (error, syntax error, unfinished statement), the rest still runs", function()
+      for _, case in ipairs({
+        { input = 'error("x")\n1 + 1\n', out = "2\n", errs = 1 },
+        { input = '1 +* 2\n"after"\n', out = '"after"\n', errs = 1 },
+        { input = '"first"\nfor i = 1, 2 do\n', out = '"first"\n', errs = 1 },
+        { input = 'scan("no_such_table")\nat(99)\n3\n', out = "3\n", errs = 2 },
+      }) do
+        local r = run({ "-c", catalog(S1), "repl" }, { stdin = case.input })
+        assert.are.equal(1, r.code, r.show)
+        assert.are.equal(case.out, r.out, r.show)
+        local n = 0
+        for _ in r.err:gmatch("error: [^\n]+\n") do n = n + 1 end
+        assert.are.equal(case.errs, n, r.show)
+      end
+      -- the same lines without the failing ones: exit 0
+      assert.are.equal(0, run({ "-c", catalog(S1), "repl" }, { stdin = '1 + 1\n"after"\n' }).code)
     end)
   end)
 
