@@ -422,9 +422,60 @@ describe("moraine command", function()
       assert.are.equal(I(1), I(t.table_id))
       assert.are.equal(I(5), I(t.partition_id))
       assert.are.equal(I(0), I(t.partition_keys))
-      assert.are.equal("", t.partition)
+      assert.are.equal(moraine.null, t.partition)
+      assert.are.equal("reset", t.partition_state)
       assert.are.equal(moraine.null, t.sort)
+      assert.are.equal("none", t.sort_state)
       assert.are.equal(I(4), I(t.columns))
+    end)
+
+    it("words a reset spec one way in tables, show and history, text and --json", function()
+      local c = catalog(S1)
+      -- at 9 the live partition spec has no keys (RESET PARTITIONED BY) and no sort spec is set
+      local specs = rows_of(S1, "ducklake_partition_info")
+      local keys = {}
+      for _, k in ipairs(rows_of(S1, "ducklake_partition_column")) do keys[tostring(k.partition_id)] = true end
+      local reset_id
+      for _, p in ipairs(specs) do
+        if support.visible(p, 9) then reset_id = p.partition_id end
+      end
+      assert.is_nil(keys[tostring(reset_id)]) -- the fixture's spec at 9 has no partition columns
+      local row = tsv(ok_run({ "-c", c, "tables", "--at", "9" }).out)[1]
+      assert.are.equal("unpartitioned (reset)", row["partition spec"])
+      assert.are.equal("unsorted", row["sort spec"])
+      local sh = ok_run({ "-c", c, "show", "events", "--at", "9" }).out
+      assert.truthy(sh:find("partition spec " .. tostring(reset_id) .. " (since snapshot 8): unpartitioned (reset)\n", 1, true), sh)
+      assert.truthy(sh:find("\nsort spec: unsorted\n", 1, true), sh)
+      local shj = json(ok_run({ "-c", c, "show", "events", "--at", "9", "--json" }))
+      assert.are.equal("reset", shj.partition_state)
+      assert.are.equal(moraine.null, shj.partition.sql)
+      assert.are.equal("none", shj.sort_state)
+      assert.are.equal(moraine.null, shj.sort)
+      local h = ok_run({ "-c", c, "history", "events" }).out
+      assert.truthy(h:find("\n" .. tostring(reset_id) .. "\t8\t16\tunpartitioned (reset)\t", 1, true), h)
+      local hj = json(ok_run({ "-c", c, "history", "events", "--json" }))
+      for _, p in ipairs(hj.partition_specs) do
+        if I(p.partition_id) == I(reset_id) then
+          assert.are.equal("reset", p.partition_state)
+          assert.are.equal(moraine.null, p.keys)
+        else
+          assert.are.equal("partitioned", p.partition_state)
+          assert.are.equal("string", type(p.keys))
+        end
+      end
+      -- s2's tables were never partitioned nor sorted: "unpartitioned", state none
+      local r2 = tsv(ok_run({ "-c", catalog(S2), "tables" }).out)
+      local has_none = false
+      for _, r in ipairs(r2) do if r["partition spec"] == "unpartitioned" then has_none = true end end
+      assert.is_true(has_none)
+      for _, t in ipairs(json(ok_run({ "-c", catalog(S2), "tables", "--json" }))) do
+        if t.partition_id == moraine.null then assert.are.equal("none", t.partition_state) end
+      end
+      -- the help texts say it
+      for _, cmdname in ipairs({ "tables", "show", "history" }) do
+        local help = ok_run({ cmdname, "--help" }).out
+        assert.truthy(help:find('"unpartitioned (reset)"', 1, true), cmdname)
+      end
     end)
 
     it("names partition keys in SQL form with the column names of the snapshot asked for", function()
@@ -466,7 +517,7 @@ describe("moraine command", function()
     it("on a terminal: an aligned table with a header rule", function()
       local r = ok_run({ "-c", catalog(S1), "tables" }, { env = { MORAINE_FORCE_TTY = "1" } })
       assert.truthy(r.out:find("\nschema  table   table_id  columns  partition spec  sort spec  live files\n", 1, true), r.out)
-      assert.truthy(r.out:find("\nmain    events         1        5  hour(ts)        none               68\n", 1, true), r.out)
+      assert.truthy(r.out:find("\nmain    events         1        5  hour(ts)        unsorted           68\n", 1, true), r.out)
       assert.is_nil(r.out:find("\t", 1, true))
     end)
 
@@ -520,7 +571,7 @@ describe("moraine command", function()
       assert.truthy(r.out:find("main.events (table_id 1) at snapshot 7", 1, true), r.out)
       assert.truthy(r.out:find("partition spec 4 (since snapshot 6): region, bucket(4, id)", 1, true), r.out)
       assert.truthy(r.out:find("      1  id      bucket(4)", 1, true), r.out)
-      assert.truthy(r.out:find("sort spec: none", 1, true), r.out)
+      assert.truthy(r.out:find("sort spec: unsorted", 1, true), r.out)
     end)
 
     it("resolves schema.name and names unique across schemas (s2)", function()
@@ -691,7 +742,8 @@ describe("moraine command", function()
       local r = ok_run({ "-c", catalog(S1), "history", "events" })
       assert.truthy(r.out:find("\n10\t17\t17\tday(ts)\tnever visible\n", 1, true), r.out)
       assert.truthy(r.out:find("\n11\t17\tlive\thour(ts)\t\n", 1, true), r.out)
-      assert.truthy(r.out:find("\n8\t13\t15\tamount DESC NULLS_LAST, area ASC NULLS_LAST\t\n", 1, true), r.out)
+      -- RESET SORTED BY at 15 ended sort spec 8 with none after it
+      assert.truthy(r.out:find("\n8\t13\t15\tamount DESC NULLS_LAST, area ASC NULLS_LAST\tthen unsorted (reset)\n", 1, true), r.out)
       local n11 = 0
       for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do
         if f.end_snapshot == moraine.null and f.partition_id ~= moraine.null and I(f.partition_id) == I(11) then
@@ -699,6 +751,197 @@ describe("moraine command", function()
         end
       end
       assert.truthy(r.out:find("\n11\thour(ts)\tlive\t" .. n11 .. "\t", 1, true), r.out)
+    end)
+
+    -- The keys of partition spec @pid of table @tid in DuckLake's SQL form, each
+    -- column named as ducklake_column named it at snapshot @at (from the NDJSON).
+    local function fixture_keys(src, tid, pid, at)
+      local keys = {}
+      for _, k in ipairs(rows_of(src, "ducklake_partition_column")) do
+        if I(k.partition_id) == I(pid) and I(k.table_id) == I(tid) then keys[#keys + 1] = k end
+      end
+      table.sort(keys, function(a, b) return I(a.partition_key_index) < I(b.partition_key_index) end)
+      local parts = {}
+      for i, k in ipairs(keys) do
+        local name
+        for _, c in ipairs(rows_of(src, "ducklake_column")) do
+          if I(c.table_id) == I(tid) and I(c.column_id) == I(k.column_id) and support.visible(c, at) then name = c.column_name end
+        end
+        local fn, arg = k.transform:match("^(%w+)%((.*)%)$")
+        if k.transform == "identity" then parts[i] = name
+        elseif fn then parts[i] = fn .. "(" .. arg .. ", " .. name .. ")"
+        else parts[i] = k.transform .. "(" .. name .. ")" end
+      end
+      return #parts > 0 and table.concat(parts, ", ") or moraine.null
+    end
+
+    it("names a spec's columns as of the spec's own begin snapshot, the same in the timeline and the layout", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "history", "events", "--json" }))
+      local begins = {}
+      for _, p in ipairs(rows_of(S1, "ducklake_partition_info")) do begins[tostring(p.partition_id)] = p.begin_snapshot end
+      local timeline = {}
+      for _, p in ipairs(doc.partition_specs) do
+        local want = fixture_keys(S1, 1, p.partition_id, begins[tostring(p.partition_id)])
+        assert.are.equal(want, p.keys, "spec " .. tostring(p.partition_id))
+        timeline[tostring(p.partition_id)] = p.keys
+      end
+      local renamed = 0
+      for _, g in ipairs(doc.layout) do
+        if g.partition_id ~= moraine.null then
+          assert.are.equal(timeline[tostring(g.partition_id)], g.keys, "layout of spec " .. tostring(g.partition_id))
+          -- a spec whose column was renamed after it was set keeps the old name (as of the last snapshot it differs)
+          local now = fixture_keys(S1, 1, g.partition_id, doc.last_snapshot)
+          if now ~= g.keys then renamed = renamed + 1 end
+        end
+      end
+      assert.is_true(renamed > 0, "the fixture should hold a live file under a spec on a column renamed later")
+      -- the text form: the layout line of such a spec uses the same words as its timeline line
+      local out = ok_run({ "-c", catalog(S1), "history", "events" }).out
+      for _, g in ipairs(doc.layout) do
+        if g.partition_id ~= moraine.null then
+          local k = tostring(g.partition_id)
+          assert.truthy(out:find("\n" .. k .. "\t[^\n]*\t" .. g.keys:gsub("%p", "%%%0") .. "\t"), k .. "\n" .. out)
+          assert.truthy(out:find("\n" .. k .. "\t" .. g.keys:gsub("%p", "%%%0") .. "\t"), k .. "\n" .. out)
+        end
+      end
+    end)
+
+    it("counts the unpartitioned group apart from the partition specs", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "history", "events", "--json" }))
+      local last = doc.last_snapshot
+      local files, unpart, specs = 0, 0, {}
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do
+        if support.visible(f, last) then
+          files = files + 1
+          if f.partition_id == moraine.null then unpart = unpart + 1 else specs[tostring(f.partition_id)] = true end
+        end
+      end
+      assert.is_true(unpart > 0 and count(specs) > 0, "the fixture should have both kinds of live file")
+      assert.are.equal(I(files), I(doc.layout_files))
+      assert.are.equal(I(unpart), I(doc.unpartitioned_files))
+      assert.are.equal(I(count(specs)), I(doc.layout_specs))
+      for _, g in ipairs(doc.layout) do
+        if g.partition_id == moraine.null then
+          assert.are.equal("none", g.partition_state)
+          assert.are.equal(moraine.null, g.keys)
+        end
+      end
+      local out = ok_run({ "-c", catalog(S1), "history", "events" }).out
+      local line = ("layout at snapshot %s: %d live files (%d under %d partition specs, %d unpartitioned)\n"):format(
+        tostring(last), files, files - unpart, count(specs), unpart)
+      assert.truthy(out:find(line, 1, true), line .. "\n" .. out)
+      assert.truthy(out:find("\nNULL\tunpartitioned\t", 1, true), out)
+    end)
+
+    it("--at S: the timeline as known at S and the layout at S", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "history", "events", "--at", "12", "--json" }))
+      assert.are.equal(I(12), I(doc.last_snapshot))
+      assert.are.equal(I(12), I(doc.layout_snapshot))
+      local want = 0
+      for _, p in ipairs(rows_of(S1, "ducklake_partition_info")) do if I(p.begin_snapshot) <= 12 then want = want + 1 end end
+      assert.are.equal(want, #doc.partition_specs)
+      for _, p in ipairs(doc.partition_specs) do
+        -- the spec live at 12 shows as live (its end comes later)
+        local row
+        for _, r in ipairs(rows_of(S1, "ducklake_partition_info")) do if I(r.partition_id) == I(p.partition_id) then row = r end end
+        if support.visible(row, 12) then assert.are.equal(moraine.null, p.end_snapshot) end
+      end
+      local n = 0
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do if support.visible(f, 12) then n = n + 1 end end
+      assert.are.equal(I(n), I(doc.layout_files))
+    end)
+
+    describe("a dropped table (s2: sales.tmp dropped, then re-created under the same name)", function()
+      -- the two tmp tables, from the fixture
+      local function tmps()
+        local old, new
+        for _, t in ipairs(rows_of(S2, "ducklake_table")) do
+          if t.table_name == "tmp" then
+            if t.end_snapshot ~= moraine.null then old = t else new = t end
+          end
+        end
+        return old, new
+      end
+
+      it("show and files reach it with --at S and by #ID, with its own columns and files", function()
+        local old, new = tmps()
+        assert.truthy(old and new and I(old.table_id) ~= I(new.table_id))
+        local S = I(old.end_snapshot) - 1
+        local want_cols, want_files = {}, {}
+        for _, c in ipairs(rows_of(S2, "ducklake_column")) do
+          if I(c.table_id) == I(old.table_id) and support.visible(c, S) then want_cols[#want_cols + 1] = c.column_name end
+        end
+        for _, f in ipairs(rows_of(S2, "ducklake_data_file")) do
+          if I(f.table_id) == I(old.table_id) and support.visible(f, S) then want_files[#want_files + 1] = tostring(f.data_file_id) end
+        end
+        table.sort(want_files)
+        for _, ref in ipairs({ "tmp", "sales.tmp", "#" .. tostring(old.table_id) }) do
+          local d = json(ok_run({ "-c", catalog(S2), "show", ref, "--at", tostring(S), "--json" }))
+          assert.are.equal(I(old.table_id), I(d.table_id), ref)
+          local names = {}
+          for i, c in ipairs(d.columns) do names[i] = c.name end
+          table.sort(names)
+          table.sort(want_cols)
+          assert.are.same(want_cols, names, ref)
+          local fl = json(ok_run({ "-c", catalog(S2), "files", ref, "--at", tostring(S), "--json" }))
+          local ids = {}
+          for i, f in ipairs(fl) do ids[i] = tostring(f.data_file_id) end
+          table.sort(ids)
+          assert.are.same(want_files, ids, ref)
+        end
+        -- at the newest snapshot the name is the re-created table
+        assert.are.equal(I(new.table_id), I(json(ok_run({ "-c", catalog(S2), "show", "tmp", "--json" })).table_id))
+        -- #ID where the table is not live: exit 1 saying when it was
+        local r = run({ "-c", catalog(S2), "show", "#" .. tostring(old.table_id) })
+        assert.are.equal(1, r.code, r.show)
+        local span = tostring(old.begin_snapshot) .. ".." .. tostring(S)
+        assert.truthy(r.err:find("is not live at snapshot", 1, true) and r.err:find("(it was live at " .. span .. ")", 1, true), r.show)
+        r = run({ "-c", catalog(S2), "files", "#999" })
+        assert.are.equal(1, r.code, r.show)
+        assert.truthy(r.err:find("no table with table_id 999", 1, true), r.show)
+      end)
+
+      it("history reaches each tmp: by #ID, or by name with --at", function()
+        local old, new = tmps()
+        local S = I(old.end_snapshot) - 1
+        local function pids(tid)
+          local l = {}
+          for _, p in ipairs(rows_of(S2, "ducklake_partition_info")) do
+            if I(p.table_id) == I(tid) then l[#l + 1] = tostring(p.partition_id) end
+          end
+          table.sort(l)
+          return l
+        end
+        local function got(doc)
+          local l = {}
+          for i, p in ipairs(doc.partition_specs) do l[i] = tostring(p.partition_id) end
+          table.sort(l)
+          return l
+        end
+        local a = json(ok_run({ "-c", catalog(S2), "history", "#" .. tostring(old.table_id), "--json" }))
+        assert.are.equal(I(old.table_id), I(a.table_id))
+        assert.are.same(pids(old.table_id), got(a))
+        assert.are.equal(I(S), I(a.layout_snapshot)) -- its layout at the last snapshot it was live at
+        local n = 0
+        for _, f in ipairs(rows_of(S2, "ducklake_data_file")) do
+          if I(f.table_id) == I(old.table_id) and support.visible(f, S) then n = n + 1 end
+        end
+        assert.are.equal(I(n), I(a.layout_files))
+        local b = json(ok_run({ "-c", catalog(S2), "history", "tmp", "--at", tostring(S), "--json" }))
+        assert.are.equal(I(old.table_id), I(b.table_id))
+        local c = json(ok_run({ "-c", catalog(S2), "history", "tmp", "--json" }))
+        assert.are.equal(I(new.table_id), I(c.table_id))
+        assert.are.same(pids(new.table_id), got(c))
+      end)
+
+      it("a name not there at S says when a table of that name was (renamed customers)", function()
+        local r = run({ "-c", catalog(S2), "show", "customers" })
+        assert.are.equal(1, r.code, r.show)
+        local cust
+        for _, t in ipairs(rows_of(S2, "ducklake_table")) do if t.table_name == "customers" then cust = t end end
+        local span = tostring(cust.begin_snapshot) .. ".." .. tostring(I(cust.end_snapshot) - 1)
+        assert.truthy(r.err:find("#" .. tostring(cust.table_id) .. " at " .. span, 1, true), r.show)
+      end)
     end)
 
     it("an unknown table: exit 1 listing the tables", function()
