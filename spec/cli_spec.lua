@@ -574,6 +574,65 @@ describe("moraine command", function()
       assert.truthy(r.out:find("sort spec: unsorted", 1, true), r.out)
     end)
 
+    it("nests STRUCT fields (parent_column set) under their parent; tables counts top-level columns only", function()
+      -- a table with a STRUCT column, written through the staged path as DuckLake writes it
+      local dir = support.tmpdir("struct")
+      ok_run({ "-c", dir, "init" })
+      local db = moraine.open(dir, { no_sync = true })
+      local N = moraine.null
+      local cols = {
+        { 1, "id", "int64", N }, { 2, "s", "struct", N }, { 3, "a", "int32", 2 }, { 4, "b", "struct", 2 },
+        { 5, "c", "varchar", 4 }, { 6, "name", "varchar", N },
+      }
+      local function full(rel, vals)
+        local row = {}
+        for _, c in ipairs(db:relation(rel).columns) do row[c] = N end
+        for k, v in pairs(vals) do row[k] = v end
+        return row
+      end
+      db:commit(1, function(tx)
+        tx:insert("ducklake_snapshot", full("ducklake_snapshot", { snapshot_id = 1, snapshot_time = "2026-01-01 00:00:00+00",
+          schema_version = 1, next_catalog_id = 8, next_file_id = 0 }))
+        tx:insert("ducklake_table", full("ducklake_table", { table_id = 1, table_uuid = "u1", begin_snapshot = 1, schema_id = 0,
+          table_name = "t", path = "t/", path_is_relative = true }))
+        for i, c in ipairs(cols) do
+          tx:insert("ducklake_column", full("ducklake_column", { column_id = c[1], begin_snapshot = 1, table_id = 1,
+            column_order = i, column_name = c[2], column_type = c[3], nulls_allowed = true, parent_column = c[4] }))
+        end
+      end)
+      db:close()
+      local top = 0
+      for _, c in ipairs(cols) do if c[4] == N then top = top + 1 end end
+      local t = json(ok_run({ "-c", dir, "tables", "--json" }))[1]
+      assert.are.equal(I(top), I(t.columns))
+      local d = json(ok_run({ "-c", dir, "show", "t", "--json" }))
+      -- the tree from the rows: children of each column id, in column_order
+      local function kids(parent)
+        local l = {}
+        for _, c in ipairs(cols) do if c[4] == parent then l[#l + 1] = c end end
+        return l
+      end
+      local function check(got, parent)
+        local want = kids(parent)
+        assert.are.equal(#want, #got)
+        for i, c in ipairs(want) do
+          assert.are.equal(c[2], got[i].name)
+          assert.are.equal(I(c[1]), I(got[i].column_id))
+          assert.are.equal(c[3], got[i].type)
+          check(got[i].children, c[1])
+        end
+      end
+      check(d.columns, N)
+      -- text: each field right after its parent, indented two spaces per level
+      local out = ok_run({ "-c", dir, "show", "t" }).out
+      local names = {}
+      for line in out:gmatch("[^\n]+") do
+        local id, name = line:match("^(%d+)\t([^\t]+)\t")
+        if id then names[#names + 1] = name end
+      end
+      assert.are.same({ "id", "s", "  a", "  b", "    c", "name" }, names)
+    end)
+
     it("resolves schema.name and names unique across schemas (s2)", function()
       local a = json(ok_run({ "-c", catalog(S2), "show", "sales.orders", "--json" }))
       local b = json(ok_run({ "-c", catalog(S2), "show", "orders", "--json" }))
