@@ -87,6 +87,13 @@ local M = {}
 -- `"userdata: 0x..."` text; moraine_core.c, set_null_tostring).
 M.null = core.null
 
+--- Wall-clock seconds from a monotonic clock (`clock_gettime(CLOCK_MONOTONIC)`):
+-- a number (nanosecond resolution) counted from an arbitrary fixed point, so
+-- only differences mean something. Unlike `os.clock` it is not CPU time, and
+-- unlike `os.time` it never jumps. Raises EIO if the clock cannot be read.
+-- @treturn number seconds
+M.clock = core.clock
+
 --- Version of moraine, "0.1.0" (`MORAINE_VERSION_STRING`).
 M.version = core.version
 
@@ -525,9 +532,11 @@ read. Same options and errors as `rd:scan`.
 `db:import_ndjson(dir, {progress = fn})` — replays a DuckLake catalog
 exported as a directory of `<table>.ndjson` files into this (empty) catalog
 (`moraine_import_ndjson`, docs/import-export.md). `progress(done, total)`
-(optional) is called with counts of the engine's replay steps (one per row,
-plus one per row version ended after the snapshot it began in; every 4096
-steps and at the end); returning `true` (exactly true) cancels the import, which
+(optional) is called first while the files are read and checked, with
+`total` 0 (not known yet) and `done` the rows read so far (every 4096 rows
+and once at the end), then with counts of the engine's replay steps (one
+per row, plus one per row version ended after the snapshot it began in;
+every 4096 steps and at the end); returning `true` (exactly true) cancels the import, which
 then raises the engine's EINVAL "import cancelled"; an error raised by
 `progress` cancels it too and is re-raised unchanged. Nothing of a failed
 import remains. Returns true. Raises EIO, EJSON (file and line), EINVAL

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 #include <lauxlib.h>
@@ -295,6 +296,17 @@ static int64_t check_int(lua_State *L, int idx)
 static int64_t opt_int(lua_State *L, int idx, int64_t def)
 {
     return lua_isnoneornil(L, idx) ? def : check_int(L, idx);
+}
+
+/* core.clock(): seconds since an arbitrary fixed point, from CLOCK_MONOTONIC
+ * (wall-clock time that never jumps back, unlike os.time; not CPU time, unlike
+ * os.clock), as a number with nanosecond resolution. For progress and timing. */
+static int l_clock(lua_State *L)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return raise_errf(L, MORAINE_EIO, "clock_gettime(CLOCK_MONOTONIC) failed");
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
 }
 
 /* core.int64(v): normalises an integer (LuaJIT: number within +-2^53, else int64 cdata). */
@@ -3221,6 +3233,7 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"is_error", l_is_error},
                                         {"raise", l_raise},
                                         {"int64", l_int64},
+                                        {"clock", l_clock},
                                         {"set_int64_ctor", l_set_int64_ctor},
                                         {"set_cdata_conv", l_set_cdata_conv},
                                         {"set_key_parsers", l_set_key_parsers},

@@ -692,6 +692,11 @@ void moraine_json_free(moraine_json *j);
  * wrong type or missing column: file, line, column); MORAINE_EEXIST (the
  * catalog is not empty); staged-path errors. On any error nothing of the
  * import remains in the catalog.
+ * @progress (may be NULL) is called in two phases: while the files are read
+ * and checked, with (rows read so far, 0) every 4096 rows and once at the
+ * end (total 0: not known yet); then while the rows are written, with
+ * (rows written, rows in all) every 4096 rows and at the end. A nonzero
+ * return cancels the import (MORAINE_EINVAL "import cancelled").
  */
 int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud);
 

@@ -246,12 +246,22 @@ describe("moraine command", function()
       local r = ok_run({ "-c", dir, "import", S1 }, { env = { MORAINE_FORCE_TTY = "1" } })
       assert.truthy(r.err:find("\rimporting: ", 1, true), r.show)
       assert.truthy(r.err:find("rows/s", 1, true), r.show)
-      assert.truthy(r.err:find(" left", 1, true), r.show)
+      assert.truthy(r.err:find(" elapsed", 1, true), r.show) -- wall-clock time from the start
       local done = tonumber(r.err:match("importing: (%d+)/%1 rows %(100%%%)"))
       assert.truthy(done, "no final progress line:\n" .. r.show)
       local total = 0
       for _, name in ipairs(support.tables_of(S1)) do total = total + #rows_of(S1, name) end
       assert.truthy(done >= total, r.show)
+      -- the check phase comes first: every row of every file read and checked (total not known yet)
+      local checked = r.err:match("^\rchecking: ([%d,]+) rows ")
+      assert.truthy(checked, r.show)
+      assert.are.equal(total, tonumber((checked:gsub(",", ""))), r.show)
+      -- the small fixture is done before an estimate could be sane: no time left is guessed
+      assert.is_nil(r.err:find(" left", 1, true), r.show)
+      -- --progress shows it when stderr is not a terminal; without it nothing
+      local dir2 = support.tmpdir("imp2")
+      local r2 = ok_run({ "-c", dir2, "import", S1, "--progress" })
+      assert.truthy(r2.err:find("\rchecking: ", 1, true) and r2.err:find("\rimporting: ", 1, true), r2.show)
     end)
 
     it("refuses a missing source (exit 1) and creates no catalog", function()
@@ -1028,16 +1038,17 @@ describe("moraine command", function()
       assert.are.equal(I(17), I(doc.added.ducklake_snapshot[1].snapshot_id))
     end)
 
-    it("prints a summary and the rows", function()
+    it("prints the rows and then a summary", function()
       local r = ok_run({ "-c", catalog(S1), "diff", "16", "17" })
-      local first = r.out:match("^[^\n]*")
+      assert.truthy(r.out:match("^diff 16 %-> 17 %(each row as it was at 17%)\n"), r.out)
+      local first = r.out:match("([^\n]*)\n$")
       assert.truthy(first:find("+2 partition specs (1 never visible), -1 partition spec", 1, true), first)
       assert.truthy(first:find("+27 data files", 1, true), first)
       assert.truthy(r.out:find("\n+ never visible\t10\t1\t17\t17\n", 1, true), r.out)
       assert.truthy(r.out:find("\n+\t11\t1\t17\tNULL\n", 1, true), r.out)
       assert.truthy(r.out:find("\n-\t9\t1\t16\t17\n", 1, true), r.out)
       -- over a longer span, versions that came and went are told apart from never-visible ones
-      local long = ok_run({ "-c", catalog(S1), "diff", "0", "20" }).out:match("^[^\n]*")
+      local long = ok_run({ "-c", catalog(S1), "diff", "0", "20" }).out:match("([^\n]*)\n$")
       assert.truthy(long:find("+7 partition specs (1 never visible, 5 ended again by 20)", 1, true), long)
       assert.truthy(long:find("+6 columns (1 ended again by 20)", 1, true), long)
     end)
@@ -1060,6 +1071,82 @@ describe("moraine command", function()
       assert.are.equal(0, count(same.added))
       assert.are.equal(0, count(same.removed))
       assert.truthy(ok_run({ "-c", catalog(S1), "diff", "5", "5" }).out:find("no change", 1, true))
+    end)
+
+    it("shows each row as it was at S2: an end_snapshot set after S2 reads NULL", function()
+      for _, pair in ipairs({ { 16, 17 }, { 3, 7 }, { 0, 20 }, { 17, 16 } }) do
+        local s1, s2 = pair[1], pair[2]
+        local doc = json(ok_run({ "-c", catalog(S1), "diff", tostring(s1), tostring(s2), "--json" }))
+        local fixture = {}
+        for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do fixture[tostring(f.data_file_id)] = f end
+        local later = 0
+        for kind, rows in pairs({ added = doc.added.ducklake_data_file or {}, removed = doc.removed.ducklake_data_file or {} }) do
+          for _, f in ipairs(rows) do
+            local want = fixture[tostring(f.data_file_id)]
+            local e = want.end_snapshot
+            -- as at s2 (a row not visible at s2: as at the later of the two)
+            local as_of = support.visible(want, s2) and s2 or math.max(s1, s2)
+            if e ~= moraine.null and I(e) > as_of then
+              later = later + 1
+              e = moraine.null
+            end
+            assert.are.equal(e == moraine.null and "NULL" or tostring(e),
+              f.end_snapshot == moraine.null and "NULL" or tostring(f.end_snapshot), kind .. " file " .. tostring(f.data_file_id))
+            assert.are.equal(I(want.begin_snapshot), I(f.begin_snapshot))
+          end
+        end
+        if s1 == 16 then assert.is_true(later > 0, "the fixture ends some files added at 17 later on") end
+      end
+      -- the text form too: a file added at 17 and ended later reads NULL
+      local r = ok_run({ "-c", catalog(S1), "diff", "16", "17" })
+      local late
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do
+        if I(f.begin_snapshot) == I(17) and f.end_snapshot ~= moraine.null and I(f.end_snapshot) > 17 then late = f end
+      end
+      assert.truthy(late, "the fixture ends a file added at 17 later on")
+      assert.truthy(r.out:find("\n+\t" .. tostring(late.data_file_id) .. "\t1\t17\tNULL\t", 1, true), r.out)
+    end)
+
+    it("--summary: counts per table and kind, the same as the rows of the full diff", function()
+      for _, pair in ipairs({ { 16, 17 }, { 0, 20 }, { 7, 3 } }) do
+        local a, b = tostring(pair[1]), tostring(pair[2])
+        local full = json(ok_run({ "-c", catalog(S1), "diff", a, b, "--json" }))
+        local sum = json(ok_run({ "-c", catalog(S1), "diff", a, b, "--summary", "--json" }))
+        assert.are.equal(I(pair[1]), I(sum.from))
+        assert.are.equal(I(pair[2]), I(sum.to))
+        local seen = {}
+        for _, t in ipairs(sum.tables) do
+          seen[t.table] = true
+          assert.are.equal(#(full.added[t.table] or {}), tonumber(t.added), t.table)
+          assert.are.equal(#(full.removed[t.table] or {}), tonumber(t.removed), t.table)
+        end
+        for name in pairs(full.added) do assert.is_true(seen[name], name) end
+        for name in pairs(full.removed) do assert.is_true(seen[name], name) end
+      end
+      -- data files added at 17, from the fixture
+      local n = 0
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do if I(f.begin_snapshot) == I(17) then n = n + 1 end end
+      local rows = tsv(ok_run({ "-c", catalog(S1), "diff", "16", "17", "--summary" }).out)
+      local df
+      for _, r in ipairs(rows) do if r.table == "ducklake_data_file" then df = r end end
+      assert.are.equal(tostring(n), df.added)
+      assert.are.equal("0", df.removed)
+      local pi
+      for _, r in ipairs(rows) do if r.table == "ducklake_partition_info" then pi = r end end
+      assert.are.same({ "2", "1", "1" }, { pi.added, pi.removed, pi["never visible"] })
+      -- no rows printed, only the counts and the summary line
+      local out = ok_run({ "-c", catalog(S1), "diff", "16", "17", "--summary" }).out
+      assert.is_nil(out:find("parquet", 1, true))
+      assert.truthy(out:find("\ndiff 16 -> 17: +1 snapshot", 1, true), out)
+    end)
+
+    it("progress goes to stderr with --progress (wall-clock time), never to stdout", function()
+      local plain = ok_run({ "-c", catalog(S1), "diff", "0", "20" })
+      assert.are.equal("", plain.err)
+      local r = ok_run({ "-c", catalog(S1), "diff", "0", "20", "--progress" })
+      assert.are.equal(plain.out, r.out)
+      assert.truthy(r.err:find("\rdiff 0 %-> 20: 0/%d+ rows %(0%%%)"), r.err)
+      assert.truthy(r.err:match("\rdiff 0 %-> 20: [%d,]+ rows in %d+%.%ds%s*\n$"), r.err)
     end)
 
     it("a snapshot that does not exist: exit 1", function()

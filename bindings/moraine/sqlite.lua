@@ -318,16 +318,30 @@ end
 -- not at all.
 -- @param db a catalog handle (`moraine.open`)
 -- @tparam string path the script to write (replaced if it exists)
+-- @tparam[opt] table opts `progress(done, total, table, i, n)`: called as
+--   the rows of each table are written: `done` of `total` rows of table
+--   `table`, the `i`-th of `n` tables (at its start, every 1000 rows and at
+--   its end); returning `true` cancels the export (EINVAL "export
+--   cancelled", no file written); an error it raises is re-raised unchanged
 -- @return true
--- @raise EIO (the file cannot be written; the message names it), the errors
---   of `db:scan` and `db:relations`; a plain string error for arguments of the
---   wrong type
-function M.export_sql(db, path)
+-- @raise EIO (the file cannot be written; the message names it), EINVAL
+--   (cancelled, or an unknown option), the errors of `db:scan` and
+--   `db:relations`; a plain string error for arguments of the wrong type
+function M.export_sql(db, path, opts)
   if type(db) ~= "userdata" then
     error("bad argument #1 to 'export_sql' (moraine catalog expected, got " .. type(db) .. ")", 2)
   end
   if type(path) ~= "string" then
     error("bad argument #2 to 'export_sql' (string expected, got " .. type(path) .. ")", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("bad argument #3 to 'export_sql' (table or nil expected, got " .. type(opts) .. ")", 2)
+  end
+  local progress
+  for k, v in pairs(opts or {}) do
+    if k ~= "progress" then raise("EINVAL", "sqlite.export_sql: unknown option '%s'", tostring(k)) end
+    if type(v) ~= "function" then raise("EINVAL", "sqlite.export_sql: progress must be a function") end
+    progress = v
   end
   local relations = db:relations()
   local tmp = path .. ".tmp"
@@ -343,7 +357,7 @@ function M.export_sql(db, path)
   end
   local ok, e = pcall(function()
     put("-- DuckLake catalog written by moraine ", moraine.version, " (moraine.sqlite.export_sql)\n", "BEGIN;\n")
-    for _, rel in ipairs(relations) do
+    for ri, rel in ipairs(relations) do
       local known = SCHEMA[rel.name]
       local cols = rel.columns
       if #cols == 0 and known then cols = known.columns end
@@ -365,7 +379,11 @@ function M.export_sql(db, path)
         local tname = ident(rel.name)
         put("CREATE TABLE ", tname, " (", table.concat(defs, ", "), ");\n")
         local lits = {}
-        for _, en in ipairs(entries) do
+        local total = #entries
+        if progress and progress(0, total, rel.name, ri, #relations) == true then
+          raise("EINVAL", "sqlite.export_sql: export cancelled")
+        end
+        for n, en in ipairs(entries) do
           local row = en.row
           for i, c in ipairs(cols) do
             local v = row[c]
@@ -373,6 +391,9 @@ function M.export_sql(db, path)
             lits[i] = literal(v, affs[i])
           end
           put("INSERT INTO ", tname, " VALUES (", table.concat(lits, ", ", 1, #cols), ");\n")
+          if progress and (n % 1000 == 0 or n == total) and progress(n, total, rel.name, ri, #relations) == true then
+            raise("EINVAL", "sqlite.export_sql: export cancelled")
+          end
         end
       end
     end
