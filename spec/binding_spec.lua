@@ -1006,3 +1006,35 @@ describe("rd:table_id", function()
     db:close()
   end)
 end)
+
+describe("import progress", function()
+  local support = require "support"
+  teardown(function() support.cleanup() end)
+
+  it("reports the check phase first (rows read, total 0), then the rows written up to the total", function()
+    local src = support.FIXTURES .. "/s1_evolution/catalog"
+    local rows = 0
+    for _, name in ipairs(support.tables_of(src)) do rows = rows + #moraine.read_ndjson(src .. "/" .. name .. ".ndjson") end
+    local db = moraine.open(support.tmpdir("progress"), { no_sync = true })
+    local calls = {}
+    db:import_ndjson(src, { progress = function(done, total) calls[#calls + 1] = { done, total } end })
+    db:close()
+    -- the check phase: total 0, the last call of it with every row read
+    local i = 1
+    while calls[i] and calls[i][2] == 0 do i = i + 1 end
+    assert.is_true(i > 1, "no check-phase call")
+    assert.are.equal(rows, calls[i - 1][1])
+    -- then the write phase, never back to total 0, ending at done == total
+    for j = i, #calls do assert.is_true(calls[j][2] > 0) end
+    assert.are.equal(calls[#calls][2], calls[#calls][1])
+    assert.is_true(calls[#calls][1] >= rows)
+    -- cancelling in the check phase leaves the catalog empty
+    local db2 = moraine.open(support.tmpdir("progress2"), { no_sync = true })
+    local ok, e = pcall(db2.import_ndjson, db2, src, { progress = function(_, total) return total == 0 end })
+    assert.is_false(ok)
+    assert.are.equal("EINVAL", e.code)
+    assert.truthy(e.message:find("import cancelled", 1, true), e.message)
+    assert.is_nil(db2:last_snapshot())
+    db2:close()
+  end)
+end)

@@ -206,6 +206,34 @@ describe("moraine.sqlite round trip", function()
     assert.are.equal(0, inl[2].y)
   end)
 
+  it("export_sql reports the rows of each table to progress; true cancels and writes nothing", function()
+    local db = support.import_fixture("s1_evolution")
+    local rels = db:relations()
+    local per, order = {}, {}
+    local script = support.tmpdir("prog") .. ".sql"
+    assert.is_true(sqlite.export_sql(db, script, { progress = function(done, total, name, i, n)
+      assert.are.equal(#rels, n)
+      assert.are.equal(rels[i].name, name)
+      if not per[name] then per[name] = {}; order[#order + 1] = name end
+      local l = per[name]
+      l[#l + 1] = { done, total }
+    end }))
+    -- each table reported from 0 to its row count (all versions, as scanned)
+    for _, name in ipairs(order) do
+      local l = per[name]
+      local rows = #db:scan(name, { at = moraine.ALL })
+      assert.are.same({ 0, rows }, l[1], name)
+      assert.are.same({ rows, rows }, l[#l], name)
+    end
+    os.remove(script)
+    local again = support.tmpdir("prog2") .. ".sql"
+    expect_err("EINVAL", { "export cancelled" }, sqlite.export_sql, db, again, { progress = function() return true end })
+    assert.is_false(exists(again))
+    assert.is_false(exists(again .. ".tmp"))
+    expect_err("EINVAL", { "unknown option 'nope'" }, sqlite.export_sql, db, again, { nope = 1 })
+    db:close()
+  end)
+
   it("export_sql refuses a path it cannot write, with EIO naming it, and leaves no file", function()
     local db = new_db("eio")
     db:import_rows({ { name = "ducklake_metadata", columns = META_COLS, rows = { { "version", "1", N, N } } } })
