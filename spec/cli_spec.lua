@@ -965,6 +965,16 @@ describe("moraine command", function()
         assert.are.equal(1, r.code, r.show)
         local span = tostring(old.begin_snapshot) .. ".." .. tostring(S)
         assert.truthy(r.err:find("is not live at snapshot", 1, true) and r.err:find("(it was live at " .. span .. ")", 1, true), r.show)
+        -- --table-id ID is the same as #ID (which a shell would read as a comment unquoted)
+        for _, c in ipairs({ "show", "files", "history" }) do
+          local a = ok_run({ "-c", catalog(S2), c, "#" .. tostring(old.table_id), "--at", tostring(S), "--json" }).out
+          local b = ok_run({ "-c", catalog(S2), c, "--table-id", tostring(old.table_id), "--at", tostring(S), "--json" }).out
+          assert.are.equal(a, b, c)
+        end
+        r = run({ "-c", catalog(S2), "show", "tmp", "--table-id", tostring(old.table_id) })
+        assert.are.equal(2, r.code, r.show)
+        r = run({ "-c", catalog(S2), "show", "--table-id", "x" })
+        assert.are.equal(2, r.code, r.show)
         r = run({ "-c", catalog(S2), "files", "#999" })
         assert.are.equal(1, r.code, r.show)
         assert.truthy(r.err:find("no table with table_id 999", 1, true), r.show)
