@@ -291,12 +291,20 @@ INSERT INTO ducklake_metadata VALUES ('blob', X'00FF', NULL, NULL);
   it("passes progress to db:import_rows", function()
     local file = sqlite_file(SCHEMA_SQL .. "INSERT INTO ducklake_metadata VALUES ('version', '1', NULL, NULL);\n")
     local db = new_db("progress")
-    local last
-    sqlite.import(db, file, { progress = function(done, total) last = { done, total } end })
-    assert.are.same({ 3, 3 }, last)
+    local calls = {}
+    sqlite.import(db, file, { progress = function(done, total) calls[#calls + 1] = { done, total } end })
+    -- first the rows read from SQLite (3: metadata, snapshot, schema; total not known yet), then the import
+    assert.are.same({ 3, 0 }, calls[1])
+    assert.are.same({ 3, 3 }, calls[#calls])
     local db2 = new_db("cancel")
     expect_err("EINVAL", { "import cancelled" }, sqlite.import, db2, file, { progress = function() return true end })
     assert.is_true(is_empty(db2))
+    -- cancelled while reading: nothing imported either
+    local db3 = new_db("cancel-read")
+    expect_err("EINVAL", { "import cancelled" }, sqlite.import, db3, file,
+      { progress = function(_, total) return total == 0 end })
+    assert.is_true(is_empty(db3))
+    expect_err("EINVAL", { "progress must be a function" }, sqlite.import, db3, file, { progress = 5 })
   end)
 
   it("refuses a file that is not SQLite, naming it; the catalog stays empty", function()

@@ -457,7 +457,15 @@ end
 
 -- Reads every ducklake_* table of the open database: an array of
 -- {name =, columns =, rows =} as db:import_rows takes them.
-local function read_tables(con, path)
+-- @progress (may be nil) gets (rows read so far, 0) every 4096 rows and at
+-- the end, as moraine_import_ndjson reports its check phase; true cancels.
+local function read_tables(con, path, progress)
+  local nread = 0
+  local function tick(last)
+    if progress and (last or nread % 4096 == 0) and progress(nread, 0) == true then
+      raise("EINVAL", "sqlite.import: import cancelled")
+    end
+  end
   local names = {}
   for _, r in ipairs(query(con, path, "SELECT name FROM sqlite_master WHERE type = 'table' "
     .. "AND substr(name, 1, 9) = 'ducklake_' ORDER BY rowid")) do
@@ -489,6 +497,8 @@ local function read_tables(con, path)
       local n = #cols
       for r, raw in ipairs(query(con, path, "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(name)
         .. " ORDER BY rowid")) do
+        nread = nread + 1
+        tick(false)
         local row = {}
         for c = 1, n do
           local ty, v = raw[2 * c - 1], raw[2 * c]
@@ -507,6 +517,7 @@ local function read_tables(con, path)
     end
     tables[#tables + 1] = { name = name, columns = cols, rows = rows }
   end
+  tick(true)
   return tables
 end
 
@@ -519,7 +530,10 @@ end
 -- never changed.
 -- @param db a catalog handle (`moraine.open`), empty
 -- @tparam string path the SQLite file
--- @tparam[opt] table opts `progress(done, total)` as for `db:import_rows`
+-- @tparam[opt] table opts `progress(done, total)`: first `(rows read so far,
+--   0)` while the SQLite tables are read (every 4096 rows and at the end; the
+--   total is not known yet), then as for `db:import_rows`; `true` cancels
+--   (EINVAL "import cancelled")
 -- @return true
 -- @raise EIO (the file is missing or cannot be read: "sqlite.import: cannot
 --   open <path>: ..."), EINVAL (the file is not a SQLite database: "<path> is
@@ -542,6 +556,7 @@ function M.import(db, path, opts)
   local iopts = {}
   for k, v in pairs(opts or {}) do
     if k ~= "progress" then raise("EINVAL", "sqlite.import: unknown option '%s'", tostring(k)) end
+    if type(v) ~= "function" then raise("EINVAL", "sqlite.import: progress must be a function, got %s", type(v)) end
     iopts.progress = v
   end
   local f, err = io.open(path, "rb")
@@ -559,7 +574,7 @@ function M.import(db, path, opts)
     env:close()
     raise("EIO", "sqlite.import: cannot open %s: %s", path, tostring(cerr):gsub("^LuaSQL: ", ""))
   end
-  local ok, tables = pcall(read_tables, con, path)
+  local ok, tables = pcall(read_tables, con, path, iopts.progress)
   con:close()
   env:close()
   if not ok then error(tables, 0) end
