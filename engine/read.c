@@ -652,40 +652,44 @@ int moraine_table_id_at(moraine_read *rd, const char *schema, const char *table,
     if (snapshot == MORAINE_ALL_VERSIONS)
         return mr_err(MORAINE_EINVAL, "moraine_table_id_at: a snapshot id is needed, not MORAINE_ALL_VERSIONS");
     if (!schema) schema = "main";
-    moraine_relation_info si, ti;
-    if (moraine_relation(rd->db, "ducklake_schema", &si) || moraine_relation(rd->db, "ducklake_table", &ti) || si.ncols == 0 ||
-        ti.ncols == 0)
-        return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\" at snapshot %lld: the catalog has no schemas or tables", schema, table,
-                      (long long)snapshot);
-    int s_id = moraine_column_index(&si, "schema_id"), s_name = moraine_column_index(&si, "schema_name");
-    int t_id = moraine_column_index(&ti, "table_id"), t_schema = moraine_column_index(&ti, "schema_id");
-    int t_name = moraine_column_index(&ti, "table_name");
-    if (s_id < 0 || s_name < 0 || t_id < 0 || t_schema < 0 || t_name < 0)
-        return mr_err(MORAINE_ECORRUPT, "ducklake_schema or ducklake_table lacks schema_id, schema_name, table_id or table_name");
-    /* the schema's id at S (schemas are few: one scan of ducklake_schema) */
+    /* the schema's id at S (schemas are few: one scan of ducklake_schema);
+     * column positions come from the rows' own descriptor */
     moraine_cursor *c;
     moraine_row row;
     int rc = moraine_scan_open(rd, "ducklake_schema", MORAINE_ANY_SCOPE, snapshot, &c);
+    if (rc == MORAINE_ENOTFOUND)
+        return mr_err(MORAINE_ENOTFOUND, "no schema \"%s\" at snapshot %lld (looking up table \"%s\"): the catalog has no schemas",
+                      schema, (long long)snapshot, table);
     if (rc) return rc;
     int found = 0;
     int64_t schema_id = 0;
-    while (!found && (rc = moraine_cursor_next(c, &row)) == 1)
-        if (str_is(&row, s_name, schema) && row.vals[s_id].type == MORAINE_INT) {
+    while (!found && (rc = moraine_cursor_next(c, &row)) == 1) {
+        int s_id = moraine_column_index(row.rel, "schema_id"), s_name = moraine_column_index(row.rel, "schema_name");
+        if (s_id >= 0 && str_is(&row, s_name, schema) && row.vals[s_id].type == MORAINE_INT) {
             schema_id = row.vals[s_id].i;
             found = 1;
         }
+    }
     moraine_cursor_close(c);
     if (rc < 0) return rc;
-    if (!found) return mr_err(MORAINE_ENOTFOUND, "no schema \"%s\" at snapshot %lld (looking up table \"%s\")", schema, (long long)snapshot, table);
+    if (!found)
+        return mr_err(MORAINE_ENOTFOUND, "no schema \"%s\" at snapshot %lld (looking up table \"%s\")", schema, (long long)snapshot, table);
     /* the table: one range scan of ducklake_table's versions visible at S */
-    if ((rc = moraine_scan_open(rd, "ducklake_table", MORAINE_ANY_SCOPE, snapshot, &c))) return rc;
+    rc = moraine_scan_open(rd, "ducklake_table", MORAINE_ANY_SCOPE, snapshot, &c);
+    if (rc == MORAINE_ENOTFOUND)
+        return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\" at snapshot %lld: the catalog has no tables", schema, table, (long long)snapshot);
+    if (rc) return rc;
     found = 0;
-    while (!found && (rc = moraine_cursor_next(c, &row)) == 1)
+    while (!found && (rc = moraine_cursor_next(c, &row)) == 1) {
+        int t_id = moraine_column_index(row.rel, "table_id"), t_schema = moraine_column_index(row.rel, "schema_id");
+        int t_name = moraine_column_index(row.rel, "table_name");
+        if (t_id < 0 || t_schema < 0) continue;
         if (row.vals[t_schema].type == MORAINE_INT && row.vals[t_schema].i == schema_id && str_is(&row, t_name, table) &&
             row.vals[t_id].type == MORAINE_INT) {
             *table_id = row.vals[t_id].i;
             found = 1;
         }
+    }
     moraine_cursor_close(c);
     if (rc < 0) return rc;
     if (!found) return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\" at snapshot %lld", schema, table, (long long)snapshot);

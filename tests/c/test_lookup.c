@@ -151,6 +151,22 @@ int main(void)
     json_decref(schemas);
     json_decref(snaps);
     moraine_close(db);
+
+    /* a catalog with no tables at all: ENOTFOUND, not a crash */
+    char tmpl2[] = "/tmp/moraine-lookup-empty.XXXXXX";
+    char *dir2 = mkdtemp(tmpl2);
+    moraine_db *empty;
+    CHECK_RC(moraine_open(dir2, &o, &empty), 0);
+    moraine_read *erd;
+    CHECK_RC(moraine_read_begin(empty, &erd), 0);
+    id = 7;
+    CHECK_RC(moraine_table_id_at(erd, "main", "t", 0, &id), MORAINE_ENOTFOUND);
+    CHECK_INT(id, 7);
+    moraine_read_end(erd);
+    moraine_close(empty);
+    char cmd2[256];
+    snprintf(cmd2, sizeof cmd2, "rm -rf '%s'", dir2);
+    if (system(cmd2) != 0) check_note("could not remove %s", dir2);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) check_note("could not remove %s", dir);
