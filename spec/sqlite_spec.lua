@@ -216,6 +216,10 @@ describe("moraine.sqlite round trip", function()
       assert.are.equal(rels[i].name, name)
       if not per[name] then per[name] = {}; order[#order + 1] = name end
       local l = per[name]
+      if total == 0 and done > 0 then -- reading a large table (4096 rows at a time), before any write
+        assert.are.equal(0, #l, name)
+        return
+      end
       l[#l + 1] = { done, total }
     end }))
     -- each table reported from 0 to its row count (all versions, as scanned)

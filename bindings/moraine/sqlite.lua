@@ -318,10 +318,11 @@ end
 -- not at all.
 -- @param db a catalog handle (`moraine.open`)
 -- @tparam string path the script to write (replaced if it exists)
--- @tparam[opt] table opts `progress(done, total, table, i, n)`: called as
---   the rows of each table are written: `done` of `total` rows of table
---   `table`, the `i`-th of `n` tables (at its start, every 1000 rows and at
---   its end); returning `true` cancels the export (EINVAL "export
+-- @tparam[opt] table opts `progress(done, total, table, i, n)`: for table
+--   `table`, the `i`-th of `n`, first while its rows are read, with `total`
+--   0 (not known yet) and `done` the rows read (every 4096 rows), then as
+--   its rows are written, `done` of `total` (at the start, every 1000 rows
+--   and at the end); returning `true` cancels the export (EINVAL "export
 --   cancelled", no file written); an error it raises is re-raised unchanged
 -- @return true
 -- @raise EIO (the file cannot be written; the message names it), EINVAL
@@ -364,12 +365,44 @@ function M.export_sql(db, path, opts)
       if #cols == 0 then
         put("-- ", rel.name, ": no columns known and no rows; not created\n")
       else
-        local entries = db:scan(rel.name, { at = moraine.ALL })
-        for i, en in ipairs(entries) do en.seq = i end
-        table.sort(entries, function(a, b)
-          if a.ord ~= b.ord then return a.ord < b.ord end
-          return a.seq < b.seq
-        end)
+        local entries
+        if progress then
+          -- read with progress: (rows read, 0) every 4096 rows (the total is not known yet)
+          entries = {}
+          db:read(function(rd)
+            for row, _, ord in rd:scan(rel.name, { at = moraine.ALL }) do
+              entries[#entries + 1] = { row = row, ord = ord }
+              if #entries % 4096 == 0 and progress(#entries, 0, rel.name, ri, #relations) == true then
+                raise("EINVAL", "sqlite.export_sql: export cancelled")
+              end
+            end
+          end)
+        else
+          entries = db:scan(rel.name, { at = moraine.ALL })
+        end
+        -- the original row order (by ord, stable). Positions are usually
+        -- distinct and dense: then each entry goes straight to its place
+        -- (linear, no silent sort of a large table); otherwise a stable sort.
+        local placed, lo = {}, nil
+        for _, en in ipairs(entries) do
+          local o = tonumber(en.ord)
+          if lo == nil or o < lo then lo = o end
+        end
+        local dense = lo ~= nil
+        for _, en in ipairs(entries) do
+          local i = tonumber(en.ord) - lo + 1
+          if i > #entries or placed[i] then dense = false break end
+          placed[i] = en
+        end
+        if dense then
+          entries = placed
+        else
+          for i, en in ipairs(entries) do en.seq = i end
+          table.sort(entries, function(a, b)
+            if a.ord ~= b.ord then return a.ord < b.ord end
+            return a.seq < b.seq
+          end)
+        end
         local defs, affs = {}, {}
         for i, c in ipairs(cols) do
           local ty = known and known.types[c] or infer_type(entries, c)
