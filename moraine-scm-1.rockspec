@@ -79,6 +79,7 @@ build = {
     ["moraine"] = "bindings/moraine.lua",
     ["moraine.sqlite"] = "bindings/moraine/sqlite.lua",
     ["moraine.http"] = "bindings/moraine/http.lua",
+    ["moraine.progress"] = "bindings/moraine/progress.lua",
   },
   install = {
     bin = { moraine = "scripts/moraine" },

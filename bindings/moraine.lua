@@ -82,7 +82,17 @@ local M = {}
 --- Sentinel for SQL NULL (a lightuserdata, the same as `moraine.core.null`).
 -- Distinct from `""`, `false` and `nil`. Rows read from the catalog hold it
 -- for every NULL cell; rows written must use it for NULL cells.
+-- `tostring(moraine.null)` is `"NULL"` (a `__tostring` on the light userdata
+-- metatable, which gives any other light userdata its usual
+-- `"userdata: 0x..."` text; moraine_core.c, set_null_tostring).
 M.null = core.null
+
+--- Wall-clock seconds from a monotonic clock (`clock_gettime(CLOCK_MONOTONIC)`):
+-- a number (nanosecond resolution) counted from an arbitrary fixed point, so
+-- only differences mean something. Unlike `os.clock` it is not CPU time, and
+-- unlike `os.time` it never jumps. Raises EIO if the clock cannot be read.
+-- @treturn number seconds
+M.clock = core.clock
 
 --- Version of moraine, "0.1.0" (`MORAINE_VERSION_STRING`).
 M.version = core.version
@@ -511,6 +521,12 @@ snapshot, or only the live rows when the catalog has no snapshot yet):
 - `rd:partition_spec_by_id(T, partition_id)` — nil or the partition spec
   `partition_id` of table `T` with `.columns`, whatever its lifetime (live,
   ended, or never visible: begin == end) (`moraine_partition_spec_by_id`).
+- `rd:table_id(schema, name, S)` — the table_id of table `name` in schema
+  `schema` (nil: "main") as named at snapshot `S` (default: the newest), or
+  nil plus a message when there is none then (`moraine_table_id_at`: a table
+  dropped or renamed later is found under the name it had at `S`). Raises
+  EINVAL for a `name` that is not a string, a `schema` that is neither a
+  string nor nil, or an `S` that is not an integer.
 
 `db:scan(name, opts)` — convenience: opens its own read, returns an array of
 `{row = , children = , ord = }` entries (as `rd:scan` gives them), closes the
@@ -519,9 +535,11 @@ read. Same options and errors as `rd:scan`.
 `db:import_ndjson(dir, {progress = fn})` — replays a DuckLake catalog
 exported as a directory of `<table>.ndjson` files into this (empty) catalog
 (`moraine_import_ndjson`, docs/import-export.md). `progress(done, total)`
-(optional) is called with counts of the engine's replay steps (one per row,
-plus one per row version ended after the snapshot it began in; every 4096
-steps and at the end); returning `true` (exactly true) cancels the import, which
+(optional) is called first while the files are read and checked, with
+`total` 0 (not known yet) and `done` the rows read so far (every 4096 rows
+and once at the end), then with counts of the engine's replay steps (one
+per row, plus one per row version ended after the snapshot it began in;
+every 4096 steps and at the end); returning `true` (exactly true) cancels the import, which
 then raises the engine's EINVAL "import cancelled"; an error raised by
 `progress` cancels it too and is re-raised unchanged. Nothing of a failed
 import remains. Returns true. Raises EIO, EJSON (file and line), EINVAL

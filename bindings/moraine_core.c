@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 #include <lauxlib.h>
@@ -79,6 +80,45 @@ static char null_sentinel; /* its address is moraine.null */
 static void push_null(lua_State *L)
 {
     lua_pushlightuserdata(L, &null_sentinel);
+}
+
+/* __tostring of light userdata: "NULL" for moraine.null; any other light
+ * userdata as the metatable's earlier __tostring gives it (upvalue 1), else
+ * as Lua does by default ("userdata: 0x..."). */
+static int l_null_tostring(lua_State *L)
+{
+    if (lua_touserdata(L, 1) == &null_sentinel) {
+        lua_pushliteral(L, "NULL");
+        return 1;
+    }
+    if (!lua_isnil(L, lua_upvalueindex(1))) {
+        lua_pushvalue(L, lua_upvalueindex(1));
+        lua_pushvalue(L, 1);
+        lua_call(L, 1, 1);
+        return 1;
+    }
+    lua_pushfstring(L, "userdata: %p", lua_touserdata(L, 1));
+    return 1;
+}
+
+/* Makes tostring(moraine.null) "NULL". Light userdata share one metatable per
+ * Lua state, so the __tostring set here sees every light userdata: it answers
+ * "NULL" for moraine.null only and keeps what any other gets (an earlier
+ * __tostring of that metatable is chained, not replaced). Loading the module
+ * twice does not chain it twice. */
+static void set_null_tostring(lua_State *L)
+{
+    push_null(L);
+    if (!lua_getmetatable(L, -1)) lua_newtable(L);
+    lua_getfield(L, -1, "__tostring");
+    if (lua_tocfunction(L, -1) == l_null_tostring) {
+        lua_pop(L, 3);
+        return;
+    }
+    lua_pushcclosure(L, l_null_tostring, 1);
+    lua_setfield(L, -2, "__tostring");
+    lua_setmetatable(L, -2);
+    lua_pop(L, 1);
 }
 
 /* ---- errors ----------------------------------------------------------------- */
@@ -256,6 +296,17 @@ static int64_t check_int(lua_State *L, int idx)
 static int64_t opt_int(lua_State *L, int idx, int64_t def)
 {
     return lua_isnoneornil(L, idx) ? def : check_int(L, idx);
+}
+
+/* core.clock(): seconds since an arbitrary fixed point, from CLOCK_MONOTONIC
+ * (wall-clock time that never jumps back, unlike os.time; not CPU time, unlike
+ * os.clock), as a number with nanosecond resolution. For progress and timing. */
+static int l_clock(lua_State *L)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return raise_errf(L, MORAINE_EIO, "clock_gettime(CLOCK_MONOTONIC) failed");
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
 }
 
 /* core.int64(v): normalises an integer (LuaJIT: number within +-2^53, else int64 cdata). */
@@ -2117,6 +2168,31 @@ static int l_read_partition_spec_by_id(lua_State *L)
     return read_spec(L, SPEC_PARTITION_BY_ID);
 }
 
+/* rd:table_id(schema, name, S) -> table_id, or nil and the message when no
+ * such table at S (moraine_table_id_at; schema nil is "main", S nil the newest) */
+static int l_read_table_id(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    const char *schema = NULL;
+    if (!lua_isnoneornil(L, 2)) {
+        if (lua_type(L, 2) != LUA_TSTRING) return raise_errf(L, MORAINE_EINVAL, "table_id: schema must be a string or nil, got %s", luaL_typename(L, 2));
+        schema = lua_tostring(L, 2);
+    }
+    if (lua_type(L, 3) != LUA_TSTRING) return raise_errf(L, MORAINE_EINVAL, "table_id: the table name must be a string, got %s", luaL_typename(L, 3));
+    const char *name = lua_tostring(L, 3);
+    int64_t at = lua_isnoneornil(L, 4) ? default_snapshot(L, r) : check_int(L, 4);
+    int64_t id;
+    int rc = moraine_table_id_at(r->rd, schema, name, at, &id);
+    if (rc == MORAINE_ENOTFOUND) {
+        lua_pushnil(L);
+        lua_pushstring(L, moraine_errmsg());
+        return 2;
+    }
+    if (rc < 0) return raise_engine(L, rc);
+    push_int64(L, id);
+    return 1;
+}
+
 /* db:read(fn) -> fn's results; the read is closed whatever happens */
 static int l_db_read(lua_State *L)
 {
@@ -3147,6 +3223,7 @@ static const luaL_Reg read_methods[] = {{"last_snapshot", l_read_last_snapshot},
                                         {"partition_spec", l_read_partition_spec},
                                         {"sort_spec", l_read_sort_spec},
                                         {"partition_spec_by_id", l_read_partition_spec_by_id},
+                                        {"table_id", l_read_table_id},
                                         {NULL, NULL}};
 
 static const luaL_Reg module_funcs[] = {{"open", l_open},
@@ -3156,6 +3233,7 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"is_error", l_is_error},
                                         {"raise", l_raise},
                                         {"int64", l_int64},
+                                        {"clock", l_clock},
                                         {"set_int64_ctor", l_set_int64_ctor},
                                         {"set_cdata_conv", l_set_cdata_conv},
                                         {"set_key_parsers", l_set_key_parsers},
@@ -3200,6 +3278,7 @@ int luaopen_moraine_core(lua_State *L)
 
     lua_newtable(L);
     mr_setfuncs(L, module_funcs);
+    set_null_tostring(L);
     push_null(L);
     lua_setfield(L, -2, "null");
     lua_pushliteral(L, MORAINE_VERSION_STRING);

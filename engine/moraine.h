@@ -380,6 +380,24 @@ int moraine_sort_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, m
  */
 int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t partition_id, moraine_row *row);
 
+/**
+ * moraine_table_id_at - the table_id of table @table in schema @schema as
+ * DuckLake names it at snapshot @snapshot (time travel: a table dropped
+ * later, or renamed later, is found under the name it had at @snapshot; a
+ * name dropped and re-created gives each table in its own lifetime).
+ * @schema: schema_name; NULL means "main". Names are compared byte for byte.
+ * @snapshot: a snapshot id (MORAINE_ALL_VERSIONS is refused: a name may
+ *   belong to several tables over time).
+ * @table_id: receives the id on success.
+ * The schema is found by one scan of ducklake_schema at @snapshot, the table
+ * by one range scan of ducklake_table at @snapshot (the same visibility as
+ * moraine_scan_open).
+ * Returns 0; MORAINE_ENOTFOUND (no such schema, or no such table in it, at
+ * @snapshot: the message names which); MORAINE_EINVAL (a NULL argument, or
+ * MORAINE_ALL_VERSIONS); MORAINE_ECORRUPT.
+ */
+int moraine_table_id_at(moraine_read *rd, const char *schema, const char *table, int64_t snapshot, int64_t *table_id);
+
 /* ---- import from rows, verify, stats --------------------------------------- */
 
 /** Progress callback: @done rows of @total so far. Return nonzero to cancel. */
@@ -674,6 +692,11 @@ void moraine_json_free(moraine_json *j);
  * wrong type or missing column: file, line, column); MORAINE_EEXIST (the
  * catalog is not empty); staged-path errors. On any error nothing of the
  * import remains in the catalog.
+ * @progress (may be NULL) is called in two phases: while the files are read
+ * and checked, with (rows read so far, 0) every 4096 rows and once at the
+ * end (total 0: not known yet); then while the rows are written, with
+ * (rows written, rows in all) every 4096 rows and at the end. A nonzero
+ * return cancels the import (MORAINE_EINVAL "import cancelled").
  */
 int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud);
 

@@ -39,7 +39,20 @@ typedef struct {
     moraine_value *vals;
     size_t vcap;
     int from_files; /* rows came from <table>.ndjson files: messages say file:line */
+    moraine_progress_fn progress; /* the check phase reports rows read as (read, 0) */
+    void *ud;
+    uint64_t read;
 } tables;
+
+/* One more row read and checked: every 4096 rows, progress(read, 0) (the
+ * total is not known until every file is read). Nonzero cancels. */
+static int row_read(tables *ts)
+{
+    ts->read++;
+    if (ts->progress && ts->read % 4096 == 0 && ts->progress(ts->ud, ts->read, 0))
+        return mr_err(MORAINE_EINVAL, "import cancelled");
+    return 0;
+}
 
 static void tables_free(tables *ts)
 {
@@ -166,7 +179,7 @@ static int add_row(table *t, json_t *obj, const char *path, size_t line)
     return rc;
 }
 
-static int read_table(table *t, const char *path)
+static int read_table(tables *ts, table *t, const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return mr_err(MORAINE_EIO, "%s: cannot open: %s", path, strerror(errno));
@@ -191,7 +204,10 @@ static int read_table(table *t, const char *path)
                 break;
             }
             if (!json_is_array(arr)) rc = mr_err(MORAINE_EJSON, "%s: expected a JSON array of objects", path);
-            for (size_t i = 0; !rc && i < json_array_size(arr); i++) rc = add_row(t, json_array_get(arr, i), path, i + 1);
+            for (size_t i = 0; !rc && i < json_array_size(arr); i++) {
+                rc = add_row(t, json_array_get(arr, i), path, i + 1);
+                if (!rc) rc = row_read(ts);
+            }
             json_decref(arr);
             break;
         }
@@ -204,6 +220,7 @@ static int read_table(table *t, const char *path)
         }
         rc = add_row(t, obj, path, lineno);
         json_decref(obj);
+        if (!rc) rc = row_read(ts);
     }
     free(line);
     if (!rc && ferror(f)) rc = mr_err(MORAINE_EIO, "%s: read error", path);
@@ -247,8 +264,9 @@ static int read_dir(const char *dir, tables *ts)
             if (t->name && strcmp(ts->t[j].name, t->name) == 0) rc = mr_err(MORAINE_EINVAL, "%s: table '%s' appears twice (.json and .ndjson)", dir, t->name);
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (!rc) rc = t->name ? read_table(t, path) : mr_err(MORAINE_ENOMEM, "out of memory");
+        if (!rc) rc = t->name ? read_table(ts, t, path) : mr_err(MORAINE_ENOMEM, "out of memory");
     }
+    if (!rc && ts->progress && ts->progress(ts->ud, ts->read, 0)) rc = mr_err(MORAINE_EINVAL, "import cancelled");
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
     return rc;
@@ -678,6 +696,8 @@ int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
     if (rc) return rc;
     tables ts = {0};
     ts.from_files = 1;
+    ts.progress = progress;
+    ts.ud = ud;
     rc = read_dir(dir, &ts);
     if (!rc) rc = import_tables(db, &ts, progress, ud);
     tables_free(&ts);

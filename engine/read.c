@@ -634,3 +634,64 @@ int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t par
     moraine_cursor_close(c);
     return rc;
 }
+
+/* ---- tables by name ---- */
+
+/* Column @col of @row as a string equal to @s (NUL-free compare on length). */
+static int str_is(const moraine_row *row, int col, const char *s)
+{
+    if (col < 0) return 0;
+    const moraine_value *v = &row->vals[col];
+    size_t n = strlen(s);
+    return v->type == MORAINE_STR && v->len == n && memcmp(v->s, s, n) == 0;
+}
+
+int moraine_table_id_at(moraine_read *rd, const char *schema, const char *table, int64_t snapshot, int64_t *table_id)
+{
+    if (!rd || !table || !table_id) return mr_err(MORAINE_EINVAL, "moraine_table_id_at: NULL argument");
+    if (snapshot == MORAINE_ALL_VERSIONS)
+        return mr_err(MORAINE_EINVAL, "moraine_table_id_at: a snapshot id is needed, not MORAINE_ALL_VERSIONS");
+    if (!schema) schema = "main";
+    /* the schema's id at S (schemas are few: one scan of ducklake_schema);
+     * column positions come from the rows' own descriptor */
+    moraine_cursor *c;
+    moraine_row row;
+    int rc = moraine_scan_open(rd, "ducklake_schema", MORAINE_ANY_SCOPE, snapshot, &c);
+    if (rc == MORAINE_ENOTFOUND)
+        return mr_err(MORAINE_ENOTFOUND, "no schema \"%s\" at snapshot %lld (looking up table \"%s\"): the catalog has no schemas",
+                      schema, (long long)snapshot, table);
+    if (rc) return rc;
+    int found = 0;
+    int64_t schema_id = 0;
+    while (!found && (rc = moraine_cursor_next(c, &row)) == 1) {
+        int s_id = moraine_column_index(row.rel, "schema_id"), s_name = moraine_column_index(row.rel, "schema_name");
+        if (s_id >= 0 && str_is(&row, s_name, schema) && row.vals[s_id].type == MORAINE_INT) {
+            schema_id = row.vals[s_id].i;
+            found = 1;
+        }
+    }
+    moraine_cursor_close(c);
+    if (rc < 0) return rc;
+    if (!found)
+        return mr_err(MORAINE_ENOTFOUND, "no schema \"%s\" at snapshot %lld (looking up table \"%s\")", schema, (long long)snapshot, table);
+    /* the table: one range scan of ducklake_table's versions visible at S */
+    rc = moraine_scan_open(rd, "ducklake_table", MORAINE_ANY_SCOPE, snapshot, &c);
+    if (rc == MORAINE_ENOTFOUND)
+        return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\" at snapshot %lld: the catalog has no tables", schema, table, (long long)snapshot);
+    if (rc) return rc;
+    found = 0;
+    while (!found && (rc = moraine_cursor_next(c, &row)) == 1) {
+        int t_id = moraine_column_index(row.rel, "table_id"), t_schema = moraine_column_index(row.rel, "schema_id");
+        int t_name = moraine_column_index(row.rel, "table_name");
+        if (t_id < 0 || t_schema < 0) continue;
+        if (row.vals[t_schema].type == MORAINE_INT && row.vals[t_schema].i == schema_id && str_is(&row, t_name, table) &&
+            row.vals[t_id].type == MORAINE_INT) {
+            *table_id = row.vals[t_id].i;
+            found = 1;
+        }
+    }
+    moraine_cursor_close(c);
+    if (rc < 0) return rc;
+    if (!found) return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\" at snapshot %lld", schema, table, (long long)snapshot);
+    return 0;
+}

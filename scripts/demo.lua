@@ -41,12 +41,12 @@ end
 local dir = os.getenv("MORAINE_DEMO_DIR") or "build/demo-catalog"
 os.execute("rm -rf '" .. dir .. "'")
 local db = moraine.open(dir, { no_sync = true })
-local t0 = os.clock()
+local t0 = moraine.clock() -- wall-clock time
 db:import_ndjson(src)
 local nrows = 0
 for _, rel in ipairs(db:relations()) do nrows = nrows + #db:scan(rel.name, { at = moraine.ALL }) end
 print(("Imported %s into %s: %d rows in %d tables, last snapshot %s (%.1f ms)"):format(src, dir, nrows, #db:relations(),
-  fmt_null(db:last_snapshot()), (os.clock() - t0) * 1000))
+  fmt_null(db:last_snapshot()), (moraine.clock() - t0) * 1000))
 
 db:read(function(rd)
   local last = rd:last_snapshot()
@@ -103,13 +103,13 @@ db:read(function(rd)
     local b, e, note = span(spec)
     local all = per_spec[tostring(spec.partition_id)] or { files = 0, rows = 0 }
     local live = live_per_spec[tostring(spec.partition_id)] or { files = 0, rows = 0 }
-    rows[#rows + 1] = { tostring(spec.partition_id), b, e, #keys == 0 and "(none: reset)" or table.concat(keys, ", "),
+    rows[#rows + 1] = { tostring(spec.partition_id), b, e, #keys == 0 and "unpartitioned (reset)" or table.concat(keys, ", "),
       tostring(all.files), tostring(all.rows), tostring(live.files), tostring(live.rows) .. note }
   end
   table.sort(rows, function(a, b) return tonumber(a[2]) < tonumber(b[2]) or (a[2] == b[2] and tonumber(a[1]) < tonumber(b[1])) end)
   if per_spec.none then
     local live = live_per_spec.none or { files = 0, rows = 0 }
-    rows[#rows + 1] = { "NULL", "", "", "(files written with no partition_id)", tostring(per_spec.none.files),
+    rows[#rows + 1] = { "NULL", "", "", "unpartitioned (files with no partition_id)", tostring(per_spec.none.files),
       tostring(per_spec.none.rows), tostring(live.files), tostring(live.rows) }
   end
   print("\nPartition spec history (ducklake_partition_info, columns embedded):")

@@ -143,6 +143,22 @@ describe("moraine module", function()
     end
   end)
 
+  it("tostring(moraine.null) is NULL, also for a NULL read back and after the C module is loaded again", function()
+    assert.are.equal("NULL", tostring(moraine.null))
+    assert.are.equal("NULL", string.format("%s", moraine.null))
+    local rows = moraine.json_decode('[null, 1]')
+    assert.are.equal(moraine.null, rows[1])
+    assert.are.equal("NULL", tostring(rows[1]))
+    -- a second luaopen of the C module (another require of a fresh copy) keeps it
+    local path = assert(package.searchpath("moraine.core", package.cpath))
+    local again = assert(package.loadlib(path, "luaopen_moraine_core"))()
+    assert.are.equal(moraine.null, again.null)
+    assert.are.equal("NULL", tostring(again.null))
+    -- other values keep their usual text
+    assert.truthy(tostring(io.stdout):match("^file %("))
+    assert.are.equal("nil", tostring(nil))
+  end)
+
   it("is_error recognises only moraine error tables", function()
     local ok, e = pcall(moraine.json_decode, "{")
     assert.is_false(ok)
@@ -926,5 +942,91 @@ describe("import and export", function()
       tx:insert("ducklake_table", table_row(1, 1, "bad\255name"))
     end)
     expect_err("EINVAL", "ducklake_table", db.export_ndjson, db, out)
+  end)
+end)
+
+describe("rd:table_id", function()
+  local support = require "support"
+  teardown(function() support.cleanup() end)
+
+  it("finds a table's id by schema and name at a snapshot, dropped and re-created tables each in their lifetime (s2)", function()
+    local db = support.import_fixture("s2_multi_table")
+    local src = support.FIXTURES .. "/s2_multi_table/catalog/"
+    local tables = moraine.read_ndjson(src .. "ducklake_table.ndjson")
+    local schemas = moraine.read_ndjson(src .. "ducklake_schema.ndjson")
+    local snaps = moraine.read_ndjson(src .. "ducklake_snapshot.ndjson")
+    local checked, found, dropped = 0, 0, 0
+    db:read(function(rd)
+      for _, snap in ipairs(snaps) do
+        local S = snap.snapshot_id
+        for _, n in ipairs(tables) do
+          local sname
+          for _, sc in ipairs(schemas) do if sc.schema_id == n.schema_id then sname = sc.schema_name end end
+          local want
+          for _, t in ipairs(tables) do
+            if support.visible(t, S) and t.table_name == n.table_name then
+              for _, sc in ipairs(schemas) do
+                if sc.schema_id == t.schema_id and sc.schema_name == sname and support.visible(sc, S) then want = t.table_id end
+              end
+            end
+          end
+          local got, msg = rd:table_id(sname, n.table_name, S)
+          checked = checked + 1
+          assert.are.equal(want, got, sname .. "." .. n.table_name .. " at " .. tostring(S))
+          if want then
+            found = found + 1
+            if n.end_snapshot ~= moraine.null and n.table_id == want and n.table_name == "tmp" then dropped = dropped + 1 end
+          else
+            assert.truthy(msg:find(n.table_name, 1, true), msg)
+          end
+        end
+      end
+      -- schema nil is main (s2 keeps its tables in "sales"); S defaults to the newest
+      local none, msg = rd:table_id(nil, "orders")
+      assert.is_nil(none)
+      assert.truthy(msg:find('"main"."orders"', 1, true), msg)
+      assert.are.equal(rd:table_id("sales", "orders", rd:last_snapshot()), rd:table_id("sales", "orders"))
+      local ok, e = pcall(rd.table_id, rd, "sales", 5, 1)
+      assert.is_false(ok)
+      assert.are.equal("EINVAL", e.code)
+      ok, e = pcall(rd.table_id, rd, 5, "orders", 1)
+      assert.is_false(ok)
+      assert.are.equal("EINVAL", e.code)
+    end)
+    assert.is_true(found > 0 and found < checked)
+    assert.is_true(dropped > 0, "the dropped tmp was never found while live")
+    db:close()
+  end)
+end)
+
+describe("import progress", function()
+  local support = require "support"
+  teardown(function() support.cleanup() end)
+
+  it("reports the check phase first (rows read, total 0), then the rows written up to the total", function()
+    local src = support.FIXTURES .. "/s1_evolution/catalog"
+    local rows = 0
+    for _, name in ipairs(support.tables_of(src)) do rows = rows + #moraine.read_ndjson(src .. "/" .. name .. ".ndjson") end
+    local db = moraine.open(support.tmpdir("progress"), { no_sync = true })
+    local calls = {}
+    db:import_ndjson(src, { progress = function(done, total) calls[#calls + 1] = { done, total } end })
+    db:close()
+    -- the check phase: total 0, the last call of it with every row read
+    local i = 1
+    while calls[i] and calls[i][2] == 0 do i = i + 1 end
+    assert.is_true(i > 1, "no check-phase call")
+    assert.are.equal(rows, calls[i - 1][1])
+    -- then the write phase, never back to total 0, ending at done == total
+    for j = i, #calls do assert.is_true(calls[j][2] > 0) end
+    assert.are.equal(calls[#calls][2], calls[#calls][1])
+    assert.is_true(calls[#calls][1] >= rows)
+    -- cancelling in the check phase leaves the catalog empty
+    local db2 = moraine.open(support.tmpdir("progress2"), { no_sync = true })
+    local ok, e = pcall(db2.import_ndjson, db2, src, { progress = function(_, total) return total == 0 end })
+    assert.is_false(ok)
+    assert.are.equal("EINVAL", e.code)
+    assert.truthy(e.message:find("import cancelled", 1, true), e.message)
+    assert.is_nil(db2:last_snapshot())
+    db2:close()
   end)
 end)

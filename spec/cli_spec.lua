@@ -246,12 +246,22 @@ describe("moraine command", function()
       local r = ok_run({ "-c", dir, "import", S1 }, { env = { MORAINE_FORCE_TTY = "1" } })
       assert.truthy(r.err:find("\rimporting: ", 1, true), r.show)
       assert.truthy(r.err:find("rows/s", 1, true), r.show)
-      assert.truthy(r.err:find(" left", 1, true), r.show)
+      assert.truthy(r.err:find(" elapsed", 1, true), r.show) -- wall-clock time from the start
       local done = tonumber(r.err:match("importing: (%d+)/%1 rows %(100%%%)"))
       assert.truthy(done, "no final progress line:\n" .. r.show)
       local total = 0
       for _, name in ipairs(support.tables_of(S1)) do total = total + #rows_of(S1, name) end
       assert.truthy(done >= total, r.show)
+      -- the check phase comes first: every row of every file read and checked (total not known yet)
+      local checked = r.err:match("^\rchecking: ([%d,]+) rows ")
+      assert.truthy(checked, r.show)
+      assert.are.equal(total, tonumber((checked:gsub(",", ""))), r.show)
+      -- the small fixture is done before an estimate could be sane: no time left is guessed
+      assert.is_nil(r.err:find(" left", 1, true), r.show)
+      -- --progress shows it when stderr is not a terminal; without it nothing
+      local dir2 = support.tmpdir("imp2")
+      local r2 = ok_run({ "-c", dir2, "import", S1, "--progress" })
+      assert.truthy(r2.err:find("\rchecking: ", 1, true) and r2.err:find("\rimporting: ", 1, true), r2.show)
     end)
 
     it("refuses a missing source (exit 1) and creates no catalog", function()
@@ -406,9 +416,60 @@ describe("moraine command", function()
       assert.are.equal(I(1), I(t.table_id))
       assert.are.equal(I(5), I(t.partition_id))
       assert.are.equal(I(0), I(t.partition_keys))
-      assert.are.equal("", t.partition)
+      assert.are.equal(moraine.null, t.partition)
+      assert.are.equal("reset", t.partition_state)
       assert.are.equal(moraine.null, t.sort)
+      assert.are.equal("none", t.sort_state)
       assert.are.equal(I(4), I(t.columns))
+    end)
+
+    it("words a reset spec one way in tables, show and history, text and --json", function()
+      local c = catalog(S1)
+      -- at 9 the live partition spec has no keys (RESET PARTITIONED BY) and no sort spec is set
+      local specs = rows_of(S1, "ducklake_partition_info")
+      local keys = {}
+      for _, k in ipairs(rows_of(S1, "ducklake_partition_column")) do keys[tostring(k.partition_id)] = true end
+      local reset_id
+      for _, p in ipairs(specs) do
+        if support.visible(p, 9) then reset_id = p.partition_id end
+      end
+      assert.is_nil(keys[tostring(reset_id)]) -- the fixture's spec at 9 has no partition columns
+      local row = tsv(ok_run({ "-c", c, "tables", "--at", "9" }).out)[1]
+      assert.are.equal("unpartitioned (reset)", row["partition spec"])
+      assert.are.equal("unsorted", row["sort spec"])
+      local sh = ok_run({ "-c", c, "show", "events", "--at", "9" }).out
+      assert.truthy(sh:find("partition spec " .. tostring(reset_id) .. " (since snapshot 8): unpartitioned (reset)\n", 1, true), sh)
+      assert.truthy(sh:find("\nsort spec: unsorted\n", 1, true), sh)
+      local shj = json(ok_run({ "-c", c, "show", "events", "--at", "9", "--json" }))
+      assert.are.equal("reset", shj.partition_state)
+      assert.are.equal(moraine.null, shj.partition.sql)
+      assert.are.equal("none", shj.sort_state)
+      assert.are.equal(moraine.null, shj.sort)
+      local h = ok_run({ "-c", c, "history", "events" }).out
+      assert.truthy(h:find("\n" .. tostring(reset_id) .. "\t8\t16\tunpartitioned (reset)\t", 1, true), h)
+      local hj = json(ok_run({ "-c", c, "history", "events", "--json" }))
+      for _, p in ipairs(hj.partition_specs) do
+        if I(p.partition_id) == I(reset_id) then
+          assert.are.equal("reset", p.partition_state)
+          assert.are.equal(moraine.null, p.keys)
+        else
+          assert.are.equal("partitioned", p.partition_state)
+          assert.are.equal("string", type(p.keys))
+        end
+      end
+      -- s2's tables were never partitioned nor sorted: "unpartitioned", state none
+      local r2 = tsv(ok_run({ "-c", catalog(S2), "tables" }).out)
+      local has_none = false
+      for _, r in ipairs(r2) do if r["partition spec"] == "unpartitioned" then has_none = true end end
+      assert.is_true(has_none)
+      for _, t in ipairs(json(ok_run({ "-c", catalog(S2), "tables", "--json" }))) do
+        if t.partition_id == moraine.null then assert.are.equal("none", t.partition_state) end
+      end
+      -- the help texts say it
+      for _, cmdname in ipairs({ "tables", "show", "history" }) do
+        local help = ok_run({ cmdname, "--help" }).out
+        assert.truthy(help:find('"unpartitioned (reset)"', 1, true), cmdname)
+      end
     end)
 
     it("names partition keys in SQL form with the column names of the snapshot asked for", function()
@@ -450,7 +511,7 @@ describe("moraine command", function()
     it("on a terminal: an aligned table with a header rule", function()
       local r = ok_run({ "-c", catalog(S1), "tables" }, { env = { MORAINE_FORCE_TTY = "1" } })
       assert.truthy(r.out:find("\nschema  table   table_id  columns  partition spec  sort spec  live files\n", 1, true), r.out)
-      assert.truthy(r.out:find("\nmain    events         1        5  hour(ts)        none               68\n", 1, true), r.out)
+      assert.truthy(r.out:find("\nmain    events         1        5  hour(ts)        unsorted           68\n", 1, true), r.out)
       assert.is_nil(r.out:find("\t", 1, true))
     end)
 
@@ -504,7 +565,66 @@ describe("moraine command", function()
       assert.truthy(r.out:find("main.events (table_id 1) at snapshot 7", 1, true), r.out)
       assert.truthy(r.out:find("partition spec 4 (since snapshot 6): region, bucket(4, id)", 1, true), r.out)
       assert.truthy(r.out:find("      1  id      bucket(4)", 1, true), r.out)
-      assert.truthy(r.out:find("sort spec: none", 1, true), r.out)
+      assert.truthy(r.out:find("sort spec: unsorted", 1, true), r.out)
+    end)
+
+    it("nests STRUCT fields (parent_column set) under their parent; tables counts top-level columns only", function()
+      -- a table with a STRUCT column, written through the staged path as DuckLake writes it
+      local dir = support.tmpdir("struct")
+      ok_run({ "-c", dir, "init" })
+      local db = moraine.open(dir, { no_sync = true })
+      local N = moraine.null
+      local cols = {
+        { 1, "id", "int64", N }, { 2, "s", "struct", N }, { 3, "a", "int32", 2 }, { 4, "b", "struct", 2 },
+        { 5, "c", "varchar", 4 }, { 6, "name", "varchar", N },
+      }
+      local function full(rel, vals)
+        local row = {}
+        for _, c in ipairs(db:relation(rel).columns) do row[c] = N end
+        for k, v in pairs(vals) do row[k] = v end
+        return row
+      end
+      db:commit(1, function(tx)
+        tx:insert("ducklake_snapshot", full("ducklake_snapshot", { snapshot_id = 1, snapshot_time = "2026-01-01 00:00:00+00",
+          schema_version = 1, next_catalog_id = 8, next_file_id = 0 }))
+        tx:insert("ducklake_table", full("ducklake_table", { table_id = 1, table_uuid = "u1", begin_snapshot = 1, schema_id = 0,
+          table_name = "t", path = "t/", path_is_relative = true }))
+        for i, c in ipairs(cols) do
+          tx:insert("ducklake_column", full("ducklake_column", { column_id = c[1], begin_snapshot = 1, table_id = 1,
+            column_order = i, column_name = c[2], column_type = c[3], nulls_allowed = true, parent_column = c[4] }))
+        end
+      end)
+      db:close()
+      local top = 0
+      for _, c in ipairs(cols) do if c[4] == N then top = top + 1 end end
+      local t = json(ok_run({ "-c", dir, "tables", "--json" }))[1]
+      assert.are.equal(I(top), I(t.columns))
+      local d = json(ok_run({ "-c", dir, "show", "t", "--json" }))
+      -- the tree from the rows: children of each column id, in column_order
+      local function kids(parent)
+        local l = {}
+        for _, c in ipairs(cols) do if c[4] == parent then l[#l + 1] = c end end
+        return l
+      end
+      local function check(got, parent)
+        local want = kids(parent)
+        assert.are.equal(#want, #got)
+        for i, c in ipairs(want) do
+          assert.are.equal(c[2], got[i].name)
+          assert.are.equal(I(c[1]), I(got[i].column_id))
+          assert.are.equal(c[3], got[i].type)
+          check(got[i].children, c[1])
+        end
+      end
+      check(d.columns, N)
+      -- text: each field right after its parent, indented two spaces per level
+      local out = ok_run({ "-c", dir, "show", "t" }).out
+      local names = {}
+      for line in out:gmatch("[^\n]+") do
+        local id, name = line:match("^(%d+)\t([^\t]+)\t")
+        if id then names[#names + 1] = name end
+      end
+      assert.are.same({ "id", "s", "  a", "  b", "    c", "name" }, names)
     end)
 
     it("resolves schema.name and names unique across schemas (s2)", function()
@@ -675,7 +795,8 @@ describe("moraine command", function()
       local r = ok_run({ "-c", catalog(S1), "history", "events" })
       assert.truthy(r.out:find("\n10\t17\t17\tday(ts)\tnever visible\n", 1, true), r.out)
       assert.truthy(r.out:find("\n11\t17\tlive\thour(ts)\t\n", 1, true), r.out)
-      assert.truthy(r.out:find("\n8\t13\t15\tamount DESC NULLS_LAST, area ASC NULLS_LAST\t\n", 1, true), r.out)
+      -- RESET SORTED BY at 15 ended sort spec 8 with none after it
+      assert.truthy(r.out:find("\n8\t13\t15\tamount DESC NULLS_LAST, area ASC NULLS_LAST\tthen unsorted (reset)\n", 1, true), r.out)
       local n11 = 0
       for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do
         if f.end_snapshot == moraine.null and f.partition_id ~= moraine.null and I(f.partition_id) == I(11) then
@@ -683,6 +804,207 @@ describe("moraine command", function()
         end
       end
       assert.truthy(r.out:find("\n11\thour(ts)\tlive\t" .. n11 .. "\t", 1, true), r.out)
+    end)
+
+    -- The keys of partition spec @pid of table @tid in DuckLake's SQL form, each
+    -- column named as ducklake_column named it at snapshot @at (from the NDJSON).
+    local function fixture_keys(src, tid, pid, at)
+      local keys = {}
+      for _, k in ipairs(rows_of(src, "ducklake_partition_column")) do
+        if I(k.partition_id) == I(pid) and I(k.table_id) == I(tid) then keys[#keys + 1] = k end
+      end
+      table.sort(keys, function(a, b) return I(a.partition_key_index) < I(b.partition_key_index) end)
+      local parts = {}
+      for i, k in ipairs(keys) do
+        local name
+        for _, c in ipairs(rows_of(src, "ducklake_column")) do
+          if I(c.table_id) == I(tid) and I(c.column_id) == I(k.column_id) and support.visible(c, at) then name = c.column_name end
+        end
+        local fn, arg = k.transform:match("^(%w+)%((.*)%)$")
+        if k.transform == "identity" then parts[i] = name
+        elseif fn then parts[i] = fn .. "(" .. arg .. ", " .. name .. ")"
+        else parts[i] = k.transform .. "(" .. name .. ")" end
+      end
+      return #parts > 0 and table.concat(parts, ", ") or moraine.null
+    end
+
+    it("names a spec's columns as of the spec's own begin snapshot, the same in the timeline and the layout", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "history", "events", "--json" }))
+      local begins = {}
+      for _, p in ipairs(rows_of(S1, "ducklake_partition_info")) do begins[tostring(p.partition_id)] = p.begin_snapshot end
+      local timeline = {}
+      for _, p in ipairs(doc.partition_specs) do
+        local want = fixture_keys(S1, 1, p.partition_id, begins[tostring(p.partition_id)])
+        assert.are.equal(want, p.keys, "spec " .. tostring(p.partition_id))
+        timeline[tostring(p.partition_id)] = p.keys
+      end
+      local renamed = 0
+      for _, g in ipairs(doc.layout) do
+        if g.partition_id ~= moraine.null then
+          assert.are.equal(timeline[tostring(g.partition_id)], g.keys, "layout of spec " .. tostring(g.partition_id))
+          -- a spec whose column was renamed after it was set keeps the old name (as of the last snapshot it differs)
+          local now = fixture_keys(S1, 1, g.partition_id, doc.last_snapshot)
+          if now ~= g.keys then renamed = renamed + 1 end
+        end
+      end
+      assert.is_true(renamed > 0, "the fixture should hold a live file under a spec on a column renamed later")
+      -- the text form: the layout line of such a spec uses the same words as its timeline line
+      local out = ok_run({ "-c", catalog(S1), "history", "events" }).out
+      for _, g in ipairs(doc.layout) do
+        if g.partition_id ~= moraine.null then
+          local k = tostring(g.partition_id)
+          assert.truthy(out:find("\n" .. k .. "\t[^\n]*\t" .. g.keys:gsub("%p", "%%%0") .. "\t"), k .. "\n" .. out)
+          assert.truthy(out:find("\n" .. k .. "\t" .. g.keys:gsub("%p", "%%%0") .. "\t"), k .. "\n" .. out)
+        end
+      end
+    end)
+
+    it("counts the unpartitioned group apart from the partition specs", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "history", "events", "--json" }))
+      local last = doc.last_snapshot
+      local files, unpart, specs = 0, 0, {}
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do
+        if support.visible(f, last) then
+          files = files + 1
+          if f.partition_id == moraine.null then unpart = unpart + 1 else specs[tostring(f.partition_id)] = true end
+        end
+      end
+      assert.is_true(unpart > 0 and count(specs) > 0, "the fixture should have both kinds of live file")
+      assert.are.equal(I(files), I(doc.layout_files))
+      assert.are.equal(I(unpart), I(doc.unpartitioned_files))
+      assert.are.equal(I(count(specs)), I(doc.layout_specs))
+      for _, g in ipairs(doc.layout) do
+        if g.partition_id == moraine.null then
+          assert.are.equal("none", g.partition_state)
+          assert.are.equal(moraine.null, g.keys)
+        end
+      end
+      local out = ok_run({ "-c", catalog(S1), "history", "events" }).out
+      local line = ("layout at snapshot %s: %d live files (%d under %d partition specs, %d unpartitioned)\n"):format(
+        tostring(last), files, files - unpart, count(specs), unpart)
+      assert.truthy(out:find(line, 1, true), line .. "\n" .. out)
+      assert.truthy(out:find("\nNULL\tunpartitioned\t", 1, true), out)
+    end)
+
+    it("--at S: the timeline as known at S and the layout at S", function()
+      local doc = json(ok_run({ "-c", catalog(S1), "history", "events", "--at", "12", "--json" }))
+      assert.are.equal(I(12), I(doc.last_snapshot))
+      assert.are.equal(I(12), I(doc.layout_snapshot))
+      local want = 0
+      for _, p in ipairs(rows_of(S1, "ducklake_partition_info")) do if I(p.begin_snapshot) <= 12 then want = want + 1 end end
+      assert.are.equal(want, #doc.partition_specs)
+      for _, p in ipairs(doc.partition_specs) do
+        -- the spec live at 12 shows as live (its end comes later)
+        local row
+        for _, r in ipairs(rows_of(S1, "ducklake_partition_info")) do if I(r.partition_id) == I(p.partition_id) then row = r end end
+        if support.visible(row, 12) then assert.are.equal(moraine.null, p.end_snapshot) end
+      end
+      local n = 0
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do if support.visible(f, 12) then n = n + 1 end end
+      assert.are.equal(I(n), I(doc.layout_files))
+    end)
+
+    describe("a dropped table (s2: sales.tmp dropped, then re-created under the same name)", function()
+      -- the two tmp tables, from the fixture
+      local function tmps()
+        local old, new
+        for _, t in ipairs(rows_of(S2, "ducklake_table")) do
+          if t.table_name == "tmp" then
+            if t.end_snapshot ~= moraine.null then old = t else new = t end
+          end
+        end
+        return old, new
+      end
+
+      it("show and files reach it with --at S and by #ID, with its own columns and files", function()
+        local old, new = tmps()
+        assert.truthy(old and new and I(old.table_id) ~= I(new.table_id))
+        local S = I(old.end_snapshot) - 1
+        local want_cols, want_files = {}, {}
+        for _, c in ipairs(rows_of(S2, "ducklake_column")) do
+          if I(c.table_id) == I(old.table_id) and support.visible(c, S) then want_cols[#want_cols + 1] = c.column_name end
+        end
+        for _, f in ipairs(rows_of(S2, "ducklake_data_file")) do
+          if I(f.table_id) == I(old.table_id) and support.visible(f, S) then want_files[#want_files + 1] = tostring(f.data_file_id) end
+        end
+        table.sort(want_files)
+        for _, ref in ipairs({ "tmp", "sales.tmp", "#" .. tostring(old.table_id) }) do
+          local d = json(ok_run({ "-c", catalog(S2), "show", ref, "--at", tostring(S), "--json" }))
+          assert.are.equal(I(old.table_id), I(d.table_id), ref)
+          local names = {}
+          for i, c in ipairs(d.columns) do names[i] = c.name end
+          table.sort(names)
+          table.sort(want_cols)
+          assert.are.same(want_cols, names, ref)
+          local fl = json(ok_run({ "-c", catalog(S2), "files", ref, "--at", tostring(S), "--json" }))
+          local ids = {}
+          for i, f in ipairs(fl) do ids[i] = tostring(f.data_file_id) end
+          table.sort(ids)
+          assert.are.same(want_files, ids, ref)
+        end
+        -- at the newest snapshot the name is the re-created table
+        assert.are.equal(I(new.table_id), I(json(ok_run({ "-c", catalog(S2), "show", "tmp", "--json" })).table_id))
+        -- #ID where the table is not live: exit 1 saying when it was
+        local r = run({ "-c", catalog(S2), "show", "#" .. tostring(old.table_id) })
+        assert.are.equal(1, r.code, r.show)
+        local span = tostring(old.begin_snapshot) .. ".." .. tostring(S)
+        assert.truthy(r.err:find("is not live at snapshot", 1, true) and r.err:find("(it was live at " .. span .. ")", 1, true), r.show)
+        -- --table-id ID is the same as #ID (which a shell would read as a comment unquoted)
+        for _, c in ipairs({ "show", "files", "history" }) do
+          local a = ok_run({ "-c", catalog(S2), c, "#" .. tostring(old.table_id), "--at", tostring(S), "--json" }).out
+          local b = ok_run({ "-c", catalog(S2), c, "--table-id", tostring(old.table_id), "--at", tostring(S), "--json" }).out
+          assert.are.equal(a, b, c)
+        end
+        r = run({ "-c", catalog(S2), "show", "tmp", "--table-id", tostring(old.table_id) })
+        assert.are.equal(2, r.code, r.show)
+        r = run({ "-c", catalog(S2), "show", "--table-id", "x" })
+        assert.are.equal(2, r.code, r.show)
+        r = run({ "-c", catalog(S2), "files", "#999" })
+        assert.are.equal(1, r.code, r.show)
+        assert.truthy(r.err:find("no table with table_id 999", 1, true), r.show)
+      end)
+
+      it("history reaches each tmp: by #ID, or by name with --at", function()
+        local old, new = tmps()
+        local S = I(old.end_snapshot) - 1
+        local function pids(tid)
+          local l = {}
+          for _, p in ipairs(rows_of(S2, "ducklake_partition_info")) do
+            if I(p.table_id) == I(tid) then l[#l + 1] = tostring(p.partition_id) end
+          end
+          table.sort(l)
+          return l
+        end
+        local function got(doc)
+          local l = {}
+          for i, p in ipairs(doc.partition_specs) do l[i] = tostring(p.partition_id) end
+          table.sort(l)
+          return l
+        end
+        local a = json(ok_run({ "-c", catalog(S2), "history", "#" .. tostring(old.table_id), "--json" }))
+        assert.are.equal(I(old.table_id), I(a.table_id))
+        assert.are.same(pids(old.table_id), got(a))
+        assert.are.equal(I(S), I(a.layout_snapshot)) -- its layout at the last snapshot it was live at
+        local n = 0
+        for _, f in ipairs(rows_of(S2, "ducklake_data_file")) do
+          if I(f.table_id) == I(old.table_id) and support.visible(f, S) then n = n + 1 end
+        end
+        assert.are.equal(I(n), I(a.layout_files))
+        local b = json(ok_run({ "-c", catalog(S2), "history", "tmp", "--at", tostring(S), "--json" }))
+        assert.are.equal(I(old.table_id), I(b.table_id))
+        local c = json(ok_run({ "-c", catalog(S2), "history", "tmp", "--json" }))
+        assert.are.equal(I(new.table_id), I(c.table_id))
+        assert.are.same(pids(new.table_id), got(c))
+      end)
+
+      it("a name not there at S says when a table of that name was (renamed customers)", function()
+        local r = run({ "-c", catalog(S2), "show", "customers" })
+        assert.are.equal(1, r.code, r.show)
+        local cust
+        for _, t in ipairs(rows_of(S2, "ducklake_table")) do if t.table_name == "customers" then cust = t end end
+        local span = tostring(cust.begin_snapshot) .. ".." .. tostring(I(cust.end_snapshot) - 1)
+        assert.truthy(r.err:find("#" .. tostring(cust.table_id) .. " at " .. span, 1, true), r.show)
+      end)
     end)
 
     it("an unknown table: exit 1 listing the tables", function()
@@ -710,16 +1032,17 @@ describe("moraine command", function()
       assert.are.equal(I(17), I(doc.added.ducklake_snapshot[1].snapshot_id))
     end)
 
-    it("prints a summary and the rows", function()
+    it("prints the rows and then a summary", function()
       local r = ok_run({ "-c", catalog(S1), "diff", "16", "17" })
-      local first = r.out:match("^[^\n]*")
+      assert.truthy(r.out:match("^diff 16 %-> 17 %(each row as it was at 17%)\n"), r.out)
+      local first = r.out:match("([^\n]*)\n$")
       assert.truthy(first:find("+2 partition specs (1 never visible), -1 partition spec", 1, true), first)
       assert.truthy(first:find("+27 data files", 1, true), first)
       assert.truthy(r.out:find("\n+ never visible\t10\t1\t17\t17\n", 1, true), r.out)
       assert.truthy(r.out:find("\n+\t11\t1\t17\tNULL\n", 1, true), r.out)
       assert.truthy(r.out:find("\n-\t9\t1\t16\t17\n", 1, true), r.out)
       -- over a longer span, versions that came and went are told apart from never-visible ones
-      local long = ok_run({ "-c", catalog(S1), "diff", "0", "20" }).out:match("^[^\n]*")
+      local long = ok_run({ "-c", catalog(S1), "diff", "0", "20" }).out:match("([^\n]*)\n$")
       assert.truthy(long:find("+7 partition specs (1 never visible, 5 ended again by 20)", 1, true), long)
       assert.truthy(long:find("+6 columns (1 ended again by 20)", 1, true), long)
     end)
@@ -742,6 +1065,82 @@ describe("moraine command", function()
       assert.are.equal(0, count(same.added))
       assert.are.equal(0, count(same.removed))
       assert.truthy(ok_run({ "-c", catalog(S1), "diff", "5", "5" }).out:find("no change", 1, true))
+    end)
+
+    it("shows each row as it was at S2: an end_snapshot set after S2 reads NULL", function()
+      for _, pair in ipairs({ { 16, 17 }, { 3, 7 }, { 0, 20 }, { 17, 16 } }) do
+        local s1, s2 = pair[1], pair[2]
+        local doc = json(ok_run({ "-c", catalog(S1), "diff", tostring(s1), tostring(s2), "--json" }))
+        local fixture = {}
+        for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do fixture[tostring(f.data_file_id)] = f end
+        local later = 0
+        for kind, rows in pairs({ added = doc.added.ducklake_data_file or {}, removed = doc.removed.ducklake_data_file or {} }) do
+          for _, f in ipairs(rows) do
+            local want = fixture[tostring(f.data_file_id)]
+            local e = want.end_snapshot
+            -- as at s2 (a row not visible at s2: as at the later of the two)
+            local as_of = support.visible(want, s2) and s2 or math.max(s1, s2)
+            if e ~= moraine.null and I(e) > as_of then
+              later = later + 1
+              e = moraine.null
+            end
+            assert.are.equal(e == moraine.null and "NULL" or tostring(e),
+              f.end_snapshot == moraine.null and "NULL" or tostring(f.end_snapshot), kind .. " file " .. tostring(f.data_file_id))
+            assert.are.equal(I(want.begin_snapshot), I(f.begin_snapshot))
+          end
+        end
+        if s1 == 16 then assert.is_true(later > 0, "the fixture ends some files added at 17 later on") end
+      end
+      -- the text form too: a file added at 17 and ended later reads NULL
+      local r = ok_run({ "-c", catalog(S1), "diff", "16", "17" })
+      local late
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do
+        if I(f.begin_snapshot) == I(17) and f.end_snapshot ~= moraine.null and I(f.end_snapshot) > 17 then late = f end
+      end
+      assert.truthy(late, "the fixture ends a file added at 17 later on")
+      assert.truthy(r.out:find("\n+\t" .. tostring(late.data_file_id) .. "\t1\t17\tNULL\t", 1, true), r.out)
+    end)
+
+    it("--summary: counts per table and kind, the same as the rows of the full diff", function()
+      for _, pair in ipairs({ { 16, 17 }, { 0, 20 }, { 7, 3 } }) do
+        local a, b = tostring(pair[1]), tostring(pair[2])
+        local full = json(ok_run({ "-c", catalog(S1), "diff", a, b, "--json" }))
+        local sum = json(ok_run({ "-c", catalog(S1), "diff", a, b, "--summary", "--json" }))
+        assert.are.equal(I(pair[1]), I(sum.from))
+        assert.are.equal(I(pair[2]), I(sum.to))
+        local seen = {}
+        for _, t in ipairs(sum.tables) do
+          seen[t.table] = true
+          assert.are.equal(#(full.added[t.table] or {}), tonumber(t.added), t.table)
+          assert.are.equal(#(full.removed[t.table] or {}), tonumber(t.removed), t.table)
+        end
+        for name in pairs(full.added) do assert.is_true(seen[name], name) end
+        for name in pairs(full.removed) do assert.is_true(seen[name], name) end
+      end
+      -- data files added at 17, from the fixture
+      local n = 0
+      for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do if I(f.begin_snapshot) == I(17) then n = n + 1 end end
+      local rows = tsv(ok_run({ "-c", catalog(S1), "diff", "16", "17", "--summary" }).out)
+      local df
+      for _, r in ipairs(rows) do if r.table == "ducklake_data_file" then df = r end end
+      assert.are.equal(tostring(n), df.added)
+      assert.are.equal("0", df.removed)
+      local pi
+      for _, r in ipairs(rows) do if r.table == "ducklake_partition_info" then pi = r end end
+      assert.are.same({ "2", "1", "1" }, { pi.added, pi.removed, pi["never visible"] })
+      -- no rows printed, only the counts and the summary line
+      local out = ok_run({ "-c", catalog(S1), "diff", "16", "17", "--summary" }).out
+      assert.is_nil(out:find("parquet", 1, true))
+      assert.truthy(out:find("\ndiff 16 -> 17: +1 snapshot", 1, true), out)
+    end)
+
+    it("progress goes to stderr with --progress (wall-clock time), never to stdout", function()
+      local plain = ok_run({ "-c", catalog(S1), "diff", "0", "20" })
+      assert.are.equal("", plain.err)
+      local r = ok_run({ "-c", catalog(S1), "diff", "0", "20", "--progress" })
+      assert.are.equal(plain.out, r.out)
+      assert.truthy(r.err:find("\rdiff 0 %-> 20: 0/%d+ entries %(0%%%)"), r.err)
+      assert.truthy(r.err:match("\rdiff 0 %-> 20: [%d,]+ entries in %d+%.%ds%s*\n$"), r.err)
     end)
 
     it("a snapshot that does not exist: exit 1", function()
@@ -854,7 +1253,8 @@ describe("moraine command", function()
         '.exit',
         '"not reached"',
       }, "\n") .. "\n"
-      local r = ok_run({ "-c", catalog(S1), "repl" }, { stdin = input })
+      local r = run({ "-c", catalog(S1), "repl" }, { stdin = input })
+      assert.are.equal(1, r.code, r.show) -- two lines failed: exit 1, as sqlite3 does
       local lines = {}
       for l in r.out:gmatch("[^\n]+") do lines[#lines + 1] = l end
       assert.are.equal("1", lines[1], r.show)
@@ -881,6 +1281,24 @@ describe("moraine command", function()
     it("ends at end of input with exit 0", function()
       local r = ok_run({ "-c", catalog(S1), "repl" }, { stdin = "1 + 1\n" })
       assert.are.equal("2\n", r.out)
+    end)
+
+    it("piped input: exit 1 when any line failed (error, syntax error, unfinished statement), the rest still runs", function()
+      for _, case in ipairs({
+        { input = 'error("x")\n1 + 1\n', out = "2\n", errs = 1 },
+        { input = '1 +* 2\n"after"\n', out = '"after"\n', errs = 1 },
+        { input = '"first"\nfor i = 1, 2 do\n', out = '"first"\n', errs = 1 },
+        { input = 'scan("no_such_table")\nat(99)\n3\n', out = "3\n", errs = 2 },
+      }) do
+        local r = run({ "-c", catalog(S1), "repl" }, { stdin = case.input })
+        assert.are.equal(1, r.code, r.show)
+        assert.are.equal(case.out, r.out, r.show)
+        local n = 0
+        for _ in r.err:gmatch("error: [^\n]+\n") do n = n + 1 end
+        assert.are.equal(case.errs, n, r.show)
+      end
+      -- the same lines without the failing ones: exit 0
+      assert.are.equal(0, run({ "-c", catalog(S1), "repl" }, { stdin = '1 + 1\n"after"\n' }).code)
     end)
   end)
 

@@ -154,7 +154,35 @@ describe("moraine.http under nginx with a concurrent writer", function()
     code, _, body = get(port, "/tables/t/files?at=abc")
     assert.equal(400, code)
     assert.equal(400, moraine.json_decode(body).status)
-    assert.equal(404, (get(port, "/nowhere")))
+    code, _, body = get(port, "/nowhere")
+    assert.equal(404, code)
+    assert.is_truthy(moraine.json_decode(body).error:find("/nowhere", 1, true), body)
+  end)
+
+  it("answers GET / (with or without the trailing slash) with a JSON index of its endpoints", function()
+    for _, path in ipairs({ "/", "" }) do
+      local code, headers, body = get(port, path)
+      assert.equal(200, code, body)
+      assert.equal("application/json", headers["content-type"])
+      local doc = moraine.json_decode(body)
+      assert.equal("moraine.http", doc.service)
+      assert.equal(tostring(doc.snapshot), headers["x-moraine-snapshot"])
+      local paths = {}
+      for _, e in ipairs(doc.endpoints) do
+        paths[#paths + 1] = e.path
+        assert.equal("GET", e.method)
+        assert.is_truthy(#e.answer > 10, e.path)
+      end
+      -- examples/openresty serves at location / (no prefix)
+      assert.same({ "/", "/snapshots", "/tables", "/tables/NAME", "/tables/NAME/files", "/tables/NAME/history" }, paths)
+      -- every listed endpoint (NAME as the writer's table t) answers 200 with JSON
+      for _, p in ipairs(paths) do
+        local rel = p:gsub("NAME", "t")
+        local c, _, b = get(port, rel)
+        assert.equal(200, c, rel)
+        assert.equal("table", type(moraine.json_decode(b)), rel)
+      end
+    end
   end)
 
   it("logged no error in the workers", function()

@@ -191,6 +191,38 @@ describe("moraine.sqlite round trip", function()
     assert.are.equal(0, inl[2].y)
   end)
 
+  it("export_sql reports the rows of each table to progress; true cancels and writes nothing", function()
+    local db = support.import_fixture("s1_evolution")
+    local rels = db:relations()
+    local per, order = {}, {}
+    local script = support.tmpdir("prog") .. ".sql"
+    assert.is_true(sqlite.export_sql(db, script, { progress = function(done, total, name, i, n)
+      assert.are.equal(#rels, n)
+      assert.are.equal(rels[i].name, name)
+      if not per[name] then per[name] = {}; order[#order + 1] = name end
+      local l = per[name]
+      if total == 0 and done > 0 then -- reading a large table (4096 rows at a time), before any write
+        assert.are.equal(0, #l, name)
+        return
+      end
+      l[#l + 1] = { done, total }
+    end }))
+    -- each table reported from 0 to its row count (all versions, as scanned)
+    for _, name in ipairs(order) do
+      local l = per[name]
+      local rows = #db:scan(name, { at = moraine.ALL })
+      assert.are.same({ 0, rows }, l[1], name)
+      assert.are.same({ rows, rows }, l[#l], name)
+    end
+    os.remove(script)
+    local again = support.tmpdir("prog2") .. ".sql"
+    expect_err("EINVAL", { "export cancelled" }, sqlite.export_sql, db, again, { progress = function() return true end })
+    assert.is_false(exists(again))
+    assert.is_false(exists(again .. ".tmp"))
+    expect_err("EINVAL", { "unknown option 'nope'" }, sqlite.export_sql, db, again, { nope = 1 })
+    db:close()
+  end)
+
   it("export_sql refuses a path it cannot write, with EIO naming it, and leaves no file", function()
     local db = new_db("eio")
     db:import_rows({ { name = "ducklake_metadata", columns = META_COLS, rows = { { "version", "1", N, N } } } })
@@ -248,12 +280,20 @@ INSERT INTO ducklake_metadata VALUES ('blob', X'00FF', NULL, NULL);
   it("passes progress to db:import_rows", function()
     local file = sqlite_file(SCHEMA_SQL .. "INSERT INTO ducklake_metadata VALUES ('version', '1', NULL, NULL);\n")
     local db = new_db("progress")
-    local last
-    sqlite.import(db, file, { progress = function(done, total) last = { done, total } end })
-    assert.are.same({ 3, 3 }, last)
+    local calls = {}
+    sqlite.import(db, file, { progress = function(done, total) calls[#calls + 1] = { done, total } end })
+    -- first the rows read from SQLite (3: metadata, snapshot, schema; total not known yet), then the import
+    assert.are.same({ 3, 0 }, calls[1])
+    assert.are.same({ 3, 3 }, calls[#calls])
     local db2 = new_db("cancel")
     expect_err("EINVAL", { "import cancelled" }, sqlite.import, db2, file, { progress = function() return true end })
     assert.is_true(is_empty(db2))
+    -- cancelled while reading: nothing imported either
+    local db3 = new_db("cancel-read")
+    expect_err("EINVAL", { "import cancelled" }, sqlite.import, db3, file,
+      { progress = function(_, total) return total == 0 end })
+    assert.is_true(is_empty(db3))
+    expect_err("EINVAL", { "progress must be a function" }, sqlite.import, db3, file, { progress = 5 })
   end)
 
   it("refuses a file that is not SQLite, naming it; the catalog stays empty", function()

@@ -15,6 +15,7 @@
 --
 -- | path | answer |
 -- |---|---|
+-- | `/` | an index of these endpoints (`{"service", "version", "snapshot", "endpoints": [{"path", "method", "params", "answer"}]}`, paths with the prefix) |
 -- | `/snapshots` | every snapshot row with its changes |
 -- | `/tables?at=S` | tables visible at S, with their partition and sort spec |
 -- | `/tables/NAME?at=S` | one table: columns, partition spec (keys with column names), sort spec |
@@ -261,7 +262,33 @@ local function get_history(rd, args, name)
     json(s), json(t.table_name), json(t.table_id), table.concat(pparts, ","), table.concat(sparts, ","), table.concat(lparts, ","))
 end
 
+-- The endpoints, as `GET /` lists them (path, parameters, answer).
+local ENDPOINTS = {
+  { "/", "", "this index: the endpoints and the catalog's last snapshot" },
+  { "/snapshots", "at", "every snapshot row (up to at) with its changes" },
+  { "/tables", "at", "the tables visible at at, with their partition and sort spec" },
+  { "/tables/NAME", "at", "one table: columns, partition spec (keys with column names), sort spec" },
+  { "/tables/NAME/files", "at", "the table's data files at at with partition values, streamed in chunks" },
+  { "/tables/NAME/history", "at",
+    "every partition and sort spec version begun by at, and the mixed layout: files, rows and bytes under each spec" },
+}
+
+-- GET /: a JSON index of the endpoints, with the location prefix in front
+-- of each path, for the last snapshot (which is also its ETag).
+local function get_index(rd, _, _, prefix)
+  local s = rd:last_snapshot()
+  if s == nil then http_error(404, "the catalog holds no snapshot") end
+  local parts = {}
+  for i, e in ipairs(ENDPOINTS) do
+    local params = e[2] == "" and "[]" or ('["%s"]'):format(e[2])
+    parts[i] = ('{"path":%s,"method":"GET","params":%s,"answer":%s}'):format(json(prefix .. e[1]), params, json(e[3]))
+  end
+  return s, ('{"service":"moraine.http","version":%s,"snapshot":%s,"name":"NAME is table (schema main, or unique) or schema.table",'
+    .. '"endpoints":[%s]}'):format(json(_M._VERSION), json(s), table.concat(parts, ","))
+end
+
 local function route(path)
+  if path == "" or path == "/" then return get_index end
   if path == "/snapshots" then return get_snapshots end
   if path == "/tables" then return get_tables end
   local name, rest = path:match("^/tables/([^/]+)(.*)$")
@@ -294,15 +321,14 @@ function _M.serve(opts)
     if uri:sub(1, #prefix) ~= prefix then return fail(404, "no such path") end
     uri = uri:sub(#prefix + 1)
   end
-  if uri == "" then uri = "/" end
   uri = uri:gsub("/+$", "")
   local handler, name = route(uri)
-  if not handler then return fail(404, "no such path: " .. uri .. " (try /snapshots, /tables, /tables/NAME, /tables/NAME/files, /tables/NAME/history)") end
+  if not handler then return fail(404, "no such path: " .. uri .. " (GET " .. prefix .. "/ lists the endpoints)") end
   local args = ngx.req.get_uri_args()
   local inm = ngx.var.http_if_none_match
   local ok, err = pcall(db.read, db, function(rd)
     if handler == "files" then return stream_files(rd, args, name, inm) end
-    local s, body = handler(rd, args, name)
+    local s, body = handler(rd, args, name, prefix)
     if inm and inm == '"' .. tostring(s) .. '"' then
       send_headers(304, s)
       return

@@ -317,16 +317,31 @@ end
 -- not at all.
 -- @param db a catalog handle (`moraine.open`)
 -- @tparam string path the script to write (replaced if it exists)
+-- @tparam[opt] table opts `progress(done, total, table, i, n)`: for table
+--   `table`, the `i`-th of `n`, first while its rows are read, with `total`
+--   0 (not known yet) and `done` the rows read (every 4096 rows), then as
+--   its rows are written, `done` of `total` (at the start, every 1000 rows
+--   and at the end); returning `true` cancels the export (EINVAL "export
+--   cancelled", no file written); an error it raises is re-raised unchanged
 -- @return true
--- @raise EIO (the file cannot be written; the message names it), the errors
---   of `db:scan` and `db:relations`; a plain string error for arguments of the
---   wrong type
-function M.export_sql(db, path)
+-- @raise EIO (the file cannot be written; the message names it), EINVAL
+--   (cancelled, or an unknown option), the errors of `db:scan` and
+--   `db:relations`; a plain string error for arguments of the wrong type
+function M.export_sql(db, path, opts)
   if type(db) ~= "userdata" then
     error("bad argument #1 to 'export_sql' (moraine catalog expected, got " .. type(db) .. ")", 2)
   end
   if type(path) ~= "string" then
     error("bad argument #2 to 'export_sql' (string expected, got " .. type(path) .. ")", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("bad argument #3 to 'export_sql' (table or nil expected, got " .. type(opts) .. ")", 2)
+  end
+  local progress
+  for k, v in pairs(opts or {}) do
+    if k ~= "progress" then raise("EINVAL", "sqlite.export_sql: unknown option '%s'", tostring(k)) end
+    if type(v) ~= "function" then raise("EINVAL", "sqlite.export_sql: progress must be a function") end
+    progress = v
   end
   local relations = db:relations()
   local tmp = path .. ".tmp"
@@ -342,19 +357,51 @@ function M.export_sql(db, path)
   end
   local ok, e = pcall(function()
     put("-- DuckLake catalog written by moraine ", moraine.version, " (moraine.sqlite.export_sql)\n", "BEGIN;\n")
-    for _, rel in ipairs(relations) do
+    for ri, rel in ipairs(relations) do
       local known = SCHEMA[rel.name]
       local cols = rel.columns
       if #cols == 0 and known then cols = known.columns end
       if #cols == 0 then
         put("-- ", rel.name, ": no columns known and no rows; not created\n")
       else
-        local entries = db:scan(rel.name, { at = moraine.ALL })
-        for i, en in ipairs(entries) do en.seq = i end
-        table.sort(entries, function(a, b)
-          if a.ord ~= b.ord then return a.ord < b.ord end
-          return a.seq < b.seq
-        end)
+        local entries
+        if progress then
+          -- read with progress: (rows read, 0) every 4096 rows (the total is not known yet)
+          entries = {}
+          db:read(function(rd)
+            for row, _, ord in rd:scan(rel.name, { at = moraine.ALL }) do
+              entries[#entries + 1] = { row = row, ord = ord }
+              if #entries % 4096 == 0 and progress(#entries, 0, rel.name, ri, #relations) == true then
+                raise("EINVAL", "sqlite.export_sql: export cancelled")
+              end
+            end
+          end)
+        else
+          entries = db:scan(rel.name, { at = moraine.ALL })
+        end
+        -- the original row order (by ord, stable). Positions are usually
+        -- distinct and dense: then each entry goes straight to its place
+        -- (linear, no silent sort of a large table); otherwise a stable sort.
+        local placed, lo = {}, nil
+        for _, en in ipairs(entries) do
+          local o = tonumber(en.ord)
+          if lo == nil or o < lo then lo = o end
+        end
+        local dense = lo ~= nil
+        for _, en in ipairs(entries) do
+          local i = tonumber(en.ord) - lo + 1
+          if i > #entries or placed[i] then dense = false break end
+          placed[i] = en
+        end
+        if dense then
+          entries = placed
+        else
+          for i, en in ipairs(entries) do en.seq = i end
+          table.sort(entries, function(a, b)
+            if a.ord ~= b.ord then return a.ord < b.ord end
+            return a.seq < b.seq
+          end)
+        end
         local defs, affs = {}, {}
         for i, c in ipairs(cols) do
           local ty = known and known.types[c] or infer_type(entries, c)
@@ -364,7 +411,11 @@ function M.export_sql(db, path)
         local tname = ident(rel.name)
         put("CREATE TABLE ", tname, " (", table.concat(defs, ", "), ");\n")
         local lits = {}
-        for _, en in ipairs(entries) do
+        local total = #entries
+        if progress and progress(0, total, rel.name, ri, #relations) == true then
+          raise("EINVAL", "sqlite.export_sql: export cancelled")
+        end
+        for n, en in ipairs(entries) do
           local row = en.row
           for i, c in ipairs(cols) do
             local v = row[c]
@@ -372,6 +423,9 @@ function M.export_sql(db, path)
             lits[i] = literal(v, affs[i])
           end
           put("INSERT INTO ", tname, " VALUES (", table.concat(lits, ", ", 1, #cols), ");\n")
+          if progress and (n % 1000 == 0 or n == total) and progress(n, total, rel.name, ri, #relations) == true then
+            raise("EINVAL", "sqlite.export_sql: export cancelled")
+          end
         end
       end
     end
@@ -435,7 +489,15 @@ end
 
 -- Reads every ducklake_* table of the open database: an array of
 -- {name =, columns =, rows =} as db:import_rows takes them.
-local function read_tables(con, path)
+-- @progress (may be nil) gets (rows read so far, 0) every 4096 rows and at
+-- the end, as moraine_import_ndjson reports its check phase; true cancels.
+local function read_tables(con, path, progress)
+  local nread = 0
+  local function tick(last)
+    if progress and (last or nread % 4096 == 0) and progress(nread, 0) == true then
+      raise("EINVAL", "sqlite.import: import cancelled")
+    end
+  end
   local names = {}
   for _, r in ipairs(query(con, path, "SELECT name FROM sqlite_master WHERE type = 'table' "
     .. "AND substr(name, 1, 9) = 'ducklake_' ORDER BY rowid")) do
@@ -467,6 +529,8 @@ local function read_tables(con, path)
       local n = #cols
       for r, raw in ipairs(query(con, path, "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(name)
         .. " ORDER BY rowid")) do
+        nread = nread + 1
+        tick(false)
         local row = {}
         for c = 1, n do
           local ty, v = raw[2 * c - 1], raw[2 * c]
@@ -485,6 +549,7 @@ local function read_tables(con, path)
     end
     tables[#tables + 1] = { name = name, columns = cols, rows = rows }
   end
+  tick(true)
   return tables
 end
 
@@ -497,7 +562,10 @@ end
 -- never changed.
 -- @param db a catalog handle (`moraine.open`), empty
 -- @tparam string path the SQLite file
--- @tparam[opt] table opts `progress(done, total)` as for `db:import_rows`
+-- @tparam[opt] table opts `progress(done, total)`: first `(rows read so far,
+--   0)` while the SQLite tables are read (every 4096 rows and at the end; the
+--   total is not known yet), then as for `db:import_rows`; `true` cancels
+--   (EINVAL "import cancelled")
 -- @return true
 -- @raise EIO (the file is missing or cannot be read: "sqlite.import: cannot
 --   open <path>: ..."), EINVAL (the file is not a SQLite database: "<path> is
@@ -520,6 +588,7 @@ function M.import(db, path, opts)
   local iopts = {}
   for k, v in pairs(opts or {}) do
     if k ~= "progress" then raise("EINVAL", "sqlite.import: unknown option '%s'", tostring(k)) end
+    if type(v) ~= "function" then raise("EINVAL", "sqlite.import: progress must be a function, got %s", type(v)) end
     iopts.progress = v
   end
   local f, err = io.open(path, "rb")
@@ -537,7 +606,7 @@ function M.import(db, path, opts)
     env:close()
     raise("EIO", "sqlite.import: cannot open %s: %s", path, tostring(cerr):gsub("^LuaSQL: ", ""))
   end
-  local ok, tables = pcall(read_tables, con, path)
+  local ok, tables = pcall(read_tables, con, path, iopts.progress)
   con:close()
   env:close()
   if not ok then error(tables, 0) end
