@@ -946,7 +946,6 @@ describe("import and export", function()
 end)
 
 describe("rd:table_id", function()
-  local support = require "support"
   teardown(function() support.cleanup() end)
 
   it("finds a table's id by schema and name at a snapshot, dropped and re-created tables each in their lifetime (s2)", function()
@@ -1000,7 +999,6 @@ describe("rd:table_id", function()
 end)
 
 describe("import progress", function()
-  local support = require "support"
   teardown(function() support.cleanup() end)
 
   it("reports the check phase first (rows read, total 0), then the rows written up to the total", function()
