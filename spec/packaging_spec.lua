@@ -139,6 +139,14 @@ describe("make docs (LDoc, config.ld)", function()
     db:close()
     want["moraine.sqlite"] = { "import", "export_sql" }
     want["moraine.http"] = { "init_worker", "serve" }
+    local progress = require "moraine.progress"
+    local pw = {}
+    for k in pairs(progress) do pw[#pw + 1] = k end
+    local m = progress.meter({ label = "x", write = function() end })
+    for k in pairs(getmetatable(m).__index) do
+      if not k:match("^__") then pw[#pw + 1] = "Meter:" .. k end
+    end
+    want["moraine.progress"] = pw
     return want
   end
 

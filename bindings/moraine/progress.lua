@@ -40,9 +40,11 @@ function M.duration(s)
   return string.format("%d:%02d", m, sec)
 end
 
---- Default thresholds before a time left is shown.
-M.ETA_AFTER = 2        -- seconds of the phase
-M.ETA_FRACTION = 0.01  -- of the total done
+--- Seconds of a phase before a time left is shown (default 2).
+M.ETA_AFTER = 2
+
+--- Fraction of the total that must be done before a time left is shown (default 0.01).
+M.ETA_FRACTION = 0.01
 
 --- The text of one progress line.
 -- @tparam table p `{label = s, unit = s, done = n, total = n, elapsed = seconds
@@ -133,13 +135,18 @@ function Meter:update(done, total, phase)
   end
 end
 
---- The current line's text at time @t (for tests; draw writes it).
+--- The current line's text at time @t (draw writes it).
+-- @tparam number t the clock's time
+-- @treturn string
 function Meter:line(t)
   return M.format({ label = self.phase, unit = self.unit, done = self.done, total = self.total, elapsed = t - self.t0,
     phase_elapsed = t - self.phase_t0, eta_after = self.eta_after,
     eta_fraction = self.eta_fraction })
 end
 
+--- Writes the current line (at time @t, default now) over the previous one
+-- ("\r", padded with spaces to the previous line's width).
+-- @tparam[opt] number t the clock's time
 function Meter:draw(t)
   local s = self:line(t or self.clock())
   local pad = self.width > #s and string.rep(" ", self.width - #s) or ""
