@@ -40,9 +40,10 @@ function M.duration(s)
   return string.format("%d:%02d", m, sec)
 end
 
---- Default thresholds before a time left is shown.
-M.ETA_AFTER = 2        -- seconds of the phase
-M.ETA_FRACTION = 0.01  -- of the total done
+--- Default threshold before a time left is shown: seconds of the phase.
+M.ETA_AFTER = 2
+--- Default threshold before a time left is shown: fraction of the total done.
+M.ETA_FRACTION = 0.01
 
 --- The text of one progress line.
 -- @tparam table p `{label = s, unit = s, done = n, total = n, elapsed = seconds
