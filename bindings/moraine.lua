@@ -92,6 +92,7 @@ M.null = core.null
 -- only differences mean something. Unlike `os.clock` it is not CPU time, and
 -- unlike `os.time` it never jumps. Raises EIO if the clock cannot be read.
 -- @treturn number seconds
+-- @function clock
 M.clock = core.clock
 
 --- Version of moraine, "0.1.0" (`MORAINE_VERSION_STRING`).

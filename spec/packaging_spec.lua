@@ -65,6 +65,31 @@ describe("the man page moraine.1", function()
     assert.are.same({}, missing)
   end)
 
+  it("documents every option the commands' help names", function()
+    local ok, out, err = sh("LC_ALL=C.UTF-8 MANWIDTH=100 MANPAGER=cat PAGER=cat man -l ./moraine.1")
+    assert(ok, err)
+    local missing, seen = {}, {}
+    local hok, usage, herr = sh("MORAINE_LUA=" .. RUNTIME .. " sh scripts/moraine-dev --help", true)
+    assert(hok, herr)
+    local texts = { usage }
+    for _, name in ipairs(cli_commands()) do
+      local cok, text, cerr = sh("MORAINE_LUA=" .. RUNTIME .. " sh scripts/moraine-dev help " .. name, true)
+      assert(cok, cerr)
+      texts[#texts + 1] = text
+    end
+    for _, text in ipairs(texts) do
+      for opt in text:gmatch("%-%-[%a][%w-]*") do
+        if not seen[opt] then
+          seen[opt] = true
+          if not out:find(opt, 1, true) then missing[#missing + 1] = opt end
+        end
+      end
+    end
+    assert.is_true(seen["--json"] and seen["--at"] and true or false, "no options found in the help texts")
+    table.sort(missing)
+    assert.are.same({}, missing)
+  end)
+
   it("carries the version of the module", function()
     local th = support.read("moraine.1"):match('\n%.TH MORAINE 1 "[^"]*" "moraine ([^"]+)"')
     assert.equal(moraine.version, th)
@@ -137,16 +162,21 @@ describe("make docs (LDoc, config.ld)", function()
     db:transaction(function(tx) methods("tx", tx) end)
     db:read(function(rd) methods("rd", rd) end)
     db:close()
-    want["moraine.sqlite"] = { "import", "export_sql" }
-    want["moraine.http"] = { "init_worker", "serve" }
-    local progress = require "moraine.progress"
-    local pw = {}
-    for k in pairs(progress) do pw[#pw + 1] = k end
-    local m = progress.meter({ label = "x", write = function() end })
-    for k in pairs(getmetatable(m).__index) do
-      if not k:match("^__") then pw[#pw + 1] = "Meter:" .. k end
+    -- every module of bindings/moraine/: each field that is not private (_VERSION)
+    local p = assert(io.popen("ls bindings/moraine"))
+    for f in p:lines() do
+      local name = "moraine." .. assert(f:match("^(.-)%.lua$"), f)
+      want[name] = {}
+      for k in pairs(require(name)) do
+        if not k:find("^_") then want[name][#want[name] + 1] = k end
+      end
     end
-    want["moraine.progress"] = pw
+    p:close()
+    assert.is_table(want["moraine.http"])
+    local m = require("moraine.progress").meter({ label = "x", write = function() end })
+    for k in pairs(getmetatable(m).__index) do
+      if not k:match("^__") then table.insert(want["moraine.progress"], "Meter:" .. k) end
+    end
     return want
   end
 
@@ -186,5 +216,14 @@ describe("README.md", function()
       if not list:find("(" .. n .. ")", 1, true) then missing[#missing + 1] = n end
     end
     assert.are.same({}, missing)
+  end)
+end)
+
+describe("temporary files", function()
+  it("C tests make their directories under $TMPDIR (check_mkdtemp), never a fixed /tmp path", function()
+    local p = assert(io.popen("grep -l '\"/tmp/' tests/c/*.c tests/crash/*.c 2>/dev/null"))
+    local offenders = p:read("*a")
+    p:close()
+    assert.equal("", offenders)
   end)
 end)

@@ -59,9 +59,9 @@ int main(void)
 {
     check_seed("test_lookup");
     const char *fx = getenv("MORAINE_FIXTURES") ? getenv("MORAINE_FIXTURES") : "tests/fixtures/ducklake";
-    char src[4096], tmpl[] = "/tmp/moraine-lookup.XXXXXX";
+    char src[4096], tmpl[1024];
     snprintf(src, sizeof src, "%s/s2_multi_table/catalog", fx);
-    char *dir = mkdtemp(tmpl);
+    char *dir = check_mkdtemp(tmpl, sizeof tmpl, "moraine-lookup");
     moraine_options o = {.no_sync = 1, .create = 1};
     moraine_db *db;
     CHECK_RC(moraine_open(dir, &o, &db), 0);
@@ -153,8 +153,8 @@ int main(void)
     moraine_close(db);
 
     /* a catalog with no tables at all: ENOTFOUND, not a crash */
-    char tmpl2[] = "/tmp/moraine-lookup-empty.XXXXXX";
-    char *dir2 = mkdtemp(tmpl2);
+    char tmpl2[1024];
+    char *dir2 = check_mkdtemp(tmpl2, sizeof tmpl2, "moraine-lookup-empty");
     moraine_db *empty;
     CHECK_RC(moraine_open(dir2, &o, &empty), 0);
     moraine_read *erd;
