@@ -95,20 +95,30 @@ int mr_value_begin(mr_buf *b)
     return mr_buf_put(b, hdr, sizeof hdr);
 }
 
-void mr_value_seal(mr_buf *b, size_t start)
+/* The checksum covers the key the value is stored under, then the value's
+ * bytes after the header: a value read under any other key (a damaged key, or
+ * a value moved by damaged page offsets) fails it. */
+static uint32_t value_crc(const uint8_t *key, size_t keylen, const uint8_t *rest, size_t n)
 {
-    uint32_t c = mr_crc32c(b->p + start + MR_HEADER_LEN, b->len - start - MR_HEADER_LEN);
+    return mr_crc32c_update(mr_crc32c(key, keylen), rest, n);
+}
+
+void mr_value_seal(mr_buf *b, size_t start, const uint8_t *key, size_t keylen)
+{
+    uint32_t c = value_crc(key, keylen, b->p + start + MR_HEADER_LEN, b->len - start - MR_HEADER_LEN);
     for (int i = 0; i < 4; i++) b->p[start + 1 + i] = (uint8_t)(c >> (8 * i));
 }
 
-int mr_decode_header(const uint8_t **p, const uint8_t *end)
+int mr_decode_header(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen)
 {
     if (end - *p < MR_HEADER_LEN) return mr_err(MORAINE_ECORRUPT, "value: shorter than its header");
     if (**p != MR_FORMAT_VERSION)
         return mr_err(MORAINE_ECORRUPT, "value: format version %u, this build reads %u", **p, MR_FORMAT_VERSION);
     uint32_t want = (uint32_t)(*p)[1] | (uint32_t)(*p)[2] << 8 | (uint32_t)(*p)[3] << 16 | (uint32_t)(*p)[4] << 24;
-    uint32_t got = mr_crc32c(*p + MR_HEADER_LEN, (size_t)(end - *p - MR_HEADER_LEN));
-    if (want != got) return mr_err(MORAINE_ECORRUPT, "value: checksum mismatch (stored %08x, computed %08x): the bytes are damaged", want, got);
+    uint32_t got = value_crc(key, keylen, *p + MR_HEADER_LEN, (size_t)(end - *p - MR_HEADER_LEN));
+    if (want != got)
+        return mr_err(MORAINE_ECORRUPT, "value: checksum of key and value mismatch (stored %08x, computed %08x): the key or the value is damaged",
+                      want, got);
     *p += MR_HEADER_LEN;
     return 0;
 }

@@ -231,7 +231,7 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
     if (!rc) {
         memcpy(e->store, v.mv_data, v.mv_size);
         const uint8_t *p = e->store, *end = p + v.mv_size;
-        rc = mr_decode_header(&p, end);
+        rc = mr_decode_header(&p, end, key->p, key->len);
         if (!rc) rc = mr_decode_row(&p, end, &e->ord, e->vals, r->info.ncols, &e->ncols);
         if (!rc && e->ncols != r->info.ncols) rc = mr_err(MORAINE_ECORRUPT, "stored row has %zu columns, table %s has %zu", e->ncols, r->info.name, r->info.ncols);
         while (!rc && p < end) {
@@ -481,7 +481,7 @@ static int put_rows_value(moraine_txn *txn, mr_rel *r, const moraine_value *row,
     int rc = mr_rows_key(&txn->kb, r, ord);
     if (!rc) rc = mr_value_begin(&v);
     if (!rc) rc = mr_encode_row(&v, ord, row, n);
-    if (!rc) mr_value_seal(&v, 0);
+    if (!rc) mr_value_seal(&v, 0, txn->kb.p, txn->kb.len);
     if (!rc) {
         if (txn->kb.len > MR_MAX_KEY) rc = mr_err(MORAINE_EINVAL, "%s: key too long", r->info.name);
     }
@@ -707,7 +707,7 @@ static int find_by_content(moraine_txn *txn, mr_rel *r, const moraine_value *row
         const uint8_t *p = v.mv_data, *end = p + v.mv_size;
         int64_t o;
         size_t n;
-        if ((rc = mr_decode_header(&p, end)) || (rc = mr_decode_row(&p, end, &o, vals, r->info.ncols, &n))) {
+        if ((rc = mr_decode_header(&p, end, k.mv_data, k.mv_size)) || (rc = mr_decode_row(&p, end, &o, vals, r->info.ncols, &n))) {
             found = rc;
             break;
         }
@@ -856,7 +856,7 @@ static int encode_pending(pending *e, mr_buf *v)
         if (!rc) rc = mr_put_uvarint(v, g->bytes.len);
         if (!rc) rc = mr_buf_put(v, g->bytes.p, g->bytes.len);
     }
-    if (!rc) mr_value_seal(v, 0);
+    if (!rc) mr_value_seal(v, 0, e->target.p, e->target.len);
     return rc;
 }
 
@@ -893,7 +893,7 @@ static int flush(moraine_txn *txn)
         mr_buf k = {0}, val = {0};
         rc = mr_meta_key(&k, "rel");
         if (!rc) rc = mr_key_int(&k, r->info.id);
-        if (!rc) rc = mr_rel_encode(&val, r);
+        if (!rc) rc = mr_rel_encode(&val, r, &k);
         if (!rc) {
             MDB_val mk = {k.len, k.p}, mv = {val.len, val.p};
             int mrc = mdb_put(txn->t, dbi, &mk, &mv, 0);

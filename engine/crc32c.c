@@ -58,12 +58,14 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uin
 #define HAVE_HW 1
 #endif
 
-uint32_t mr_crc32c(const uint8_t *p, size_t n)
+uint32_t mr_crc32c_update(uint32_t crc, const uint8_t *p, size_t n)
 {
 #ifdef HAVE_HW
     static int hw = -1;
     if (hw < 0) hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-    if (hw) return ~crc_hw(~0u, p, n);
+    if (hw) return ~crc_hw(~crc, p, n);
 #endif
-    return ~crc_sw(~0u, p, n);
+    return ~crc_sw(~crc, p, n);
 }
+
+uint32_t mr_crc32c(const uint8_t *p, size_t n) { return mr_crc32c_update(0, p, n); }

@@ -41,7 +41,7 @@ int mr_key_next(const uint8_t **p, const uint8_t *end, moraine_value *out, mr_bu
 void mr_key_describe(const uint8_t *k, size_t n, char *out, size_t outlen);
 
 /* ---- codec.c: record values (docs/codec.md) ---- */
-#define MR_FORMAT_VERSION 1
+#define MR_FORMAT_VERSION 2 /* 2: the value checksum covers the key too (1: value only) */
 enum { MR_T_NULL = 0, MR_T_INT = 1, MR_T_STR = 2, MR_T_FALSE = 3, MR_T_TRUE = 4, MR_T_REAL = 5, MR_T_JSON = 6 };
 int mr_put_uvarint(mr_buf *b, uint64_t v);
 int mr_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out);
@@ -49,12 +49,16 @@ int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
 /* decodes ord + row at *p into vals (capacity cap); *ncols receives the count.
  * Returns 0 or MORAINE_ECORRUPT (never reads past end). */
 int mr_decode_row(const uint8_t **p, const uint8_t *end, int64_t *ord, moraine_value *vals, size_t cap, size_t *ncols);
-/* value header: version byte and CRC-32C of the rest (docs/codec.md) */
+/* value header: version byte and CRC-32C of the key, then of the rest of the
+ * value (docs/codec.md): a value is bound to the key it is stored under */
 #define MR_HEADER_LEN 5
 int mr_value_begin(mr_buf *b);   /* appends the header, checksum to be filled */
-void mr_value_seal(mr_buf *b, size_t start); /* fills the checksum of the value starting at @start */
-int mr_decode_header(const uint8_t **p, const uint8_t *end); /* checks version and checksum */
+/* fills the checksum of the value starting at @start, stored under @key */
+void mr_value_seal(mr_buf *b, size_t start, const uint8_t *key, size_t keylen);
+/* checks version and checksum of a value read under @key; advances past the header */
+int mr_decode_header(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen);
 uint32_t mr_crc32c(const uint8_t *p, size_t n);
+uint32_t mr_crc32c_update(uint32_t crc, const uint8_t *p, size_t n); /* mr_crc32c(a||b) == update(mr_crc32c(a), b) */
 
 /* ---- json.c ---- */
 int mr_json_string(mr_buf *b, const char *s, size_t n); /* 1: not valid UTF-8 */
@@ -117,7 +121,7 @@ int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v);
 int mr_meta_key(mr_buf *b, const char *name);
 int mr_rel_build(moraine_db *db, const char *name, uint32_t id, size_t ncols, const char *const *colnames, mr_rel **out);
 void mr_rel_free(mr_rel *r);
-int mr_rel_encode(mr_buf *b, const mr_rel *r);
+int mr_rel_encode(mr_buf *b, const mr_rel *r, const mr_buf *key); /* the descriptor's value, sealed under @key */
 int mr_check_value(const mr_rel *r, const moraine_value *row, size_t ncols, int64_t ord);
 
 /* key helpers (commit.c and read.c) */

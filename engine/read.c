@@ -137,7 +137,7 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
     }
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
     size_t n;
-    if ((rc = mr_decode_header(&p, end))) return corrupt_at(k, r);
+    if ((rc = mr_decode_header(&p, end, k->mv_data, k->mv_size))) return corrupt_at(k, r);
     row->raw = p;
     if ((rc = mr_decode_row(&p, end, &row->ord, *vals, r->info.ncols, &n))) return corrupt_at(k, r);
     row->raw_len = (size_t)(p - row->raw);

@@ -149,7 +149,7 @@ int mr_rel_build(moraine_db *db, const char *name, uint32_t id, size_t ncols, co
     return 0;
 }
 
-int mr_rel_encode(mr_buf *b, const mr_rel *r)
+int mr_rel_encode(mr_buf *b, const mr_rel *r, const mr_buf *key)
 {
     size_t n = r->info.ncols + 1;
     moraine_value *v = calloc(n, sizeof *v);
@@ -165,7 +165,7 @@ int mr_rel_encode(mr_buf *b, const mr_rel *r)
     size_t start = b->len;
     int rc = mr_value_begin(b);
     if (!rc) rc = mr_encode_row(b, 0, v, n);
-    if (!rc) mr_value_seal(b, start);
+    if (!rc) mr_value_seal(b, start, key->p, key->len);
     free(v);
     return rc;
 }
@@ -255,7 +255,7 @@ int mr_load_relations(moraine_db *db, MDB_txn *t)
             break;
         }
         const uint8_t *p = val.mv_data, *end = p + val.mv_size;
-        if ((rc = mr_decode_header(&p, end))) {
+        if ((rc = mr_decode_header(&p, end, key.mv_data, key.mv_size))) {
             char m[400];
             snprintf(m, sizeof m, "%s", moraine_errmsg());
             rc = mr_err(rc, "the catalog's table descriptor M('rel',%lld) is damaged: %s", (long long)idv.i, m);
@@ -530,9 +530,13 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
             rc = mr_meta_put_int(t, db->dbi, "format", MR_FORMAT_VERSION);
         }
     } else if (rc == 1) {
-        rc = fmt == MR_FORMAT_VERSION ? 0
-                                      : mr_err(MORAINE_ECORRUPT, "%s: catalog format %lld, this build reads %d", path, (long long)fmt,
-                                               MR_FORMAT_VERSION);
+        if (fmt == 1)
+            rc = mr_err(MORAINE_ECORRUPT, "%s: catalog format 1 (an older moraine: values not bound to their keys), this build reads %d: "
+                        "export it with the build that wrote it and import the export into a new catalog", path, MR_FORMAT_VERSION);
+        else
+            rc = fmt == MR_FORMAT_VERSION ? 0
+                                          : mr_err(MORAINE_ECORRUPT, "%s: catalog format %lld, this build reads %d", path, (long long)fmt,
+                                                   MR_FORMAT_VERSION);
     }
     if (!rc) rc = mr_load_relations(db, t);
     if (rc) {

@@ -165,7 +165,7 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
         const uint8_t *p = val.mv_data, *end = p + val.mv_size;
         int64_t ord;
         size_t n;
-        if (mr_decode_header(&p, end) || mr_decode_row(&p, end, &ord, vals, r->info.ncols, &n)) {
+        if (mr_decode_header(&p, end, k.mv_data, k.mv_size) || mr_decode_row(&p, end, &ord, vals, r->info.ncols, &n)) {
             violation(&v, "%s: stored value does not decode: %s", r->info.name, moraine_errmsg());
             continue;
         }

@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* values in this file are sealed under the empty key: the checksum is then
+ * the CRC-32C of the value alone (test_key_binding binds them to keys) */
+#define NOKEY ((const uint8_t *)"")
+
 /* ---- helpers ------------------------------------------------------------------ */
 
 static uint8_t *exact_copy(const void *p, size_t n)
@@ -65,7 +69,7 @@ static void encode_value(mr_buf *b, int64_t ord, const moraine_value *vals, size
 {
     b->len = 0;
     if (mr_value_begin(b) || mr_encode_row(b, ord, vals, n)) abort();
-    mr_value_seal(b, 0);
+    mr_value_seal(b, 0, NOKEY, 0);
 }
 
 /* Decodes an exact-size copy of @enc (header + row) and compares with
@@ -78,7 +82,7 @@ static int round_trip(const mr_buf *enc, int64_t ord, const moraine_value *vals,
     size_t got = 999;
     int64_t gord = 0;
     int ok = 0;
-    if (mr_decode_header(&p, end)) snprintf(why, whylen, "header: %s", moraine_errmsg());
+    if (mr_decode_header(&p, end, NOKEY, 0)) snprintf(why, whylen, "header: %s", moraine_errmsg());
     else if (mr_decode_row(&p, end, &gord, out, 64, &got)) snprintf(why, whylen, "row: %s", moraine_errmsg());
     else if (p != end) snprintf(why, whylen, "consumed %td of %zu bytes", p - c, enc->len);
     else if (gord != ord) snprintf(why, whylen, "ord %lld != %lld", (long long)gord, (long long)ord);
@@ -311,7 +315,7 @@ static void test_every_type(void)
         moraine_value out;
         int64_t ord;
         size_t got;
-        CHECK_RC(mr_decode_header(&p, c + b.len), 0);
+        CHECK_RC(mr_decode_header(&p, c + b.len, NOKEY, 0), 0);
         CHECK_RC(mr_decode_row(&p, c + b.len, &ord, &out, 1, &got), 0);
         CHECK(out.type == MORAINE_BOOL && out.i == 1, "BOOL 7 decoded as type %d value %lld", (int)out.type, (long long)out.i);
         free(c);
@@ -328,14 +332,14 @@ static void test_header_and_tags(void)
 {
     uint8_t *c = exact_copy("", 0);
     const uint8_t *p = c;
-    CHECK_RC(mr_decode_header(&p, c), MORAINE_ECORRUPT);
+    CHECK_RC(mr_decode_header(&p, c, NOKEY, 0), MORAINE_ECORRUPT);
     free(c);
     for (int v = 0; v < 256; v++) {
         /* a header over an empty body: the CRC-32C of nothing is 0 */
         uint8_t hdr[MR_HEADER_LEN] = {(uint8_t)v, 0, 0, 0, 0};
         c = exact_copy(hdr, sizeof hdr);
         p = c;
-        int rc = mr_decode_header(&p, c + sizeof hdr);
+        int rc = mr_decode_header(&p, c + sizeof hdr, NOKEY, 0);
         if (v == MR_FORMAT_VERSION) CHECK(rc == 0 && p == c + sizeof hdr, "version byte %d refused", v);
         else {
             CHECK(rc == MORAINE_ECORRUPT && p == c, "version byte %d accepted", v);
@@ -373,7 +377,7 @@ static void test_header_and_tags(void)
                 uint8_t *copy = exact_copy(fb.p, fb.len);
                 copy[i] ^= (uint8_t)(1u << bit);
                 const uint8_t *q = copy;
-                if (mr_decode_header(&q, copy + fb.len) != MORAINE_ECORRUPT) missed++;
+                if (mr_decode_header(&q, copy + fb.len, NOKEY, 0) != MORAINE_ECORRUPT) missed++;
                 free(copy);
             }
         CHECK(missed == 0, "%d single-bit flips were not detected", missed);
@@ -530,7 +534,7 @@ static void test_random_rows(void)
             moraine_value out[24];
             int64_t ord;
             size_t n;
-            int rc = mr_decode_header(&p, copy + len);
+            int rc = mr_decode_header(&p, copy + len, NOKEY, 0);
             if (rc == 0) rc = mr_decode_row(&p, copy + len, &ord, out, 24, &n);
             if (rc != MORAINE_ECORRUPT) badprefix++;
             free(copy);
@@ -614,9 +618,47 @@ static void test_flips(void)
     CHECK(bad == 0, "%d garbage buffers gave an unsafe result", bad);
 }
 
+/* A value is bound to its key (format 2): sealed under one key, it fails its
+ * checksum when read under any key that differs in one byte, by a truncation
+ * or by an extension, and passes under its own key. */
+static void test_key_binding(void)
+{
+    moraine_value row[] = {v_int(7), v_str("a.parquet", 9), v_int(1024)};
+    const uint8_t key[] = {'C', 0x14, 0x80, 0, 0, 0, 0, 0, 0, 0x09, 0x14, 0x80, 0, 0, 0, 0, 0, 0, 0x01,
+                           0x14, 0x80, 0, 0, 0, 0, 0, 0, 0x07};
+    mr_buf b = {0};
+    if (mr_value_begin(&b) || mr_encode_row(&b, 3, row, 3)) abort();
+    mr_value_seal(&b, 0, key, sizeof key);
+    const uint8_t *p = b.p;
+    CHECK_RC(mr_decode_header(&p, b.p + b.len, key, sizeof key), 0);
+    int missed = 0, tried = 0;
+    uint8_t k2[sizeof key + 1];
+    for (size_t i = 0; i < sizeof key; i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            memcpy(k2, key, sizeof key);
+            k2[i] ^= (uint8_t)(1u << bit);
+            p = b.p;
+            tried++;
+            if (mr_decode_header(&p, b.p + b.len, k2, sizeof key) != MORAINE_ECORRUPT || p != b.p) missed++;
+        }
+        p = b.p;
+        tried++;
+        if (mr_decode_header(&p, b.p + b.len, key, i) != MORAINE_ECORRUPT) missed++; /* truncated key */
+    }
+    memcpy(k2, key, sizeof key);
+    k2[sizeof key] = 0;
+    p = b.p;
+    tried++;
+    if (mr_decode_header(&p, b.p + b.len, k2, sizeof key + 1) != MORAINE_ECORRUPT) missed++;
+    CHECK(missed == 0, "%d of %d damaged keys passed the value's checksum", missed, tried);
+    CHECK(strstr(moraine_errmsg(), "key") != NULL, "message '%s' does not say the key may be damaged", moraine_errmsg());
+    mr_buf_free(&b);
+}
+
 int main(void)
 {
     check_seed("test_codec");
+    test_key_binding();
     test_uvarint();
     test_every_type();
     test_header_and_tags();

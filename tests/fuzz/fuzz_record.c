@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mr_buf val = {0};
     if (sealed) {
         if (mr_value_begin(&val) || mr_buf_put(&val, data + 1, size - 1)) abort();
-        mr_value_seal(&val, 0);
+        mr_value_seal(&val, 0, (const uint8_t *)"k", 1);
     } else {
         if (mr_buf_put(&val, data + 1, size - 1)) abort();
     }
@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mr_buf_free(&val);
 
     const uint8_t *p = buf, *end = buf + len;
-    int rc = mr_decode_header(&p, end);
+    int rc = mr_decode_header(&p, end, (const uint8_t *)"k", 1);
     if (sealed && rc) {
         fprintf(stderr, "fuzz_record: a freshly sealed value fails its header check: %s\n", moraine_errmsg());
         abort();
