@@ -293,6 +293,12 @@ call failed (even one whose error `fn` caught with pcall), everything is
 aborted and the first such error is re-raised. Otherwise the commit is made
 durable and `commit` returns true. `fn`'s results are discarded; `fn` must
 not yield. The `tx` object raises ETXN when used after `fn` returned.
+In a catalog that has the `ducklake_snapshot` table, a commit with a
+snapshot id is one whole DuckLake snapshot: `fn` inserts that snapshot's
+`ducklake_snapshot` row, whose schema_version, next_catalog_id and
+next_file_id are not negative and not below the last snapshot's; else the
+commit raises ESNAPSHOT and nothing is written (engine/commit.c,
+whole_snapshot). Verbs (`db:transaction`) write that row themselves.
 Raises ESNAPSHOT, EREADONLY, ETXN (a commit already open, e.g. a nested
 commit), ELMDB, EMAPFULL (the commit does not fit even at max_map_size).
 

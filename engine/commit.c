@@ -56,6 +56,8 @@ struct moraine_txn {
     int *ord_dirty;
     size_t nord;
     int64_t next_rel_id;
+    int64_t new_gen;     /* rels_gen written by this commit (when it defines tables) */
+    int partial_snapshot; /* an import's commit that may lack its ducklake_snapshot row */
     mr_buf kb, kb2;      /* key scratch */
 };
 
@@ -906,6 +908,7 @@ static int flush(moraine_txn *txn)
         int64_t gen = 0;
         rc = mr_meta_get_int(txn->t, dbi, "rels_gen", &gen);
         if (rc >= 0) rc = mr_meta_put_int(txn->t, dbi, "rels_gen", gen + 1);
+        txn->new_gen = gen + 1;
         if (!rc && txn->next_rel_id) rc = mr_meta_put_int(txn->t, dbi, "next_rel_id", txn->next_rel_id);
     }
     for (size_t id = 0; !rc && id < txn->nord; id++) {
@@ -917,6 +920,74 @@ static int flush(moraine_txn *txn)
     if (!rc && txn->snapshot != MORAINE_NO_SNAPSHOT) rc = mr_meta_put_int(txn->t, dbi, "last_snapshot", txn->snapshot);
     return rc;
 }
+
+/* A counter of the ducklake_snapshot row @vals (NULL when the column is
+ * absent or not an integer). */
+static const moraine_value *snap_counter(const mr_rel *r, const moraine_value *vals, const char *col)
+{
+    int i = moraine_column_index(&r->info, col);
+    return i >= 0 && vals[i].type == MORAINE_INT ? &vals[i] : NULL;
+}
+
+/* A staged commit with a snapshot id is one whole DuckLake snapshot: in a
+ * catalog that has the ducklake_snapshot table, the commit carries that
+ * table's row for its own id, whose counters (schema_version,
+ * next_catalog_id, next_file_id) are not negative and not below those of the
+ * last committed snapshot's row. A commit without it would leave a last
+ * snapshot no verb can build on. An import's intermediate commits may lack
+ * the row (DuckLake expires snapshots: rows can begin at an expired one). */
+static int whole_snapshot(moraine_txn *txn)
+{
+    if (txn->snapshot == MORAINE_NO_SNAPSHOT || txn->partial_snapshot) return 0;
+    mr_rel *r = mr_txn_rel(txn, "ducklake_snapshot");
+    if (!r || r->info.ncols == 0) return 0; /* not a DuckLake catalog: moraine's own tests, say */
+    int rc = mr_snapshot_key(&txn->kb, txn->snapshot);
+    if (rc) return rc;
+    pending *p = lookup(txn, &txn->kb);
+    if (!p || p->discarded)
+        return mr_err(MORAINE_ESNAPSHOT,
+                      "commit of snapshot %lld has no ducklake_snapshot row for it: a staged commit must be a whole DuckLake snapshot "
+                      "(insert its ducklake_snapshot row, as the verbs do); nothing was written",
+                      (long long)txn->snapshot);
+    static const char *const counters[] = {"schema_version", "next_catalog_id", "next_file_id"};
+    for (int i = 0; i < 3; i++) {
+        const moraine_value *v = snap_counter(r, p->vals, counters[i]);
+        if (v && v->i < 0)
+            return mr_err(MORAINE_ESNAPSHOT, "ducklake_snapshot row of snapshot %lld: %s %lld is negative; nothing was written",
+                          (long long)txn->snapshot, counters[i], (long long)v->i);
+    }
+    int64_t last = 0;
+    int have = mr_meta_get_int(txn->t, txn->db->dbi, "last_snapshot", &last);
+    if (have <= 0) return have;
+    if ((rc = mr_snapshot_key(&txn->kb, last))) return rc;
+    MDB_val k = {txn->kb.len, txn->kb.p}, v;
+    int mrc = mdb_get(txn->t, txn->db->dbi, &k, &v);
+    if (mrc == MDB_NOTFOUND) return 0; /* the last snapshot has no row (a catalog verify reports): nothing to compare */
+    if (mrc) return mr_lmdb_err(mrc, "reading the last snapshot's row");
+    if (!mr_value_ok(&txn->bounds, &v)) return mr_err(MORAINE_ECORRUPT, "the last snapshot's row runs past the end of the file");
+    moraine_value *prev = calloc(r->info.ncols, sizeof *prev);
+    if (!prev) return mr_err(MORAINE_ENOMEM, "out of memory");
+    const uint8_t *vp = v.mv_data, *end = vp + v.mv_size;
+    int64_t ord;
+    size_t n = 0;
+    if ((rc = mr_decode_header(&vp, end, k.mv_data, k.mv_size)) == 0) rc = mr_decode_row(&vp, end, &ord, prev, r->info.ncols, &n);
+    if (!rc && n != r->info.ncols) rc = mr_err(MORAINE_ECORRUPT, "the last snapshot's row has %zu columns", n);
+    if (rc) {
+        char m[400];
+        snprintf(m, sizeof m, "%s", moraine_errmsg());
+        rc = mr_err(rc, "ducklake_snapshot row S(%lld) is damaged: %s", (long long)last, m);
+    }
+    for (int i = 0; !rc && i < 3; i++) {
+        const moraine_value *now = snap_counter(r, p->vals, counters[i]), *before = snap_counter(r, prev, counters[i]);
+        if (now && before && now->i < before->i)
+            rc = mr_err(MORAINE_ESNAPSHOT, "ducklake_snapshot row of snapshot %lld: %s %lld is below %lld of the last snapshot %lld; nothing was written",
+                        (long long)txn->snapshot, counters[i], (long long)now->i, (long long)before->i, (long long)last);
+    }
+    free(prev);
+    return rc;
+}
+
+void mr_txn_partial_snapshot(moraine_txn *txn, int partial) { txn->partial_snapshot = partial; }
 
 static void txn_free(moraine_txn *txn)
 {
@@ -936,7 +1007,8 @@ int moraine_txn_commit(moraine_txn *txn)
 {
     if (!txn) return mr_err(MORAINE_EINVAL, "NULL transaction");
     moraine_db *db = txn->db;
-    int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : flush(txn);
+    int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : whole_snapshot(txn);
+    if (!rc) rc = flush(txn);
     if (rc) {
         if (rc == MORAINE_EMAPFULL)
             rc = mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map (map size %zu bytes, max_map_size %zu): "
@@ -961,15 +1033,11 @@ int moraine_txn_commit(moraine_txn *txn)
     size_t kept = 0;
     for (size_t i = 0; i < txn->ndefs; i++)
         if (txn->defs[i]) txn->defs[kept++] = txn->defs[i];
+    /* the handle holds every descriptor of the generation this commit wrote
+     * (it loaded the store's at begin, under the writer lock); if one could
+     * not be added, the next read reloads them all */
+    if (txn->ndefs && kept == 0) db->rels_gen = (uint64_t)txn->new_gen;
     txn->ndefs = kept;
-    if (txn->ndefs == 0) {
-        int64_t gen = 0;
-        MDB_txn *t;
-        if (mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t) == 0) {
-            if (mr_meta_get_int(t, db->dbi, "rels_gen", &gen) == 1) db->rels_gen = (uint64_t)gen;
-            mdb_txn_abort(t);
-        }
-    }
     pthread_mutex_unlock(&db->mu);
     txn_free(txn);
     return 0;

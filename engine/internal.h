@@ -113,6 +113,8 @@ mr_rel *mr_txn_rel(moraine_txn *txn, const char *name);
 int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord_hint);
 int mr_clear_catalog(moraine_db *db);
 int mr_catalog_empty(moraine_db *db);
+/* an import's intermediate commit may lack its ducklake_snapshot row (expired snapshots) */
+void mr_txn_partial_snapshot(moraine_txn *txn, int partial);
 int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols);
 mr_rel *mr_rel_by_id(moraine_db *db, uint64_t id);
 int mr_load_relations(moraine_db *db, MDB_txn *t);

@@ -257,9 +257,14 @@ int moraine_txn_delete_row(moraine_txn *txn, const char *name, int64_t ord);
 
 /**
  * moraine_txn_commit - make the commit durable, atomically, and free @txn.
+ * A commit with a snapshot id, in a catalog that has the ducklake_snapshot
+ * table, is one whole DuckLake snapshot: it must carry that snapshot's
+ * ducklake_snapshot row, whose schema_version, next_catalog_id and
+ * next_file_id are not negative and not below the last snapshot's row;
+ * otherwise MORAINE_ESNAPSHOT and nothing is written.
  * Returns 0, the first error any call on @txn returned (nothing written),
- * MORAINE_EMAPFULL (map size exhausted even after growing to max_map_size;
- * nothing written), MORAINE_ELMDB.
+ * MORAINE_ESNAPSHOT (see above), MORAINE_EMAPFULL (map size exhausted even
+ * after growing to max_map_size; nothing written), MORAINE_ELMDB.
  */
 int moraine_txn_commit(moraine_txn *txn);
 

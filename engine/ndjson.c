@@ -473,6 +473,12 @@ static int plan(tables *ts, ops *o)
     for (size_t ti = 0; ti < ts->n; ti++) keymap_free(&maps[ti]);
     free(maps);
     mr_buf_free(&kb);
+    /* a DuckLake catalog with rows has at least one snapshot: without one
+     * every verb afterwards would find no snapshot to build on */
+    table *st = find_table(ts, "ducklake_snapshot");
+    if (!rc && st && st->nrows == 0 && o->n)
+        rc = mr_err(MORAINE_EINVAL, "%s has no rows but other tables have %zu: a DuckLake catalog with rows has at least one snapshot",
+                    ts->from_files ? "ducklake_snapshot.ndjson" : "ducklake_snapshot", o->n);
     if (!rc && o->n) qsort(o->v, o->n, sizeof *o->v, op_cmp);
     return rc;
 }
@@ -482,9 +488,18 @@ int mr_clear_catalog(moraine_db *db)
     MDB_txn *t;
     int mrc = mdb_txn_begin(db->env, NULL, 0, &t);
     if (mrc) return mr_lmdb_err(mrc, "clearing the catalog");
+    /* the generation only grows: every handle (in any process) that loaded
+     * descriptors before the clear reloads them at its next read */
+    int64_t gen = 0;
+    int rc = mr_meta_get_int(t, db->dbi, "rels_gen", &gen);
+    if (rc < 0) {
+        mdb_txn_abort(t);
+        return rc;
+    }
+    if ((uint64_t)gen < db->rels_gen) gen = (int64_t)db->rels_gen;
     mrc = mdb_drop(t, db->dbi, 0);
-    int rc = mrc ? mr_lmdb_err(mrc, "clearing the catalog") : mr_meta_put_int(t, db->dbi, "format", MR_FORMAT_VERSION);
-    if (!rc) rc = mr_meta_put_int(t, db->dbi, "rels_gen", (int64_t)db->rels_gen + 1);
+    rc = mrc ? mr_lmdb_err(mrc, "clearing the catalog") : mr_meta_put_int(t, db->dbi, "format", MR_FORMAT_VERSION);
+    if (!rc) rc = mr_meta_put_int(t, db->dbi, "rels_gen", gen + 1);
     if (rc) {
         mdb_txn_abort(t);
         return rc;
@@ -500,7 +515,7 @@ int mr_clear_catalog(moraine_db *db)
         db->byid[db->rels[i]->info.id] = NULL;
     }
     db->nrels = 0;
-    db->rels_gen++;
+    db->rels_gen = (uint64_t)gen + 1;
     pthread_mutex_unlock(&db->mu);
     return 0;
 }
@@ -584,7 +599,17 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
             moraine_txn_abort(txn);
             break;
         }
-        if ((rc = moraine_txn_commit(txn))) break;
+        /* rows can begin at a snapshot DuckLake expired (no ducklake_snapshot
+         * row): only the last commit must be a whole snapshot */
+        mr_txn_partial_snapshot(txn, i < o->n);
+        if ((rc = moraine_txn_commit(txn))) {
+            if (rc == MORAINE_ESNAPSHOT && snap != MORAINE_NO_SNAPSHOT) {
+                char m[700];
+                snprintf(m, sizeof m, "%s", moraine_errmsg());
+                rc = mr_err(MORAINE_EINVAL, "the catalog's last snapshot %lld has no usable ducklake_snapshot row: %s", (long long)snap, m);
+            }
+            break;
+        }
     }
     if (!rc && !defined) {
         /* a catalog of empty tables only */

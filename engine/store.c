@@ -217,6 +217,19 @@ int mr_rels_add(moraine_db *db, mr_rel *r)
     return 0;
 }
 
+/* Whether the loaded descriptor @r is the stored one decoded into @vals
+ * (table name, then every column name in order). */
+static int same_descriptor(const mr_rel *r, const moraine_value *vals, size_t n)
+{
+    if (r->info.ncols != n - 1 || vals[0].type != MORAINE_STR || strlen(r->info.name) != vals[0].len ||
+        memcmp(r->info.name, vals[0].s, vals[0].len) != 0)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (vals[i].type != MORAINE_STR || strlen(r->names[i - 1]) != vals[i].len || memcmp(r->names[i - 1], vals[i].s, vals[i].len) != 0)
+            return 0;
+    return 1;
+}
+
 /* Loads descriptors from the meta subspace when another writer (this or
  * another process) has defined relations since the last load. */
 int mr_load_relations(moraine_db *db, MDB_txn *t)
@@ -235,7 +248,8 @@ int mr_load_relations(moraine_db *db, MDB_txn *t)
     }
     MDB_val key = {k.len, k.p}, val;
     moraine_value *vals = NULL;
-    size_t cap = 0;
+    size_t cap = 0, nseen = 0, capseen = 0;
+    uint8_t *seen = NULL; /* ids of the descriptors in the store */
     for (mrc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE); mrc == 0; mrc = mdb_cursor_get(c, &key, &val, MDB_NEXT)) {
         if (key.mv_size < k.len || memcmp(key.mv_data, k.p, k.len) != 0) break;
         const uint8_t *kp = (const uint8_t *)key.mv_data + k.len, *kend = (const uint8_t *)key.mv_data + key.mv_size;
@@ -278,8 +292,22 @@ int mr_load_relations(moraine_db *db, MDB_txn *t)
             rc = mr_err(MORAINE_ECORRUPT, "relation descriptor %lld is malformed", (long long)idv.i);
             break;
         }
+        nseen++;
+        if ((size_t)idv.i >= capseen) {
+            size_t nc = capseen ? capseen : 64;
+            while (nc <= (size_t)idv.i) nc *= 2;
+            uint8_t *ns = realloc(seen, nc);
+            if (!ns) {
+                rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            }
+            memset(ns + capseen, 0, nc - capseen);
+            seen = ns;
+            capseen = nc;
+        }
+        seen[idv.i] = 1;
         mr_rel *have = idv.i < (int64_t)db->capid ? db->byid[idv.i] : NULL;
-        if (have && have->info.ncols == n - 1) continue; /* unchanged (descriptors only ever gain columns) */
+        if (have && same_descriptor(have, vals, n)) continue; /* unchanged */
         char name[512];
         snprintf(name, sizeof name, "%.*s", (int)vals[0].len, vals[0].s);
         const char **cols = calloc(n, sizeof *cols);
@@ -310,8 +338,44 @@ int mr_load_relations(moraine_db *db, MDB_txn *t)
     free(vals);
     mr_buf_free(&k);
     mr_buf_free(&scratch);
+    if (!rc && mrc && mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "reading relation descriptors");
+    /* ids are handed out 1, 2, ... and never taken back (a clear drops them
+     * all): a descriptor missing below next_rel_id had its key damaged */
+    int64_t next = 1;
+    if (!rc && (rc = mr_meta_get_int(t, db->dbi, "next_rel_id", &next)) >= 0) {
+        if (rc == 0) next = 1;
+        rc = 0;
+        if (next >= 1 && nseen != (size_t)(next - 1)) {
+            int64_t missing = 1;
+            while (missing < next && (size_t)missing < capseen && seen[missing]) missing++;
+            rc = mr_err(MORAINE_ECORRUPT, "the catalog's table descriptor M('rel',%lld) is missing (%zu descriptors, %lld expected): "
+                        "its key is damaged", (long long)missing, nseen, (long long)(next - 1));
+        }
+    }
+    if (!rc) {
+        /* descriptors no longer in the store (a catalog cleared and imported
+         * again): retired, not freed, as readers may still point at them */
+        size_t kept = 0;
+        for (size_t i = 0; i < db->nrels; i++) {
+            mr_rel *r = db->rels[i];
+            if ((size_t)r->info.id < capseen && seen[r->info.id]) {
+                db->rels[kept++] = r;
+                continue;
+            }
+            mr_rel **p = realloc(db->retired, (db->nretired + 1) * sizeof *p);
+            if (!p) {
+                db->rels[kept++] = r;
+                rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                continue;
+            }
+            db->retired = p;
+            db->retired[db->nretired++] = r;
+            db->byid[r->info.id] = NULL;
+        }
+        db->nrels = kept;
+    }
+    free(seen);
     if (rc) return rc;
-    if (mrc && mrc != MDB_NOTFOUND) return mr_lmdb_err(mrc, "reading relation descriptors");
     db->rels_gen = (uint64_t)gen;
     return 0;
 }

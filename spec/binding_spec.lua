@@ -73,6 +73,9 @@ local function snapshot_row(s)
           next_catalog_id = 10, next_file_id = 100}
 end
 
+-- a staged commit carries its ducklake_snapshot row (a whole DuckLake snapshot)
+local function snap(tx, s) tx:insert("ducklake_snapshot", snapshot_row(s)) end
+
 local function table_row(id, s, name)
   return {table_id = id, table_uuid = "uuid-" .. id, begin_snapshot = s, end_snapshot = N, schema_id = 0,
           table_name = name, path = name .. "/", path_is_relative = true}
@@ -313,6 +316,7 @@ describe("catalog", function()
     it("returns true and makes rows visible", function()
       assert.is_true(db:commit(1, function(tx)
         define_all(tx)
+        snap(tx, 1)
         tx:insert("ducklake_table", table_row(1, 1, "t"))
       end))
       assert.are.equal(1, db:last_snapshot())
@@ -334,7 +338,7 @@ describe("catalog", function()
       assert.is_false(ok)
       assert.is_truthy(tostring(e):find("boom", 1, true))
       -- the failed commits left no transaction open
-      assert.is_true(db:commit(1, function(tx) define_all(tx) end))
+      assert.is_true(db:commit(1, function(tx) define_all(tx) snap(tx, 1) end))
     end)
 
     it("aborts when a tx call failed even if fn caught the error", function()
@@ -382,7 +386,7 @@ describe("catalog", function()
     end)
 
     it("raises ESNAPSHOT for a snapshot not above the last", function()
-      db:commit(5, function(tx) define_all(tx) end)
+      db:commit(5, function(tx) define_all(tx) snap(tx, 5) end)
       expect_err("ESNAPSHOT", nil, db.commit, db, 5, function() end)
       expect_err("ESNAPSHOT", nil, db.commit, db, 3, function() end)
       assert.are.equal(5, db:last_snapshot())
@@ -392,6 +396,7 @@ describe("catalog", function()
       local inner_ok, inner
       local ok = pcall(db.commit, db, 1, function(tx)
         define_all(tx)
+        snap(tx, 1)
         inner_ok, inner = pcall(db.commit, db, 2, function() end)
       end)
       assert.is_true(ok)
@@ -430,7 +435,7 @@ describe("catalog", function()
       r.record_count = function() end
       expect_err("EINVAL", "record_count", db.commit, db, 1, function(tx) tx:insert("ducklake_data_file", r) end)
       r.record_count = 3.0 -- a float with an integral value is an integer
-      db:commit(1, function(tx) tx:insert("ducklake_data_file", r) end)
+      db:commit(1, function(tx) snap(tx, 1) tx:insert("ducklake_data_file", r) end)
       local got = rows_of(db, "ducklake_data_file")[1].record_count
       assert.are.equal(3, got)
       if IS_54 then assert.are.equal("integer", math.type(got)) end
@@ -444,10 +449,10 @@ describe("catalog", function()
       r.path_is_relative = false
       r.file_order = N
       r.partial_file_info = 1.25
-      db:commit(1, function(tx) tx:insert("ducklake_data_file", r) end)
+      db:commit(1, function(tx) snap(tx, 1) tx:insert("ducklake_data_file", r) end)
       local r2 = file_row(11, 1, 2)
       r2.partial_file_info = {json = '{"a":[1,2,null]}'}
-      db:commit(2, function(tx) tx:insert("ducklake_data_file", r2) end)
+      db:commit(2, function(tx) snap(tx, 2) tx:insert("ducklake_data_file", r2) end)
       local rows = rows_of(db, "ducklake_data_file")
       assert.are.equal(2, #rows)
       local got = rows[1]
@@ -478,7 +483,7 @@ describe("catalog", function()
       db:commit(nil, function(tx) define_all(tx) end)
       local r = file_row(10, 1, 1)
       r.record_count, r.file_size_bytes, r.row_id_start = MAX, MIN, P53
-      db:commit(1, function(tx) tx:insert("ducklake_data_file", r) end)
+      db:commit(1, function(tx) snap(tx, 1) tx:insert("ducklake_data_file", r) end)
       local got = rows_of(db, "ducklake_data_file")[1]
       assert.are.equal("9223372036854775807", istr(got.record_count))
       assert.are.equal("-9223372036854775808", istr(got.file_size_bytes))
@@ -708,6 +713,7 @@ describe("catalog", function()
     it("keeps rows valid after the read and after later commits", function()
       local rows = rows_of(db, "ducklake_table")
       db:commit(3, function(tx)
+        snap(tx, 3)
         tx:end_row("ducklake_table", table_row(2, 1, "t2"))
       end)
       collectgarbage()
@@ -717,6 +723,7 @@ describe("catalog", function()
 
     it("ends rows by key and raises ENOTLIVE for rows not live", function()
       db:commit(3, function(tx)
+        snap(tx, 3)
         tx:end_row("ducklake_table", {table_id = 2}) -- missing columns are NULL; the key decides
       end)
       assert.are.equal(1, #rows_of(db, "ducklake_table"))
@@ -939,6 +946,7 @@ describe("import and export", function()
   it("refuses to export strings that are not valid UTF-8", function()
     db:commit(1, function(tx)
       define_all(tx)
+      snap(tx, 1)
       tx:insert("ducklake_table", table_row(1, 1, "bad\255name"))
     end)
     expect_err("EINVAL", "ducklake_table", db.export_ndjson, db, out)
