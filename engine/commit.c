@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct {
     uint32_t rel_id;
@@ -385,14 +387,54 @@ static int take_ord(moraine_txn *txn, mr_rel *r, int64_t ord, int64_t *out)
 
 /* ---- begin ---- */
 
+/* Dead readers (processes killed in a read) keep their LMDB reader slots
+ * until someone clears them, and while they do, the pages of the snapshot
+ * they read cannot be reused: a writer that stays open (it never reopens,
+ * where moraine also clears them) would make the file grow with every
+ * commit. So the writer clears them itself, cheaply: after every 32nd
+ * commit, or after a commit a second or more after the last check. */
+#define MR_READER_CHECK_COMMITS 32
+#define MR_READER_CHECK_MS 1000
+static void dead_reader_check(mr_env *sh)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    pthread_mutex_lock(&sh->mu);
+    int due = ++sh->commits >= MR_READER_CHECK_COMMITS || now - sh->last_check_ms >= MR_READER_CHECK_MS;
+    if (due) {
+        sh->commits = 0;
+        sh->last_check_ms = now;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    if (due) mdb_reader_check(sh->env, NULL);
+}
+
+static void writer_done(mr_env *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    sh->writer = 0;
+    pthread_mutex_unlock(&sh->mu);
+}
+
 int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
 {
     if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_txn_begin: NULL argument");
     if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    int prc = mr_same_process(db);
+    if (prc) return prc;
     if (db->writer) return mr_err(MORAINE_ETXN, "a commit is already open on this catalog handle");
+    mr_env *sh = db->sh;
+    pthread_mutex_lock(&sh->mu);
+    int mine = sh->writer && pthread_equal(sh->writer_thread, pthread_self());
+    int busy = sh->writer;
+    pthread_mutex_unlock(&sh->mu);
+    /* another handle of the same catalog in this thread: LMDB's writer lock
+     * would wait for ourselves (another thread's commit is simply waited for) */
+    if (mine) return mr_err(MORAINE_ETXN, "a commit is already open on this catalog in this thread, through another handle of it");
     /* Grow the map ahead of need while no read transaction of ours is open
      * (LMDB allows resizing only then): when more than half is in use. */
-    if (db->nreaders == 0) {
+    if (__atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0 && !busy) {
         MDB_envinfo ei;
         MDB_stat st;
         if (mdb_env_info(db->env, &ei) == 0 && mdb_env_stat(db->env, &st) == 0) {
@@ -409,15 +451,21 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
     int mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
     if (mrc == MDB_MAP_RESIZED) {
         mdb_env_set_mapsize(db->env, 0);
-        db->map_base = NULL; /* remapped */
+        db->sh->map_base = NULL; /* remapped */
         mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
     }
     if (mrc) {
         free(txn);
         return mr_lmdb_err(mrc, "starting a commit");
     }
+    pthread_mutex_lock(&sh->mu);
+    sh->writer = 1;
+    sh->writer_thread = pthread_self();
+    pthread_mutex_unlock(&sh->mu);
     mr_bounds_get(db, &txn->bounds);
+    pthread_mutex_lock(&db->mu);
     int rc = mr_load_relations(db, txn->t);
+    pthread_mutex_unlock(&db->mu);
     if (!rc && snapshot_id != MORAINE_NO_SNAPSHOT) {
         int64_t last = 0;
         int have = mr_meta_get_int(txn->t, db->dbi, "last_snapshot", &last);
@@ -430,6 +478,7 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
     if (!rc) rc = grow_slots(txn);
     if (rc) {
         mdb_txn_abort(txn->t);
+        writer_done(sh);
         free(txn->slots);
         free(txn);
         return rc;
@@ -1007,6 +1056,11 @@ int moraine_txn_commit(moraine_txn *txn)
 {
     if (!txn) return mr_err(MORAINE_EINVAL, "NULL transaction");
     moraine_db *db = txn->db;
+    int prc = mr_same_process(db);
+    if (prc) {
+        mr_txn_forget(txn);
+        return mr_err(prc, "%s", moraine_errmsg());
+    }
     int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : whole_snapshot(txn);
     if (!rc) rc = flush(txn);
     if (rc) {
@@ -1014,12 +1068,17 @@ int moraine_txn_commit(moraine_txn *txn)
             rc = mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map (map size %zu bytes, max_map_size %zu): "
                         "raise max_map_size; nothing was written", db->opts.map_size, db->opts.max_map_size);
         mdb_txn_abort(txn->t);
+        writer_done(db->sh);
         db->writer = NULL;
         txn_free(txn);
         return rc;
     }
     int mrc = mdb_txn_commit(txn->t);
+    writer_done(db->sh);
     db->writer = NULL;
+    /* the environment may have been opened no_sync by another handle */
+    if (!mrc && db->sh->no_sync && !db->opts.no_sync) mrc = mdb_env_sync(db->env, 1);
+    if (!mrc) dead_reader_check(db->sh);
     if (mrc) {
         txn_free(txn);
         return mrc == MDB_MAP_FULL ? mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map: raise max_map_size; nothing was written")
@@ -1046,7 +1105,21 @@ int moraine_txn_commit(moraine_txn *txn)
 void moraine_txn_abort(moraine_txn *txn)
 {
     if (!txn) return;
+    if (txn->db->pid != getpid()) {
+        mr_txn_forget(txn);
+        return;
+    }
     mdb_txn_abort(txn->t);
+    writer_done(txn->db->sh);
+    txn->db->writer = NULL;
+    txn_free(txn);
+}
+
+/* A transaction inherited across fork: its LMDB state (the writer lock, the
+ * dirty pages' bookkeeping) is the parent's, so only this process's memory
+ * is freed; LMDB's transaction object stays allocated. */
+void mr_txn_forget(moraine_txn *txn)
+{
     txn->db->writer = NULL;
     txn_free(txn);
 }

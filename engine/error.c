@@ -27,6 +27,7 @@ const char *moraine_strerror(int code)
     case MORAINE_ETXN: return "ETXN";
     case MORAINE_EMAPFULL: return "EMAPFULL";
     case MORAINE_ECONFLICT: return "ECONFLICT";
+    case MORAINE_EFORK: return "EFORK";
     default: return "EUNKNOWN";
     }
 }

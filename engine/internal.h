@@ -12,6 +12,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* ---- error.c ---- */
 int mr_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -90,8 +91,29 @@ typedef struct mr_rel {
     int nchildren;           /* number of child relations (for parents) */
 } mr_rel;
 
-struct moraine_db {
+/* One LMDB environment per catalog file per process, shared by the handles
+ * that open it (store.c; registry guarded by a global mutex). */
+typedef struct mr_env {
     MDB_env *env;
+    dev_t dev;               /* data.mdb's device and inode */
+    ino_t ino;
+    pid_t pid;               /* the process that opened it */
+    int refs;                /* handles sharing it */
+    int read_only, no_sync;  /* how it was opened */
+    pthread_mutex_t mu;      /* guards writer/writer_thread, commits, last_check */
+    int nreaders;            /* read transactions open in this process (map growth needs none) */
+    int writer;              /* a write transaction is open (through any handle) */
+    pthread_t writer_thread;
+    const char *map_base;    /* where data.mdb is mapped (found once), for mr_value_ok */
+    unsigned commits;        /* commits since the last dead-reader check */
+    int64_t last_check_ms;   /* when the writer last cleared dead readers */
+    struct mr_env *next;
+} mr_env;
+
+struct moraine_db {
+    mr_env *sh;              /* the process's environment for this catalog */
+    pid_t pid;               /* the process that opened the handle */
+    MDB_env *env;            /* sh->env */
     MDB_dbi dbi;
     moraine_options opts;
     pthread_mutex_t mu;      /* guards rels */
@@ -102,10 +124,13 @@ struct moraine_db {
     mr_rel **retired;        /* replaced descriptors kept until close */
     size_t nretired;
     uint64_t rels_gen;       /* generation of descriptors loaded */
-    moraine_txn *writer;     /* open write txn, if any */
-    int nreaders;            /* read transactions open in this process (map growth needs none) */
-    const char *map_base;    /* where data.mdb is mapped (found once), for mr_value_ok */
+    moraine_txn *writer;     /* open write txn of this handle, if any */
 };
+
+/* MORAINE_EFORK unless @db is used in the process that opened it. */
+int mr_same_process(moraine_db *db);
+/* frees a transaction inherited across fork without touching LMDB */
+void mr_txn_forget(moraine_txn *txn);
 
 mr_rel *mr_rel_by_name(moraine_db *db, const char *name);
 int mr_rels_add(moraine_db *db, mr_rel *r);

@@ -53,7 +53,8 @@ enum {
     MORAINE_EREADONLY = -11,  /* write attempted on a read-only catalog */
     MORAINE_ETXN = -12,       /* transaction misuse (already failed, finished, nested) */
     MORAINE_EMAPFULL = -13,   /* the commit does not fit in the map size */
-    MORAINE_ECONFLICT = -14   /* optimistic concurrency conflict (verb path) */
+    MORAINE_ECONFLICT = -14,  /* optimistic concurrency conflict (verb path) */
+    MORAINE_EFORK = -15       /* handle used in a process other than the one that opened it (after fork) */
 };
 
 /**

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     const uint8_t *scope; /* scope element(s) of the key, may be empty */
@@ -57,15 +58,17 @@ struct moraine_cursor {
 int moraine_read_begin(moraine_db *db, moraine_read **out)
 {
     if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_read_begin: NULL argument");
+    int prc = mr_same_process(db);
+    if (prc) return prc;
     moraine_read *rd = calloc(1, sizeof *rd);
     if (!rd) return mr_err(MORAINE_ENOMEM, "out of memory");
     rd->db = db;
     int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
     if (mrc == MDB_MAP_RESIZED) {
         /* another process grew the map: adopt it (needs no open txn here) */
-        if (__atomic_load_n(&db->nreaders, __ATOMIC_SEQ_CST) == 0 && !db->writer) {
+        if (__atomic_load_n(&db->sh->nreaders, __ATOMIC_SEQ_CST) == 0 && !__atomic_load_n(&db->sh->writer, __ATOMIC_SEQ_CST)) {
             mdb_env_set_mapsize(db->env, 0);
-            db->map_base = NULL; /* remapped */
+            db->sh->map_base = NULL; /* remapped */
         }
         mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
     }
@@ -81,7 +84,7 @@ int moraine_read_begin(moraine_db *db, moraine_read **out)
         free(rd);
         return rc;
     }
-    __atomic_add_fetch(&db->nreaders, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&db->sh->nreaders, 1, __ATOMIC_SEQ_CST);
     mr_bounds_get(db, &rd->bounds);
     *out = rd;
     return 0;
@@ -97,8 +100,11 @@ void moraine_read_end(moraine_read *rd)
         cursor_release(c);
         free(c);
     }
-    mdb_txn_abort(rd->txn);
-    __atomic_sub_fetch(&rd->db->nreaders, 1, __ATOMIC_SEQ_CST);
+    /* after fork the read's LMDB reader slot is the parent's: leave it */
+    if (rd->db->pid == getpid()) {
+        mdb_txn_abort(rd->txn);
+        __atomic_sub_fetch(&rd->db->sh->nreaders, 1, __ATOMIC_SEQ_CST);
+    }
     free(rd->spec_vals);
     free(rd);
 }

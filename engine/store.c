@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define DEFAULT_MAP (1ULL << 30)
 #define DEFAULT_MAX_MAP (64ULL << 30)
@@ -534,6 +535,79 @@ int mr_check_value(const mr_rel *r, const moraine_value *row, size_t ncols, int6
 
 /* ---- open / close ---- */
 
+/* One LMDB environment per catalog file per process (LMDB: never open the
+ * same environment twice in one process; closing one of two would drop the
+ * process's locks and let another process reset the reader table under the
+ * other). Handles of the same data.mdb (by device and inode) share it,
+ * reference counted. Entries of another process (inherited across fork) are
+ * never shared: they belong to the parent. */
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static mr_env *reg_head;
+
+static mr_env *env_find(const char *path)
+{
+    char file[4096];
+    struct stat st;
+    snprintf(file, sizeof file, "%s/data.mdb", path);
+    if (stat(file, &st) != 0) return NULL;
+    pid_t me = getpid();
+    for (mr_env *e = reg_head; e; e = e->next)
+        if (e->pid == me && e->dev == st.st_dev && e->ino == st.st_ino) return e;
+    return NULL;
+}
+
+/* Opens a new environment for @path and registers it (reg_mu held). */
+static int env_open(const char *path, const moraine_options *o, mr_env **out)
+{
+    mr_env *e = calloc(1, sizeof *e);
+    if (!e) return mr_err(MORAINE_ENOMEM, "out of memory");
+    int mrc = mdb_env_create(&e->env);
+    if (!mrc) mrc = mdb_env_set_mapsize(e->env, o->map_size);
+    if (!mrc) mrc = mdb_env_set_maxreaders(e->env, 512);
+    unsigned flags = MDB_NOTLS | (o->read_only ? MDB_RDONLY : 0) | (o->no_sync ? MDB_NOSYNC : 0);
+    if (!mrc) mrc = mdb_env_open(e->env, path, flags, 0664);
+    int fd;
+    struct stat st;
+    if (!mrc && !(mrc = mdb_env_get_fd(e->env, &fd)) && fstat(fd, &st) != 0) mrc = errno;
+    if (mrc) {
+        int rc = mrc == ENOENT || mrc == EACCES ? mr_err(MORAINE_EIO, "%s: cannot open catalog: %s", path, mdb_strerror(mrc))
+                                                 : mr_lmdb_err(mrc, path);
+        if (e->env) mdb_env_close(e->env);
+        free(e);
+        return rc;
+    }
+    /* Reader slots left by processes that died in a read: clear them. */
+    if (!o->read_only) mdb_reader_check(e->env, NULL);
+    e->dev = st.st_dev;
+    e->ino = st.st_ino;
+    e->pid = getpid();
+    e->refs = 1;
+    e->read_only = o->read_only;
+    e->no_sync = o->no_sync;
+    pthread_mutex_init(&e->mu, NULL);
+    e->next = reg_head;
+    reg_head = e;
+    *out = e;
+    return 0;
+}
+
+static void env_release(mr_env *e)
+{
+    pthread_mutex_lock(&reg_mu);
+    int last = --e->refs == 0;
+    if (last)
+        for (mr_env **pp = &reg_head; *pp; pp = &(*pp)->next)
+            if (*pp == e) {
+                *pp = e->next;
+                break;
+            }
+    pthread_mutex_unlock(&reg_mu);
+    if (!last) return;
+    mdb_env_close(e->env);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
 int moraine_open(const char *path, const moraine_options *opts, moraine_db **out)
 {
     moraine_options o = {0};
@@ -553,27 +627,39 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     moraine_db *db = calloc(1, sizeof *db);
     if (!db) return mr_err(MORAINE_ENOMEM, "out of memory");
     db->opts = o;
+    db->pid = getpid();
     pthread_mutex_init(&db->mu, NULL);
-    int mrc = mdb_env_create(&db->env);
-    if (!mrc) mrc = mdb_env_set_mapsize(db->env, o.map_size);
-    if (!mrc) mrc = mdb_env_set_maxreaders(db->env, 512);
-    unsigned flags = MDB_NOTLS | (o.read_only ? MDB_RDONLY : 0) | (o.no_sync ? MDB_NOSYNC : 0);
-    if (!mrc) mrc = mdb_env_open(db->env, path, flags, 0664);
-    int rc = 0;
-    if (mrc) {
-        rc = mrc == ENOENT || mrc == EACCES ? mr_err(MORAINE_EIO, "%s: cannot open catalog: %s", path, mdb_strerror(mrc))
-                                             : mr_lmdb_err(mrc, path);
-        goto fail;
+    int rc = 0, mrc;
+    pthread_mutex_lock(&reg_mu);
+    mr_env *sh = env_find(path);
+    if (sh) {
+        if (sh->read_only && !o.read_only) {
+            pthread_mutex_unlock(&reg_mu);
+            rc = mr_err(MORAINE_EREADONLY, "%s: the catalog is already open read-only in this process; close that handle first, or open the "
+                        "catalog for writing first (one process shares one LMDB environment per catalog)", path);
+            goto fail;
+        }
+        sh->refs++;
+    } else {
+        if ((rc = env_open(path, &o, &sh))) {
+            pthread_mutex_unlock(&reg_mu);
+            goto fail;
+        }
     }
-    /* Reader slots left by processes that died in a read: clear them. */
-    if (!o.read_only) mdb_reader_check(db->env, NULL);
-    /* A larger map may have been set by another process: adopt it. */
+    pthread_mutex_unlock(&reg_mu);
+    db->sh = sh;
+    db->env = sh->env;
+    /* A larger map may have been set by another process or handle: adopt it. */
     MDB_envinfo ei;
     mdb_env_info(db->env, &ei);
     if (ei.me_mapsize > db->opts.map_size) db->opts.map_size = ei.me_mapsize;
 
+    /* The handle that opened the environment writes the format marker of a
+     * new catalog; a handle sharing it only reads (the thread may hold a
+     * commit open on the other handle: a write transaction would wait on it). */
+    int writes = !o.read_only && sh->refs == 1;
     MDB_txn *t;
-    if ((mrc = mdb_txn_begin(db->env, NULL, o.read_only ? MDB_RDONLY : 0, &t))) {
+    if ((mrc = mdb_txn_begin(db->env, NULL, writes ? 0 : MDB_RDONLY, &t))) {
         rc = mr_lmdb_err(mrc, path);
         goto fail;
     }
@@ -590,7 +676,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         mdb_stat(t, db->dbi, &ms);
         if (ms.ms_entries != 0) {
             rc = mr_err(MORAINE_ECORRUPT, "%s: holds an LMDB database that is not a moraine catalog", path);
-        } else if (!o.read_only) {
+        } else if (writes) {
             rc = mr_meta_put_int(t, db->dbi, "format", MR_FORMAT_VERSION);
         }
     } else if (rc == 1) {
@@ -607,7 +693,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         mdb_txn_abort(t);
         goto fail;
     }
-    if (o.read_only) mdb_txn_abort(t);
+    if (!writes) mdb_txn_abort(t);
     else if ((mrc = mdb_txn_commit(t))) {
         rc = mr_lmdb_err(mrc, path);
         goto fail;
@@ -615,7 +701,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     *out = db;
     return 0;
 fail:
-    if (db->env) mdb_env_close(db->env);
+    if (db->sh) env_release(db->sh);
     rels_clear(db);
     pthread_mutex_destroy(&db->mu);
     free(db);
@@ -625,19 +711,40 @@ fail:
 void moraine_close(moraine_db *db)
 {
     if (!db) return;
+    if (db->pid != getpid()) {
+        /* A handle inherited across fork: LMDB's environment belongs to the
+         * process that opened it (its reader slots, its locks). Closing it
+         * here would release the parent's reader slot, so only this
+         * process's memory of the handle is freed; the environment's own
+         * memory and file descriptors stay with this process until it ends. */
+        if (db->writer) mr_txn_forget(db->writer);
+        rels_clear(db);
+        pthread_mutex_destroy(&db->mu);
+        free(db);
+        return;
+    }
     if (db->writer) moraine_txn_abort(db->writer);
-    mdb_env_close(db->env);
+    env_release(db->sh);
     rels_clear(db);
     pthread_mutex_destroy(&db->mu);
     free(db);
 }
 
+int mr_same_process(moraine_db *db)
+{
+    if (db->pid == getpid()) return 0;
+    return mr_err(MORAINE_EFORK, "the catalog handle was opened by process %ld and used in process %ld (after fork): LMDB environments do "
+                  "not survive fork; close it and open the catalog again in this process", (long)db->pid, (long)getpid());
+}
+
 int moraine_last_snapshot(moraine_db *db, int64_t *out)
 {
+    int rc = mr_same_process(db);
+    if (rc) return rc;
     MDB_txn *t;
     int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t);
     if (mrc) return mr_lmdb_err(mrc, "reading the last snapshot");
-    int rc = mr_meta_get_int(t, db->dbi, "last_snapshot", out);
+    rc = mr_meta_get_int(t, db->dbi, "last_snapshot", out);
     mdb_txn_abort(t);
     return rc;
 }
@@ -673,14 +780,16 @@ void mr_bounds_get(moraine_db *db, mr_bounds *b)
     struct stat st;
     memset(b, 0, sizeof *b);
     if (mdb_env_info(db->env, &ei) || mdb_env_get_fd(db->env, &fd) || fstat(fd, &st)) return;
-    if (!db->map_base) db->map_base = ei.me_mapaddr ? ei.me_mapaddr : find_map(db);
-    b->map = db->map_base;
+    if (!db->sh->map_base) db->sh->map_base = ei.me_mapaddr ? ei.me_mapaddr : find_map(db);
+    b->map = db->sh->map_base;
     b->map_size = ei.me_mapsize;
     b->file_len = (size_t)st.st_size < ei.me_mapsize ? (size_t)st.st_size : ei.me_mapsize;
 }
 
 int moraine_reader_check(moraine_db *db, int *dead)
 {
+    int rc = mr_same_process(db);
+    if (rc) return rc;
     int n = 0;
     int mrc = mdb_reader_check(db->env, &n);
     if (mrc) return mr_lmdb_err(mrc, "checking for dead readers");
@@ -690,11 +799,14 @@ int moraine_reader_check(moraine_db *db, int *dead)
 
 int mr_grow_map(moraine_db *db)
 {
+    MDB_envinfo ei;
+    /* the environment is shared: another handle may have grown it already */
+    if (mdb_env_info(db->env, &ei) == 0 && ei.me_mapsize > db->opts.map_size) db->opts.map_size = ei.me_mapsize;
     size_t cur = db->opts.map_size;
     if (cur >= db->opts.max_map_size) return -1;
     size_t next = cur * 2 > db->opts.max_map_size ? db->opts.max_map_size : cur * 2;
     if (mdb_env_set_mapsize(db->env, next)) return -1;
-    db->map_base = NULL; /* remapped */
+    db->sh->map_base = NULL; /* remapped */
     db->opts.map_size = next;
     return 0;
 }
