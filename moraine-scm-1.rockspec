@@ -60,6 +60,7 @@ build = {
         "bindings/moraine_core.c",
         "engine/codec.c",
         "engine/commit.c",
+        "engine/count.c",
         "engine/crc32c.c",
         "engine/error.c",
         "engine/json.c",

@@ -613,11 +613,12 @@ cannot be read); plain string errors for an `opts` that is not a table or a
 
 `db:stats()` — entries and bytes of the keyspace (`moraine_stats`), one
 walk: an array, in key order, of
-`{subspace = "C"|"H"|"S"|"R"|"M", relation = "ducklake_data_file" or nil,
+`{subspace = "C"|"H"|"S"|"R"|"M"|"N", relation = "ducklake_data_file" or nil,
 entries = n, key_bytes = n, value_bytes = n}` with one entry per (subspace,
 table) pair that holds keys: "C" current (live temporal rows), "H" history
 (ended versions), "S" snapshots, "R" rows of non-temporal tables, "M" meta
-(moraine's own bookkeeping; `relation` is nil). Child tables have no entry of
+(moraine's own bookkeeping; `relation` is nil), "N" entry counts per key
+range (docs/keyspace.md; `relation` is nil). Child tables have no entry of
 their own: their rows are embedded in the parent's values. Counts are
 integers (see Integers). Raises ELMDB, ENOMEM.
 ]]

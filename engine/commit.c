@@ -60,8 +60,31 @@ struct moraine_txn {
     int64_t next_rel_id;
     int64_t new_gen;     /* rels_gen written by this commit (when it defines tables) */
     int partial_snapshot; /* an import's commit that may lack its ducklake_snapshot row */
+    mr_counts counts;    /* entries added (+) and removed (-) per counted key range (count.c) */
     mr_buf kb, kb2;      /* key scratch */
 };
+
+/* Counts an entry written (+1) or deleted (-1) under key @k of relation @r. */
+static int count_entry(moraine_txn *txn, const mr_rel *r, const uint8_t *k, size_t n, int delta)
+{
+    size_t pl = mr_count_prefix(r ? r->scoped : 0, k, n);
+    return pl ? mr_counts_add(&txn->counts, k, pl, delta) : 0;
+}
+
+/* mdb_put that counts a new entry: with @flags 0 an existing entry is
+ * replaced (not counted again), with MDB_NOOVERWRITE it is MDB_KEYEXIST. */
+static int put_counted(moraine_txn *txn, const mr_rel *r, MDB_val *k, MDB_val *v, unsigned flags)
+{
+    MDB_val mine = *v; /* MDB_KEYEXIST points v at the stored value */
+    int mrc = mdb_put(txn->t, txn->db->dbi, k, v, MDB_NOOVERWRITE);
+    if (mrc == MDB_KEYEXIST && !(flags & MDB_NOOVERWRITE)) {
+        *v = mine;
+        return mdb_put(txn->t, txn->db->dbi, k, v, 0);
+    }
+    if (mrc) return mrc;
+    int rc = count_entry(txn, r, k->mv_data, k->mv_size, +1);
+    return rc ? MDB_PANIC : 0; /* only ENOMEM or an over-long range: reported as a failed write */
+}
 
 /* ---- failure bookkeeping ---- */
 
@@ -538,7 +561,7 @@ static int put_rows_value(moraine_txn *txn, mr_rel *r, const moraine_value *row,
     }
     if (!rc) {
         MDB_val k = {txn->kb.len, txn->kb.p}, val = {v.len, v.p};
-        int mrc = mdb_put(txn->t, txn->db->dbi, &k, &val, flags);
+        int mrc = put_counted(txn, r, &k, &val, flags);
         if (mrc == MDB_KEYEXIST) rc = mr_err(MORAINE_EEXIST, "%s: a row already sits at position %lld", r->info.name, (long long)ord);
         else if (mrc) rc = mr_lmdb_err(mrc, r->info.name);
     }
@@ -883,6 +906,7 @@ int moraine_txn_delete_row(moraine_txn *txn, const char *name, int64_t ord)
     int mrc = mdb_del(txn->t, txn->db->dbi, &k, NULL);
     if (mrc == MDB_NOTFOUND) return fail(txn, mr_err(MORAINE_ENOTFOUND, "%s: no row at position %lld", name, (long long)ord));
     if (mrc) return fail(txn, mr_lmdb_err(mrc, name));
+    if ((rc = count_entry(txn, r, txn->kb.p, txn->kb.len, -1))) return fail(txn, rc);
     return 0;
 }
 
@@ -923,11 +947,12 @@ static int flush(moraine_txn *txn)
             MDB_val k = {e->ident.len, e->ident.p};
             int mrc = mdb_del(txn->t, dbi, &k, NULL);
             if (mrc && mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "moving a row to history");
+            if (!mrc) rc = count_entry(txn, e->rel, k.mv_data, k.mv_size, -1);
         }
         if (!rc) rc = encode_pending(e, &v);
         if (!rc) {
             MDB_val k = {e->target.len, e->target.p}, val = {v.len, v.p};
-            int mrc = mdb_put(txn->t, dbi, &k, &val, e->history_noover ? MDB_NOOVERWRITE : 0);
+            int mrc = put_counted(txn, e->rel, &k, &val, e->history_noover ? MDB_NOOVERWRITE : 0);
             if (mrc == MDB_KEYEXIST) {
                 char desc[256];
                 mr_describe_row(e->rel, e->vals, e->ncols, desc, sizeof desc);
@@ -967,6 +992,7 @@ static int flush(moraine_txn *txn)
         rc = mr_meta_put_int(txn->t, dbi, name, txn->next_ord[id]);
     }
     if (!rc && txn->snapshot != MORAINE_NO_SNAPSHOT) rc = mr_meta_put_int(txn->t, dbi, "last_snapshot", txn->snapshot);
+    if (!rc) rc = mr_counts_flush(txn->t, dbi, &txn->counts);
     return rc;
 }
 
@@ -1049,6 +1075,7 @@ static void txn_free(moraine_txn *txn)
     free(txn->ord_dirty);
     mr_buf_free(&txn->kb);
     mr_buf_free(&txn->kb2);
+    mr_counts_free(&txn->counts);
     free(txn);
 }
 

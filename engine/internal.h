@@ -29,7 +29,7 @@ int mr_buf_byte(mr_buf *b, uint8_t c);
 void mr_buf_free(mr_buf *b);
 
 /* ---- key.c: order-preserving tuple encoding (docs/keyspace.md) ---- */
-enum { MR_SUB_META = 'M', MR_SUB_CURRENT = 'C', MR_SUB_HISTORY = 'H', MR_SUB_SNAPSHOT = 'S', MR_SUB_ROWS = 'R' };
+enum { MR_SUB_META = 'M', MR_SUB_COUNT = 'N', MR_SUB_CURRENT = 'C', MR_SUB_HISTORY = 'H', MR_SUB_SNAPSHOT = 'S', MR_SUB_ROWS = 'R' };
 enum { MR_K_NULL = 0x00, MR_K_STR = 0x02, MR_K_INT = 0x14 };
 #define MR_KEY_INT_LEN 9
 #define MR_MAX_KEY 511 /* LMDB's default maximum key size */
@@ -40,6 +40,31 @@ int mr_key_value(mr_buf *b, const moraine_value *v);
  * For strings, the decoded bytes are written to @scratch (escapes removed). */
 int mr_key_next(const uint8_t **p, const uint8_t *end, moraine_value *out, mr_buf *scratch);
 void mr_key_describe(const uint8_t *k, size_t n, char *out, size_t outlen);
+
+/* ---- count.c: entries per key range, integers with a checksum ---- */
+size_t mr_elem_len(const uint8_t *p, const uint8_t *end); /* length of the key element at p, 0 if malformed */
+/* length of the counted range prefix of key @k (C/H/S/R), 0 for keys not counted;
+ * @scoped: the key's relation is keyed by table_id first */
+size_t mr_count_prefix(int scoped, const uint8_t *k, size_t n);
+/* meta integers and counts: 8 bytes big-endian + CRC-32C of key and value.
+ * get returns 1 and sets *out, 0 when absent, or an error */
+int mr_int_get(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t *out);
+int mr_int_put(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t v);
+typedef struct {
+    uint8_t key[80];  /* range prefix, without the N byte (C/H prefixes with string scopes longer than this are refused) */
+    size_t len;
+    int64_t n, stored;
+} mr_count_ent;
+typedef struct {
+    mr_count_ent *v;
+    size_t n, cap;
+} mr_counts;
+int mr_counts_add(mr_counts *m, const uint8_t *k, size_t n, int64_t delta);
+void mr_counts_free(mr_counts *m);
+int mr_counts_flush(MDB_txn *t, MDB_dbi dbi, const mr_counts *m);
+/* sum of the counts of ranges under @prefix, from range @from on (NULL: all) */
+int mr_count_sum(MDB_txn *t, MDB_dbi dbi, const uint8_t *prefix, size_t plen, const uint8_t *from, size_t flen, int64_t *sum);
+int mr_count_mismatch(const uint8_t *prefix, size_t plen, int64_t met, int64_t counted); /* the ECORRUPT error */
 
 /* ---- codec.c: record values (docs/codec.md) ---- */
 #define MR_FORMAT_VERSION 2 /* 2: the value checksum covers the key too (1: value only) */

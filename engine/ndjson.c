@@ -537,7 +537,7 @@ int mr_catalog_empty(moraine_db *db)
     if ((mrc = mdb_cursor_open(t, db->dbi, &c)) == 0) {
         MDB_val k, v;
         for (mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST); mrc == 0 && !rows; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
-            if (k.mv_size && ((const uint8_t *)k.mv_data)[0] != MR_SUB_META) rows = 1;
+            if (k.mv_size && ((const uint8_t *)k.mv_data)[0] != MR_SUB_META && ((const uint8_t *)k.mv_data)[0] != MR_SUB_COUNT) rows = 1;
         mdb_cursor_close(c);
     }
     mdb_txn_abort(t);

@@ -37,6 +37,7 @@ struct moraine_cursor {
     int started, done;
     MDB_val ck, cv;
     MDB_val lastk;      /* key of the last row returned (for error messages) */
+    int64_t met;        /* entries met in the main range, checked against its count at the end */
     int have_c;
     size_t c_scope_off; /* offset in current keys where the scope element starts */
     /* history versions visible at S, sorted */
@@ -278,6 +279,7 @@ static int collect_history(moraine_cursor *c)
         goto out;
     }
     size_t cap = 0;
+    int64_t met = 0;
     MDB_val k = {seek.len, seek.p}, v;
     moraine_value bv, ev;
     mr_buf scratch = {0};
@@ -310,9 +312,17 @@ static int collect_history(moraine_cursor *c)
             rc = corrupt_at(&k, r);
             break;
         }
-        if (c->snapshot != MORAINE_ALL_VERSIONS) {
-            if (ev.type != MORAINE_INT || bv.type != MORAINE_INT) continue;
-            if (!(bv.i <= c->snapshot && c->snapshot < ev.i)) continue;
+        met++;
+        if (c->snapshot != MORAINE_ALL_VERSIONS &&
+            (ev.type != MORAINE_INT || bv.type != MORAINE_INT || !(bv.i <= c->snapshot && c->snapshot < ev.i))) {
+            /* not returned, but its key decides that: the key must be the
+             * one its value was stored under */
+            const uint8_t *vp = v.mv_data;
+            if (!mr_value_ok(&c->rd->bounds, &v) || mr_decode_header(&vp, vp + v.mv_size, k.mv_data, k.mv_size)) {
+                rc = corrupt_at(&k, r);
+                break;
+            }
+            continue;
         }
         if (c->nhist == cap) {
             cap = cap ? cap * 2 : 64;
@@ -334,6 +344,10 @@ static int collect_history(moraine_cursor *c)
     mr_buf_free(&scratch);
     mdb_cursor_close(hc);
     if (!rc && mrc && mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "reading history");
+    /* every history entry of the walked range was met: none moved away */
+    int64_t counted = 0;
+    if (!rc) rc = mr_count_sum(c->rd->txn, c->rd->db->dbi, hp.p, hp.len, seek.p, seek.len, &counted);
+    if (!rc && counted != met) rc = mr_count_mismatch(seek.p, seek.len, met, counted);
     if (!rc && c->nhist > 1) qsort(c->hist, c->nhist, sizeof *c->hist, hist_cmp);
 out:
     mr_buf_free(&hp);
@@ -458,10 +472,15 @@ static int peek_main(moraine_cursor *c)
     }
     if (mrc == MDB_NOTFOUND || (mrc == 0 && !has_prefix(&c->ck, &c->prefix))) {
         c->done = 1;
-        return 0;
+        /* the whole range was walked: it must hold what the catalog counted */
+        int64_t counted = 0;
+        int rc = mr_count_sum(c->rd->txn, c->rd->db->dbi, c->prefix.p, c->prefix.len, NULL, 0, &counted);
+        if (!rc && counted != c->met) rc = mr_count_mismatch(c->prefix.p, c->prefix.len, c->met, counted);
+        return rc;
     }
     if (mrc) return mr_lmdb_err(mrc, "reading");
     c->have_c = 1;
+    c->met++;
     return 0;
 }
 
@@ -606,6 +625,15 @@ static int spec_at(moraine_read *rd, const char *rel, int64_t table_id, int64_t 
     if (rc) return rc;
     rc = moraine_cursor_next(c, row);
     if (rc == 1) rc = keep_row(rd, row);
+    /* walk the (short) rest, so the range's entry count is checked: a spec
+     * whose key was damaged away must not read as "no spec" */
+    if (rc >= 0) {
+        moraine_row more;
+        int more_rc;
+        while ((more_rc = moraine_cursor_next(c, &more)) == 1) {
+        }
+        if (more_rc < 0) rc = more_rc;
+    }
     moraine_cursor_close(c);
     return rc;
 }

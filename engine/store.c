@@ -25,30 +25,18 @@ int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out)
 {
     mr_buf k = {0};
     int rc = mr_meta_key(&k, name);
-    if (rc) return rc;
-    MDB_val key = {k.len, k.p}, val;
-    int mrc = mdb_get(t, dbi, &key, &val);
+    if (!rc) rc = mr_int_get(t, dbi, k.p, k.len, out);
     mr_buf_free(&k);
-    if (mrc == MDB_NOTFOUND) return 0;
-    if (mrc) return mr_lmdb_err(mrc, "reading catalog metadata");
-    if (val.mv_size != 8) return mr_err(MORAINE_ECORRUPT, "catalog metadata '%s' is %zu bytes, expected 8", name, val.mv_size);
-    uint64_t u = 0;
-    for (int i = 0; i < 8; i++) u = (u << 8) | ((const uint8_t *)val.mv_data)[i];
-    *out = (int64_t)u;
-    return 1;
+    return rc;
 }
 
 int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v)
 {
     mr_buf k = {0};
     int rc = mr_meta_key(&k, name);
-    if (rc) return rc;
-    uint8_t be[8];
-    for (int i = 0; i < 8; i++) be[i] = (uint8_t)((uint64_t)v >> (56 - 8 * i));
-    MDB_val key = {k.len, k.p}, val = {8, be};
-    int mrc = mdb_put(t, dbi, &key, &val, 0);
+    if (!rc) rc = mr_int_put(t, dbi, k.p, k.len, v);
     mr_buf_free(&k);
-    return mrc ? mr_lmdb_err(mrc, "writing catalog metadata") : 0;
+    return rc;
 }
 
 /* ---- relation descriptors ---- */
@@ -535,6 +523,19 @@ int mr_check_value(const mr_rel *r, const moraine_value *row, size_t ncols, int6
 
 /* ---- open / close ---- */
 
+/* Whether the format marker is format 1's: 8 bytes holding 1 (format 2 adds
+ * a checksum to every meta integer). */
+static int old_format(MDB_txn *t, MDB_dbi dbi)
+{
+    mr_buf k = {0};
+    if (mr_meta_key(&k, "format")) return 0;
+    MDB_val key = {k.len, k.p}, v;
+    int old = mdb_get(t, dbi, &key, &v) == 0 && v.mv_size == 8 && ((const uint8_t *)v.mv_data)[7] == 1 &&
+              memcmp(v.mv_data, "\0\0\0\0\0\0\0", 7) == 0;
+    mr_buf_free(&k);
+    return old;
+}
+
 /* One LMDB environment per catalog file per process (LMDB: never open the
  * same environment twice in one process; closing one of two would drop the
  * process's locks and let another process reset the reader table under the
@@ -669,7 +670,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         goto fail;
     }
     int64_t fmt = 0;
-    rc = mr_meta_get_int(t, db->dbi, "format", &fmt);
+    rc = old_format(t, db->dbi) ? (fmt = 1, 1) : mr_meta_get_int(t, db->dbi, "format", &fmt);
     if (rc == 0) {
         /* no format marker: a new catalog, or an LMDB file of something else */
         MDB_stat ms;

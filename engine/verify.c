@@ -44,6 +44,32 @@ static int same_value(const moraine_value *a, const moraine_value *b)
     return 1;
 }
 
+/* Compares the entries found in each counted key range with the catalog's
+ * count of it (both maps sorted by range). */
+static void count_ranges(vstate *v, const mr_counts *met, const mr_counts *stored)
+{
+    size_t i = 0, j = 0;
+    while (i < met->n || j < stored->n) {
+        int c;
+        if (i == met->n) c = 1;
+        else if (j == stored->n) c = -1;
+        else {
+            size_t m = met->v[i].len < stored->v[j].len ? met->v[i].len : stored->v[j].len;
+            c = memcmp(met->v[i].key, stored->v[j].key, m);
+            if (!c) c = (met->v[i].len > stored->v[j].len) - (met->v[i].len < stored->v[j].len);
+        }
+        const mr_count_ent *e = c <= 0 ? &met->v[i] : &stored->v[j];
+        int64_t found = c <= 0 ? met->v[i].n : 0, counted = c >= 0 ? stored->v[j].n : 0;
+        if (found != counted) {
+            mr_key_describe(e->key, e->len, v->key, sizeof v->key);
+            violation(v, "the range holds %lld entries where the catalog counted %lld: a key in or near it is damaged", (long long)found,
+                      (long long)counted);
+        }
+        if (c <= 0) i++;
+        if (c >= 0) j++;
+    }
+}
+
 /* Checks the embedded children of a parent row. */
 static void check_children(vstate *v, mr_rel *parent, const moraine_value *pvals, const uint8_t *p, const uint8_t *end, moraine_value **buf, size_t *cap)
 {
@@ -111,6 +137,7 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
     mr_buf kb = {0}, scratch = {0};
     uint64_t done = 0;
     int have_format = 0, stopped = 0;
+    mr_counts met = {0}, stored = {0}; /* entries per counted range: found, and as the catalog counted them */
     MDB_val k, val;
     for (mrc = mdb_cursor_get(c, &k, &val, MDB_FIRST); mrc == 0; mrc = mdb_cursor_get(c, &k, &val, MDB_NEXT)) {
         done++;
@@ -134,8 +161,23 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
         }
         uint8_t sub = *kp++;
         if (sub == MR_SUB_META) {
-            moraine_value name;
+            moraine_value name = {0};
             if (mr_key_next(&kp, kend, &name, &scratch) == 0 && name.type == MORAINE_STR && name.len == 6 && memcmp(name.s, "format", 6) == 0) have_format = 1;
+            int is_rel = name.type == MORAINE_STR && name.len == 3 && memcmp(name.s, "rel", 3) == 0 && kp < kend;
+            int64_t iv;
+            if (is_rel) {
+                const uint8_t *p = val.mv_data;
+                if (mr_decode_header(&p, p + val.mv_size, k.mv_data, k.mv_size)) violation(&v, "table descriptor: %s", moraine_errmsg());
+            } else if (mr_int_get(rd->txn, db->dbi, k.mv_data, k.mv_size, &iv) < 0) {
+                violation(&v, "%s", moraine_errmsg());
+            }
+            continue;
+        }
+        if (sub == MR_SUB_COUNT) {
+            int64_t n = 0;
+            if (mr_int_get(rd->txn, db->dbi, k.mv_data, k.mv_size, &n) < 0) violation(&v, "%s", moraine_errmsg());
+            else if (n <= 0) violation(&v, "entry count %lld is not positive", (long long)n);
+            else if ((rc = mr_counts_add(&stored, (const uint8_t *)k.mv_data + 1, k.mv_size - 1, n))) break;
             continue;
         }
         if (sub != MR_SUB_CURRENT && sub != MR_SUB_HISTORY && sub != MR_SUB_SNAPSHOT && sub != MR_SUB_ROWS) {
@@ -153,6 +195,8 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
             violation(&v, "key of an unknown table");
             continue;
         }
+        size_t pl = mr_count_prefix(r->scoped, k.mv_data, k.mv_size);
+        if (pl && (rc = mr_counts_add(&met, k.mv_data, pl, 1))) break;
         if (cap < r->info.ncols) {
             moraine_value *nb = realloc(vals, r->info.ncols * sizeof *nb);
             if (!nb) {
@@ -233,6 +277,9 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
         }
     }
     if (!rc && mrc && mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "verify");
+    if (!rc && !stopped) count_ranges(&v, &met, &stored);
+    mr_counts_free(&met);
+    mr_counts_free(&stored);
     if (!rc && !stopped && !have_format && ms.ms_entries) {
         snprintf(v.key, sizeof v.key, "M('format')");
         violation(&v, "the catalog has no format marker");
@@ -270,7 +317,7 @@ int moraine_stats(moraine_db *db, void (*fn)(void *ud, const moraine_stat *st), 
         const char *name = NULL;
         if (sub == MR_SUB_SNAPSHOT) {
             name = "ducklake_snapshot";
-        } else if (sub != MR_SUB_META) {
+        } else if (sub != MR_SUB_META && sub != MR_SUB_COUNT) {
             moraine_value idv;
             if (mr_key_next(&kp, kend, &idv, &scratch) == 0 && idv.type == MORAINE_INT) {
                 id = idv.i;

@@ -503,7 +503,7 @@ describe("catalog", function()
         r.record_count = ffi.cast("int64_t", 4611686018427387904) + 1 -- 2^62 + 1
         r.file_size_bytes = ffi.cast("uint64_t", 7)
         r.footer_size = ffi.cast("int64_t", -3)
-        db:commit(1, function(tx) tx:insert("ducklake_data_file", r) end)
+        db:commit(1, function(tx) snap(tx, 1) tx:insert("ducklake_data_file", r) end)
         local got = rows_of(db, "ducklake_data_file")[1]
         assert.are.equal("4611686018427387905", istr(got.record_count))
         assert.are.equal("cdata", type(got.record_count))

@@ -518,8 +518,8 @@ describe("db:verify and db:stats", function()
     local st = db:stats()
     local by = {}
     for _, s in ipairs(st) do
-      assert.is_truthy(("CHSRM"):find(s.subspace, 1, true), s.subspace)
-      assert.are.equal(s.subspace == "M", s.relation == nil)
+      assert.is_truthy(("CHSRMN"):find(s.subspace, 1, true), s.subspace)
+      assert.are.equal(s.subspace == "M" or s.subspace == "N", s.relation == nil)
       assert.is_true(s.entries > 0 and s.key_bytes > 0 and s.value_bytes > 0)
       by[s.subspace .. ":" .. tostring(s.relation)] = s
     end
