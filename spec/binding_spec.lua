@@ -518,7 +518,7 @@ describe("catalog", function()
         -- snapshot ids and scan options as cdata
         r.record_count = 1
         r.begin_snapshot = ffi.cast("int64_t", 2)
-        db:commit(ffi.cast("int64_t", 2), function(tx) tx:insert("ducklake_data_file", r) end)
+        db:commit(ffi.cast("int64_t", 2), function(tx) snap(tx, 2) tx:insert("ducklake_data_file", r) end)
         assert.are.equal(2, db:last_snapshot())
         assert.are.equal(1, #rows_of(db, "ducklake_data_file", {at = ffi.cast("int64_t", 1)}))
       end)
