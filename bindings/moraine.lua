@@ -633,6 +633,19 @@ integers (see Integers). Raises ELMDB, ENOMEM.
 -- @function json_decode
 M.json_decode = core.json_decode
 
+--- Checks the catalog in directory `path` like `db:verify` (same result,
+-- same `opts.progress`), in a child process (`moraine_verify_path`): damage
+-- to LMDB's own pages that makes LMDB's cursor code fault kills the child,
+-- not the caller, and is reported as one more violation whose key is the
+-- last key the walk reached, `(at K)`, and whose problem names the signal.
+-- `moraine verify` uses it.
+-- @tparam string path the catalog directory
+-- @tparam[opt] table opts `progress(done, total)` as for `db:verify`
+-- @return array of `{key =, problem =}`, `{}` when the catalog is sound
+-- @raise EIO (no catalog at path), ECORRUPT (not a moraine catalog, or a
+-- damaged descriptor), ELMDB, ENOMEM; EINVAL "verify cancelled"
+M.verify_path = core.verify_path
+
 --- Encodes a Lua value as compact JSON text, built with jansson in C.
 -- - `moraine.null` is `null`; booleans are `true`/`false`;
 -- - integers are exact over int64 (Lua 5.4 integers, LuaJIT `int64_t` /

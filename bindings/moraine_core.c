@@ -2776,6 +2776,33 @@ static int l_db_verify(lua_State *L)
     return 1;
 }
 
+/* moraine.verify_path(path, opts) -> array of {key =, problem =}: verify
+ * run in a child process (moraine_verify_path). */
+static int l_verify_path(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_settop(L, 2);
+    push_progress_opt(L, 2);                   /* 3 */
+    lua_pushnil(L);                            /* 4: error slot */
+    lua_newtable(L);                           /* 5: result */
+    lua_pushcfunction(L, verify_append);       /* 6 */
+    luaL_checkstack(L, 8, NULL);
+    collect_ctx c = {{L, 3, 4, 0, 0}, 5, 6};
+    int rc = moraine_verify_path(path, verify_report, &c, lua_isnil(L, 3) ? NULL : progress_cb, &c.p);
+    if (rc < 0)
+        lua_pushstring(L, moraine_errmsg());
+    if (c.p.failed) {
+        lua_pushvalue(L, 4);
+        return lua_error(L);
+    }
+    if (rc < 0)
+        return raise_top(L, rc);
+    if (c.p.cancelled)
+        return raise_errf(L, MORAINE_EINVAL, "verify cancelled");
+    lua_settop(L, 5);
+    return 1;
+}
+
 /* (out, moraine_stat *) as lightuserdata -> appends one stats entry */
 static int stats_append(lua_State *L)
 {
@@ -3227,6 +3254,7 @@ static const luaL_Reg read_methods[] = {{"last_snapshot", l_read_last_snapshot},
                                         {NULL, NULL}};
 
 static const luaL_Reg module_funcs[] = {{"open", l_open},
+                                        {"verify_path", l_verify_path},
                                         {"json_decode", l_json_decode},
                                         {"json_encode", l_json_encode},
                                         {"parse_ndjson", l_parse_ndjson},

@@ -440,11 +440,29 @@ typedef void (*moraine_verify_fn)(void *ud, const char *key, const char *problem
  * one live version per key; at most one live partition spec and one live
  * sort spec per table; each embedded child decodes and names its parent; a
  * snapshot row sits under its own id and none is above the last committed
- * snapshot. Each violation is passed to @report (may be NULL).
+ * snapshot; the last snapshot has its ducklake_snapshot row; every counted
+ * key range holds as many entries as the catalog counted (a key damaged out
+ * of its range); meta integers and table descriptors pass their checksums.
+ * Each violation is passed to @report (may be NULL).
  * Returns the number of violations (0: the catalog is sound), or a negative
  * error when the store cannot be read.
  */
 int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_progress_fn progress, void *pud);
+
+/**
+ * moraine_verify_path - moraine_verify of the catalog in directory @path, run
+ * in a child process (fork, then open read-only and walk), so damage to
+ * LMDB's own pages that makes LMDB's cursor code fault cannot kill the
+ * caller. Violations, progress and errors come back over a pipe; @report and
+ * @progress run in the calling process (a nonzero @progress kills the child:
+ * MORAINE_EINVAL "verify cancelled"). When the child dies of a signal, one
+ * more violation is reported: its key is the last key the walk reached,
+ * "(at K)", and the problem names the signal.
+ * Returns the number of violations, or the child's open/read error
+ * (MORAINE_EIO, MORAINE_ECORRUPT, ...), or MORAINE_EIO/MORAINE_ENOMEM when
+ * the child cannot be started.
+ */
+int moraine_verify_path(const char *path, moraine_verify_fn report, void *ud, moraine_progress_fn progress, void *pud);
 
 /** Entries and bytes of one (subspace, table) pair, for moraine_stats. */
 typedef struct {

@@ -7,7 +7,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct {
     moraine_db *db;
@@ -15,7 +20,10 @@ typedef struct {
     void *ud;
     int count;
     char key[256];
+    char *where; /* shared with the parent of moraine_verify_path: the key being checked */
 } vstate;
+
+#define WHERE_LEN 256
 
 static void violation(vstate *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void violation(vstate *v, const char *fmt, ...)
@@ -114,12 +122,12 @@ static void check_children(vstate *v, mr_rel *parent, const moraine_value *pvals
     }
 }
 
-int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_progress_fn progress, void *pud)
+static int verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_progress_fn progress, void *pud, char *where)
 {
     moraine_read *rd;
     int rc = moraine_read_begin(db, &rd);
     if (rc) return rc;
-    vstate v = {db, report, ud, 0, ""};
+    vstate v = {db, report, ud, 0, "", where};
     int64_t last = INT64_MIN;
     int have_last = mr_meta_get_int(rd->txn, db->dbi, "last_snapshot", &last);
     MDB_stat ms;
@@ -155,6 +163,7 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
         }
         const uint8_t *kp = k.mv_data, *kend = kp + k.mv_size;
         mr_key_describe(kp, k.mv_size, v.key, sizeof v.key);
+        if (where) memcpy(where, v.key, WHERE_LEN);
         if (k.mv_size == 0) {
             violation(&v, "empty key");
             continue;
@@ -278,6 +287,19 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
     }
     if (!rc && mrc && mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "verify");
     if (!rc && !stopped) count_ranges(&v, &met, &stored);
+    /* the last snapshot is one a verb can build on: its ducklake_snapshot row exists */
+    mr_rel *sr = mr_rel_by_name(db, "ducklake_snapshot");
+    if (!rc && !stopped && have_last == 1 && sr && sr->info.ncols > 0) {
+        MDB_val sk, sv;
+        if (mr_snapshot_key(&kb, last) == 0) {
+            sk.mv_size = kb.len;
+            sk.mv_data = kb.p;
+            if (mdb_get(rd->txn, db->dbi, &sk, &sv) == MDB_NOTFOUND) {
+                snprintf(v.key, sizeof v.key, "M('last_snapshot')");
+                violation(&v, "the last snapshot %lld has no ducklake_snapshot row: no verb can build on it", (long long)last);
+            }
+        }
+    }
     mr_counts_free(&met);
     mr_counts_free(&stored);
     if (!rc && !stopped && !have_format && ms.ms_entries) {
@@ -293,6 +315,156 @@ int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_p
     mr_buf_free(&scratch);
     moraine_read_end(rd);
     return rc ? rc : v.count;
+}
+
+int moraine_verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_progress_fn progress, void *pud)
+{
+    return verify(db, report, ud, progress, pud, NULL);
+}
+
+/* ---- verify in a child process ---- */
+
+/* Records the child sends: a type byte, a 4-byte length, the payload. */
+static int send_rec(int fd, char type, const void *p, uint32_t n)
+{
+    uint8_t h[5] = {(uint8_t)type, (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    return write(fd, h, 5) == 5 && (n == 0 || write(fd, p, n) == (ssize_t)n) ? 0 : -1;
+}
+
+static int read_full(int fd, void *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)p + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+typedef struct {
+    int fd;
+} child_out;
+
+static void child_report(void *ud, const char *key, const char *problem)
+{
+    child_out *o = ud;
+    char buf[1400];
+    int n = snprintf(buf, sizeof buf, "%s%c%s", key ? key : "", 0, problem ? problem : "");
+    if (n < 0) return;
+    if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
+    send_rec(o->fd, 'V', buf, (uint32_t)n + 1);
+}
+
+static int child_progress(void *ud, uint64_t done, uint64_t total)
+{
+    child_out *o = ud;
+    uint64_t b[2] = {done, total};
+    return send_rec(o->fd, 'P', b, sizeof b) ? 1 : 0;
+}
+
+int moraine_verify_path(const char *path, moraine_verify_fn report, void *ud, moraine_progress_fn progress, void *pud)
+{
+    if (!path) return mr_err(MORAINE_EINVAL, "moraine_verify_path: NULL path");
+    char *where = mmap(NULL, WHERE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (where == MAP_FAILED) return mr_err(MORAINE_ENOMEM, "cannot map a page to share with the verify process: %s", strerror(errno));
+    memset(where, 0, WHERE_LEN);
+    int fd[2];
+    if (pipe(fd) != 0) {
+        munmap(where, WHERE_LEN);
+        return mr_err(MORAINE_EIO, "cannot make a pipe for the verify process: %s", strerror(errno));
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        munmap(where, WHERE_LEN);
+        return mr_err(MORAINE_EIO, "cannot start the verify process: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        /* the child: open, walk, report; _exit (no atexit handlers of the parent) */
+        close(fd[0]);
+        signal(SIGPIPE, SIG_IGN);
+        child_out o = {fd[1]};
+        moraine_options opt = {.read_only = 1};
+        moraine_db *db;
+        int rc = moraine_open(path, &opt, &db);
+        if (!rc) {
+            rc = verify(db, child_report, &o, progress ? child_progress : NULL, &o, where);
+            moraine_close(db);
+        }
+        if (rc < 0) {
+            const char *m = moraine_errmsg();
+            char buf[1100];
+            int32_t code = rc;
+            memcpy(buf, &code, 4);
+            size_t n = strlen(m) > 1000 ? 1000 : strlen(m);
+            memcpy(buf + 4, m, n);
+            send_rec(fd[1], 'E', buf, (uint32_t)(n + 4));
+        } else {
+            int32_t count = rc;
+            send_rec(fd[1], 'D', &count, 4);
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    int rc = 0, finished = 0, cancelled = 0;
+    char *buf = malloc(1 << 16);
+    if (!buf) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+    int count = 0;
+    uint8_t h[5];
+    while (!rc && !finished && read_full(fd[0], h, 5) == 0) {
+        uint32_t n = (uint32_t)h[1] | (uint32_t)h[2] << 8 | (uint32_t)h[3] << 16 | (uint32_t)h[4] << 24;
+        if (n >= (1 << 16) || read_full(fd[0], buf, n) != 0) break;
+        buf[n] = 0;
+        switch (h[0]) {
+        case 'V':
+            count++;
+            if (report) report(ud, buf, buf + strlen(buf) + 1);
+            break;
+        case 'P': {
+            uint64_t b[2];
+            memcpy(b, buf, sizeof b);
+            if (progress && progress(pud, b[0], b[1])) {
+                cancelled = 1;
+                kill(pid, SIGKILL);
+                rc = mr_err(MORAINE_EINVAL, "verify cancelled");
+            }
+            break;
+        }
+        case 'E': {
+            int32_t code;
+            memcpy(&code, buf, 4);
+            rc = mr_err(code, "%s", buf + 4);
+            finished = 1;
+            break;
+        }
+        case 'D': finished = 1; break;
+        }
+    }
+    close(fd[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!rc && !cancelled && !finished) {
+        char key[WHERE_LEN + 16];
+        snprintf(key, sizeof key, "(at %.*s)", WHERE_LEN - 1, where[0] ? where : "the start");
+        char problem[400];
+        if (WIFSIGNALED(st))
+            snprintf(problem, sizeof problem,
+                     "the walk died of signal %d (%s) inside LMDB at or after this key: LMDB's own pages are damaged there (they carry no "
+                     "checksum); export what reads and re-import, or restore a backup",
+                     WTERMSIG(st), strsignal(WTERMSIG(st)));
+        else
+            snprintf(problem, sizeof problem, "the verify process stopped early (status %d)", st);
+        count++;
+        if (report) report(ud, key, problem);
+    }
+    free(buf);
+    munmap(where, WHERE_LEN);
+    return rc ? rc : count;
 }
 
 int moraine_stats(moraine_db *db, void (*fn)(void *ud, const moraine_stat *st), void *ud)
