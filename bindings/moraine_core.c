@@ -2482,7 +2482,7 @@ static int l_parse_ndjson(lua_State *L)
         p++;
     json_error_t e;
     if (p < end && *p == '[') {
-        b->j = json_loadb(s, len, JSON_ALLOW_NUL, &e);
+        b->j = json_loadb(s, len, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &e);
         if (b->j == NULL)
             return raise_errf(L, MORAINE_EJSON, "%s:%d: %s", fname, e.line, e.text);
         if (!json_is_array(b->j))
@@ -2507,7 +2507,7 @@ static int l_parse_ndjson(lua_State *L)
             eol = end;
         line++;
         if (!is_blank(p, eol)) {
-            b->j = json_loadb(p, (size_t)(eol - p), JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+            b->j = json_loadb(p, (size_t)(eol - p), JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &e);
             if (b->j == NULL)
                 return raise_errf(L, MORAINE_EJSON, "%s:%d: %s (column %d)", fname, line, e.text, e.column);
             if (!json_is_object(b->j))

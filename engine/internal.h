@@ -88,6 +88,7 @@ uint32_t mr_crc32c_update(uint32_t crc, const uint8_t *p, size_t n); /* mr_crc32
 
 /* ---- json.c ---- */
 int mr_json_string(mr_buf *b, const char *s, size_t n); /* 1: not valid UTF-8 */
+int mr_utf8_valid(const char *s, size_t n); /* 1 when @s is valid UTF-8 */
 int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value *vals, size_t n, int open);
 
 /* ---- tables.c: DuckLake's tables ---- */
@@ -101,6 +102,9 @@ typedef struct {
 } mr_known_table;
 const mr_known_table *mr_known(const char *name);
 moraine_coltype mr_known_coltype(const mr_known_table *kt, const char *col);
+/* the column names moraine knows for @kt, in DuckLake's order (malloc'd,
+ * each and the array); returns their number, 0 for NULL, (size_t)-1 on ENOMEM */
+size_t mr_known_columns(const mr_known_table *kt, char ***out);
 
 /* ---- store.c: handle and relation descriptors ---- */
 #define MR_MAX_KEYCOLS 4

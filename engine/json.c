@@ -31,6 +31,17 @@ static size_t utf8_len(const unsigned char *p, size_t n)
     return len;
 }
 
+int mr_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_len(p + i, n - i);
+        if (!l) return 0;
+        i += l;
+    }
+    return 1;
+}
+
 /* Appends a JSON string; returns 1 when the bytes are not valid UTF-8. */
 int mr_json_string(mr_buf *b, const char *s, size_t n)
 {

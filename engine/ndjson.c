@@ -179,6 +179,23 @@ static int add_row(table *t, json_t *obj, const char *path, size_t line)
     return rc;
 }
 
+/* An empty table in DuckDB's NDJSON export is a file with one newline (or
+ * nothing): no row names its columns. A table DuckLake defines gets the
+ * columns moraine knows for it (engine/tables.c), so verbs can write to it
+ * afterwards; an unknown table stays without columns. */
+static int known_columns(table *t)
+{
+    const mr_known_table *kt = mr_known(t->name);
+    if (!kt) return 0;
+    char **cols;
+    size_t n = mr_known_columns(kt, &cols);
+    if (n == (size_t)-1) return mr_err(MORAINE_ENOMEM, "out of memory");
+    free(t->cols);
+    t->cols = cols;
+    t->ncols = n;
+    return n ? mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel) : 0;
+}
+
 static int read_table(tables *ts, table *t, const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -198,9 +215,11 @@ static int read_table(tables *ts, table *t, const char *path)
             /* the whole file is one JSON array of objects */
             fseek(f, 0, SEEK_SET);
             json_error_t e;
-            json_t *arr = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+            json_t *arr = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &e);
             if (!arr) {
-                rc = mr_err(MORAINE_EJSON, "%s:%d: malformed JSON: %s", path, e.line, e.text);
+                rc = strstr(e.text, "duplicate") ? mr_err(MORAINE_EJSON, "%s:%d: an object names the same key twice (%s): refused, "
+                                                                         "the value meant is ambiguous", path, e.line, e.text)
+                                                 : mr_err(MORAINE_EJSON, "%s:%d: malformed JSON: %s", path, e.line, e.text);
                 break;
             }
             if (!json_is_array(arr)) rc = mr_err(MORAINE_EJSON, "%s: expected a JSON array of objects", path);
@@ -213,9 +232,13 @@ static int read_table(tables *ts, table *t, const char *path)
         }
         first = 0;
         json_error_t e;
-        json_t *obj = json_loadb(line + s, len - s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+        /* JSON_REJECT_DUPLICATES: {"table_id":1,"table_id":2} is refused
+         * (jansson would keep the last value, silently) */
+        json_t *obj = json_loadb(line + s, len - s, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &e);
         if (!obj) {
-            rc = mr_err(MORAINE_EJSON, "%s:%zu: malformed JSON: %s (column %d)", path, lineno, e.text, e.column);
+            rc = strstr(e.text, "duplicate") ? mr_err(MORAINE_EJSON, "%s:%zu: the object names the same key twice (%s, column %d): "
+                                                                     "refused, the value meant is ambiguous", path, lineno, e.text, e.column)
+                                             : mr_err(MORAINE_EJSON, "%s:%zu: malformed JSON: %s (column %d)", path, lineno, e.text, e.column);
             break;
         }
         rc = add_row(t, obj, path, lineno);
@@ -265,6 +288,7 @@ static int read_dir(const char *dir, tables *ts)
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (!rc) rc = t->name ? read_table(ts, t, path) : mr_err(MORAINE_ENOMEM, "out of memory");
+        if (!rc && t->ncols == 0) rc = known_columns(t);
     }
     if (!rc && ts->progress && ts->progress(ts->ud, ts->read, 0)) rc = mr_err(MORAINE_EINVAL, "import cancelled");
     for (size_t i = 0; i < n; i++) free(names[i]);

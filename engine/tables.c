@@ -10,6 +10,7 @@
  * O = BOOLEAN.
  */
 #include "internal.h"
+#include <stdlib.h>
 #include <string.h>
 
 static const mr_known_table known[] = {
@@ -74,6 +75,31 @@ const mr_known_table *mr_known(const char *name)
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strcmp(known[i].name, name) == 0) return &known[i];
     return NULL;
+}
+
+size_t mr_known_columns(const mr_known_table *kt, char ***out)
+{
+    *out = NULL;
+    if (!kt) return 0;
+    size_t n = 0;
+    for (const char *p = kt->columns; *p; p++)
+        if (*p == ':') n++;
+    char **cols = calloc(n ? n : 1, sizeof *cols);
+    if (!cols) return (size_t)-1;
+    size_t i = 0;
+    for (const char *p = kt->columns; *p && i < n;) {
+        const char *colon = strchr(p, ':');
+        if (!colon || !(cols[i] = strndup(p, (size_t)(colon - p)))) {
+            while (i > 0) free(cols[--i]);
+            free(cols);
+            return (size_t)-1;
+        }
+        i++;
+        p = colon + 2;
+        if (*p == ',') p++;
+    }
+    *out = cols;
+    return n;
 }
 
 moraine_coltype mr_known_coltype(const mr_known_table *kt, const char *col)

@@ -95,6 +95,18 @@ static int orow_set_str(orow *r, const char *name, const char *s)
     }
     int i = col_of(r, name);
     if (i < 0) return 0;
+    /* every text a verb stores must be exportable: NDJSON, SQL and the HTTP
+     * answers carry UTF-8 only (C strings hold no NUL; the Lua binding
+     * refuses one) */
+    if (!mr_utf8_valid(s, strlen(s))) {
+        char shown[200];
+        size_t o = 0;
+        for (const unsigned char *p = (const unsigned char *)s; *p && o + 5 < sizeof shown && p - (const unsigned char *)s < 60; p++)
+            o += (size_t)snprintf(shown + o, sizeof shown - o, *p >= 0x20 && *p < 0x7F && *p != '\\' ? "%c" : "\\x%02x", *p);
+        shown[o] = 0;
+        return mr_err(MORAINE_EINVAL, "%s '%s' is not valid UTF-8, which the catalog's exports (NDJSON, SQL, JSON) need: refused",
+                      name, shown);
+    }
     char *c = strdup(s);
     if (!c) return mr_err(MORAINE_ENOMEM, "out of memory");
     if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
@@ -1111,6 +1123,18 @@ static int add_file(model *m, tstate *t, const moraine_data_file *f, int64_t par
 {
     if (!f->path || !*f->path) return mr_err(MORAINE_EINVAL, "a data file needs a path");
     if (f->record_count < 0) return mr_err(MORAINE_EINVAL, "data file %s: record_count is negative", f->path);
+    if (f->file_size_bytes < 0)
+        return mr_err(MORAINE_EINVAL, "data file %s: file_size_bytes %lld is negative", f->path, (long long)f->file_size_bytes);
+    if (f->footer_size < 0 && f->footer_size != INT64_MIN)
+        return mr_err(MORAINE_EINVAL, "data file %s: footer_size %lld is negative", f->path, (long long)f->footer_size);
+    for (size_t i = 0; i < f->nstats; i++) {
+        const moraine_column_stats *st = &f->stats[i];
+        const char *bad = st->column_size_bytes < 0 && st->column_size_bytes != INT64_MIN ? "column_size_bytes"
+                          : st->value_count < 0 && st->value_count != INT64_MIN       ? "value_count"
+                          : st->null_count < 0 && st->null_count != INT64_MIN         ? "null_count"
+                                                                                      : NULL;
+        if (bad) return mr_err(MORAINE_EINVAL, "data file %s: statistics of column \"%s\": %s is negative", f->path, st->column ? st->column : "", bad);
+    }
     int rc;
     int64_t *cids = calloc(f->nstats ? f->nstats : 1, sizeof *cids);
     if (!cids) return mr_err(MORAINE_ENOMEM, "out of memory");
@@ -1362,6 +1386,11 @@ static int do_add_deletes(model *m, verb *v)
     for (size_t i = 0; !rc && i < v->ndels; i++) {
         const moraine_delete_file *d = &v->dels[i];
         if (!d->path || !*d->path) rc = mr_err(MORAINE_EINVAL, "a delete file needs a path");
+        else if (d->delete_count < 0) rc = mr_err(MORAINE_EINVAL, "delete file %s: delete_count %lld is negative", d->path, (long long)d->delete_count);
+        else if (d->file_size_bytes < 0)
+            rc = mr_err(MORAINE_EINVAL, "delete file %s: file_size_bytes %lld is negative", d->path, (long long)d->file_size_bytes);
+        else if (d->footer_size < 0 && d->footer_size != INT64_MIN)
+            rc = mr_err(MORAINE_EINVAL, "delete file %s: footer_size %lld is negative", d->path, (long long)d->footer_size);
         if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del); /* replaced by the new delete file */
         orow r = {0};
         if (!rc) rc = new_row(m, "ducklake_delete_file", &r);

@@ -157,6 +157,14 @@ describe("moraine.http under nginx with a concurrent writer", function()
     code, _, body = get(port, "/nowhere")
     assert.equal(404, code)
     assert.is_truthy(moraine.json_decode(body).error:find("/nowhere", 1, true), body)
+    -- bytes that are not UTF-8 in a table name: a JSON 400, never a 500 or a Lua error (issue 12)
+    for _, path in ipairs({ "/tables/%ff%fe/files", "/tables/%ff%fe", "/tables/a%c3/history", "/%ff" }) do
+      code, _, body = get(port, path)
+      assert.equal(400, code, path .. ": " .. tostring(body))
+      local doc = moraine.json_decode(body)
+      assert.equal(400, doc.status, path)
+      assert.is_truthy(doc.error:find("UTF-8", 1, true), path)
+    end
   end)
 
   it("answers GET / (with or without the trailing slash) with a JSON index of its endpoints", function()

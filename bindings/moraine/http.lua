@@ -46,6 +46,10 @@ local CHUNK = 500 -- file rows per flushed chunk
 -- @tparam[opt] table opts `map_size` (bytes) passed to moraine.open
 -- @raise a moraine error table (e.g. EIO when there is no catalog at path)
 function _M.init_worker(path, opts)
+  -- A handle opened before fork (init_by_lua in nginx's master) belongs to
+  -- the master's process: moraine refuses to read through it here (EFORK),
+  -- and closing it in the worker leaves the master's LMDB reader slots alone
+  -- (moraine_close only frees this process's memory of it).
   if db then db:close() end
   db = moraine.open(path, { read_only = true, create = false, map_size = opts and opts.map_size })
   return true
@@ -300,19 +304,22 @@ local function route(path)
   end
 end
 
---- Serves one request. Call from content_by_lua.
--- @tparam[opt] table opts `prefix`: the location prefix to strip from the URI (default "")
--- Responds 200/304 with JSON, 400/404 with a JSON error, 405 for methods
--- other than GET and HEAD, 503 before init_worker, 500 for an engine error
--- (logged). Never raises.
-function _M.serve(opts)
+-- Whether @s is text JSON can carry (valid UTF-8): moraine's encoder refuses the rest.
+local function is_utf8(s) return (pcall(json, s)) end
+
+-- A JSON error response. The message is made JSON-safe first (a request can
+-- put any bytes into it, e.g. a table name that is not UTF-8).
+local function fail(status, msg)
+  msg = tostring(msg)
+  if not is_utf8(msg) then msg = (msg:gsub("[\128-\255]", "?")) end
+  ngx.status = status
+  ngx.header["Content-Type"] = "application/json"
+  ngx.say(json({ error = msg, status = status }, { "error", "status" }))
+  return ngx.exit(status)
+end
+
+local function serve(opts)
   local prefix = opts and opts.prefix or ""
-  local function fail(status, msg)
-    ngx.status = status
-    ngx.header["Content-Type"] = "application/json"
-    ngx.say(json({ error = msg, status = status }, { "error", "status" }))
-    return ngx.exit(status)
-  end
   if not db then return fail(503, "the catalog is not open in this worker (init_worker)") end
   local method = ngx.req.get_method()
   if method ~= "GET" and method ~= "HEAD" then return fail(405, "only GET") end
@@ -322,7 +329,9 @@ function _M.serve(opts)
     uri = uri:sub(#prefix + 1)
   end
   uri = uri:gsub("/+$", "")
+  if not is_utf8(uri) then return fail(400, "the path is not valid UTF-8 (table names are UTF-8 text)") end
   local handler, name = route(uri)
+  if name and not is_utf8(name) then return fail(400, "the table name is not valid UTF-8") end
   if not handler then return fail(404, "no such path: " .. uri .. " (GET " .. prefix .. "/ lists the endpoints)") end
   local args = ngx.req.get_uri_args()
   local inm = ngx.var.http_if_none_match
@@ -345,6 +354,22 @@ function _M.serve(opts)
   ngx.log(ngx.ERR, "moraine.http: ", tostring(err))
   if ngx.headers_sent then return ngx.exit(ngx.ERROR) end
   return fail(500, "internal error: " .. tostring(err))
+end
+
+--- Serves one request. Call from content_by_lua.
+-- @tparam[opt] table opts `prefix`: the location prefix to strip from the URI (default "")
+-- Responds 200/304 with JSON, 400/404 with a JSON error (a path or table
+-- name that is not valid UTF-8 is 400), 405 for methods other than GET and
+-- HEAD, 503 before init_worker, 500 for an engine error (logged). Never
+-- raises: an error escaping the handlers is logged and answered 500 when the
+-- headers are not sent yet.
+function _M.serve(opts)
+  local ok, err = pcall(serve, opts)
+  if ok then return err end
+  ngx.log(ngx.ERR, "moraine.http: ", tostring(err))
+  if ngx.headers_sent then return ngx.exit(ngx.ERROR) end
+  local fok = pcall(fail, 500, "internal error")
+  if not fok then return ngx.exit(500) end
 end
 
 return _M
