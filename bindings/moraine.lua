@@ -31,7 +31,8 @@
 -- `code` is the engine's error name without the `MORAINE_` prefix (as
 -- `moraine_strerror` gives it: EINVAL, ENOTFOUND, EEXIST, ESNAPSHOT,
 -- ENOTLIVE, ECORRUPT, ELMDB, ENOMEM, EIO, EJSON, EREADONLY, ETXN, EMAPFULL,
--- ECONFLICT); `message` is the engine's `moraine_errmsg()` text (it names the
+-- ECONFLICT, EFORK: a handle used in a process other than the one that
+-- opened it, e.g. after fork; close it and open the catalog again there); `message` is the engine's `moraine_errmsg()` text (it names the
 -- table, row, column or key) or, for checks done by the binding, a message of
 -- the same form. The table's metatable gives `tostring(e)` =
 -- `"moraine: EINVAL: <message>"`; test for it with `moraine.is_error(e)`.
@@ -273,6 +274,13 @@ progress callback. Also run by the garbage collector and by `<close>`.
 
 `db:last_snapshot()` — the newest committed snapshot id (integer), or nil
 when the catalog has none (`moraine_last_snapshot`).
+
+`db:reader_check()` — clears the LMDB reader slots of processes that died
+with a read open (`moraine_reader_check`, LMDB's `mdb_reader_check`) and
+returns how many it cleared. A writer also does this itself every 32
+commits or once a second, and whenever a catalog is opened for writing;
+dead slots keep old pages from being reused, so the file would grow.
+Raises EFORK (handle opened by another process), ELMDB.
 
 `db:relations()` — array of relation info tables, in definition order:
 `{name = "ducklake_table", id = 3, placement = "temporal"|"child"|"snapshot"|"rows",
@@ -556,7 +564,10 @@ import remains. Returns true. Raises EIO, EJSON (file and line), EINVAL
 `<dir>/<table>.ndjson` (`moraine_export_ndjson`): rows in original order,
 columns in catalog order, DuckDB's JSON-lines form; creates `dir`.
 `progress(done, total)` (optional) counts relations; `true` cancels (EINVAL
-"export cancelled"). Returns true. Raises EIO, EINVAL (a string that is not valid UTF-8).
+"export cancelled"). Every file is written as `<table>.ndjson.tmp` and renamed
+only when all are written: a failed export leaves nothing of itself in `dir`.
+Returns true. Raises EIO, EINVAL (a string that is not valid UTF-8: the
+message names the table, row, column and the bytes).
 
 `db:import_rows(tables, {progress = fn})` — like `db:import_ndjson`, with the
 tables given as rows instead of files (`moraine_import_rows`; this is how

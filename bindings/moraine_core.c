@@ -723,6 +723,18 @@ static int l_db_last_snapshot(lua_State *L)
     return 1;
 }
 
+/* db:reader_check() -> number of dead readers' slots cleared */
+static int l_db_reader_check(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    int dead = 0;
+    int rc = moraine_reader_check(d->db, &dead);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    lua_pushinteger(L, dead);
+    return 1;
+}
+
 static int l_db_relations(lua_State *L)
 {
     ldb *d = check_db(L, 1);
@@ -3207,6 +3219,7 @@ static int l_json_encode(lua_State *L)
 /* ---- module ------------------------------------------------------------------------- */
 static const luaL_Reg db_methods[] = {{"close", l_db_close},
                                       {"last_snapshot", l_db_last_snapshot},
+                                      {"reader_check", l_db_reader_check},
                                       {"relations", l_db_relations},
                                       {"relation", l_db_relation},
                                       {"commit", l_db_commit},

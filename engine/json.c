@@ -120,9 +120,17 @@ int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value
         case MORAINE_JSON: rc = mr_buf_put(b, v->s, v->len); break;
         case MORAINE_STR: {
             int u = mr_json_string(b, v->s, v->len);
-            if (u == 1)
-                return mr_err(MORAINE_EINVAL, "%s: column '%s' holds bytes that are not valid UTF-8, which JSON cannot carry", rel->name,
-                              rel->colnames[k]);
+            if (u == 1) {
+                char shown[160];
+                size_t o = 0;
+                for (size_t i = 0; i < v->len && i < 40 && o + 5 < sizeof shown; i++) {
+                    unsigned char ch = (unsigned char)v->s[i];
+                    o += (size_t)snprintf(shown + o, sizeof shown - o, ch >= 0x20 && ch < 0x7F && ch != '\\' ? "%c" : "\\x%02x", ch);
+                }
+                shown[o] = 0;
+                return mr_err(MORAINE_EINVAL, "%s: column '%s' holds '%s%s', bytes that are not valid UTF-8, which JSON cannot carry",
+                              rel->name, rel->colnames[k], shown, v->len > 40 ? "..." : "");
+            }
             rc = u ? MORAINE_ENOMEM : 0;
             break;
         }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- parsed tables ---- */
 
@@ -827,9 +828,23 @@ static int export_table(moraine_read *rd, const mr_rel *r, const char *dir)
 out:
     free(es);
     if (fclose(f) != 0 && !rc) rc = mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
-    /* a file appears whole or not at all */
-    if (!rc && rename(path, final) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot rename: %s", final, strerror(errno));
+    (void)final;
     if (rc) remove(path);
+    return rc;
+}
+
+/* Renames (@rename_them) or removes the <table>.ndjson.tmp files of the
+ * first @n relations: an export appears whole or not at all. */
+static int finish_export(moraine_db *db, const char *dir, size_t n, int rename_them)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char tmp[4096], final[4096];
+        snprintf(final, sizeof final, "%s/%s.ndjson", dir, db->rels[i]->info.name);
+        snprintf(tmp, sizeof tmp, "%s/%s.ndjson.tmp", dir, db->rels[i]->info.name);
+        if (rename_them && !rc && rename(tmp, final) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot rename: %s", final, strerror(errno));
+        else if (!rename_them) remove(tmp);
+    }
     return rc;
 }
 
@@ -837,14 +852,30 @@ int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
 {
     if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_export_ndjson: NULL argument");
     struct stat st;
-    if (stat(dir, &st) != 0 && mkdir(dir, 0775) != 0) return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+    int made = 0;
+    if (stat(dir, &st) != 0) {
+        if (mkdir(dir, 0775) != 0) return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+        made = 1;
+    }
     moraine_read *rd;
     int rc = moraine_read_begin(db, &rd);
     if (rc) return rc;
-    size_t nrels = db->nrels;
+    size_t nrels = db->nrels, written = 0;
+    /* every table goes to <table>.ndjson.tmp first; only when all are
+     * written are they renamed into place, so a failed export (a value JSON
+     * cannot carry, a full disk) leaves nothing of itself in @dir */
     for (size_t i = 0; !rc && i < nrels; i++) {
         rc = export_table(rd, db->rels[i], dir);
+        if (!rc) written = i + 1;
         if (!rc && progress && progress(ud, i + 1, nrels)) rc = mr_err(MORAINE_EINVAL, "export cancelled");
+    }
+    if (!rc) rc = finish_export(db, dir, written, 1);
+    if (rc) {
+        char m[1024];
+        snprintf(m, sizeof m, "%s", moraine_errmsg());
+        finish_export(db, dir, written, 0);
+        if (made) rmdir(dir);
+        rc = mr_err(rc, "%s (nothing was exported)", m);
     }
     moraine_read_end(rd);
     return rc;
