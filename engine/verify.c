@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -387,6 +388,13 @@ int moraine_verify_path(const char *path, moraine_verify_fn report, void *ud, mo
         /* the child: open, walk, report; _exit (no atexit handlers of the parent) */
         close(fd[0]);
         signal(SIGPIPE, SIG_IGN);
+        /* everything the parent learns comes over the pipe; what a fault
+         * inside LMDB prints (a sanitizer's report) would only be noise */
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) {
+            dup2(devnull, STDERR_FILENO);
+            close(devnull);
+        }
         child_out o = {fd[1]};
         moraine_options opt = {.read_only = 1};
         moraine_db *db;
@@ -452,13 +460,13 @@ int moraine_verify_path(const char *path, moraine_verify_fn report, void *ud, mo
         char key[WHERE_LEN + 16];
         snprintf(key, sizeof key, "(at %.*s)", WHERE_LEN - 1, where[0] ? where : "the start");
         char problem[400];
-        if (WIFSIGNALED(st))
-            snprintf(problem, sizeof problem,
-                     "the walk died of signal %d (%s) inside LMDB at or after this key: LMDB's own pages are damaged there (they carry no "
-                     "checksum); export what reads and re-import, or restore a backup",
-                     WTERMSIG(st), strsignal(WTERMSIG(st)));
-        else
-            snprintf(problem, sizeof problem, "the verify process stopped early (status %d)", st);
+        char how[80];
+        if (WIFSIGNALED(st)) snprintf(how, sizeof how, "of signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+        else snprintf(how, sizeof how, "with exit status %d (a sanitizer's fault handler)", WIFEXITED(st) ? WEXITSTATUS(st) : st);
+        snprintf(problem, sizeof problem,
+                 "the walk died %s inside LMDB at or after this key: LMDB's own pages are damaged there (they carry no checksum); "
+                 "export what reads and re-import, or restore a backup",
+                 how);
         count++;
         if (report) report(ud, key, problem);
     }
