@@ -721,10 +721,8 @@ int main(void)
 {
     check_seed("test_adversarial");
     set_stride();
-    snprintf(base, sizeof base, "%s/moraine-adv-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-    rmrf(base);
-    if (mkdir(base, 0775) != 0) {
-        perror(base);
+    if (!check_mkdtemp(base, sizeof base, "moraine-adv")) {
+        perror("check_mkdtemp");
         return 1;
     }
     test_stale_descriptors();
