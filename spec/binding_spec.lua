@@ -74,7 +74,7 @@ local function snapshot_row(s)
 end
 
 -- a staged commit carries its ducklake_snapshot row (a whole DuckLake snapshot)
-local function snap(tx, s) tx:insert("ducklake_snapshot", snapshot_row(s)) end
+local function insert_snapshot(tx, s) tx:insert("ducklake_snapshot", snapshot_row(s)) end
 
 local function table_row(id, s, name)
   return {table_id = id, table_uuid = "uuid-" .. id, begin_snapshot = s, end_snapshot = N, schema_id = 0,
@@ -316,7 +316,7 @@ describe("catalog", function()
     it("returns true and makes rows visible", function()
       assert.is_true(db:commit(1, function(tx)
         define_all(tx)
-        snap(tx, 1)
+        insert_snapshot(tx, 1)
         tx:insert("ducklake_table", table_row(1, 1, "t"))
       end))
       assert.are.equal(1, db:last_snapshot())
@@ -338,7 +338,7 @@ describe("catalog", function()
       assert.is_false(ok)
       assert.is_truthy(tostring(e):find("boom", 1, true))
       -- the failed commits left no transaction open
-      assert.is_true(db:commit(1, function(tx) define_all(tx) snap(tx, 1) end))
+      assert.is_true(db:commit(1, function(tx) define_all(tx) insert_snapshot(tx, 1) end))
     end)
 
     it("aborts when a tx call failed even if fn caught the error", function()
@@ -386,7 +386,7 @@ describe("catalog", function()
     end)
 
     it("raises ESNAPSHOT for a snapshot not above the last", function()
-      db:commit(5, function(tx) define_all(tx) snap(tx, 5) end)
+      db:commit(5, function(tx) define_all(tx) insert_snapshot(tx, 5) end)
       expect_err("ESNAPSHOT", nil, db.commit, db, 5, function() end)
       expect_err("ESNAPSHOT", nil, db.commit, db, 3, function() end)
       assert.are.equal(5, db:last_snapshot())
@@ -396,7 +396,7 @@ describe("catalog", function()
       local inner_ok, inner
       local ok = pcall(db.commit, db, 1, function(tx)
         define_all(tx)
-        snap(tx, 1)
+        insert_snapshot(tx, 1)
         inner_ok, inner = pcall(db.commit, db, 2, function() end)
       end)
       assert.is_true(ok)
@@ -435,7 +435,7 @@ describe("catalog", function()
       r.record_count = function() end
       expect_err("EINVAL", "record_count", db.commit, db, 1, function(tx) tx:insert("ducklake_data_file", r) end)
       r.record_count = 3.0 -- a float with an integral value is an integer
-      db:commit(1, function(tx) snap(tx, 1) tx:insert("ducklake_data_file", r) end)
+      db:commit(1, function(tx) insert_snapshot(tx, 1) tx:insert("ducklake_data_file", r) end)
       local got = rows_of(db, "ducklake_data_file")[1].record_count
       assert.are.equal(3, got)
       if IS_54 then assert.are.equal("integer", math.type(got)) end
@@ -449,10 +449,10 @@ describe("catalog", function()
       r.path_is_relative = false
       r.file_order = N
       r.partial_file_info = 1.25
-      db:commit(1, function(tx) snap(tx, 1) tx:insert("ducklake_data_file", r) end)
+      db:commit(1, function(tx) insert_snapshot(tx, 1) tx:insert("ducklake_data_file", r) end)
       local r2 = file_row(11, 1, 2)
       r2.partial_file_info = {json = '{"a":[1,2,null]}'}
-      db:commit(2, function(tx) snap(tx, 2) tx:insert("ducklake_data_file", r2) end)
+      db:commit(2, function(tx) insert_snapshot(tx, 2) tx:insert("ducklake_data_file", r2) end)
       local rows = rows_of(db, "ducklake_data_file")
       assert.are.equal(2, #rows)
       local got = rows[1]
@@ -483,7 +483,7 @@ describe("catalog", function()
       db:commit(nil, function(tx) define_all(tx) end)
       local r = file_row(10, 1, 1)
       r.record_count, r.file_size_bytes, r.row_id_start = MAX, MIN, P53
-      db:commit(1, function(tx) snap(tx, 1) tx:insert("ducklake_data_file", r) end)
+      db:commit(1, function(tx) insert_snapshot(tx, 1) tx:insert("ducklake_data_file", r) end)
       local got = rows_of(db, "ducklake_data_file")[1]
       assert.are.equal("9223372036854775807", istr(got.record_count))
       assert.are.equal("-9223372036854775808", istr(got.file_size_bytes))
@@ -503,7 +503,7 @@ describe("catalog", function()
         r.record_count = ffi.cast("int64_t", 4611686018427387904) + 1 -- 2^62 + 1
         r.file_size_bytes = ffi.cast("uint64_t", 7)
         r.footer_size = ffi.cast("int64_t", -3)
-        db:commit(1, function(tx) snap(tx, 1) tx:insert("ducklake_data_file", r) end)
+        db:commit(1, function(tx) insert_snapshot(tx, 1) tx:insert("ducklake_data_file", r) end)
         local got = rows_of(db, "ducklake_data_file")[1]
         assert.are.equal("4611686018427387905", istr(got.record_count))
         assert.are.equal("cdata", type(got.record_count))
@@ -518,7 +518,7 @@ describe("catalog", function()
         -- snapshot ids and scan options as cdata
         r.record_count = 1
         r.begin_snapshot = ffi.cast("int64_t", 2)
-        db:commit(ffi.cast("int64_t", 2), function(tx) snap(tx, 2) tx:insert("ducklake_data_file", r) end)
+        db:commit(ffi.cast("int64_t", 2), function(tx) insert_snapshot(tx, 2) tx:insert("ducklake_data_file", r) end)
         assert.are.equal(2, db:last_snapshot())
         assert.are.equal(1, #rows_of(db, "ducklake_data_file", {at = ffi.cast("int64_t", 1)}))
       end)
@@ -713,7 +713,7 @@ describe("catalog", function()
     it("keeps rows valid after the read and after later commits", function()
       local rows = rows_of(db, "ducklake_table")
       db:commit(3, function(tx)
-        snap(tx, 3)
+        insert_snapshot(tx, 3)
         tx:end_row("ducklake_table", table_row(2, 1, "t2"))
       end)
       collectgarbage()
@@ -723,7 +723,7 @@ describe("catalog", function()
 
     it("ends rows by key and raises ENOTLIVE for rows not live", function()
       db:commit(3, function(tx)
-        snap(tx, 3)
+        insert_snapshot(tx, 3)
         tx:end_row("ducklake_table", {table_id = 2}) -- missing columns are NULL; the key decides
       end)
       assert.are.equal(1, #rows_of(db, "ducklake_table"))
@@ -946,7 +946,7 @@ describe("import and export", function()
   it("refuses to export strings that are not valid UTF-8", function()
     db:commit(1, function(tx)
       define_all(tx)
-      snap(tx, 1)
+      insert_snapshot(tx, 1)
       tx:insert("ducklake_table", table_row(1, 1, "bad\255name"))
     end)
     expect_err("EINVAL", "ducklake_table", db.export_ndjson, db, out)
