@@ -89,7 +89,8 @@ uint32_t mr_crc32c_update(uint32_t crc, const uint8_t *p, size_t n); /* mr_crc32
 /* ---- json.c ---- */
 int mr_json_string(mr_buf *b, const char *s, size_t n); /* 1: not valid UTF-8 */
 int mr_utf8_valid(const char *s, size_t n); /* 1 when @s is valid UTF-8 */
-int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value *vals, size_t n, int open);
+/* @secrets: nonzero writes secret columns as stored (export); 0 redacts them */
+int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value *vals, size_t n, int open, int secrets);
 
 /* ---- tables.c: DuckLake's tables ---- */
 typedef struct {
@@ -98,13 +99,14 @@ typedef struct {
     const char *parent;     /* child: parent table */
     const char *key;        /* comma-separated key columns (temporal/child->parent key) */
     int scoped;             /* first key column is table_id: per-table range */
-    const char *columns;    /* "name:T,..." T in B V O (BOOLEAN) */
+    const char *columns;    /* "name:T,..." T in B V O (BOOLEAN) K (VARCHAR, secret) */
 } mr_known_table;
 const mr_known_table *mr_known(const char *name);
 moraine_coltype mr_known_coltype(const mr_known_table *kt, const char *col);
 /* the column names moraine knows for @kt, in DuckLake's order (malloc'd,
  * each and the array); returns their number, 0 for NULL, (size_t)-1 on ENOMEM */
 size_t mr_known_columns(const mr_known_table *kt, char ***out);
+unsigned mr_known_colflags(const mr_known_table *kt, const char *col); /* MORAINE_COL_SECRET or 0 */
 
 /* ---- store.c: handle and relation descriptors ---- */
 #define MR_MAX_KEYCOLS 4
@@ -112,6 +114,8 @@ typedef struct mr_rel {
     moraine_relation_info info;
     char **names;            /* owned column names */
     moraine_coltype *types;
+    unsigned *flags;         /* MORAINE_COL_* flags per column */
+    int nsecret;             /* columns flagged MORAINE_COL_SECRET */
     int nkey;                /* key columns (0: keyed by ord) */
     int keycols[MR_MAX_KEYCOLS];
     int scoped;

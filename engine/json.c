@@ -98,8 +98,10 @@ static int json_real(mr_buf *b, double d)
     return rc;
 }
 
-/* Appends {"col":value,...} for a row of relation @rel (no closing brace when @open). */
-int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value *vals, size_t n, int open)
+/* Appends {"col":value,...} for a row of relation @rel (no closing brace when
+ * @open). A secret column (MORAINE_COL_SECRET) is written as MORAINE_REDACTED
+ * unless @secrets; a NULL stays null, so NULL and present stay apart. */
+int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value *vals, size_t n, int open, int secrets)
 {
     int rc = mr_buf_byte(b, '{');
     for (size_t k = 0; !rc && k < n; k++) {
@@ -108,6 +110,10 @@ int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value
         if (!rc) rc = mr_buf_byte(b, ':');
         if (rc) break;
         const moraine_value *v = &vals[k];
+        if (!secrets && v->type != MORAINE_NULL && rel->colflags && k < rel->ncols && (rel->colflags[k] & MORAINE_COL_SECRET)) {
+            rc = mr_buf_put(b, "\"" MORAINE_REDACTED "\"", strlen(MORAINE_REDACTED) + 2);
+            continue;
+        }
         char num[32];
         switch (v->type) {
         case MORAINE_NULL: rc = mr_buf_put(b, "null", 4); break;
@@ -144,7 +150,8 @@ int moraine_row_json(moraine_read *rd, const moraine_row *row, unsigned flags, m
 {
     mr_buf b = {(uint8_t *)out->p, out->len, out->cap};
     int want_kids = (flags & (MORAINE_JSON_CHILDREN | MORAINE_JSON_PARTITION_VALUES)) && row->children_len;
-    int rc = mr_json_row(&b, row->rel, row->vals, row->ncols, 1);
+    int secrets = (flags & MORAINE_JSON_SECRETS) != 0;
+    int rc = mr_json_row(&b, row->rel, row->vals, row->ncols, 1, secrets);
     if (!rc && want_kids) {
         moraine_children it;
         moraine_row ch;
@@ -156,6 +163,11 @@ int moraine_row_json(moraine_read *rd, const moraine_row *row, unsigned flags, m
             int is_pv = strcmp(ch.rel->name, "ducklake_file_partition_value") == 0;
             if (flags & MORAINE_JSON_PARTITION_VALUES && is_pv) {
                 /* "partition_values":["2025","3",null] in partition_key_index order as stored */
+                if (pv < 0 && cur) { /* close the child group before: values are not one of its rows */
+                    rc = mr_buf_byte(&b, ']');
+                    cur = NULL;
+                }
+                if (rc) break;
                 if (pv < 0) rc = mr_buf_put(&b, ",\"partition_values\":[", 21);
                 else rc = mr_buf_byte(&b, ',');
                 pv = 1;
@@ -183,7 +195,7 @@ int moraine_row_json(moraine_read *rd, const moraine_row *row, unsigned flags, m
             } else {
                 rc = mr_buf_byte(&b, ',');
             }
-            if (!rc) rc = mr_json_row(&b, ch.rel, ch.vals, ch.ncols, 0);
+            if (!rc) rc = mr_json_row(&b, ch.rel, ch.vals, ch.ncols, 0, secrets);
         }
         moraine_children_free(&it);
         if (!rc && pv == 1) rc = mr_buf_byte(&b, ']');

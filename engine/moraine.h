@@ -97,6 +97,21 @@ typedef enum {
     MORAINE_COL_BOOLEAN = 3  /* MORAINE_BOOL or NULL */
 } moraine_coltype;
 
+/**
+ * Column flags of a relation's descriptor (moraine_relation_info.colflags).
+ * MORAINE_COL_SECRET: the column holds key material whoever reads can use to
+ * read the lake's data: DuckLake's per-file Parquet encryption key
+ * (ducklake_data_file.encryption_key, ducklake_delete_file.encryption_key,
+ * written by an encrypted lake, `ATTACH ... (ENCRYPTED)`). Decided once, by
+ * moraine's DuckLake table list (engine/tables.c), for every catalog.
+ * Renderers redact it (moraine_row_json, MORAINE_REDACTED); the copying
+ * paths (export, import) carry it exactly. docs/security.md.
+ */
+#define MORAINE_COL_SECRET 1u
+
+/** Text a redacted secret column shows in place of its value (a NULL stays NULL). */
+#define MORAINE_REDACTED "<redacted>"
+
 /* ---- catalog handle ---------------------------------------------------------- */
 typedef struct moraine_db moraine_db;
 
@@ -114,6 +129,10 @@ typedef struct {
  * @path: directory holding LMDB's data.mdb and lock.mdb.
  * @opts: options, or NULL for defaults (read-write, synced, create).
  * @out: receives the handle on success.
+ * A new store is private, as PostgreSQL keeps its data directory: a directory
+ * moraine_open creates is made 0700, and data.mdb and lock.mdb, when LMDB
+ * creates them, 0600 (the catalog may hold encryption keys,
+ * MORAINE_COL_SECRET). Existing files keep their modes.
  * Returns 0, or MORAINE_EIO (path missing and not creating), MORAINE_ELMDB,
  * MORAINE_ECORRUPT (the directory holds an LMDB file that is not a moraine
  * catalog, or a newer format), MORAINE_ENOMEM.
@@ -160,6 +179,7 @@ typedef struct {
     const moraine_coltype *coltypes;
     int begin_col, end_col;    /* column index of begin_snapshot/end_snapshot, or -1 */
     const char *parent;        /* MORAINE_PLACE_CHILD: parent relation name; else NULL */
+    const unsigned *colflags;  /* per column: MORAINE_COL_SECRET or 0 (same order as colnames) */
 } moraine_relation_info;
 
 /**
@@ -685,12 +705,16 @@ typedef struct {
 
 #define MORAINE_JSON_CHILDREN 1u         /* embed child rows: ,"<child table>":[{...},...] */
 #define MORAINE_JSON_PARTITION_VALUES 2u /* embed a data file's values: ,"partition_values":["2025",null,...] */
+#define MORAINE_JSON_SECRETS 4u          /* write MORAINE_COL_SECRET columns as stored (an admin path); else redacted */
 
 /**
  * moraine_row_json - append @row to @out as one JSON object in DuckDB's
  * JSON-lines form: columns in the catalog's order, exact integers, null,
  * true/false, strings escaped as DuckDB does (the form of
- * moraine_export_ndjson). @flags add the row's embedded children. The text is
+ * moraine_export_ndjson). @flags add the row's embedded children. A column
+ * flagged MORAINE_COL_SECRET (in the row and its children) is written as
+ * "<redacted>" (MORAINE_REDACTED) when it is not NULL and as null when it is
+ * NULL, unless @flags has MORAINE_JSON_SECRETS (docs/security.md). The text is
  * not NUL-terminated; out->len is its length.
  * Returns 0; MORAINE_EINVAL (a string that is not valid UTF-8: message names
  * the table and column; @out then holds a partial object, reset len to undo);
@@ -700,6 +724,35 @@ int moraine_row_json(moraine_read *rd, const moraine_row *row, unsigned flags, m
 
 /** moraine_json_free - release the buffer of @j (and zero it). */
 void moraine_json_free(moraine_json *j);
+
+/* ---- secrets and the store on disk (docs/security.md) ----------------------- */
+
+/**
+ * moraine_secret_count - number of non-NULL values in MORAINE_COL_SECRET
+ * columns in @rd's view, over every version of every row (live and ended: an
+ * ended file's key still opens a Parquet file until it is deleted).
+ * Returns 0 and sets *out; MORAINE_EINVAL (NULL argument), MORAINE_ECORRUPT,
+ * MORAINE_ENOMEM.
+ */
+int moraine_secret_count(moraine_read *rd, uint64_t *out);
+
+/** Permission bits of a catalog's files (st_mode & 07777), from stat(2). */
+typedef struct {
+    unsigned dir_mode;  /* the catalog directory */
+    unsigned data_mode; /* data.mdb: every row, secrets included */
+    unsigned lock_mode; /* lock.mdb: LMDB's reader table (pids, no catalog data) */
+    int exposed;        /* nonzero: data.mdb is readable by group or others */
+} moraine_store_access;
+
+/**
+ * moraine_store_access_get - the permission bits of @db's directory, data.mdb
+ * and lock.mdb. A catalog moraine creates is private: the directory (when
+ * moraine_open creates it) 0700, data.mdb and lock.mdb 0600, as PostgreSQL
+ * keeps its data directory.
+ * Returns 0 and fills @out; MORAINE_EINVAL (NULL argument), MORAINE_EIO (a
+ * file cannot be stat'ed: message names it).
+ */
+int moraine_store_access_get(moraine_db *db, moraine_store_access *out);
 
 /* ---- import / export (docs/import-export.md) ------------------------------- */
 
@@ -727,7 +780,10 @@ int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
 /**
  * moraine_export_ndjson - write every relation of the catalog to
  * `<dir>/<table>.ndjson`, rows in their original order, columns in the
- * catalog's order, in DuckDB's JSON-lines form (exact integers, null, strings,
+ * catalog's order, secret columns as stored (an export is a copy of the
+ * catalog; when the catalog holds secrets, moraine_secret_count > 0, every
+ * file is created 0600 and a directory it creates 0700: docs/security.md),
+ * in DuckDB's JSON-lines form (exact integers, null, strings,
  * true/false); an empty table is a file holding one newline. Creates @dir.
  * Returns 0; MORAINE_EIO; MORAINE_EINVAL (a string that is not valid UTF-8
  * cannot be written as JSON: message names table, row and column).

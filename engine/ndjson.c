@@ -14,6 +14,7 @@
 #include "internal.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -770,12 +771,27 @@ static int ent_cmp(const void *a, const void *b)
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int export_table(moraine_read *rd, const mr_rel *r, const char *dir)
+/* Opens @path for writing; @private: created 0600 (and made 0600 if it was there). */
+static FILE *open_out(const char *path, int private)
+{
+    if (!private) return fopen(path, "wb");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return NULL;
+    FILE *f = fchmod(fd, 0600) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
+static int export_table(moraine_read *rd, const mr_rel *r, const char *dir, int private)
 {
     char path[4096], final[4096];
     snprintf(final, sizeof final, "%s/%s.ndjson", dir, r->info.name);
     snprintf(path, sizeof path, "%s/%s.ndjson.tmp", dir, r->info.name);
-    FILE *f = fopen(path, "wb");
+    FILE *f = open_out(path, private);
     if (!f) return mr_err(MORAINE_EIO, "%s: cannot write: %s", path, strerror(errno));
     ent *es = NULL;
     size_t n = 0, cap = 0;
@@ -812,7 +828,7 @@ static int export_table(moraine_read *rd, const mr_rel *r, const char *dir)
         size_t nc;
         if ((rc = mr_decode_row(&p, es[i].raw + es[i].len, &ord, vals, r->info.ncols, &nc))) break;
         line.len = 0;
-        rc = mr_json_row(&line, &r->info, vals, nc, 0);
+        rc = mr_json_row(&line, &r->info, vals, nc, 0, 1); /* an export carries secrets exactly */
         if (rc == MORAINE_EINVAL) {
             char m[600];
             snprintf(m, sizeof m, "%s", moraine_errmsg());
@@ -851,21 +867,28 @@ static int finish_export(moraine_db *db, const char *dir, size_t n, int rename_t
 int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud)
 {
     if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_export_ndjson: NULL argument");
-    struct stat st;
-    int made = 0;
-    if (stat(dir, &st) != 0) {
-        if (mkdir(dir, 0775) != 0) return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
-        made = 1;
-    }
     moraine_read *rd;
     int rc = moraine_read_begin(db, &rd);
     if (rc) return rc;
+    /* an export holding encryption keys is as private as the store (docs/security.md) */
+    uint64_t secrets = 0;
+    rc = moraine_secret_count(rd, &secrets);
+    struct stat st;
+    int made = 0;
+    if (!rc && stat(dir, &st) != 0) {
+        if (mkdir(dir, secrets ? 0700 : 0775) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+        else made = 1;
+    }
+    if (rc) {
+        moraine_read_end(rd);
+        return rc;
+    }
     size_t nrels = db->nrels, written = 0;
     /* every table goes to <table>.ndjson.tmp first; only when all are
      * written are they renamed into place, so a failed export (a value JSON
      * cannot carry, a full disk) leaves nothing of itself in @dir */
     for (size_t i = 0; !rc && i < nrels; i++) {
-        rc = export_table(rd, db->rels[i], dir);
+        rc = export_table(rd, db->rels[i], dir, secrets > 0);
         if (!rc) written = i + 1;
         if (!rc && progress && progress(ud, i + 1, nrels)) rc = mr_err(MORAINE_EINVAL, "export cancelled");
     }

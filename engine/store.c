@@ -47,6 +47,7 @@ void mr_rel_free(mr_rel *r)
     for (size_t i = 0; i < r->info.ncols; i++) free(r->names[i]);
     free(r->names);
     free(r->types);
+    free(r->flags);
     free((char *)r->info.name);
     free((char *)r->info.parent);
     free(r);
@@ -87,7 +88,8 @@ int mr_rel_build(moraine_db *db, const char *name, uint32_t id, size_t ncols, co
     r->info.ncols = ncols;
     r->names = calloc(ncols ? ncols : 1, sizeof *r->names);
     r->types = calloc(ncols ? ncols : 1, sizeof *r->types);
-    if (!r->info.name || !r->names || !r->types) {
+    r->flags = calloc(ncols ? ncols : 1, sizeof *r->flags);
+    if (!r->info.name || !r->names || !r->types || !r->flags) {
         r->info.ncols = 0;
         mr_rel_free(r);
         return mr_err(MORAINE_ENOMEM, "out of memory");
@@ -107,11 +109,14 @@ int mr_rel_build(moraine_db *db, const char *name, uint32_t id, size_t ncols, co
             return mr_err(MORAINE_EINVAL, "%s: column '%s' appears twice", name, colnames[i]);
         }
         r->types[i] = mr_known_coltype(kt, colnames[i]);
+        r->flags[i] = mr_known_colflags(kt, colnames[i]);
+        if (r->flags[i] & MORAINE_COL_SECRET) r->nsecret++;
         if (strcmp(colnames[i], "begin_snapshot") == 0) r->info.begin_col = (int)i;
         if (strcmp(colnames[i], "end_snapshot") == 0) r->info.end_col = (int)i;
     }
     r->info.colnames = (const char *const *)r->names;
     r->info.coltypes = r->types;
+    r->info.colflags = r->flags;
     int rc = 0;
     if (kt) {
         r->info.placement = kt->placement;
@@ -566,7 +571,7 @@ static int env_open(const char *path, const moraine_options *o, mr_env **out)
     if (!mrc) mrc = mdb_env_set_mapsize(e->env, o->map_size);
     if (!mrc) mrc = mdb_env_set_maxreaders(e->env, 512);
     unsigned flags = MDB_NOTLS | (o->read_only ? MDB_RDONLY : 0) | (o->no_sync ? MDB_NOSYNC : 0);
-    if (!mrc) mrc = mdb_env_open(e->env, path, flags, 0664);
+    if (!mrc) mrc = mdb_env_open(e->env, path, flags, 0600); /* new data.mdb and lock.mdb: owner only (docs/security.md) */
     int fd;
     struct stat st;
     if (!mrc && !(mrc = mdb_env_get_fd(e->env, &fd)) && fstat(fd, &st) != 0) mrc = errno;
@@ -621,7 +626,8 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     struct stat st;
     if (stat(path, &st) != 0) {
         if (o.read_only || !o.create) return mr_err(MORAINE_EIO, "%s: no such catalog directory", path);
-        if (mkdir(path, 0775) != 0) return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", path, strerror(errno));
+        /* private, as PostgreSQL's data directory: the store may hold encryption keys */
+        if (mkdir(path, 0700) != 0) return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", path, strerror(errno));
     } else if (!S_ISDIR(st.st_mode)) {
         return mr_err(MORAINE_EIO, "%s: not a directory (a moraine catalog is a directory)", path);
     }

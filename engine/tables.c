@@ -7,7 +7,11 @@
  * placement chosen in store.c.
  *
  * Types: B = BIGINT, V = VARCHAR (UUID and TIMESTAMPTZ are kept as text),
- * O = BOOLEAN.
+ * O = BOOLEAN, K = VARCHAR holding key material (MORAINE_COL_SECRET: the
+ * encryption key DuckLake writes for each Parquet data and delete file of an
+ * encrypted lake, `ATTACH ... (ENCRYPTED)`; DuckLake v1.0 spec, tables
+ * ducklake_data_file and ducklake_delete_file). These are the only columns of
+ * the spec that hold key material; docs/security.md.
  */
 #include "internal.h"
 #include <stdlib.h>
@@ -35,11 +39,11 @@ static const mr_known_table known[] = {
      "macro_id:B,impl_id:B,column_id:B,parameter_name:V,parameter_type:V,default_value:V,default_value_type:V"},
     {"ducklake_data_file", MORAINE_PLACE_TEMPORAL, NULL, "table_id,data_file_id", 1,
      "data_file_id:B,table_id:B,begin_snapshot:B,end_snapshot:B,file_order:B,path:V,path_is_relative:O,file_format:V,"
-     "record_count:B,file_size_bytes:B,footer_size:B,row_id_start:B,partition_id:B,encryption_key:V,mapping_id:B,"
+     "record_count:B,file_size_bytes:B,footer_size:B,row_id_start:B,partition_id:B,encryption_key:K,mapping_id:B,"
      "partial_max:B,row_group_count:B"},
     {"ducklake_delete_file", MORAINE_PLACE_TEMPORAL, NULL, "table_id,data_file_id,delete_file_id", 1,
      "delete_file_id:B,table_id:B,begin_snapshot:B,end_snapshot:B,data_file_id:B,path:V,path_is_relative:O,format:V,"
-     "delete_count:B,file_size_bytes:B,footer_size:B,encryption_key:V,partial_max:B,row_group_count:B"},
+     "delete_count:B,file_size_bytes:B,footer_size:B,encryption_key:K,partial_max:B,row_group_count:B"},
     {"ducklake_files_scheduled_for_deletion", MORAINE_PLACE_ROWS, NULL, NULL, 0,
      "data_file_id:B,path:V,path_is_relative:O,schedule_start:V"},
     {"ducklake_inlined_data_tables", MORAINE_PLACE_ROWS, NULL, NULL, 0, "table_id:B,table_name:V,schema_version:B"},
@@ -102,23 +106,33 @@ size_t mr_known_columns(const mr_known_table *kt, char ***out)
     return n;
 }
 
-moraine_coltype mr_known_coltype(const mr_known_table *kt, const char *col)
+/* The type letter of column @col of known table @kt, or 0. */
+static char known_letter(const mr_known_table *kt, const char *col)
 {
-    if (!kt) return MORAINE_COL_ANY;
+    if (!kt) return 0;
     size_t n = strlen(col);
     for (const char *p = kt->columns; *p;) {
         const char *colon = strchr(p, ':');
         if (!colon) break;
-        if ((size_t)(colon - p) == n && memcmp(p, col, n) == 0) {
-            switch (colon[1]) {
-            case 'B': return MORAINE_COL_BIGINT;
-            case 'V': return MORAINE_COL_VARCHAR;
-            case 'O': return MORAINE_COL_BOOLEAN;
-            default: return MORAINE_COL_ANY;
-            }
-        }
+        if ((size_t)(colon - p) == n && memcmp(p, col, n) == 0) return colon[1];
         p = colon + 2;
         if (*p == ',') p++;
     }
-    return MORAINE_COL_ANY;
+    return 0;
+}
+
+moraine_coltype mr_known_coltype(const mr_known_table *kt, const char *col)
+{
+    switch (known_letter(kt, col)) {
+    case 'B': return MORAINE_COL_BIGINT;
+    case 'V':
+    case 'K': return MORAINE_COL_VARCHAR;
+    case 'O': return MORAINE_COL_BOOLEAN;
+    default: return MORAINE_COL_ANY;
+    }
+}
+
+unsigned mr_known_colflags(const mr_known_table *kt, const char *col)
+{
+    return known_letter(kt, col) == 'K' ? MORAINE_COL_SECRET : 0u;
 }
