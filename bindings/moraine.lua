@@ -284,7 +284,9 @@ Raises EFORK (handle opened by another process), ELMDB.
 
 `db:relations()` — array of relation info tables, in definition order:
 `{name = "ducklake_table", id = 3, placement = "temporal"|"child"|"snapshot"|"rows",
-columns = {"table_id", ...} (catalog column order), parent = "ducklake_x" or nil}`.
+columns = {"table_id", ...} (catalog column order), secret_columns = {"encryption_key"}
+(the columns flagged `MORAINE_COL_SECRET`, in column order; empty when none),
+parent = "ducklake_x" or nil}`.
 Placement and parent come from the engine's DuckLake table list
 (docs/keyspace.md); tables it does not know get a placement from their columns.
 
@@ -523,8 +525,16 @@ snapshot, or only the live rows when the catalog has no snapshot yet):
   as for `rd:scan`; `partition_values = true` adds a data file's
   `"partition_values":[...]` (strings or null, partition_key_index order);
   `children = true` adds each child table's rows under the child table's
-  name. Raises as `rd:scan`, and EINVAL for a string that is not valid UTF-8
-  (JSON cannot carry it) or an unknown option.
+  name. Secret columns (`MORAINE_COL_SECRET`: the encryption keys of an
+  encrypted lake's data and delete files) are written as `"<redacted>"`
+  (`moraine.REDACTED`; a NULL stays null) unless `secrets = true` (an admin
+  path: docs/security.md). Raises as `rd:scan`, and EINVAL for a string that
+  is not valid UTF-8 (JSON cannot carry it), an unknown option, or a
+  `secrets` that is not a boolean.
+- `rd:secret_count()` — how many non-NULL secret values (encryption keys)
+  the catalog holds in this read's view, over every version of every row
+  (`moraine_secret_count`); 0 for an unencrypted lake. Raises ECORRUPT,
+  ENOMEM, ETXN.
 - `rd:partition_spec(T, S)` — the partition spec in force for table `T` at
   `S` (`moraine_partition_spec_at`): nil, or the ducklake_partition_info row
   with `row.columns` = array of its ducklake_partition_column rows in stored
@@ -562,7 +572,9 @@ import remains. Returns true. Raises EIO, EJSON (file and line), EINVAL
 
 `db:export_ndjson(dir, {progress = fn})` — writes every relation to
 `<dir>/<table>.ndjson` (`moraine_export_ndjson`): rows in original order,
-columns in catalog order, DuckDB's JSON-lines form; creates `dir`.
+columns in catalog order, DuckDB's JSON-lines form, secret columns exactly
+as stored; creates `dir`. When the catalog holds keys (`rd:secret_count() >
+0`) the files are created 0600 and a directory it creates 0700.
 `progress(done, total)` (optional) counts relations; `true` cancels (EINVAL
 "export cancelled"). Every file is written as `<table>.ndjson.tmp` and renamed
 only when all are written: a failed export leaves nothing of itself in `dir`.
@@ -632,7 +644,43 @@ table) pair that holds keys: "C" current (live temporal rows), "H" history
 range (docs/keyspace.md; `relation` is nil). Child tables have no entry of
 their own: their rows are embedded in the parent's values. Counts are
 integers (see Integers). Raises ELMDB, ENOMEM.
+
+`db:store_access()` — the permission bits of the catalog's files
+(`moraine_store_access_get`): `{dir_mode = n, data_mode = n, lock_mode = n,
+exposed = bool}` (modes as integers, e.g. `0x1C0` = octal 700; `exposed`:
+data.mdb, which holds every row and every key, is readable by group or
+others). A store moraine creates is 0700/0600. Raises EIO (a file cannot be
+stat'ed).
 ]]
+
+--- The text a redacted secret column shows: `"<redacted>"` (`MORAINE_REDACTED`).
+M.REDACTED = "<redacted>"
+
+--- A copy of `row` in which every secret column of relation `rel` that is not
+-- NULL reads `moraine.REDACTED` (a NULL stays `moraine.null`, so NULL and
+-- present stay apart). For renderers in Lua (the `moraine` command, moraine.http)
+-- that show rows read with `rd:scan`; `rd:scan_json` redacts in C.
+-- @tparam table rel a relation info table (`db:relation(name)`), or nil (no secrets)
+-- @tparam table row a row as `rd:scan` gives it (column name -> value)
+-- @treturn table the redacted copy (the row itself when `rel` has no secret column)
+function M.redact(rel, row)
+  local secret = rel and rel.secret_columns
+  if not secret or #secret == 0 then return row end
+  local out = {}
+  for k, v in pairs(row) do out[k] = v end
+  for _, c in ipairs(secret) do
+    if out[c] ~= nil and out[c] ~= M.null then out[c] = M.REDACTED end
+  end
+  return out
+end
+
+--- Creates (or truncates) the file `path` with mode 0600, so that what is
+-- written into it next (e.g. with `io.open(path, "wb")`, which keeps the mode)
+-- is readable by its owner only: how an export holding keys is written.
+-- @tparam string path the file
+-- @treturn boolean true
+-- @raise EIO naming the path; a plain string error when `path` is not a string
+M.create_private_file = core.create_private_file
 
 --- Decodes JSON text with jansson (`json_loads` with
 -- `JSON_DECODE_ANY | JSON_ALLOW_NUL`): objects become tables, arrays become

@@ -22,12 +22,15 @@
  * luaL_check* raise standard Lua string errors.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <lauxlib.h>
@@ -613,6 +616,15 @@ static void push_relinfo(lua_State *L, const moraine_relation_info *in)
         lua_rawseti(L, -2, (int)i + 1);
     }
     lua_setfield(L, -2, "columns");
+    /* secret_columns: the MORAINE_COL_SECRET columns, in column order (empty: none) */
+    lua_newtable(L);
+    for (size_t i = 0, n = 0; i < in->ncols; i++) {
+        if (!in->colflags || !(in->colflags[i] & MORAINE_COL_SECRET))
+            continue;
+        lua_pushstring(L, in->colnames[i]);
+        lua_rawseti(L, -2, (int)++n);
+    }
+    lua_setfield(L, -2, "secret_columns");
     if (in->parent) {
         lua_pushstring(L, in->parent);
         lua_setfield(L, -2, "parent");
@@ -1893,6 +1905,18 @@ static int l_read_last_snapshot(lua_State *L)
     return 1;
 }
 
+/* rd:secret_count() -> the non-NULL secret values in the read's view (moraine_secret_count) */
+static int l_read_secret_count(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    uint64_t n = 0;
+    int rc = moraine_secret_count(r->rd, &n);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    push_int64(L, (int64_t)n);
+    return 1;
+}
+
 /* One step of a cursor: pushes row, children, ord and returns 3, or returns 0
  * (nothing pushed) when done. */
 static int cursor_step(lua_State *L, lcursor *c)
@@ -2078,7 +2102,8 @@ static int l_scan_json_iter(lua_State *L)
  * opts.rows (default 256) rows as JSON objects joined by commas, written in C
  * (no Lua table per row). opts: at, table_id as rd:scan; partition_values =
  * true adds a data file's "partition_values" array; children = true adds every
- * child table's rows under the child table's name. */
+ * child table's rows under the child table's name; secrets = true writes secret
+ * columns as stored (else "<redacted>", MORAINE_JSON_SECRETS). */
 static int l_read_scan_json(lua_State *L)
 {
     lread *r = check_read(L, 1);
@@ -2094,8 +2119,9 @@ static int l_read_scan_json(lua_State *L)
             lua_pop(L, 1);
             const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
             if (!k || (strcmp(k, "at") != 0 && strcmp(k, "table_id") != 0 && strcmp(k, "rows") != 0 && strcmp(k, "partition_values") != 0 &&
-                       strcmp(k, "children") != 0))
-                raise_errf(L, MORAINE_EINVAL, "scan_json: unknown option '%s' (expected at, table_id, rows, partition_values, children)",
+                       strcmp(k, "children") != 0 && strcmp(k, "secrets") != 0))
+                raise_errf(L, MORAINE_EINVAL,
+                           "scan_json: unknown option '%s' (expected at, table_id, rows, partition_values, children, secrets)",
                            k ? k : luaL_typename(L, -1));
         }
         lua_getfield(L, 3, "at");
@@ -2120,7 +2146,12 @@ static int l_read_scan_json(lua_State *L)
         lua_getfield(L, 3, "children");
         if (lua_toboolean(L, -1))
             flags |= MORAINE_JSON_CHILDREN;
-        lua_pop(L, 5);
+        lua_getfield(L, 3, "secrets");
+        if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+            raise_errf(L, MORAINE_EINVAL, "scan_json: option 'secrets' must be a boolean");
+        if (lua_toboolean(L, -1))
+            flags |= MORAINE_JSON_SECRETS;
+        lua_pop(L, 6);
     }
     if (!have_at)
         at = default_snapshot(L, r);
@@ -2875,6 +2906,44 @@ static int l_db_stats(lua_State *L)
     return 1;
 }
 
+/* db:store_access() -> {dir_mode =, data_mode =, lock_mode =, exposed =} (moraine_store_access_get) */
+static int l_db_store_access(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    moraine_store_access a;
+    int rc = moraine_store_access_get(d->db, &a);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, (lua_Integer)a.dir_mode);
+    lua_setfield(L, -2, "dir_mode");
+    lua_pushinteger(L, (lua_Integer)a.data_mode);
+    lua_setfield(L, -2, "data_mode");
+    lua_pushinteger(L, (lua_Integer)a.lock_mode);
+    lua_setfield(L, -2, "lock_mode");
+    lua_pushboolean(L, a.exposed);
+    lua_setfield(L, -2, "exposed");
+    return 1;
+}
+
+/* core.create_private_file(path) -> true: creates (or truncates) @path with
+ * mode 0600, so that whatever is written into it next is never readable by
+ * others (an export holding keys). Raises EIO naming the path. */
+static int l_create_private_file(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return raise_errf(L, MORAINE_EIO, "%s: cannot create: %s", path, strerror(e));
+    }
+    close(fd);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 /* ---- json_encode (jansson) ------------------------------------------------------------
  * The document is built as a jansson tree rooted in a jbox (freed by its __gc
  * if an error longjmps out half way): each container is attached to its
@@ -3230,6 +3299,7 @@ static const luaL_Reg db_methods[] = {{"close", l_db_close},
                                       {"import_rows", l_db_import_rows},
                                       {"verify", l_db_verify},
                                       {"stats", l_db_stats},
+                                      {"store_access", l_db_store_access},
                                       {"init", l_db_init},
                                       {"transaction", l_db_transaction},
                                       {NULL, NULL}};
@@ -3260,6 +3330,7 @@ static const luaL_Reg read_methods[] = {{"last_snapshot", l_read_last_snapshot},
                                         {"scan", l_read_scan},
                                         {"files", l_read_files},
                                         {"scan_json", l_read_scan_json},
+                                        {"secret_count", l_read_secret_count},
                                         {"partition_spec", l_read_partition_spec},
                                         {"sort_spec", l_read_sort_spec},
                                         {"partition_spec_by_id", l_read_partition_spec_by_id},
@@ -3279,6 +3350,7 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"set_cdata_conv", l_set_cdata_conv},
                                         {"set_key_parsers", l_set_key_parsers},
                                         {"all_versions", l_all_versions},
+                                        {"create_private_file", l_create_private_file},
                                         {NULL, NULL}};
 
 /* Creates metatable @name with __index = methods, __gc/__close = gc. */

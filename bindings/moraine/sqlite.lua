@@ -314,7 +314,9 @@ end
 -- described in the module's doc ("The SQL script of export_sql"); the script
 -- loads with `sqlite3 new.db < script.sql`. The file is written under a
 -- temporary name beside `path` and renamed at the end: it appears whole or
--- not at all.
+-- not at all. Secret columns (encryption keys) are written exactly, as
+-- stored (the script is a copy of the catalog); when the catalog holds any
+-- (`rd:secret_count() > 0`) the file is created 0600 (docs/security.md).
 -- @param db a catalog handle (`moraine.open`)
 -- @tparam string path the script to write (replaced if it exists)
 -- @tparam[opt] table opts `progress(done, total, table, i, n)`: for table
@@ -345,6 +347,8 @@ function M.export_sql(db, path, opts)
   end
   local relations = db:relations()
   local tmp = path .. ".tmp"
+  -- a script holding keys is readable by its owner only: made 0600 before a byte is written
+  if db:read(function(rd) return rd:secret_count() end) > 0 then moraine.create_private_file(tmp) end
   local f, err = io.open(tmp, "wb")
   if not f then raise("EIO", "sqlite.export_sql: cannot write %s: %s", path, tostring(err)) end
   local function put(...)
