@@ -80,6 +80,7 @@ build = {
     ["moraine"] = "bindings/moraine.lua",
     ["moraine.sqlite"] = "bindings/moraine/sqlite.lua",
     ["moraine.http"] = "bindings/moraine/http.lua",
+    ["moraine.policy"] = "bindings/moraine/policy.lua",
     ["moraine.progress"] = "bindings/moraine/progress.lua",
   },
   install = {

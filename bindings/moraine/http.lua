@@ -21,6 +21,7 @@
 -- | `/tables/NAME?at=S` | one table: columns, partition spec (keys with column names), sort spec |
 -- | `/tables/NAME/files?at=S` | the table's files at S with partition values, streamed in chunks |
 -- | `/tables/NAME/history?at=S` | every partition and sort spec version begun by S, and the mixed layout: files, rows and bytes live at S under each spec |
+-- | `/health` | `{"status":"ok","last_snapshot":N}`; open to every client, policy or not |
 --
 -- NAME is `table` (schema main, or unique) or `schema.table`. Every response
 -- carries the snapshot it answers for, in the body (`"snapshot"`) and in the
@@ -28,9 +29,31 @@
 -- never changes); a request with a matching `If-None-Match` gets 304. An
 -- unknown table, snapshot or path is 404, a malformed parameter 400, both with
 -- a JSON body `{"error": "...", "status": N}`.
+--
+-- Secrets (docs/security.md): the secret columns of a row (the encryption
+-- keys of an encrypted lake's data and delete files) are always answered as
+-- `"<redacted>"` (null stays null), except to a bearer token whose policy
+-- grants `keys` for that table.
+--
+-- Access control: `init_worker(path, {policy = P})` with P a policy table or
+-- the path of a JSON policy file (moraine.policy: bearer tokens stored as
+-- SHA-256 hashes, each with schema/table scopes and a `keys` permission).
+-- With a policy every request but `/health` needs `Authorization: Bearer
+-- TOKEN`: none, or a token the policy does not hold, is 401 with
+-- `WWW-Authenticate: Bearer realm="..."` (and `error="invalid_token"` for a
+-- wrong one); a table outside the token's scopes is 403 (decided on the name
+-- asked, before the catalog is looked at); `/tables` lists only the tables in
+-- scope; `/snapshots` gives each snapshot's `changes` (which name tables)
+-- only to a token scoped to every table (`*`/`*`), else `"changes": null`.
+-- Answers then carry `Cache-Control: private` and `Vary: Authorization`.
+-- Tokens are hashed with SHA-256 (OpenResty's `ngx.sha256_bin`, else
+-- lua-resty-string, else OpenSSL's through the FFI) and compared in constant
+-- time; they are never logged. Without a policy every client reads every
+-- table, keys redacted.
 -- @module moraine.http
 
 local moraine = require "moraine"
+local policy_mod = require "moraine.policy"
 
 local ngx = ngx
 local json = moraine.json_encode
@@ -38,19 +61,75 @@ local NULL = moraine.null
 
 local _M = { _VERSION = "0.1.0" }
 
+-- Hex of a binary string.
+local function to_hex(b)
+  return (b:gsub(".", function(c) return ("%02x"):format(c:byte()) end))
+end
+
+-- A function string -> hex SHA-256, from a well-kept implementation, or nil:
+-- OpenResty's ngx.sha256_bin where the nginx has it, else lua-resty-string's
+-- resty.sha256, else OpenSSL's SHA256() through LuaJIT's FFI (Debian's nginx
+-- links libcrypto; resty.sha256 binds the same library the same way).
+local function find_sha256()
+  if ngx.sha256_bin then return function(s) return to_hex(ngx.sha256_bin(s)) end end
+  local okr, rs = pcall(require, "resty.sha256")
+  if okr and type(rs) == "table" then
+    return function(s)
+      local h = rs:new()
+      h:update(s)
+      return to_hex(h:final())
+    end
+  end
+  local okf, ffi = pcall(require, "ffi")
+  if not okf then return nil end
+  pcall(ffi.cdef, "unsigned char *SHA256(const unsigned char *d, size_t n, unsigned char *md);")
+  local lib
+  if pcall(function() return ffi.C.SHA256 end) then lib = ffi.C
+  else
+    for _, name in ipairs({ "crypto", "libcrypto.so.3" }) do
+      local okl, l = pcall(ffi.load, name)
+      if okl and pcall(function() return l.SHA256 end) then lib = l break end
+    end
+  end
+  if not lib then return nil end
+  return function(s)
+    local md = ffi.new("unsigned char[32]")
+    lib.SHA256(s, #s, md)
+    return to_hex(ffi.string(md, 32))
+  end
+end
+
 local db      -- this worker's catalog handle
+local sha256_hex -- string -> hex SHA-256 (find_sha256), set with a policy
+local policy  -- this worker's access policy (moraine.policy), or nil: every client reads every table, keys redacted
 local CHUNK = 500 -- file rows per flushed chunk
 
---- Opens the catalog read-only for this worker. Call from init_worker_by_lua.
+--- Opens the catalog read-only for this worker and loads its access policy.
+-- Call from init_worker_by_lua. Fails closed: when the policy cannot be
+-- loaded the worker keeps no catalog open and answers 503 to everything.
 -- @tparam string path the catalog directory
--- @tparam[opt] table opts `map_size` (bytes) passed to moraine.open
--- @raise a moraine error table (e.g. EIO when there is no catalog at path)
+-- @tparam[opt] table opts `map_size` (bytes) passed to moraine.open;
+--   `policy`: a policy table or the path of a JSON policy file (see
+--   moraine.policy; nil or "" for none)
+-- @raise a moraine error table: EIO (no catalog at path, policy file
+--   unreadable), EJSON (policy file not JSON), EINVAL (a policy that does not
+--   check, naming token and field; a policy where no SHA-256 is found)
 function _M.init_worker(path, opts)
   -- A handle opened before fork (init_by_lua in nginx's master) belongs to
   -- the master's process: moraine refuses to read through it here (EFORK),
   -- and closing it in the worker leaves the master's LMDB reader slots alone
   -- (moraine_close only frees this process's memory of it).
   if db then db:close() end
+  db, policy = nil, nil
+  local p = opts and opts.policy
+  if p ~= nil and p ~= "" then
+    sha256_hex = find_sha256()
+    if not sha256_hex then
+      moraine.core.raise("EINVAL", "moraine.http: an access policy needs SHA-256: ngx.sha256_bin (OpenResty), "
+        .. "resty.sha256 (lua-resty-string) or OpenSSL's libcrypto (LuaJIT FFI)")
+    end
+    policy = policy_mod.new(p)
+  end
   db = moraine.open(path, { read_only = true, create = false, map_size = opts and opts.map_size })
   return true
 end
@@ -95,15 +174,33 @@ local function schemas_at(rd, s)
   return out
 end
 
--- The table NAME at snapshot s: its row and schema row, or a 404.
-local function find_table(rd, name, s)
+-- What the request's token may see (acc.see(schema, table)), read unredacted
+-- (acc.keys(schema, table)), ask for by name (acc.name_ok(name)), and whether
+-- it sees every table (acc.all). Without a policy: everything but keys.
+local OPEN = { see = function() return true end, keys = function() return false end,
+  name_ok = function() return true end, all = true }
+
+local function access_of(tok)
+  return { see = function(schema, t) return policy.may_see(tok, schema, t) end,
+    keys = function(schema, t) return policy.may_read_keys(tok, schema, t) end,
+    name_ok = function(name) return policy.may_name(tok, name) end,
+    all = policy.unrestricted(tok) }
+end
+
+local function schema_name_of(sch) return sch and sch.schema_name or "" end
+
+-- The table NAME at snapshot s: its row and schema row, or a 404 (a 403 for a
+-- name outside the token's scopes, whether or not it exists).
+local function find_table(rd, name, s, acc)
+  if not acc.name_ok(name) then http_error(403, ("this token may not read table %q"):format(name)) end
   local schema_name, table_name = name:match("^([^.]+)%.(.+)$")
   if not schema_name then table_name = name end
   local schemas = schemas_at(rd, s)
   local found
   for row in rd:scan("ducklake_table", { at = s }) do
     local sch = schemas[row.schema_id]
-    if row.table_name == table_name and (not schema_name or (sch and sch.schema_name == schema_name)) then
+    if row.table_name == table_name and (not schema_name or (sch and sch.schema_name == schema_name))
+      and acc.see(schema_name_of(sch), row.table_name) then
       if found then http_error(400, ("table name %q is in several schemas: write schema.table"):format(name)) end
       found = row
     end
@@ -146,14 +243,13 @@ local function sort_json(spec)
     json(spec.begin_snapshot), json(spec.end_snapshot), table.concat(keys, ","))
 end
 
--- Row as a JSON object in its table's column order.
-local function row_json(rd_rel_columns, row)
-  return json(row, rd_rel_columns)
+-- Row of relation @info as a JSON object in its table's column order, secret columns redacted.
+local function row_json(info, row)
+  return json(moraine.redact(info, row), info and info.columns or nil)
 end
 
-local function rel_columns(name)
-  local info = db:relation(name)
-  return info and info.columns or nil
+local function rel_info(name)
+  return db:relation(name)
 end
 
 -- Writes a chunk; a client that went away ends the request (and its read).
@@ -164,36 +260,39 @@ end
 
 -- ---- endpoints ------------------------------------------------------------
 
-local function get_snapshots(rd, args)
+local function get_snapshots(rd, args, _, acc)
   local s = snapshot_arg(rd, args)
-  local scols, ccols = rel_columns("ducklake_snapshot"), rel_columns("ducklake_snapshot_changes")
+  local scols, ccols = rel_info("ducklake_snapshot"), rel_info("ducklake_snapshot_changes")
   local parts = {}
   for row, children in rd:scan("ducklake_snapshot", { at = s }) do
-    local ch = (children.ducklake_snapshot_changes or {})[1]
+    -- changes name tables: only for a token that sees every table
+    local ch = acc.all and (children.ducklake_snapshot_changes or {})[1] or nil
     parts[#parts + 1] = ('{"snapshot":%s,"changes":%s}'):format(row_json(scols, row), ch and row_json(ccols, ch) or "null")
   end
   return s, ('{"snapshot":%s,"snapshots":[%s]}'):format(json(s), table.concat(parts, ","))
 end
 
-local function get_tables(rd, args)
+local function get_tables(rd, args, _, acc)
   local s = snapshot_arg(rd, args)
   local schemas = schemas_at(rd, s)
   local parts = {}
   for t in rd:scan("ducklake_table", { at = s }) do
-    local _, names = columns_at(rd, t.table_id, s)
     local sch = schemas[t.schema_id]
-    parts[#parts + 1] = ('{"schema":%s,"table":%s,"table_id":%s,"partition_spec":%s,"sort_spec":%s}'):format(
-      json(sch and sch.schema_name or NULL), json(t.table_name), json(t.table_id),
-      partition_json(rd:partition_spec(t.table_id, s), names), sort_json(rd:sort_spec(t.table_id, s)))
+    if acc.see(schema_name_of(sch), t.table_name) then
+      local _, names = columns_at(rd, t.table_id, s)
+      parts[#parts + 1] = ('{"schema":%s,"table":%s,"table_id":%s,"partition_spec":%s,"sort_spec":%s}'):format(
+        json(sch and sch.schema_name or NULL), json(t.table_name), json(t.table_id),
+        partition_json(rd:partition_spec(t.table_id, s), names), sort_json(rd:sort_spec(t.table_id, s)))
+    end
   end
   return s, ('{"snapshot":%s,"tables":[%s]}'):format(json(s), table.concat(parts, ","))
 end
 
-local function get_table(rd, args, name)
+local function get_table(rd, args, name, acc)
   local s = snapshot_arg(rd, args)
-  local t, sch = find_table(rd, name, s)
+  local t, sch = find_table(rd, name, s, acc)
   local cols, names = columns_at(rd, t.table_id, s)
-  local ccols = rel_columns("ducklake_column")
+  local ccols = rel_info("ducklake_column")
   local cparts = {}
   for i, c in ipairs(cols) do cparts[i] = row_json(ccols, c) end
   return s, ('{"snapshot":%s,"schema":%s,"table":%s,"table_id":%s,"columns":[%s],"partition_spec":%s,"sort_spec":%s}'):format(
@@ -202,9 +301,10 @@ local function get_table(rd, args, name)
 end
 
 -- Streams the files: the body is written in chunks while the read is open.
-local function stream_files(rd, args, name, if_none_match)
+local function stream_files(rd, args, name, if_none_match, acc)
   local s = snapshot_arg(rd, args)
-  local t = find_table(rd, name, s)
+  local t, sch = find_table(rd, name, s, acc)
+  local keys = acc.keys(schema_name_of(sch), t.table_name) -- a `keys` token: encryption keys as stored
   if if_none_match == '"' .. tostring(s) .. '"' then
     send_headers(304, s)
     return
@@ -215,7 +315,8 @@ local function stream_files(rd, args, name, if_none_match)
     json(t.table_id), partition_json(rd:partition_spec(t.table_id, s), names)))
   -- rows are written as JSON in C, CHUNK at a time, and flushed as they come
   local n = 0
-  for chunk, k in rd:scan_json("ducklake_data_file", { at = s, table_id = t.table_id, rows = CHUNK, partition_values = true }) do
+  for chunk, k in rd:scan_json("ducklake_data_file", { at = s, table_id = t.table_id, rows = CHUNK, partition_values = true,
+    secrets = keys }) do
     emit(n > 0 and ("," .. chunk) or chunk)
     n = n + k
     ngx.flush(false)
@@ -223,9 +324,9 @@ local function stream_files(rd, args, name, if_none_match)
   emit(('],"file_count":%d}'):format(n))
 end
 
-local function get_history(rd, args, name)
+local function get_history(rd, args, name, acc)
   local s = snapshot_arg(rd, args)
-  local t = find_table(rd, name, s)
+  local t = find_table(rd, name, s, acc)
   local pparts, sparts = {}, {}
   -- the timeline as known at s: versions begun by s; one that ended after s is live then
   local function as_of(spec)
@@ -275,11 +376,12 @@ local ENDPOINTS = {
   { "/tables/NAME/files", "at", "the table's data files at at with partition values, streamed in chunks" },
   { "/tables/NAME/history", "at",
     "every partition and sort spec version begun by at, and the mixed layout: files, rows and bytes under each spec" },
+  { "/health", "", "{status, last_snapshot}; open to every client, even under an access policy" },
 }
 
 -- GET /: a JSON index of the endpoints, with the location prefix in front
 -- of each path, for the last snapshot (which is also its ETag).
-local function get_index(rd, _, _, prefix)
+local function get_index(rd, _, _, _, prefix)
   local s = rd:last_snapshot()
   if s == nil then http_error(404, "the catalog holds no snapshot") end
   local parts = {}
@@ -309,13 +411,43 @@ local function is_utf8(s) return (pcall(json, s)) end
 
 -- A JSON error response. The message is made JSON-safe first (a request can
 -- put any bytes into it, e.g. a table name that is not UTF-8).
-local function fail(status, msg)
+local function fail(status, msg, headers)
   msg = tostring(msg)
   if not is_utf8(msg) then msg = (msg:gsub("[\128-\255]", "?")) end
   ngx.status = status
   ngx.header["Content-Type"] = "application/json"
+  for k, v in pairs(headers or {}) do ngx.header[k] = v end
   ngx.say(json({ error = msg, status = status }, { "error", "status" }))
   return ngx.exit(status)
+end
+
+-- The token entry of the request's bearer token, or nil and the RFC 6750
+-- error code of the WWW-Authenticate challenge (nil: no credentials at all).
+local function authenticate()
+  local auth = ngx.var.http_authorization
+  if not auth then return nil, nil end
+  local bearer = auth:match("^[Bb][Ee][Aa][Rr][Ee][Rr] +([%w%-%._~%+/]+=*) *$")
+  if not bearer then return nil, "invalid_request" end
+  local tok = policy:authenticate(sha256_hex(bearer))
+  if not tok then return nil, "invalid_token" end
+  return tok
+end
+
+local function health()
+  local ok, last = pcall(db.last_snapshot, db)
+  if not ok then
+    ngx.log(ngx.ERR, "moraine.http: /health: ", tostring(last))
+    ngx.status = 503
+    ngx.header["Content-Type"] = "application/json"
+    ngx.header["Cache-Control"] = "no-store"
+    ngx.say('{"status":"unavailable","last_snapshot":null}')
+    return ngx.exit(503)
+  end
+  ngx.status = 200
+  ngx.header["Content-Type"] = "application/json"
+  ngx.header["Cache-Control"] = "no-store"
+  ngx.say(('{"status":"ok","last_snapshot":%s}'):format(last == nil and "null" or json(last)))
+  return ngx.exit(200)
 end
 
 local function serve(opts)
@@ -330,14 +462,29 @@ local function serve(opts)
   end
   uri = uri:gsub("/+$", "")
   if not is_utf8(uri) then return fail(400, "the path is not valid UTF-8 (table names are UTF-8 text)") end
+  if uri == "/health" then return health() end
+  local acc = OPEN
+  if policy then
+    local tok, why = authenticate()
+    if not tok then
+      local challenge = ('Bearer realm="%s"'):format(policy.realm) .. (why and (', error="' .. why .. '"') or "")
+      return fail(401, why == nil and "a bearer token is required (Authorization: Bearer TOKEN)"
+        or why == "invalid_request" and "the Authorization header is not 'Bearer TOKEN'"
+        or "the bearer token is not valid", { ["WWW-Authenticate"] = challenge })
+    end
+    acc = access_of(tok)
+    -- answers differ per token: no shared cache may keep them
+    ngx.header["Cache-Control"] = "private"
+    ngx.header["Vary"] = "Authorization"
+  end
   local handler, name = route(uri)
   if name and not is_utf8(name) then return fail(400, "the table name is not valid UTF-8") end
   if not handler then return fail(404, "no such path: " .. uri .. " (GET " .. prefix .. "/ lists the endpoints)") end
   local args = ngx.req.get_uri_args()
   local inm = ngx.var.http_if_none_match
   local ok, err = pcall(db.read, db, function(rd)
-    if handler == "files" then return stream_files(rd, args, name, inm) end
-    local s, body = handler(rd, args, name, prefix)
+    if handler == "files" then return stream_files(rd, args, name, inm, acc) end
+    local s, body = handler(rd, args, name, acc, prefix)
     if inm and inm == '"' .. tostring(s) .. '"' then
       send_headers(304, s)
       return
@@ -359,10 +506,14 @@ end
 --- Serves one request. Call from content_by_lua.
 -- @tparam[opt] table opts `prefix`: the location prefix to strip from the URI (default "")
 -- Responds 200/304 with JSON, 400/404 with a JSON error (a path or table
--- name that is not valid UTF-8 is 400), 405 for methods other than GET and
--- HEAD, 503 before init_worker, 500 for an engine error (logged). Never
--- raises: an error escaping the handlers is logged and answered 500 when the
--- headers are not sent yet.
+-- name that is not valid UTF-8 is 400), 401 (no valid bearer token while a
+-- policy is set; with WWW-Authenticate) and 403 (a table outside the token's
+-- scopes) with a JSON error, 405 for methods other than GET and HEAD, 503
+-- before init_worker (or when its policy failed to load), 500 for an engine
+-- error (logged; never with the token). `/health` answers 200
+-- `{"status":"ok","last_snapshot":N}` to every client. Never raises: an error
+-- escaping the handlers is logged and answered 500 when the headers are not
+-- sent yet.
 function _M.serve(opts)
   local ok, err = pcall(serve, opts)
   if ok then return err end

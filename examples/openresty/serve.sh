@@ -1,7 +1,8 @@
 #!/bin/sh
-# examples/openresty/serve.sh [CATALOG_DIR] [PORT] — serve a moraine catalog
-# over HTTP with nginx (2 workers, 127.0.0.1:PORT, default 8480). Without a
-# catalog, imports the bundled real DuckLake catalog first. Stop it with
+# examples/openresty/serve.sh [CATALOG_DIR] [PORT] [POLICY] — serve a moraine
+# catalog over HTTP with nginx (2 workers, 127.0.0.1:PORT, default 8480).
+# Without a catalog, imports the bundled real DuckLake catalog first. POLICY:
+# a JSON access policy file (bearer tokens, docs/openresty.md). Stop it with
 #   nginx -p "$PREFIX" -c nginx.conf -s quit   (the command is printed)
 # Then try: curl -s localhost:8480/tables/events/files?at=17
 set -eu
@@ -10,6 +11,8 @@ BUILD=${MORAINE_BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PORT=${2:-8480}
 CATALOG=${1:-}
+POLICY=${3:-}
+case "$POLICY" in ''|/*) ;; *) POLICY="$(pwd)/$POLICY" ;; esac
 command -v nginx >/dev/null || { echo "serve.sh: nginx is not installed (apt-get install nginx-light libnginx-mod-http-lua)" >&2; exit 1; }
 [ -f "$BUILD/luajit/moraine/core.so" ] || { echo "serve.sh: build first (make)" >&2; exit 1; }
 PREFIX=$(mktemp -d "${TMPDIR:-/tmp}/moraine-nginx.XXXXXX")
@@ -36,6 +39,6 @@ sed -e "s|@ROOT@|$ROOT|g" -e "s|@LUA_CPATH@|$BUILD/luajit|g" -e "s|@CATALOG@|$CA
 PRELOAD=""
 # an ASan build of the module needs the sanitizer runtime in nginx (make asan)
 [ "${MORAINE_ASAN:-0}" = 1 ] && PRELOAD=$(gcc -print-file-name=libasan.so)
-MORAINE_CATALOG="$CATALOG" LD_PRELOAD="$PRELOAD" ASAN_OPTIONS=detect_leaks=0 nginx -p "$PREFIX" -c nginx.conf -e logs/error.log
+MORAINE_CATALOG="$CATALOG" MORAINE_POLICY="$POLICY" LD_PRELOAD="$PRELOAD" ASAN_OPTIONS=detect_leaks=0 nginx -p "$PREFIX" -c nginx.conf -e logs/error.log
 echo "serving $CATALOG on http://127.0.0.1:$PORT/ (prefix $PREFIX)"
 echo "stop with: nginx -p $PREFIX -c nginx.conf -s quit"
