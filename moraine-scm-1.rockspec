@@ -67,6 +67,7 @@ build = {
         "engine/key.c",
         "engine/ndjson.c",
         "engine/read.c",
+        "engine/secrets.c",
         "engine/store.c",
         "engine/tables.c",
         "engine/verbs.c",

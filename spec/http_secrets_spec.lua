@@ -200,7 +200,8 @@ describe("moraine.http access control and redaction over an encrypted catalog", 
     assert.same({}, moraine.json_decode(body).tables)
     assert.equal("private", headers["cache-control"])
     assert.equal("Authorization", headers["vary"])
-    code, _, body = get(port, "/snapshots", auth)
+    code, headers, body = get(port, "/snapshots", auth)
+    assert.equal("private", headers["cache-control"])
     assert.equal(200, code)
     local snaps = moraine.json_decode(body).snapshots
     assert.equal(6, #snaps)
