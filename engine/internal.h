@@ -115,7 +115,6 @@ typedef struct mr_rel {
     char **names;            /* owned column names */
     moraine_coltype *types;
     unsigned *flags;         /* MORAINE_COL_* flags per column */
-    int nsecret;             /* columns flagged MORAINE_COL_SECRET */
     int nkey;                /* key columns (0: keyed by ord) */
     int keycols[MR_MAX_KEYCOLS];
     int scoped;

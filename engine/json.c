@@ -4,6 +4,9 @@
  * exact integers, null, true/false, strings escaped the way DuckDB escapes
  * them (" \ and control characters; UTF-8 kept as is). A string that is not
  * valid UTF-8 cannot be JSON: refused with EINVAL naming the column.
+ * Secret columns (MORAINE_COL_SECRET, the encryption keys of an encrypted
+ * lake) are rendered as "<redacted>" unless the caller asks for them
+ * (MORAINE_JSON_SECRETS; export always does): docs/security.md.
  */
 #include "internal.h"
 #include <math.h>

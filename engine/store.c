@@ -110,7 +110,6 @@ int mr_rel_build(moraine_db *db, const char *name, uint32_t id, size_t ncols, co
         }
         r->types[i] = mr_known_coltype(kt, colnames[i]);
         r->flags[i] = mr_known_colflags(kt, colnames[i]);
-        if (r->flags[i] & MORAINE_COL_SECRET) r->nsecret++;
         if (strcmp(colnames[i], "begin_snapshot") == 0) r->info.begin_col = (int)i;
         if (strcmp(colnames[i], "end_snapshot") == 0) r->info.end_col = (int)i;
     }
