@@ -3,7 +3,8 @@
 -- ducklake extension with ATTACH ... (ENCRYPTED)): every output path that
 -- renders rows (the `moraine` command with and without --json, the repl's
 -- helpers, rd:scan_json) shows no key of the fixture; export copies every key
--- exactly, says so and writes its files 0600; new stores are private; verify
+-- exactly (NDJSON and SQL, and back in through import), says so and writes
+-- its files 0600; new stores are private; verify
 -- warns about a store others can read; the access policy of moraine.http
 -- checks its input and matches names as documented. The keys looked for are
 -- read from the fixture's own files. moraine.http under nginx:
@@ -227,7 +228,25 @@ describe("secrets of an encrypted DuckLake catalog (s4_encrypted)", function()
     assert.is_truthy(r.err:find("encryption keys", 1, true), r.show)
     assert.equal("600", mode(sql))
     assert.equal(#KEYS, #keys_in(support.read(sql)))
+    -- SQL -> sqlite3 -> moraine.sqlite.import: the keys come back exactly
+    local file = support.tmpdir("sqlite") .. ".db"
+    local okx = os.execute("sqlite3 -bail " .. q(file) .. " < " .. q(sql))
+    assert.is_true(okx == true or okx == 0, "sqlite3 refused the script")
+    local back = support.tmpdir("back")
+    local bdb = moraine.open(back, { no_sync = true })
+    require("moraine.sqlite").import(bdb, file)
+    for _, t in ipairs({ "ducklake_data_file", "ducklake_delete_file" }) do
+      local want = {}
+      for _, row in ipairs((moraine.read_ndjson(S4 .. "/" .. t .. ".ndjson"))) do want[#want + 1] = row.encryption_key end
+      local got = {}
+      for _, e in ipairs(bdb:scan(t, { at = moraine.ALL })) do got[#got + 1] = e.row.encryption_key end
+      table.sort(want)
+      table.sort(got)
+      assert.same(want, got, t)
+    end
+    bdb:close()
     os.remove(sql)
+    os.remove(file)
   end)
 
   it("exports an unencrypted catalog without a note, with the umask's modes", function()
