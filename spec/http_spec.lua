@@ -182,7 +182,8 @@ describe("moraine.http under nginx with a concurrent writer", function()
         assert.is_truthy(#e.answer > 10, e.path)
       end
       -- examples/openresty serves at location / (no prefix)
-      assert.same({ "/", "/snapshots", "/tables", "/tables/NAME", "/tables/NAME/files", "/tables/NAME/history" }, paths)
+      assert.same({ "/", "/snapshots", "/tables", "/tables/NAME", "/tables/NAME/files", "/tables/NAME/history", "/health" },
+        paths)
       -- every listed endpoint (NAME as the writer's table t) answers 200 with JSON
       for _, p in ipairs(paths) do
         local rel = p:gsub("NAME", "t")

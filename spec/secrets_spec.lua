@@ -238,11 +238,11 @@ describe("secrets of an encrypted DuckLake catalog (s4_encrypted)", function()
     for _, t in ipairs({ "ducklake_data_file", "ducklake_delete_file" }) do
       local want = {}
       for _, row in ipairs((moraine.read_ndjson(S4 .. "/" .. t .. ".ndjson"))) do want[#want + 1] = row.encryption_key end
-      local got = {}
-      for _, e in ipairs(bdb:scan(t, { at = moraine.ALL })) do got[#got + 1] = e.row.encryption_key end
+      local have = {}
+      for _, e in ipairs(bdb:scan(t, { at = moraine.ALL })) do have[#have + 1] = e.row.encryption_key end
       table.sort(want)
-      table.sort(got)
-      assert.same(want, got, t)
+      table.sort(have)
+      assert.same(want, have, t)
     end
     bdb:close()
     os.remove(sql)

@@ -71,7 +71,8 @@ end
 -- resty.sha256, else OpenSSL's SHA256() through LuaJIT's FFI (Debian's nginx
 -- links libcrypto; resty.sha256 binds the same library the same way).
 local function find_sha256()
-  if ngx.sha256_bin then return function(s) return to_hex(ngx.sha256_bin(s)) end end
+  local ngx_sha256 = rawget(ngx, "sha256_bin") -- OpenResty has it; Debian's lua module does not
+  if ngx_sha256 then return function(s) return to_hex(ngx_sha256(s)) end end
   local okr, rs = pcall(require, "resty.sha256")
   if okr and type(rs) == "table" then
     return function(s)
