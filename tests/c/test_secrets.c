@@ -95,8 +95,10 @@ int main(void)
     check_seed("test_secrets");
     umask(022); /* the common default: what a private store must not inherit */
     const char *fx = getenv("MORAINE_FIXTURES") ? getenv("MORAINE_FIXTURES") : "tests/fixtures/ducklake";
-    char path[8192], tmpl[] = "/tmp/moraine-secrets.XXXXXX";
-    char *root = mkdtemp(tmpl);
+    char path[8192], tmpl[1024];
+    char *root = check_mkdtemp(tmpl, sizeof tmpl, "moraine-secrets");
+    CHECK(root != NULL, "cannot make a temporary directory");
+    if (!root) return check_done();
     snprintf(path, sizeof path, "%s/s4_encrypted/catalog/ducklake_data_file.ndjson", fx);
     read_keys(path);
     snprintf(path, sizeof path, "%s/s4_encrypted/catalog/ducklake_delete_file.ndjson", fx);
