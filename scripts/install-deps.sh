@@ -4,7 +4,8 @@
 # all are present. As root, or through sudo.
 #
 #   demo      build tools, LMDB, jansson, Lua 5.4 and LuaJIT (make, make demo)
-#   test      demo + busted, luassert, Penlight, SQLite and LuaSQL, nginx with
+#   test      demo + busted, luassert, Penlight, SQLite and LuaSQL (sqlite3 and
+#             postgres), PostgreSQL (the sync tests start their own server), nginx with
 #             its Lua module, curl, luacheck, LDoc, luarocks, man (make test)
 #   asan      test + clang's sanitizer runtime (make asan)
 #   valgrind  test + valgrind (make valgrind)
@@ -30,7 +31,7 @@ set -e
 DEMO="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev"
 LINT="lua-check"
 DOCS="lua-ldoc lua-markdown"
-TEST="$DEMO $LINT $DOCS git lua-busted lua-luassert lua-penlight sqlite3 lua-sql-sqlite3 nginx-light libnginx-mod-http-lua curl luarocks man-db groff-base"
+TEST="$DEMO $LINT $DOCS git lua-busted lua-luassert lua-penlight sqlite3 lua-sql-sqlite3 postgresql lua-sql-postgres nginx-light libnginx-mod-http-lua curl luarocks man-db groff-base"
 CLANG="clang libclang-rt-14-dev"
 
 PKGS=""

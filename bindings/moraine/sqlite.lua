@@ -139,6 +139,12 @@ end
 M.types = {}
 for name, t in pairs(SCHEMA) do M.types[name] = t.types end
 
+--- The columns of DuckLake's tables (v1.0 plus 1.1-dev1) in DuckLake's order:
+-- `columns["ducklake_partition_info"]` is `{"partition_id", "table_id",
+-- "begin_snapshot", "end_snapshot"}`. For reading only.
+M.columns = {}
+for name, t in pairs(SCHEMA) do M.columns[name] = t.columns end
+
 -- ---- values -----------------------------------------------------------------------
 
 local function raise(code, fmt, ...)

@@ -1,0 +1,992 @@
+--- moraine.sync — bring a catalog up to date with a DuckLake catalog kept
+-- elsewhere: a directory of NDJSON files (DuckDB's export), a SQLite DuckLake
+-- catalog, or a PostgreSQL DuckLake catalog (the shared source of truth of a
+-- lake with many writers).
+--
+--     local moraine = require "moraine"
+--     local sync = require "moraine.sync"
+--     local db = moraine.open("/srv/lake.moraine")
+--     local r = sync.sync(db, "postgres:host=10.0.0.5 dbname=lake user=reader")
+--     print(r.from, r.to, r.snapshots)           -- nil 20 21 on an empty catalog
+--     for _, d in ipairs(sync.compare(db, "postgres:...")) do print(d.table, d.side) end
+--
+-- ## Sources
+--
+-- `sync.source(spec)` opens one: `postgres:CONNINFO` (libpq's
+-- `host=... port=... dbname=... user=...` string) or a `postgres://` /
+-- `postgresql://` URI is PostgreSQL (LuaSQL's driver, Debian package
+-- `lua-sql-postgres`); a directory is NDJSON; any other path is a SQLite file
+-- (`lua-sql-sqlite3`, opened read-only). Every source has one interface
+-- (`begin`, `finish`, `tables`, `commit_ids`, `select`, `close`), and a round
+-- of `sync` or `compare` reads it between one `begin` and one `finish`:
+--
+-- - PostgreSQL: `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`: every query
+--   of the round sees the catalog as of its first query (one snapshot of the
+--   database, whatever DuckLake's writers commit meanwhile);
+-- - SQLite: `BEGIN` (a read transaction: SQLite keeps its view, or in
+--   rollback-journal mode keeps writers out, until `COMMIT`);
+-- - NDJSON: the files, each read once per round when first needed and kept
+--   for the round (a directory of files has no transactions; a file rewritten
+--   during a round is read as it was when first opened). This source holds the
+--   tables it has read in memory; the SQL sources do not.
+--
+-- Values are exact: PostgreSQL values are read as text and BIGINT turned into
+-- exact integers (int64 on Lua 5.4; on LuaJIT a number within +-2^53, else an
+-- int64_t cdata), BOOLEAN `t`/`f` into booleans; SQLite integers are read as
+-- their decimal text (`CAST(col AS TEXT)`) for the same reason, its BOOLEAN
+-- columns (0/1) become booleans where DuckLake's schema says BOOLEAN
+-- (moraine.sqlite's `types`), TEXT and BLOB values are their bytes, whole.
+--
+-- ## How sync replays
+--
+-- A *commit id* is a snapshot id of the source above the catalog's last
+-- snapshot: a `ducklake_snapshot` row's id, or a `begin_snapshot` or
+-- `end_snapshot` of a versioned row (a snapshot expired at the source leaves
+-- its rows' numbers behind). Commit ids are replayed in increasing order, in
+-- batches of `batch` ids (default 64): for each batch one query per source
+-- table fetches the rows that begin or end in the batch (children: whose
+-- parent begins in it), so memory holds one batch, never the whole catalog
+-- (NDJSON aside). Each commit id is one staged commit (`db:commit`, one LMDB
+-- write transaction), in the order `moraine_import_ndjson` uses
+-- (docs/import-export.md): the rows that end at it, its ducklake_snapshot row,
+-- the rows that begin at it (with `end_snapshot` NULL unless it ends at the
+-- same snapshot), their children, and in the round's last commit the
+-- non-versioned tables (ducklake_metadata, ducklake_table_stats, ...) made
+-- equal to the source's: rows the source no longer has are deleted, rows it
+-- has that the catalog lacks are added, rows present on both sides stay.
+--
+-- Inside each write transaction, before it writes anything, the commit checks
+-- that the catalog's last snapshot is the one sync expects (the catalog's
+-- last before the round, then each commit id it replayed); if another writer
+-- (a verb, another sync) committed in between, the commit raises ECONFLICT
+-- naming both snapshots and nothing of that commit is written. What was
+-- committed before stays: every commit is a whole source snapshot. Running
+-- sync again continues from the catalog's last snapshot.
+--
+-- ## What it does not replay (yet)
+--
+-- Rows the source deleted or changed in place at or below the catalog's last
+-- snapshot (DuckLake's `ducklake_expire_snapshots`, `ducklake_cleanup_old_files`,
+-- `ducklake_merge_adjacent_files`, `ducklake_rewrite_data_files`) are not
+-- replayed: the staged path cannot delete a versioned row nor insert one at
+-- a past snapshot. `compare` shows them (side "catalog" for rows the source
+-- deleted, "source" for rows it added in the past).
+--
+-- @module moraine.sync
+
+local moraine = require "moraine"
+local sqlite = require "moraine.sqlite"
+
+local core = moraine.core
+local NULL = moraine.null
+
+local M = {}
+
+local function raise(code, fmt, ...)
+  core.raise(code, string.format(fmt, ...))
+end
+
+-- ---- DuckLake's tables: placement --------------------------------------------------
+-- The child tables of DuckLake's catalog, their parent and the columns that
+-- match the parent's key (docs/keyspace.md; engine/tables.c).
+local CHILD = {
+  ducklake_snapshot_changes = { parent = "ducklake_snapshot", keys = { "snapshot_id" } },
+  ducklake_file_column_stats = { parent = "ducklake_data_file", keys = { "table_id", "data_file_id" } },
+  ducklake_file_variant_stats = { parent = "ducklake_data_file", keys = { "table_id", "data_file_id" } },
+  ducklake_file_partition_value = { parent = "ducklake_data_file", keys = { "table_id", "data_file_id" } },
+  ducklake_partition_column = { parent = "ducklake_partition_info", keys = { "table_id", "partition_id" } },
+  ducklake_sort_expression = { parent = "ducklake_sort_info", keys = { "table_id", "sort_id" } },
+}
+
+-- "snapshot", "temporal", "child" or "rows", as the engine places the table
+-- (a table it does not know: temporal when it has begin_snapshot and
+-- end_snapshot, rows otherwise).
+local function placement(name, columns)
+  if name == "ducklake_snapshot" then return "snapshot" end
+  if CHILD[name] then return "child" end
+  local has = {}
+  for _, c in ipairs(columns) do has[c] = true end
+  if has.begin_snapshot and has.end_snapshot then return "temporal" end
+  return "rows"
+end
+M.placement = placement
+
+-- ---- values -------------------------------------------------------------------------
+
+local function is_int(v)
+  if type(v) == "cdata" then return true end
+  if type(v) ~= "number" then return false end
+  if math.type then return math.type(v) == "integer" end
+  return v == math.floor(v) and v > -2 ^ 63 and v < 2 ^ 63
+end
+
+local function int_text(v)
+  if type(v) == "cdata" then return (tostring(v):gsub("U?LL$", "")) end
+  if math.type then return tostring(v) end
+  if v == 0 then return "0" end
+  return string.format("%.0f", v)
+end
+
+-- decimal integer text -> an exact integer
+local function parse_int(s)
+  if #s <= 15 then return math.tointeger and math.tointeger(tonumber(s)) or tonumber(s) end
+  return moraine.json_decode(s)
+end
+
+-- One value as a canonical string: two values are the same DuckLake value
+-- exactly when their forms are equal (NULL, integer, boolean, real, string
+-- are told apart; an integral real and an integer are not, as LuaJIT cannot).
+local function vform(v)
+  if v == nil or v == NULL then return "N" end
+  local t = type(v)
+  if t == "boolean" then return v and "T" or "F" end
+  if t == "string" then return "S" .. #v .. ":" .. v end
+  if t == "table" and type(v.json) == "string" then return "S" .. #v.json .. ":" .. v.json end
+  if is_int(v) then return "I" .. int_text(v) end
+  if t == "number" then
+    if v ~= v then return "RNaN" end
+    return "R" .. string.format("%.17g", v)
+  end
+  return "?" .. tostring(v)
+end
+
+--- The canonical form of a row: its columns `cols` (array of names, in order)
+-- each as `name=<value form>`, joined; equal for two rows exactly when every
+-- value is the same DuckLake value (see compare).
+-- @tparam table row column name -> value
+-- @tparam table cols column names
+-- @treturn string
+function M.row_form(row, cols)
+  local parts = {}
+  for i, c in ipairs(cols) do parts[i] = c .. "=" .. vform(row[c]) end
+  return table.concat(parts, "\0")
+end
+
+-- comparison of two exact integers (number or int64 cdata)
+local function ilt(a, b)
+  if type(a) == type(b) then return a < b end
+  return moraine.int64(a) < moraine.int64(b)
+end
+
+local function inum(v) -- an exact integer to a key usable in a Lua table
+  return int_text(v)
+end
+
+-- ---- SQL sources (SQLite, PostgreSQL) -------------------------------------------------
+
+local function sql_ident(s) return '"' .. s:gsub('"', '""') .. '"' end
+
+local function sql_int(v) return int_text(v) end
+
+-- The WHERE clause of a filter (see source:select)
+local function sql_where(f, alias)
+  if not f then return "" end
+  local a = alias and (alias .. ".") or ""
+  if f.kind == "id" then
+    return string.format(" WHERE %s%s > %s AND %s%s <= %s", a, sql_ident(f.column), sql_int(f.lo), a,
+      sql_ident(f.column), sql_int(f.hi))
+  elseif f.kind == "versions" then
+    return string.format(" WHERE (%sbegin_snapshot > %s AND %sbegin_snapshot <= %s) OR "
+      .. "(%send_snapshot > %s AND %send_snapshot <= %s)", a, sql_int(f.lo), a, sql_int(f.hi), a, sql_int(f.lo), a,
+      sql_int(f.hi))
+  end
+  error("sql_where: unknown filter " .. tostring(f.kind))
+end
+
+-- Makes a SQL source from a LuaSQL connection and a dialect table:
+-- dialect.list_tables(src) -> names; dialect.columns(src, name) -> {{name, kind}}
+-- (kind "int", "bool", "real", "text", "any"); dialect.select_list(col, kind, alias)
+-- -> SQL expressions; dialect.convert(raw, i, kind) -> value, consumed.
+local function sql_source(kind, label, con, env, dialect)
+  local src = { kind = kind, label = label, con = con, env = env }
+
+  function src:exec(sql)
+    local cur, err = self.con:execute(sql)
+    if not cur then
+      raise("EIO", "sync: %s source %s: %s (in: %s)", self.kind, self.label, tostring(err):gsub("^LuaSQL: ", ""),
+        sql:sub(1, 200))
+    end
+    return cur
+  end
+
+  function src:all(sql)
+    local cur = self:exec(sql)
+    local rows = {}
+    if type(cur) ~= "userdata" then return rows end
+    local r = cur:fetch({}, "n")
+    while r do
+      rows[#rows + 1] = r
+      r = cur:fetch({}, "n")
+    end
+    cur:close()
+    return rows
+  end
+
+  function src:begin()
+    self:exec(dialect.begin_sql)
+    self.tables_cache = nil
+  end
+
+  function src:finish()
+    self:exec("COMMIT")
+    self.tables_cache = nil
+  end
+
+  function src:close()
+    if self.con then pcall(self.con.close, self.con) end
+    if self.env then pcall(self.env.close, self.env) end
+    self.con, self.env = nil, nil
+  end
+
+  function src:tables()
+    if self.tables_cache then return self.tables_cache end
+    local list = {}
+    for _, name in ipairs(dialect.list_tables(self)) do
+      local cols, kinds = {}, {}
+      for i, c in ipairs(dialect.columns(self, name)) do
+        cols[i] = c[1]
+        kinds[c[1]] = c[2]
+      end
+      list[#list + 1] = { name = name, columns = cols, kinds = kinds, placement = placement(name, cols) }
+      list[name] = list[#list]
+    end
+    self.tables_cache = list
+    return list
+  end
+
+  -- rows of @t for filter @f: an iterator of (row, pos, extra) where extra is
+  -- the parent's begin_snapshot for a child filter
+  function src:select(t, f)
+    local sel = {}
+    local alias = "t"
+    for _, c in ipairs(t.columns) do
+      for _, e in ipairs(dialect.select_list(c, t.kinds[c], alias)) do sel[#sel + 1] = e end
+    end
+    sel[#sel + 1] = dialect.position(alias)
+    local sql
+    if f and f.kind == "child" then
+      local on = {}
+      for i, k in ipairs(f.keys) do on[i] = "p." .. sql_ident(k) .. " = t." .. sql_ident(k) end
+      local pcol = f.parent_column
+      sel[#sel + 1] = "CAST(p." .. sql_ident(pcol) .. " AS TEXT)"
+      sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t JOIN "
+        .. sql_ident(f.parent) .. " p ON " .. table.concat(on, " AND ")
+        .. string.format(" WHERE p.%s > %s AND p.%s <= %s", sql_ident(pcol), sql_int(f.lo), sql_ident(pcol),
+          sql_int(f.hi))
+    else
+      sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t" .. sql_where(f, alias)
+    end
+    sql = sql .. " ORDER BY " .. dialect.order(alias)
+    local cur = self:exec(sql)
+    local ncols = #t.columns
+    return function()
+      local raw = cur:fetch({}, "n")
+      if not raw then
+        cur:close()
+        return nil
+      end
+      local row, i = {}, 1
+      for _, c in ipairs(t.columns) do
+        local v, used = dialect.convert(raw, i, t.kinds[c])
+        row[c] = v
+        i = i + used
+      end
+      local pos = -1
+      if raw[i] ~= nil then pos = parse_int(raw[i]) end
+      local extra = raw[i + 1] and parse_int(raw[i + 1]) or nil
+      assert(ncols == #t.columns)
+      return row, pos, extra
+    end
+  end
+
+  -- sorted commit ids above @after (nil: all)
+  function src:commit_ids(after)
+    local parts = {}
+    local cond = after and (" > " .. sql_int(after)) or " IS NOT NULL"
+    for _, t in ipairs(self:tables()) do
+      if t.placement == "snapshot" then
+        parts[#parts + 1] = "SELECT snapshot_id AS id FROM " .. sql_ident(t.name) .. " WHERE snapshot_id" .. cond
+      elseif t.placement == "temporal" then
+        parts[#parts + 1] = "SELECT begin_snapshot AS id FROM " .. sql_ident(t.name) .. " WHERE begin_snapshot" .. cond
+        parts[#parts + 1] = "SELECT end_snapshot AS id FROM " .. sql_ident(t.name) .. " WHERE end_snapshot" .. cond
+      end
+    end
+    if #parts == 0 then return {} end
+    local ids = {}
+    for _, r in ipairs(self:all("SELECT CAST(id AS TEXT) FROM (" .. table.concat(parts, " UNION ")
+      .. ") u ORDER BY id")) do
+      ids[#ids + 1] = parse_int(r[1])
+    end
+    return ids
+  end
+
+  return src
+end
+
+-- SQL type name (lower case) -> value kind
+local function kind_of_decl(decl)
+  local u = (decl or ""):lower()
+  if u == "bigint" or u == "int8" or u == "integer" or u == "int4" or u == "int" or u == "smallint"
+    or u == "int2" or u:find("bigint", 1, true) then
+    return "int"
+  end
+  if u == "boolean" or u == "bool" then return "bool" end
+  if u == "double precision" or u == "float8" or u == "real" or u == "float4" or u == "double" then return "real" end
+  return "text"
+end
+
+local function open_postgres(conninfo)
+  local ok, driver = pcall(require, "luasql.postgres")
+  if not ok then
+    error("moraine.sync: LuaSQL's PostgreSQL driver (luasql.postgres) is not installed "
+      .. "(Debian: apt-get install lua-sql-postgres): " .. tostring(driver), 3)
+  end
+  local env = driver.postgres()
+  local con, err = env:connect(conninfo)
+  if not con then
+    env:close()
+    raise("EIO", "sync: cannot connect to PostgreSQL (%s): %s", conninfo, tostring(err):gsub("^LuaSQL: ", ""))
+  end
+  local label = conninfo
+  local dialect = {
+    begin_sql = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+  }
+  function dialect.list_tables(src)
+    local names = {}
+    for _, r in ipairs(src:all("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+      .. "current_schema() AND table_type = 'BASE TABLE' AND table_name LIKE 'ducklake\\_%' ORDER BY table_name")) do
+      names[#names + 1] = r[1]
+    end
+    return names
+  end
+  function dialect.columns(src, name)
+    local cols = {}
+    for _, r in ipairs(src:all("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = "
+      .. "current_schema() AND table_name = '" .. name:gsub("'", "''") .. "' ORDER BY ordinal_position")) do
+      cols[#cols + 1] = { r[1], kind_of_decl(r[2]) }
+    end
+    return cols
+  end
+  function dialect.select_list(col, _, alias)
+    return { alias .. "." .. sql_ident(col) .. "::text" }
+  end
+  function dialect.position() return "NULL" end -- PostgreSQL has no row order: rows are appended (-1)
+  function dialect.order(alias) return alias .. ".ctid" end
+  function dialect.convert(raw, i, kind)
+    local s = raw[i]
+    if s == nil then return NULL, 1 end
+    if kind == "int" then return parse_int(s), 1 end
+    if kind == "bool" then return s == "t", 1 end
+    if kind == "real" then return tonumber(s), 1 end
+    return s, 1
+  end
+  local src = sql_source("postgres", label, con, env, dialect)
+  src:exec("SET TimeZone = 'UTC'")
+  src:exec("SET DateStyle = 'ISO, YMD'")
+  src:exec("SET extra_float_digits = 3")
+  return src
+end
+
+local function file_uri(path)
+  return "file:" .. path:gsub("[%%?#]", function(c) return string.format("%%%02X", c:byte()) end) .. "?mode=ro"
+end
+
+local function open_sqlite(path)
+  local ok, driver = pcall(require, "luasql.sqlite3")
+  if not ok then
+    error("moraine.sync: LuaSQL's SQLite driver (luasql.sqlite3) is not installed "
+      .. "(Debian: apt-get install lua-sql-sqlite3): " .. tostring(driver), 3)
+  end
+  local f, ferr = io.open(path, "rb")
+  if not f then raise("EIO", "sync: cannot open %s: %s", path, tostring(ferr)) end
+  local head = f:read(16)
+  f:close()
+  if head ~= "SQLite format 3\0" then
+    raise("EINVAL", "sync: %s is neither a directory of NDJSON files nor a SQLite database", path)
+  end
+  local env = driver.sqlite3()
+  local con, err = env:connect(file_uri(path))
+  if not con then
+    env:close()
+    raise("EIO", "sync: cannot open %s: %s", path, tostring(err):gsub("^LuaSQL: ", ""))
+  end
+  local types = sqlite.types
+  local dialect = { begin_sql = "BEGIN" }
+  function dialect.list_tables(src)
+    local names = {}
+    for _, r in ipairs(src:all("SELECT name FROM sqlite_master WHERE type = 'table' "
+      .. "AND substr(name, 1, 9) = 'ducklake_' ORDER BY name")) do
+      names[#names + 1] = r[1]
+    end
+    return names
+  end
+  function dialect.columns(src, name)
+    local info = src:all("PRAGMA table_info('" .. name:gsub("'", "''") .. "')")
+    table.sort(info, function(a, b) return tonumber(a[1]) < tonumber(b[1]) end)
+    local cols = {}
+    local known = types[name]
+    for i, c in ipairs(info) do
+      local decl = known and known[c[2]] or c[3]
+      cols[i] = { c[2], kind_of_decl(decl) == "bool" and "bool" or "any" }
+    end
+    return cols
+  end
+  function dialect.select_list(col, _, alias)
+    local q = alias .. "." .. sql_ident(col)
+    return { "typeof(" .. q .. ")", "CASE typeof(" .. q .. ") WHEN 'integer' THEN CAST(" .. q .. " AS TEXT) ELSE "
+      .. q .. " END" }
+  end
+  function dialect.position(alias) return "CAST(" .. alias .. ".rowid AS TEXT)" end
+  function dialect.order(alias) return alias .. ".rowid" end
+  function dialect.convert(raw, i, kind)
+    local ty, v = raw[i], raw[i + 1]
+    if ty == "null" then return NULL, 2 end
+    if ty == "integer" then
+      local n = parse_int(v)
+      if kind == "bool" and (n == 0 or n == 1) then return n == 1, 2 end
+      return n, 2
+    end
+    if ty == "real" then return tonumber(v), 2 end
+    return v, 2
+  end
+  local src = sql_source("sqlite", path, con, env, dialect)
+  -- positions: rowid - 1 (the file's row order, as sqlite.import keeps it)
+  local select = src.select
+  function src.select(self, t, f)
+    local it = select(self, t, f)
+    return function()
+      local row, pos, extra = it()
+      if row == nil then return nil end
+      return row, pos - 1, extra
+    end
+  end
+  return src
+end
+
+-- ---- NDJSON source ---------------------------------------------------------------------
+
+local function open_ndjson(dir)
+  local src = { kind = "ndjson", label = dir }
+  local function list()
+    local names = {}
+    local p = io.popen("ls -1 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+    if not p then raise("EIO", "sync: cannot list %s", dir) end
+    for line in p:lines() do
+      local n = line:match("^(ducklake_[%w_]+)%.ndjson$") or line:match("^(ducklake_[%w_]+)%.json$")
+      if n then names[#names + 1] = { n, line } end
+    end
+    p:close()
+    table.sort(names, function(a, b) return a[1] < b[1] end)
+    return names
+  end
+  local cache
+  function src.begin()
+    cache = {}
+    src.tables_cache = nil
+  end
+  function src.finish()
+    cache = nil
+    src.tables_cache = nil
+  end
+  function src.close() cache = nil end
+  local function load(t)
+    if not cache[t.name] then
+      local rows = moraine.read_ndjson(dir .. "/" .. t.file)
+      cache[t.name] = rows
+    end
+    return cache[t.name]
+  end
+  function src.tables()
+    if src.tables_cache then return src.tables_cache end
+    local out = {}
+    local columns = sqlite.columns
+    for _, e in ipairs(list()) do
+      local name = e[1]
+      local rows, cols = moraine.read_ndjson(dir .. "/" .. e[2])
+      cache[name] = rows
+      if #cols == 0 and columns[name] then cols = columns[name] end
+      local t = { name = name, file = e[2], columns = cols, kinds = {}, placement = placement(name, cols) }
+      out[#out + 1] = t
+      out[name] = t
+    end
+    if #out == 0 then raise("EIO", "sync: %s holds no ducklake_*.ndjson file", dir) end
+    src.tables_cache = out
+    return out
+  end
+  local function within(v, lo, hi)
+    if v == nil or v == NULL then return false end
+    return ilt(lo, v) and not ilt(hi, v)
+  end
+  function src.select(_, t, f)
+    local rows = load(t)
+    local match
+    local pbegin -- child: key -> parent's begin
+    if f and f.kind == "id" then
+      match = function(r) return within(r[f.column], f.lo, f.hi) end
+    elseif f and f.kind == "versions" then
+      match = function(r) return within(r.begin_snapshot, f.lo, f.hi) or within(r.end_snapshot, f.lo, f.hi) end
+    elseif f and f.kind == "child" then
+      pbegin = {}
+      local ptab = src.tables()[f.parent]
+      for _, p in ipairs(ptab and load(ptab) or {}) do
+        if within(p[f.parent_column], f.lo, f.hi) then
+          local k = {}
+          for i, c in ipairs(f.keys) do k[i] = vform(p[c]) end
+          pbegin[table.concat(k, "\0")] = p[f.parent_column]
+        end
+      end
+      match = function(r)
+        local k = {}
+        for i, c in ipairs(f.keys) do k[i] = vform(r[c]) end
+        return pbegin[table.concat(k, "\0")] ~= nil
+      end
+    else
+      match = function() return true end
+    end
+    local i = 0
+    return function()
+      while true do
+        i = i + 1
+        local r = rows[i]
+        if r == nil then return nil end
+        if match(r) then
+          local extra
+          if pbegin then
+            local k = {}
+            for j, c in ipairs(f.keys) do k[j] = vform(r[c]) end
+            extra = pbegin[table.concat(k, "\0")]
+          end
+          for _, c in ipairs(t.columns) do
+            if r[c] == nil then r[c] = NULL end
+          end
+          return r, i - 1, extra
+        end
+      end
+    end
+  end
+  function src.commit_ids(_, after)
+    local seen, ids = {}, {}
+    local function add(v)
+      if v == nil or v == NULL then return end
+      if after ~= nil and not ilt(after, v) then return end
+      local k = inum(v)
+      if not seen[k] then
+        seen[k] = true
+        ids[#ids + 1] = v
+      end
+    end
+    for _, t in ipairs(src.tables()) do
+      if t.placement == "snapshot" then
+        for _, r in ipairs(load(t)) do add(r.snapshot_id) end
+      elseif t.placement == "temporal" then
+        for _, r in ipairs(load(t)) do
+          add(r.begin_snapshot)
+          add(r.end_snapshot)
+        end
+      end
+    end
+    table.sort(ids, ilt)
+    return ids
+  end
+  return src
+end
+
+--- Opens a source (see "Sources").
+-- @tparam string spec `postgres:CONNINFO`, a `postgres://` or
+--   `postgresql://` URI, a directory of NDJSON files, or a SQLite file
+-- @return a source object (methods `begin`, `finish`, `tables`,
+--   `commit_ids`, `select`, `close`; fields `kind` "postgres", "sqlite" or
+--   "ndjson" and `label`)
+-- @raise EIO (cannot connect, open or read; the message names the source),
+--   EINVAL (a file that is not a SQLite database); a plain string error when
+--   the LuaSQL driver needed is not installed or `spec` is not a string
+function M.source(spec)
+  if type(spec) ~= "string" then
+    error("bad argument #1 to 'source' (string expected, got " .. type(spec) .. ")", 2)
+  end
+  local conninfo = spec:match("^postgres:(.*)$")
+  if spec:match("^postgres://") or spec:match("^postgresql://") then conninfo = spec end
+  if conninfo then return open_postgres(conninfo) end
+  local ok, lfs_or_dir = pcall(function()
+    local p = io.open(spec .. "/.", "rb")
+    if p then p:close() return true end
+    return false
+  end)
+  if ok and lfs_or_dir then return open_ndjson(spec) end
+  return open_sqlite(spec)
+end
+
+-- ---- sync -----------------------------------------------------------------------------
+
+local function catalog_last(db)
+  return db:read(function(rd) return rd:last_snapshot() end)
+end
+
+local function same_int(a, b)
+  if a == nil or b == nil then return a == b end
+  return inum(a) == inum(b)
+end
+
+-- the rows of a non-versioned table in the catalog: form -> {ord, ...}, max ord
+local function catalog_rows(rd, name, cols)
+  local by, maxord = {}, -1
+  for row, _, ord in rd:scan(name, { at = moraine.ALL }) do
+    local k = M.row_form(row, cols)
+    local l = by[k]
+    if not l then
+      l = {}
+      by[k] = l
+    end
+    l[#l + 1] = ord
+    if ilt(maxord, ord) then maxord = ord end
+  end
+  return by, maxord
+end
+
+-- Makes the non-versioned tables of the catalog equal the source's (inside
+-- commit tx). @existed: the relations the catalog had before this commit
+-- (the others have no rows yet). Returns the number of rows put and deleted.
+local function reconcile_rows(db, tx, src, tables, existed)
+  local changed = 0
+  local plans = db:read(function(rd)
+    local out = {}
+    for _, t in ipairs(tables) do
+      if t.placement == "rows" then
+        local have, maxord = {}, -1
+        if existed[t.name] then have, maxord = catalog_rows(rd, t.name, t.columns) end
+        out[#out + 1] = { t = t, have = have, maxord = maxord }
+      end
+    end
+    return out
+  end)
+  for _, p in ipairs(plans) do
+    local t, have = p.t, p.have
+    local used = {}
+    for _, ords in pairs(have) do
+      for _, o in ipairs(ords) do used[inum(o)] = true end
+    end
+    local nextord = p.maxord
+    local adds = {}
+    for row, pos in src:select(t, nil) do
+      local k = M.row_form(row, t.columns)
+      local l = have[k]
+      if l and #l > 0 then
+        l[#l] = nil
+      else
+        adds[#adds + 1] = { row = row, pos = pos }
+      end
+    end
+    for _, ords in pairs(have) do
+      for _, o in ipairs(ords) do
+        tx:delete_row(t.name, o)
+        used[inum(o)] = nil
+        changed = changed + 1
+      end
+    end
+    for _, a in ipairs(adds) do
+      local ord = a.pos
+      if ord == nil or (type(ord) == "number" and ord < 0) or used[inum(ord)] then
+        repeat
+          nextord = nextord + 1
+        until not used[inum(nextord)]
+        ord = nextord
+      end
+      used[inum(ord)] = true
+      tx:put_row(t.name, a.row, ord)
+      changed = changed + 1
+    end
+  end
+  return changed
+end
+
+-- Whether the non-versioned tables differ (to decide on a snapshot-less commit)
+local function rows_differ(db, src, tables)
+  return db:read(function(rd)
+    for _, t in ipairs(tables) do
+      if t.placement == "rows" then
+        if not db:relation(t.name) then return true end
+        local have = catalog_rows(rd, t.name, t.columns)
+        for row in src:select(t, nil) do
+          local k = M.row_form(row, t.columns)
+          local l = have[k]
+          if not l or #l == 0 then return true end
+          l[#l] = nil
+        end
+        for _, l in pairs(have) do
+          if #l > 0 then return true end
+        end
+      end
+    end
+    return false
+  end)
+end
+
+-- The plan of one batch of commit ids (lo, hi]: per commit id, its ends,
+-- snapshot rows, inserts and children.
+local function plan_batch(src, tables, lo, hi)
+  local plan = {}
+  local function at(id)
+    local k = inum(id)
+    local p = plan[k]
+    if not p then
+      p = { ends = {}, snaps = {}, inserts = {}, children = {} }
+      plan[k] = p
+    end
+    return p
+  end
+  for _, t in ipairs(tables) do
+    if t.placement == "snapshot" then
+      for row, pos in src:select(t, { kind = "id", column = "snapshot_id", lo = lo, hi = hi }) do
+        local p = at(row.snapshot_id).snaps
+        p[#p + 1] = { t = t, row = row, pos = pos }
+      end
+    elseif t.placement == "temporal" then
+      for row, pos in src:select(t, { kind = "versions", lo = lo, hi = hi }) do
+        local b, e = row.begin_snapshot, row.end_snapshot
+        local bin = b ~= NULL and ilt(lo, b) and not ilt(hi, b)
+        local ein = e ~= NULL and ilt(lo, e) and not ilt(hi, e)
+        if bin then
+          local ins = {}
+          for k, v in pairs(row) do ins[k] = v end
+          if e ~= NULL and not same_int(e, b) then ins.end_snapshot = NULL end
+          local p = at(b).inserts
+          p[#p + 1] = { t = t, row = ins, pos = pos }
+        end
+        if ein and not (bin and same_int(e, b)) then
+          local p = at(e).ends
+          p[#p + 1] = { t = t, row = row }
+        end
+      end
+    end
+  end
+  for _, t in ipairs(tables) do
+    local c = CHILD[t.name]
+    if c and tables[c.parent] then
+      local pcol = c.parent == "ducklake_snapshot" and "snapshot_id" or "begin_snapshot"
+      for row, pos, pb in src:select(t, { kind = "child", parent = c.parent, keys = c.keys, parent_column = pcol,
+        lo = lo, hi = hi }) do
+        local p = at(pb).children
+        p[#p + 1] = { t = t, row = row, pos = pos }
+      end
+    end
+  end
+  return plan
+end
+
+local function check_columns(db, tables)
+  for _, t in ipairs(tables) do
+    local rel = db:relation(t.name)
+    if rel and #rel.columns > 0 and #t.columns > 0 then
+      local a, b = table.concat(rel.columns, ","), table.concat(t.columns, ",")
+      if a ~= b then
+        raise("EINVAL", "sync: table %s has columns (%s) in the catalog but (%s) at the source", t.name, a, b)
+      end
+    end
+  end
+end
+
+--- Brings the catalog up to date with a source (see "How sync replays").
+-- @param db a catalog handle (`moraine.open`), empty or holding what an
+--   earlier sync (or import) of the same source wrote
+-- @param source a source spec (string, see `source`) or a source object
+-- @tparam[opt] table opts `batch` (commit ids per source query, default 64),
+--   `progress(done, total)` called after each commit (`true` cancels with
+--   EINVAL "sync cancelled"; what was committed stays), `before_commit(id)`
+--   (tests: called before each commit)
+-- @return a table `{from = catalog's last snapshot before (nil: none), to =
+--   its last after, snapshots = commit ids replayed, rows_changed =
+--   non-versioned rows put or deleted, source = source label}`
+-- @raise ECONFLICT (another writer committed to the catalog during the round:
+--   "sync: the catalog's last snapshot is X, expected Y ... source snapshot Z
+--   not written"), EINVAL (a table's columns differ between catalog and
+--   source; cancelled; unknown option), the errors of `source`, of the source's
+--   queries (EIO naming the query), of `db:commit` and the staged path
+--   (ESNAPSHOT, EEXIST, ENOTLIVE naming table and row)
+function M.sync(db, source, opts)
+  opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "batch" and k ~= "progress" and k ~= "before_commit" then
+      raise("EINVAL", "sync: unknown option '%s'", tostring(k))
+    end
+  end
+  local batch = opts.batch or 64
+  local src = type(source) == "string" and M.source(source) or source
+  local own = type(source) == "string"
+  local ok, res = pcall(function()
+    src:begin()
+    local ok2, r = pcall(function()
+      local tables = src:tables()
+      check_columns(db, tables)
+      local from = catalog_last(db)
+      local ids = src:commit_ids(from)
+      local expected = from
+      local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label }
+      -- defines the source's tables the catalog lacks; returns the set of
+      -- those it had before
+      local function define_all(tx)
+        local existed = {}
+        for _, t in ipairs(tables) do
+          local rel = db:relation(t.name)
+          if rel then existed[t.name] = true end
+          if not rel or (#rel.columns == 0 and #t.columns > 0) then tx:define(t.name, t.columns) end
+        end
+        return existed
+      end
+      local function check_expected(id)
+        local got = catalog_last(db)
+        if not same_int(got, expected) then
+          raise("ECONFLICT", "sync: the catalog's last snapshot is %s, expected %s (another writer committed "
+            .. "snapshot %s during the sync); source snapshot %s not written: run sync again",
+            got == nil and "none" or inum(got), expected == nil and "none" or inum(expected),
+            got == nil and "none" or inum(got), id == nil and "(no snapshot)" or inum(id))
+        end
+      end
+      local i = 1
+      while i <= #ids do
+        local lo = ids[i]
+        local j = math.min(#ids, i + batch - 1)
+        local hi = ids[j]
+        -- (lo - 1, hi]: lo itself included
+        local plan = plan_batch(src, tables, moraine.int64(lo) - 1, hi)
+        for n = i, j do
+          local id = ids[n]
+          local p = plan[inum(id)] or { ends = {}, snaps = {}, inserts = {}, children = {} }
+          if opts.before_commit then opts.before_commit(id) end
+          db:commit(id, function(tx)
+            check_expected(id)
+            local existed = define_all(tx)
+            for _, e in ipairs(p.ends) do tx:end_row(e.t.name, e.row) end
+            for _, e in ipairs(p.snaps) do tx:insert(e.t.name, e.row, e.pos) end
+            for _, e in ipairs(p.inserts) do tx:insert(e.t.name, e.row, e.pos) end
+            for _, e in ipairs(p.children) do tx:insert(e.t.name, e.row, e.pos) end
+            if n == #ids then result.rows_changed = reconcile_rows(db, tx, src, tables, existed) end
+          end)
+          expected = id
+          result.snapshots = result.snapshots + 1
+          if opts.progress and opts.progress(n, #ids) == true then
+            raise("EINVAL", "sync: sync cancelled after source snapshot %s", inum(id))
+          end
+        end
+        i = j + 1
+      end
+      if #ids == 0 then
+        local need_define = false
+        for _, t in ipairs(tables) do
+          if not db:relation(t.name) then need_define = true end
+        end
+        if need_define or rows_differ(db, src, tables) then
+          db:commit(nil, function(tx)
+            check_expected(nil)
+            local existed = define_all(tx)
+            result.rows_changed = reconcile_rows(db, tx, src, tables, existed)
+          end)
+        end
+      end
+      result.to = catalog_last(db)
+      return result
+    end)
+    pcall(src.finish, src)
+    if not ok2 then error(r, 0) end
+    return r
+  end)
+  if own then src:close() end
+  if not ok then error(res, 0) end
+  return res
+end
+
+-- ---- compare ------------------------------------------------------------------------
+
+--- The differences between the catalog and a source, table by table, row by
+-- row: every version of every row (live and ended, children and loose rows
+-- included) of each table the source or the catalog has, compared as
+-- multisets of rows (`row_form`: exact values, column by column; row order
+-- is not compared). Reads the source in one round (one read transaction) and
+-- the catalog in one read transaction; holds one table of each side in memory
+-- at a time.
+-- @param db a catalog handle
+-- @param source a source spec or object (as `sync`)
+-- @tparam[opt] table opts `limit` (differences to return at most, default
+--   1000; `truncated` is set when more were found)
+-- @return an array of `{table = name, side = "source"|"catalog", row = row,
+--   count = n}` (`side` says which side has the row and the other lacks;
+--   `count` how many copies more) in table name order, then rows' forms; an
+--   empty array when the two are equal. A table present on one side only
+--   gives `{table = name, side = ..., missing_table = true}` first.
+-- @raise the errors of `source` and of the source's queries; `db:scan`'s
+function M.compare(db, source, opts)
+  opts = opts or {}
+  local limit = opts.limit or 1000
+  local src = type(source) == "string" and M.source(source) or source
+  local own = type(source) == "string"
+  local ok, res = pcall(function()
+    src:begin()
+    local ok2, r = pcall(function()
+      local out = {}
+      local function add(d)
+        if #out >= limit then
+          out.truncated = true
+          return
+        end
+        out[#out + 1] = d
+      end
+      local tables = src:tables()
+      local names, seen = {}, {}
+      for _, t in ipairs(tables) do
+        names[#names + 1] = t.name
+        seen[t.name] = true
+      end
+      for _, rel in ipairs(db:relations()) do
+        if not seen[rel.name] then
+          names[#names + 1] = rel.name
+          seen[rel.name] = true
+        end
+      end
+      table.sort(names)
+      db:read(function(rd)
+        for _, name in ipairs(names) do
+          local t = tables[name]
+          local rel = db:relation(name)
+          if not t then
+            add({ table = name, side = "catalog", missing_table = true })
+          elseif not rel then
+            add({ table = name, side = "source", missing_table = true })
+          end
+          local cols = (t and t.columns) or rel.columns
+          local counts, rows = {}, {}
+          if rel then
+            for row in rd:scan(name, { at = moraine.ALL }) do
+              local k = M.row_form(row, cols)
+              counts[k] = (counts[k] or 0) + 1
+              rows[k] = rows[k] or row
+            end
+          end
+          if t then
+            for row in src:select(t, nil) do
+              local k = M.row_form(row, cols)
+              counts[k] = (counts[k] or 0) - 1
+              rows[k] = rows[k] or row
+            end
+          end
+          local keys = {}
+          for k, n in pairs(counts) do
+            if n ~= 0 then keys[#keys + 1] = k end
+          end
+          table.sort(keys)
+          for _, k in ipairs(keys) do
+            local n = counts[k]
+            add({ table = name, side = n > 0 and "catalog" or "source", row = rows[k], count = math.abs(n) })
+          end
+        end
+      end)
+      return out
+    end)
+    pcall(src.finish, src)
+    if not ok2 then error(r, 0) end
+    return r
+  end)
+  if own then src:close() end
+  if not ok then error(res, 0) end
+  return res
+end
+
+return M
