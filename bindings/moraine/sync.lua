@@ -314,7 +314,7 @@ local function sql_source(kind, label, con, env, dialect)
     if #parts == 0 then return {} end
     local ids = {}
     for _, r in ipairs(self:all("SELECT CAST(id AS TEXT) FROM (" .. table.concat(parts, " UNION ")
-      .. ") u ORDER BY id")) do
+      .. ") u ORDER BY u.id")) do
       ids[#ids + 1] = parse_int(r[1])
     end
     return ids
@@ -376,7 +376,7 @@ local function open_postgres(conninfo)
     local s = raw[i]
     if s == nil then return NULL, 1 end
     if kind == "int" then return parse_int(s), 1 end
-    if kind == "bool" then return s == "t", 1 end
+    if kind == "bool" then return s == "t" or s == "true", 1 end
     if kind == "real" then return tonumber(s), 1 end
     return s, 1
   end
@@ -452,8 +452,8 @@ local function open_sqlite(path)
   local src = sql_source("sqlite", path, con, env, dialect)
   -- positions: rowid - 1 (the file's row order, as sqlite.import keeps it)
   local select = src.select
-  function src.select(self, t, f)
-    local it = select(self, t, f)
+  function src.select(self, t, filter)
+    local it = select(self, t, filter)
     return function()
       local row, pos, extra = it()
       if row == nil then return nil end
@@ -785,6 +785,31 @@ local function check_columns(db, tables)
   end
 end
 
+-- The catalog's last snapshot must be the source's snapshot of that id (its
+-- ducklake_snapshot row the same, value for value): else another writer
+-- committed it (a verb, a sync of another source) and the catalog no longer
+-- follows the source. DuckLake never expires a catalog's newest snapshot, so a
+-- source that lacks the row has diverged too.
+local function check_follows(db, src, tables, from)
+  local t = tables.ducklake_snapshot
+  if from == nil or not t then return end
+  local mine = db:read(function(rd)
+    for row in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
+      if same_int(row.snapshot_id, from) then return row end
+    end
+  end)
+  if not mine then return end -- a catalog written before snapshot rows were required
+  local theirs
+  for row in src:select(t, { kind = "id", column = "snapshot_id", lo = moraine.int64(from) - 1, hi = from }) do
+    theirs = row
+  end
+  if not theirs or M.row_form(theirs, t.columns) ~= M.row_form(mine, t.columns) then
+    raise("ECONFLICT", "sync: the catalog's last snapshot %s is not snapshot %s of %s (%s): another writer committed it; "
+      .. "the catalog no longer follows this source", inum(from), inum(from), src.label,
+      theirs and "the source's differs" or "the source has no such snapshot")
+  end
+end
+
 --- Brings the catalog up to date with a source (see "How sync replays").
 -- @param db a catalog handle (`moraine.open`), empty or holding what an
 --   earlier sync (or import) of the same source wrote
@@ -798,7 +823,9 @@ end
 --   non-versioned rows put or deleted, source = source label}`
 -- @raise ECONFLICT (another writer committed to the catalog during the round:
 --   "sync: the catalog's last snapshot is X, expected Y ... source snapshot Z
---   not written"), EINVAL (a table's columns differ between catalog and
+--   not written"; or before it: the catalog's last snapshot is not the
+--   source's snapshot of that id, its ducklake_snapshot row differs or the
+--   source has none: "... another writer committed it"), EINVAL (a table's columns differ between catalog and
 --   source; cancelled; unknown option), the errors of `source`, of the source's
 --   queries (EIO naming the query), of `db:commit` and the staged path
 --   (ESNAPSHOT, EEXIST, ENOTLIVE naming table and row)
@@ -818,6 +845,7 @@ function M.sync(db, source, opts)
       local tables = src:tables()
       check_columns(db, tables)
       local from = catalog_last(db)
+      check_follows(db, src, tables, from)
       local ids = src:commit_ids(from)
       local expected = from
       local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label }
@@ -841,6 +869,15 @@ function M.sync(db, source, opts)
             got == nil and "none" or inum(got), id == nil and "(no snapshot)" or inum(id))
         end
       end
+      -- db:commit, with its refusal of a snapshot id not above the catalog's
+      -- last (checked by moraine_txn_begin inside the write transaction)
+      -- reported as the conflict it is when another writer moved the catalog
+      local function commit(id, fn)
+        local okc, e = pcall(db.commit, db, id, fn)
+        if okc then return end
+        if moraine.is_error(e) and e.code == "ESNAPSHOT" then check_expected(id) end
+        error(e, 0)
+      end
       local i = 1
       while i <= #ids do
         local lo = ids[i]
@@ -852,7 +889,7 @@ function M.sync(db, source, opts)
           local id = ids[n]
           local p = plan[inum(id)] or { ends = {}, snaps = {}, inserts = {}, children = {} }
           if opts.before_commit then opts.before_commit(id) end
-          db:commit(id, function(tx)
+          commit(id, function(tx)
             check_expected(id)
             local existed = define_all(tx)
             for _, e in ipairs(p.ends) do tx:end_row(e.t.name, e.row) end
@@ -875,7 +912,7 @@ function M.sync(db, source, opts)
           if not db:relation(t.name) then need_define = true end
         end
         if need_define or rows_differ(db, src, tables) then
-          db:commit(nil, function(tx)
+          commit(nil, function(tx)
             check_expected(nil)
             local existed = define_all(tx)
             result.rows_changed = reconcile_rows(db, tx, src, tables, existed)

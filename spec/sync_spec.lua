@@ -1,0 +1,294 @@
+--- moraine.sync: sync from NDJSON, SQLite and a real PostgreSQL server
+-- (tests/pg/pg-server.sh), compare, conflicts with other writers, and a sync
+-- killed with SIGKILL then run again. Expected catalogs come from the real
+-- fixtures (tests/fixtures/ducklake): the NDJSON import of the same fixture
+-- and the fixture's own rows.
+local moraine = require "moraine"
+local sqlite = require "moraine.sqlite"
+local sync = require "moraine.sync"
+local support = require "support"
+local pg = require "pg_support"
+
+local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
+local FIX = support.FIXTURES
+local function cat(sc) return FIX .. "/" .. sc .. "/catalog" end
+
+-- the fixture's last snapshot id (its ducklake_snapshot rows)
+local function fixture_last(sc)
+  local last
+  for _, r in ipairs(moraine.read_ndjson(cat(sc) .. "/ducklake_snapshot.ndjson")) do
+    if last == nil or r.snapshot_id > last then last = r.snapshot_id end
+  end
+  return last
+end
+
+local function open_new(tag)
+  return moraine.open(support.tmpdir(tag), { no_sync = true })
+end
+
+local function describe_diffs(d)
+  local out = {}
+  for i = 1, math.min(#d, 10) do
+    out[#out + 1] = d[i].table .. " " .. d[i].side .. " "
+      .. (d[i].row and sync.row_form(d[i].row, { "begin_snapshot", "end_snapshot", "snapshot_id" }) or "(table)")
+  end
+  return #d .. " differences: " .. table.concat(out, "; ")
+end
+
+local function assert_same(db, source)
+  local d = sync.compare(db, source)
+  assert.are.equal(0, #d, describe_diffs(d))
+end
+
+-- every row of every versioned table visible at snapshot s, as a sorted list
+-- of row forms without end_snapshot (a row ended after s reads the same at s
+-- whether its end is known yet or not)
+local function state_at(db, s)
+  local out = {}
+  db:read(function(rd)
+    for _, rel in ipairs(db:relations()) do
+      if rel.placement ~= "rows" then
+        local cols = {}
+        for _, col in ipairs(rel.columns) do
+          if col ~= "end_snapshot" then cols[#cols + 1] = col end
+        end
+        for row in rd:scan(rel.name, { at = s }) do out[#out + 1] = rel.name .. ":" .. sync.row_form(row, cols) end
+      end
+    end
+  end)
+  table.sort(out)
+  return table.concat(out, "\n")
+end
+
+describe("moraine.sync", function()
+  after_each(function() support.cleanup() end)
+
+  describe("from NDJSON", function()
+    for _, sc in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values", "s4_encrypted" }) do
+      it("replays " .. sc .. " into an empty catalog: the same catalog as the NDJSON import, compare finds nothing",
+        function()
+          local db = open_new("sync")
+          local r = sync.sync(db, cat(sc))
+          assert.is_nil(r.from)
+          assert.are.equal(fixture_last(sc), r.to)
+          assert.is_true(r.snapshots >= 1)
+          assert_same(db, cat(sc))
+          local ref = support.import_fixture(sc)
+          assert.are.equal(support.dump(ref), support.dump(db))
+          -- exported again: the fixture's files byte for byte
+          local out = support.tmpdir("exp")
+          db:export_ndjson(out)
+          for _, name in ipairs(support.tables_of(cat(sc))) do
+            assert.are.equal(support.read(cat(sc) .. "/" .. name .. ".ndjson"), support.read(out .. "/" .. name .. ".ndjson"),
+              name)
+          end
+          -- a second sync has nothing to do
+          local again = sync.sync(db, cat(sc))
+          assert.are.equal(0, again.snapshots)
+          assert.are.equal(0, again.rows_changed)
+          assert.are.equal(r.to, again.from)
+          ref:close()
+          db:close()
+        end)
+    end
+
+    it("compare names each row the catalog has and the source lacks, and the reverse", function()
+      local db = open_new("cmp")
+      sync.sync(db, cat("s1_evolution"))
+      local d = sync.compare(db, cat("s2_multi_table"))
+      assert.is_true(#d > 0)
+      local sides = {}
+      for _, x in ipairs(d) do sides[x.side] = true end
+      assert.is_true(sides.catalog and sides.source)
+      db:close()
+    end)
+
+    it("refuses an unknown option, and a source that is neither a directory nor SQLite", function()
+      local db = open_new("bad")
+      support.expect_err("EINVAL", "unknown option 'bogus'", sync.sync, db, cat("s1_evolution"), { bogus = 1 })
+      local f = support.tmpdir("notdb")
+      support.write(f, "hello")
+      support.expect_err("EINVAL", "neither a directory of NDJSON files nor a SQLite database", sync.sync, db, f)
+      support.expect_err("EIO", "cannot open", sync.sync, db, support.tmpdir("missing"))
+      assert.is_nil(db:last_snapshot())
+      db:close()
+    end)
+  end)
+
+  describe("from SQLite", function()
+    for _, sc in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values" }) do
+      it("replays " .. sc .. " kept in SQLite: compare finds nothing, every table as the NDJSON import", function()
+        local ref = support.import_fixture(sc)
+        local script = support.tmpdir("sql") .. ".sql"
+        sqlite.export_sql(ref, script)
+        local file = support.tmpdir("cat") .. ".sqlite"
+        assert.is_true(support.sh("sqlite3 " .. support.q(file) .. " < " .. support.q(script)))
+        local db = open_new("fromsqlite")
+        local r = sync.sync(db, file)
+        assert.are.equal(fixture_last(sc), r.to)
+        assert_same(db, file)
+        assert_same(db, cat(sc))
+        assert.are.equal(support.dump(ref), support.dump(db))
+        assert.are.equal(0, sync.sync(db, file).snapshots)
+        ref:close()
+        db:close()
+      end)
+    end
+  end)
+
+  describe("with other writers", function()
+    it("a verb writer committing during a sync: the sync stops with ECONFLICT naming the snapshot, "
+      .. "the verb's acknowledged snapshot stays", function()
+      local db = open_new("race")
+      local acked
+      local e = support.expect_err("ECONFLICT", { "expected 5", "source snapshot 6 not written" }, sync.sync, db,
+        cat("s1_evolution"), {
+          before_commit = function(id)
+            if id == 6 and not acked then
+              acked = db:transaction(function(tx) tx:create_schema("acked") end, { author = "other writer" })
+            end
+          end,
+        })
+      assert.are.equal(6, acked)
+      assert.truthy(e.message:find("snapshot 6", 1, true))
+      -- the other writer's snapshot and schema are there, nothing was removed
+      assert.are.equal(6, db:last_snapshot())
+      local names = {}
+      for _, x in ipairs(db:scan("ducklake_schema")) do names[x.row.schema_name] = true end
+      assert.is_true(names.acked)
+      -- snapshots 0..5 of the source are there exactly
+      local ref = support.import_fixture("s1_evolution")
+      for s = 0, 5 do assert.are.equal(state_at(ref, s), state_at(db, s), "snapshot " .. s) end
+      -- running it again refuses again (the catalog diverged), still losing nothing
+      support.expect_err("ECONFLICT", { "last snapshot 6 is not snapshot 6", "another writer committed it" },
+        sync.sync, db, cat("s1_evolution"))
+      assert.are.equal(6, db:last_snapshot())
+      ref:close()
+      db:close()
+    end)
+
+    it("two syncs at once: the second to commit gets ECONFLICT, running it again converges", function()
+      local db = open_new("two")
+      local inner
+      support.expect_err("ECONFLICT", "another writer committed snapshot 20", sync.sync, db, cat("s1_evolution"), {
+        before_commit = function(id)
+          if id == 3 and not inner then inner = sync.sync(db, cat("s1_evolution")) end
+        end,
+      })
+      assert.are.equal(20, inner.to)
+      local r = sync.sync(db, cat("s1_evolution"))
+      assert.are.equal(0, r.snapshots)
+      assert_same(db, cat("s1_evolution"))
+      db:close()
+    end)
+
+    it("killed with SIGKILL in the middle of a sync, the same sync run again finishes the job", function()
+      local dir = support.tmpdir("killed")
+      local script = support.tmpdir("child") .. ".lua"
+      support.write(script, string.format([[
+        package.path = %q
+        package.cpath = %q
+        local moraine = require "moraine"
+        local sync = require "moraine.sync"
+        local f = io.open("/proc/self/stat")
+        local pid = f:read("*l"):match("^(%%d+)")
+        f:close()
+        local db = moraine.open(%q)
+        sync.sync(db, %q, { before_commit = function(id)
+          if id == 13 then os.execute("kill -9 " .. pid) end
+        end })
+        print("not killed")
+      ]], package.path, package.cpath, dir, cat("s2_multi_table")))
+      local p = io.popen(RUNTIME .. " " .. support.q(script) .. " 2>&1")
+      local out = p:read("a")
+      p:close()
+      assert.is_nil(out:find("not killed", 1, true), out)
+      local db = moraine.open(dir, { no_sync = true })
+      assert.are.equal(12, db:last_snapshot())
+      local r = sync.sync(db, cat("s2_multi_table"))
+      assert.are.equal(12, r.from)
+      assert.are.equal(fixture_last("s2_multi_table"), r.to)
+      assert_same(db, cat("s2_multi_table"))
+      local ref = support.import_fixture("s2_multi_table")
+      assert.are.equal(support.dump(ref), support.dump(db))
+      ref:close()
+      db:close()
+    end)
+  end)
+
+  describe("from a live PostgreSQL catalog", function()
+    local server, c
+    lazy_setup(function()
+      server = pg.start()
+      c = pg.connect(server.conninfo)
+    end)
+    lazy_teardown(function()
+      if c then c:close() end
+      if server then assert.is_true(server.stop()) end
+    end)
+
+    for _, case in ipairs({ { "s1_evolution", { 4, 9, 13, 17 } }, { "s2_multi_table", { 3, 11, 20 } } }) do
+      local sc, steps = case[1], case[2]
+      it("two replicas follow " .. sc .. " as its writers commit: equal to the source after every round, "
+        .. "every snapshot reads as the fixture's", function()
+        local conn = "postgres:" .. server.conninfo
+        local a, b = open_new("replica-a"), open_new("replica-b")
+        local ref = support.import_fixture(sc)
+        local rounds = {}
+        for _, k in ipairs(steps) do rounds[#rounds + 1] = k end
+        rounds[#rounds + 1] = false -- the whole catalog
+        local prev
+        for _, k in ipairs(rounds) do
+          pg.load(c, cat(sc), k or nil)
+          for _, db in ipairs({ a, b }) do
+            local r = sync.sync(db, conn)
+            assert.are.equal(prev, r.from)
+            assert.are.equal(k or fixture_last(sc), r.to)
+            assert_same(db, conn)
+          end
+          prev = k or fixture_last(sc)
+          -- every snapshot synced so far reads as the fixture's own import
+          -- (rows ended after this round's snapshot read as live, as at the source)
+          for s = 0, prev do
+            assert.are.equal(state_at(a, s), state_at(b, s))
+            assert.are.equal(state_at(ref, s), state_at(a, s), "snapshot " .. s)
+          end
+        end
+        assert_same(a, cat(sc))
+        a:close()
+        b:close()
+        ref:close()
+      end)
+    end
+
+    it("an expiry at the source (snapshot rows and the rows only they saw deleted) is shown by compare", function()
+      local conn = "postgres:" .. server.conninfo
+      pg.load(c, cat("s1_evolution"), nil)
+      local db = open_new("expiry")
+      sync.sync(db, conn)
+      assert_same(db, conn)
+      pg.exec(c, "BEGIN")
+      pg.exec(c, "DELETE FROM ducklake_snapshot_changes WHERE snapshot_id IN (1, 2)")
+      pg.exec(c, "DELETE FROM ducklake_snapshot WHERE snapshot_id IN (1, 2)")
+      pg.exec(c, "DELETE FROM ducklake_data_file WHERE end_snapshot IS NOT NULL AND end_snapshot <= 3")
+      pg.exec(c, "COMMIT")
+      local d = sync.compare(db, conn)
+      assert.is_true(#d >= 2)
+      local tables = {}
+      for _, x in ipairs(d) do
+        assert.are.equal("catalog", x.side)
+        tables[x.table] = true
+      end
+      assert.is_true(tables.ducklake_snapshot)
+      db:close()
+    end)
+
+    it("a server that is not there: EIO naming the connection", function()
+      local db = open_new("noserver")
+      support.expect_err("EIO", "cannot connect to PostgreSQL", sync.sync, db,
+        "postgres:host=127.0.0.1 port=1 dbname=postgres user=moraine connect_timeout=2")
+      assert.is_nil(db:last_snapshot())
+      db:close()
+    end)
+  end)
+end)
