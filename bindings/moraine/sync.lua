@@ -945,8 +945,9 @@ end
 -- @tparam[opt] table opts `limit` (differences to return at most, default
 --   1000; `truncated` is set when more were found)
 -- @return an array of `{table = name, side = "source"|"catalog", row = row,
---   count = n}` (`side` says which side has the row and the other lacks;
---   `count` how many copies more) in table name order, then rows' forms; an
+--   count = n, columns = {...}}` (`side` says which side has the row and the
+--   other lacks; `count` how many copies more; `columns` the table's columns
+--   in order) in table name order, then rows' forms; an
 --   empty array when the two are equal. A table present on one side only
 --   gives `{table = name, side = ..., missing_table = true}` first.
 -- @raise the errors of `source` and of the source's queries; `db:scan`'s
@@ -1011,7 +1012,8 @@ function M.compare(db, source, opts)
           table.sort(keys)
           for _, k in ipairs(keys) do
             local n = counts[k]
-            add({ table = name, side = n > 0 and "catalog" or "source", row = rows[k], count = math.abs(n) })
+            add({ table = name, side = n > 0 and "catalog" or "source", row = rows[k], count = math.abs(n),
+              columns = cols })
           end
         end
       end)
