@@ -12,8 +12,9 @@
 -- that the lists below name every engine source and every Lua module.
 -- Dependencies are the system's only, so the build works offline.
 -- `moraine.sqlite`'s import reads SQLite through LuaSQL (Debian:
--- lua-sql-sqlite3), its export does not; `moraine.http` runs inside
--- OpenResty/nginx's Lua module.
+-- lua-sql-sqlite3), its export does not; `moraine.sync` reads SQLite and
+-- PostgreSQL through LuaSQL (lua-sql-sqlite3, lua-sql-postgres) when a source
+-- of that kind is given; `moraine.http` runs inside OpenResty/nginx's Lua module.
 rockspec_format = "3.0"
 package = "moraine"
 version = "scm-1"
@@ -83,6 +84,8 @@ build = {
     ["moraine.http"] = "bindings/moraine/http.lua",
     ["moraine.policy"] = "bindings/moraine/policy.lua",
     ["moraine.progress"] = "bindings/moraine/progress.lua",
+    ["moraine.sync"] = "bindings/moraine/sync.lua",
+    ["moraine.sync_command"] = "bindings/moraine/sync_command.lua",
   },
   install = {
     bin = { moraine = "scripts/moraine" },

@@ -202,5 +202,36 @@ describe("moraine sync and compare", function()
       end
       assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
     end)
+
+    it("sync --follow keeps a replica current while the source's writers commit", function()
+      local src = "postgres:" .. server.conninfo
+      local dir = support.tmpdir("follower")
+      pg.load(c, S2, 4)
+      local p = spawn({ "-c", dir, "sync", src, "--follow", "--interval", "100ms" })
+      local function wait_for(last)
+        local t0 = moraine.clock()
+        while moraine.clock() - t0 < 30 do
+          if io.open(dir .. "/data.mdb") then
+            local db = moraine.open(dir, { read_only = true })
+            local got = db:last_snapshot()
+            db:close()
+            if got == last then return true end
+          end
+          os.execute("sleep 0.05")
+        end
+        return false
+      end
+      assert.is_true(wait_for(4), "the follower never reached snapshot 4")
+      pg.load(c, S2, 15)
+      assert.is_true(wait_for(15), "the follower never reached snapshot 15")
+      pg.load(c, S2, nil)
+      assert.is_true(wait_for(25), "the follower never reached snapshot 25")
+      os.execute("kill " .. p.pid)
+      local r = p.wait()
+      assert.truthy(r.out:find("last snapshot 4,", 1, true), r.out .. r.err)
+      assert.truthy(r.out:find("last snapshot 25,", 1, true), r.out .. r.err)
+      assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", src }).out)
+      assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S2 }).out)
+    end)
   end)
 end)

@@ -4,7 +4,7 @@
 --
 -- `commands(h)` returns `{help = {sync = ..., compare = ...}, run = {sync =
 -- fn(ctx, source), compare = fn(ctx, source)}}`; `h` gives the command's
--- helpers: `fail(message, hint)`, `open_catalog(ctx, create)`,
+-- helpers: `fail(message, hint)`, `usage_fail(message, command)`, `open_catalog(ctx, create)`,
 -- `progress_meter(label, unit)`, `print_json(doc)`, `istr(int)`, `json` (a
 -- function making a JSON object with ordered keys: `json(keys, vals)`, vals
 -- keyed by name).
@@ -20,7 +20,7 @@ local HINT = "SOURCE is postgres:CONNINFO (or a postgres:// URI), a directory of
 
 M.help = {
   sync = {
-    synopsis = "moraine [-c DIR] sync SOURCE",
+    synopsis = "moraine [-c DIR] sync SOURCE [--follow [--interval SECONDS]]",
     summary = "bring the catalog up to date with a DuckLake catalog (PostgreSQL, SQLite, NDJSON)",
     text = [[
 Replays every snapshot of SOURCE newer than the catalog's last one, each
@@ -35,11 +35,18 @@ writer commits; every snapshot already replayed stays, nothing another
 writer committed is removed. Interrupted at any point, running the same
 command again finishes the job. Rows SOURCE deleted or changed at or below
 the catalog's last snapshot (expiry, cleanup, compaction) are not replayed
-yet: 'moraine compare SOURCE' shows them.]],
-    options = {},
+yet: 'moraine compare SOURCE' shows them. With --follow, sync runs again
+every --interval (default 1 second) until it is stopped, printing one line
+per round that replayed something; a source that cannot be read is
+reported and tried again next round; a conflict ends it (exit 1).]],
+    options = {
+      { "--follow", "keep syncing, one round every --interval" },
+      { "--interval SECONDS", "time between two rounds of --follow: 2, 0.5, 500ms, 1s (default 1s)" },
+    },
     progress = true,
-    example = "moraine -c replica.moraine sync 'postgres:host=db1 dbname=lake user=reader'",
-    flags = {},
+    example = "moraine -c replica.moraine sync 'postgres:host=db1 dbname=lake user=reader' --follow --interval 2s",
+    flags = { ["--interval"] = "interval" },
+    switches = { ["--follow"] = "follow" },
     nargs = { 1, 1 },
     args = { "SOURCE" },
   },
@@ -73,7 +80,38 @@ end
 function M.commands(h)
   local run = {}
 
+  local function follow(ctx, source)
+    local text = ctx.opts.interval or "1"
+    local n, unit = text:match("^(%d*%.?%d+)(m?s?)$")
+    local secs = tonumber(n)
+    if secs and unit == "ms" then secs = secs / 1000 end
+    if not secs or secs <= 0 or (unit ~= "" and unit ~= "s" and unit ~= "ms") then
+      h.usage_fail("--interval expects a positive number of seconds (2, 0.5, 500ms, 1s), got '" .. text .. "'", "sync")
+    end
+    local db = h.open_catalog(ctx, true)
+    while true do
+      local t0 = moraine.clock()
+      local ok, r = pcall(sync.sync, db, source)
+      if ok then
+        if r.snapshots > 0 or r.rows_changed > 0 then
+          io.stdout:write(string.format("synced %d snapshots, last snapshot %s, %d rows of non-versioned tables "
+            .. "changed, in %.3f s\n", r.snapshots, r.to and h.istr(r.to) or "none", r.rows_changed, moraine.clock() - t0))
+          io.stdout:flush()
+        end
+      elseif moraine.is_error(r) and r.code ~= "EIO" then
+        db:close()
+        h.fail(r.code .. ": " .. r.message, "the catalog keeps every snapshot it had; nothing of another writer was removed")
+      else
+        io.stderr:write("moraine: ", moraine.is_error(r) and (r.code .. ": " .. r.message) or tostring(r),
+          " (trying again in ", text, ")\n")
+      end
+      os.execute(string.format("sleep %.3f", secs))
+    end
+  end
+
   function run.sync(ctx, source)
+    if ctx.opts.follow then return follow(ctx, source) end
+    if ctx.opts.interval then h.usage_fail("--interval applies to --follow only", "sync") end
     local db = h.open_catalog(ctx, true)
     local meter, finish = h.progress_meter("syncing", "snapshots")
     local progress = meter and function(done, total) meter(done, total, "syncing") end
