@@ -99,11 +99,13 @@ describe("moraine sync and compare", function()
       assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
     end)
 
-  it("two syncs at once, five times: each ends with success or ECONFLICT, and running sync again converges",
+  it("two syncs (or imports) at once, five times: each ends with success or ECONFLICT, running sync again converges",
     function()
       for round = 1, 5 do
         local dir = support.tmpdir("two" .. round)
-        local a, b = spawn({ "-c", dir, "sync", S2 }), spawn({ "-c", dir, "sync", S2 })
+        -- import is sync into an empty catalog: odd rounds race two imports
+        local verb = round % 2 == 1 and "import" or "sync"
+        local a, b = spawn({ "-c", dir, verb, S2 }), spawn({ "-c", dir, verb, S2 })
         for _, p in ipairs({ a, b }) do
           local r = p.wait()
           if r.code ~= 0 then
@@ -116,7 +118,7 @@ describe("moraine sync and compare", function()
       end
     end)
 
-  it("a verb writer committing while a sync runs: every acknowledged snapshot of the writer stays", function()
+  it("a verb writer committing while an import runs: every acknowledged snapshot of the writer stays", function()
     local dir = support.tmpdir("verbrace")
     local script = support.tmpdir("writer") .. ".lua"
     support.write(script, string.format([[
@@ -138,7 +140,7 @@ describe("moraine sync and compare", function()
       end
       db:close()
     ]], package.path, package.cpath, dir))
-    local sync_p = spawn({ "-c", dir, "sync", S2 })
+    local sync_p = spawn({ "-c", dir, "import", S2 })
     local w = io.popen(RUNTIME .. " " .. q(script) .. " 2>&1")
     local out = w:read("a")
     w:close()
@@ -158,13 +160,14 @@ describe("moraine sync and compare", function()
     db:close()
   end)
 
-  it("killed with SIGKILL at 20 random points, the same sync run again finishes and compare finds nothing",
+  it("killed with SIGKILL at 20 random points, the same sync or import run again finishes, compare finds nothing",
     function()
       support.seed(15)
       local partial = 0 -- rounds killed with some snapshots committed, not all
       for round = 1, 20 do
         local dir = support.tmpdir("kill" .. round)
-        local p = spawn({ "-c", dir, "sync", S2 })
+        local verb = round % 2 == 1 and "import" or "sync"
+        local p = spawn({ "-c", dir, verb, S2 })
         os.execute(string.format("sleep %.3f", math.random() * 0.6))
         os.execute("kill -9 " .. p.pid .. " 2>/dev/null")
         p.wait()
@@ -174,10 +177,27 @@ describe("moraine sync and compare", function()
           db:close()
           if last ~= nil and last < 25 then partial = partial + 1 end
         end
-        ok_run({ "-c", dir, "sync", S2 })
+        ok_run({ "-c", dir, verb, S2 })
         assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S2 }).out, "round " .. round)
       end
       assert.is_true(partial >= 1, "no round was killed in the middle of the sync")
+    end)
+
+  it("import refuses a catalog that holds anything but an earlier import of its source (EEXIST), changing nothing",
+    function()
+      local dir = support.tmpdir("inited")
+      ok_run({ "-c", dir, "init" })
+      local r = run({ "-c", dir, "import", S1 })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("^moraine: EEXIST: the catalog is not empty and is not an earlier import of "), r.show)
+      local db = moraine.open(dir, { read_only = true })
+      assert.are.equal(0, db:last_snapshot())
+      db:close()
+      -- an import of the same source again: nothing to do
+      local dir2 = support.tmpdir("twice")
+      ok_run({ "-c", dir2, "import", S1 })
+      r = ok_run({ "-c", dir2, "import", S1 })
+      assert.truthy(r.out:find("last snapshot 20 (it was complete: nothing to do)", 1, true), r.show)
     end)
 
   describe("from PostgreSQL", function()

@@ -202,6 +202,9 @@ local function sql_source(kind, label, con, env, dialect)
 
   function src:exec(sql)
     local cur, err = self.con:execute(sql)
+    if not cur and tostring(err):find("not a database", 1, true) then
+      raise("EINVAL", "sync: %s is not a SQLite database (%s)", self.label, tostring(err):gsub("^LuaSQL: ", ""))
+    end
     if not cur then
       raise("EIO", "sync: %s source %s: %s (in: %s)", self.kind, self.label, tostring(err):gsub("^LuaSQL: ", ""),
         sql:sub(1, 200))
@@ -843,9 +846,9 @@ function M.sync(db, source, opts)
     src:begin()
     local ok2, r = pcall(function()
       local tables = src:tables()
-      check_columns(db, tables)
       local from = catalog_last(db)
       check_follows(db, src, tables, from)
+      check_columns(db, tables)
       local ids = src:commit_ids(from)
       local expected = from
       local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label }

@@ -1,10 +1,13 @@
---- The `moraine sync` and `moraine compare` commands (scripts/moraine
--- registers them; this module holds their help and their code until the
--- command moves to its own file of the CLI package).
+--- The `moraine import`, `moraine sync` and `moraine compare` commands
+-- (scripts/moraine registers them; this module holds their help and their
+-- code until each moves to its own file of the CLI package). import is sync
+-- into an empty catalog.
 --
--- `commands(h)` returns `{help = {sync = ..., compare = ...}, run = {sync =
--- fn(ctx, source), compare = fn(ctx, source)}}`; `h` gives the command's
--- helpers: `fail(message, hint)`, `usage_fail(message, command)`, `open_catalog(ctx, create)`,
+-- `help` holds the help of `import`, `sync` and `compare`; `commands(h)`
+-- returns `{import = fn(ctx, source), sync = fn(ctx, source), compare =
+-- fn(ctx, source)}`; `h` gives the command's helpers: `fail(message, hint)`,
+-- `usage_fail(message, command)`, `exists(path)`, `is_dir(path)`,
+-- `NO_CATALOG_HINT`, `open_catalog(ctx, create)`,
 -- `progress_meter(label, unit)`, `print_json(doc)`, `istr(int)`, `json` (a
 -- function making a JSON object with ordered keys: `json(keys, vals)`, vals
 -- keyed by name).
@@ -15,10 +18,37 @@ local sync = require "moraine.sync"
 
 local M = {}
 
+local function core_raise(code, message) moraine.core.raise(code, message) end
+
 local HINT = "SOURCE is postgres:CONNINFO (or a postgres:// URI), a directory of <table>.ndjson files or a SQLite "
   .. "DuckLake catalog; see 'moraine sync --help'"
 
 M.help = {
+  import = {
+    synopsis = "moraine [-c DIR] import SOURCE",
+    summary = "import a DuckLake catalog (NDJSON directory or SQLite file)",
+    text = [[
+Imports a whole DuckLake catalog into an empty moraine catalog (created if
+missing): 'moraine sync' into an empty catalog. SOURCE is either a
+directory of <table>.ndjson files (one JSON object per line, as DuckDB
+exports a table; it must hold ducklake_snapshot.ndjson), or a SQLite
+DuckLake catalog file (recognised by its header "SQLite format 3"). Every
+file is read before the catalog is created or changed: a source that
+cannot be read leaves nothing behind. Each snapshot is then one
+transaction; if the import is interrupted (killed, or a row refused),
+the snapshots before stay and running the same import again continues
+where it stopped. A catalog that holds anything other than an earlier
+import of SOURCE is refused (EEXIST) and left unchanged; nothing another
+writer committed is ever removed. Progress goes to stderr on a terminal
+(or with --progress): snapshots imported, with the wall-clock time elapsed
+and, once it can be estimated, the time left.]],
+    options = {},
+    progress = true,
+    example = "moraine -c lake.moraine import exported-catalog/",
+    flags = {},
+    nargs = { 1, 1 },
+    args = { "SOURCE" },
+  },
   sync = {
     synopsis = "moraine [-c DIR] sync SOURCE [--follow [--interval SECONDS]]",
     summary = "bring the catalog up to date with a DuckLake catalog (PostgreSQL, SQLite, NDJSON)",
@@ -74,9 +104,9 @@ local function row_json(row)
   return tostring(row)
 end
 
---- The two commands' code (see the module's doc for `h`).
+--- The commands' code (see the module's doc for `h`).
 -- @tparam table h the command's helpers
--- @treturn table `{sync = fn(ctx, source), compare = fn(ctx, source)}`
+-- @treturn table `{import = fn(ctx, source), sync = fn(ctx, source), compare = fn(ctx, source)}`
 function M.commands(h)
   local run = {}
 
@@ -113,6 +143,7 @@ function M.commands(h)
     if ctx.opts.follow then return follow(ctx, source) end
     if ctx.opts.interval then h.usage_fail("--interval applies to --follow only", "sync") end
     local db = h.open_catalog(ctx, true)
+    local before = db:last_snapshot()
     local meter, finish = h.progress_meter("syncing", "snapshots")
     local progress = meter and function(done, total) meter(done, total, "syncing") end
     local ok, r = pcall(sync.sync, db, source, { progress = progress })
@@ -123,8 +154,9 @@ function M.commands(h)
       if moraine.is_error(r) then
         local hint = "the catalog keeps every snapshot it had (last snapshot " .. (last and h.istr(last) or "none")
           .. "); run the same command again to continue"
+        if last == before then hint = "nothing was changed" end
         if r.code == "ECONFLICT" then hint = "another writer committed to the catalog; nothing of it was removed" end
-        if r.code == "EIO" or r.code == "EINVAL" then hint = HINT end
+        if r.code == "EIO" then hint = HINT end
         h.fail(r.code .. ": " .. r.message, hint)
       end
       error(r, 0)
@@ -133,6 +165,93 @@ function M.commands(h)
     io.stdout:write(string.format("synced %s into %s: %d snapshots replayed, last snapshot %s (was %s), "
       .. "%d rows of non-versioned tables changed\n", r.source, ctx.dir, r.snapshots, r.to and h.istr(r.to) or "none",
       r.from and h.istr(r.from) or "none", r.rows_changed))
+  end
+
+  -- moraine import: sync into an empty catalog (or one an earlier,
+  -- interrupted import of the same source filled in part)
+  function run.import(ctx, source)
+    local IMPORT_HINT = "SOURCE is a directory of <table>.ndjson files or a SQLite DuckLake catalog; "
+      .. "see 'moraine import --help'"
+    if not h.exists(source) then h.fail("no such file or directory: " .. source, IMPORT_HINT) end
+    local kind
+    if h.is_dir(source) then
+      if not h.exists(source .. "/ducklake_snapshot.ndjson") then
+        h.fail(source .. " is not a DuckLake catalog export: it holds no ducklake_snapshot.ndjson", IMPORT_HINT)
+      end
+      kind = "ndjson"
+    else
+      local f = io.open(source, "rb")
+      if not f then h.fail("cannot read " .. source, IMPORT_HINT) end
+      local head = f:read(16)
+      f:close()
+      if head ~= "SQLite format 3\0" then
+        h.fail(source .. " is neither a directory of <table>.ndjson files nor a SQLite database", IMPORT_HINT)
+      end
+      kind = "sqlite"
+    end
+    if h.exists(ctx.dir) and not h.is_dir(ctx.dir) then
+      h.fail(ctx.dir .. " is not a catalog directory (it is a file)", h.NO_CATALOG_HINT)
+    end
+    -- read the whole source once before the catalog is created or touched
+    local meter, finish = h.progress_meter("importing", "snapshots")
+    local src
+    local ok, e = pcall(function()
+      src = sync.source(source)
+      src:begin()
+      local tables = src:tables()
+      if kind == "sqlite" and not (tables.ducklake_snapshot and tables.ducklake_metadata) then
+        core_raise("EINVAL", "sync: " .. source .. " is not a DuckLake catalog: it has no "
+          .. (tables.ducklake_snapshot and "ducklake_metadata" or "ducklake_snapshot") .. " table")
+      end
+      for _, t in ipairs(tables) do
+        for _ in src:select(t, nil) do end
+      end
+      src:finish()
+    end)
+    if not ok then
+      finish(false)
+      if src then src:close() end
+      if moraine.is_error(e) then h.fail(e.code .. ": " .. e.message, "nothing was imported; fix " .. source .. " and retry") end
+      error(e, 0)
+    end
+    local db = h.open_catalog(ctx, true)
+    local before = db:last_snapshot()
+    local progress = meter and function(done, total) meter(done, total, "importing") end
+    local r
+    ok, r = pcall(sync.sync, db, src, { progress = progress })
+    finish(ok)
+    src:close()
+    if not ok then
+      local last = db:last_snapshot()
+      db:close()
+      if moraine.is_error(r) then
+        if r.code == "ECONFLICT" and r.message:find("no longer follows", 1, true) then
+          h.fail("EEXIST: the catalog is not empty and is not an earlier import of " .. source .. " (catalog " .. ctx.dir
+            .. ": " .. r.message .. ")", "nothing was changed; import into a new catalog with -c NEWDIR")
+        end
+        if r.code == "EEXIST" then
+          -- (robust) a duplicate live key in the source: the message names the table and the row
+          h.fail("EEXIST: " .. r.message, (last == before and "nothing was imported; " or ("snapshots up to "
+            .. h.istr(last) .. " were imported and stay; ")) .. source .. " holds two rows with the same key "
+            .. "(the message names the table and the row): fix the source and retry")
+        end
+        if last == before then
+          h.fail(r.code .. ": " .. r.message, "nothing was imported; fix " .. source .. " and retry")
+        end
+        h.fail(r.code .. ": " .. r.message, "snapshots up to " .. h.istr(last) .. " were imported and stay; "
+          .. "run the same import again to continue")
+      end
+      error(r, 0)
+    end
+    local ntables, nsnaps = #db:relations(), 0
+    db:read(function(rd)
+      for _ in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do nsnaps = nsnaps + 1 end
+    end)
+    db:close()
+    io.stdout:write(string.format("imported %s (%s) into %s: %d tables, %d snapshots, last snapshot %s%s\n", source, kind,
+      ctx.dir, ntables, nsnaps, r.to and h.istr(r.to) or "none",
+      r.from == nil and "" or r.snapshots == 0 and " (it was complete: nothing to do)"
+        or (" (continued after snapshot " .. h.istr(r.from) .. ")")))
   end
 
   function run.compare(ctx, source)
