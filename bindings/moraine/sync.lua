@@ -109,7 +109,7 @@ local function placement(name, columns)
   if has.begin_snapshot and has.end_snapshot then return "temporal" end
   return "rows"
 end
-M.placement = placement
+
 
 -- ---- values -------------------------------------------------------------------------
 

@@ -23,81 +23,6 @@ local function core_raise(code, message) moraine.core.raise(code, message) end
 local HINT = "SOURCE is postgres:CONNINFO (or a postgres:// URI), a directory of <table>.ndjson files or a SQLite "
   .. "DuckLake catalog; see 'moraine sync --help'"
 
-M.help = {
-  import = {
-    synopsis = "moraine [-c DIR] import SOURCE",
-    summary = "import a DuckLake catalog (NDJSON directory or SQLite file)",
-    text = [[
-Imports a whole DuckLake catalog into an empty moraine catalog (created if
-missing): 'moraine sync' into an empty catalog. SOURCE is either a
-directory of <table>.ndjson files (one JSON object per line, as DuckDB
-exports a table; it must hold ducklake_snapshot.ndjson), or a SQLite
-DuckLake catalog file (recognised by its header "SQLite format 3"). Every
-file is read before the catalog is created or changed: a source that
-cannot be read leaves nothing behind. Each snapshot is then one
-transaction; if the import is interrupted (killed, or a row refused),
-the snapshots before stay and running the same import again continues
-where it stopped. A catalog that holds anything other than an earlier
-import of SOURCE is refused (EEXIST) and left unchanged; nothing another
-writer committed is ever removed. Progress goes to stderr on a terminal
-(or with --progress): snapshots imported, with the wall-clock time elapsed
-and, once it can be estimated, the time left.]],
-    options = {},
-    progress = true,
-    example = "moraine -c lake.moraine import exported-catalog/",
-    flags = {},
-    nargs = { 1, 1 },
-    args = { "SOURCE" },
-  },
-  sync = {
-    synopsis = "moraine [-c DIR] sync SOURCE [--follow [--interval SECONDS]]",
-    summary = "bring the catalog up to date with a DuckLake catalog (PostgreSQL, SQLite, NDJSON)",
-    text = [[
-Replays every snapshot of SOURCE newer than the catalog's last one, each
-as one transaction, reading SOURCE in one consistent snapshot (PostgreSQL:
-REPEATABLE READ; SQLite: one read transaction). SOURCE is postgres:CONNINFO
-(libpq's "host=... port=... dbname=... user=..."), a postgres:// or
-postgresql:// URI, a directory of <table>.ndjson files, or a SQLite DuckLake
-catalog. The catalog (created if missing) must be empty or hold what an
-earlier sync of the same SOURCE wrote: a catalog whose last snapshot is not
-SOURCE's is refused (ECONFLICT), and so is a round during which another
-writer commits; every snapshot already replayed stays, nothing another
-writer committed is removed. Interrupted at any point, running the same
-command again finishes the job. Rows SOURCE deleted or changed at or below
-the catalog's last snapshot (expiry, cleanup, compaction) are not replayed
-yet: 'moraine compare SOURCE' shows them. With --follow, sync runs again
-every --interval (default 1 second) until it is stopped, printing one line
-per round that replayed something; a source that cannot be read is
-reported and tried again next round; a conflict ends it (exit 1).]],
-    options = {
-      { "--follow", "keep syncing, one round every --interval" },
-      { "--interval SECONDS", "time between two rounds of --follow: 2, 0.5, 500ms, 1s (default 1s)" },
-    },
-    progress = true,
-    example = "moraine -c replica.moraine sync 'postgres:host=db1 dbname=lake user=reader' --follow --interval 2s",
-    flags = { ["--interval"] = "interval" },
-    switches = { ["--follow"] = "follow" },
-    nargs = { 1, 1 },
-    args = { "SOURCE" },
-  },
-  compare = {
-    synopsis = "moraine [-c DIR] compare SOURCE [--json]",
-    summary = "the rows that differ between the catalog and a DuckLake catalog",
-    text = [[
-Compares every table of the catalog with SOURCE (as for sync), every
-version of every row, exactly, and prints each row one side has and the
-other lacks: table, side ("catalog" or "source"), how many copies, the row
-as JSON. Row order is not compared. Exit status 0 when there is no
-difference ("no differences"), 1 when there are.]],
-    options = {},
-    json = true,
-    example = "moraine -c replica.moraine compare 'postgres:host=db1 dbname=lake user=reader'",
-    flags = {},
-    nargs = { 1, 1 },
-    args = { "SOURCE" },
-  },
-}
-
 local function row_json(row)
   local ok, s = pcall(moraine.json_encode, row)
   if ok then return s end
@@ -107,6 +32,7 @@ end
 --- The commands' code (see the module's doc for `h`).
 -- @tparam table h the command's helpers
 -- @treturn table `{import = fn(ctx, source), sync = fn(ctx, source), compare = fn(ctx, source)}`
+-- @function commands
 function M.commands(h)
   local run = {}
 
@@ -285,5 +211,86 @@ function M.commands(h)
 
   return run
 end
+
+--- The help of `import`, `sync` and `compare`, in the form scripts/moraine's
+-- HELP table takes: per command `synopsis`, `summary`, `text`, `options`
+-- (pairs of option and explanation), `example`, `flags` (option -> field of
+-- ctx.opts), `switches`, `nargs`, `args`, and `progress` / `json` when the
+-- command takes `--progress` / `--json`.
+-- @table help
+M.help = {
+  import = {
+    synopsis = "moraine [-c DIR] import SOURCE",
+    summary = "import a DuckLake catalog (NDJSON directory or SQLite file)",
+    text = [[
+Imports a whole DuckLake catalog into an empty moraine catalog (created if
+missing): 'moraine sync' into an empty catalog. SOURCE is either a
+directory of <table>.ndjson files (one JSON object per line, as DuckDB
+exports a table; it must hold ducklake_snapshot.ndjson), or a SQLite
+DuckLake catalog file (recognised by its header "SQLite format 3"). Every
+file is read before the catalog is created or changed: a source that
+cannot be read leaves nothing behind. Each snapshot is then one
+transaction; if the import is interrupted (killed, or a row refused),
+the snapshots before stay and running the same import again continues
+where it stopped. A catalog that holds anything other than an earlier
+import of SOURCE is refused (EEXIST) and left unchanged; nothing another
+writer committed is ever removed. Progress goes to stderr on a terminal
+(or with --progress): snapshots imported, with the wall-clock time elapsed
+and, once it can be estimated, the time left.]],
+    options = {},
+    progress = true,
+    example = "moraine -c lake.moraine import exported-catalog/",
+    flags = {},
+    nargs = { 1, 1 },
+    args = { "SOURCE" },
+  },
+  sync = {
+    synopsis = "moraine [-c DIR] sync SOURCE [--follow [--interval SECONDS]]",
+    summary = "bring the catalog up to date with a DuckLake catalog (PostgreSQL, SQLite, NDJSON)",
+    text = [[
+Replays every snapshot of SOURCE newer than the catalog's last one, each
+as one transaction, reading SOURCE in one consistent snapshot (PostgreSQL:
+REPEATABLE READ; SQLite: one read transaction). SOURCE is postgres:CONNINFO
+(libpq's "host=... port=... dbname=... user=..."), a postgres:// or
+postgresql:// URI, a directory of <table>.ndjson files, or a SQLite DuckLake
+catalog. The catalog (created if missing) must be empty or hold what an
+earlier sync of the same SOURCE wrote: a catalog whose last snapshot is not
+SOURCE's is refused (ECONFLICT), and so is a round during which another
+writer commits; every snapshot already replayed stays, nothing another
+writer committed is removed. Interrupted at any point, running the same
+command again finishes the job. Rows SOURCE deleted or changed at or below
+the catalog's last snapshot (expiry, cleanup, compaction) are not replayed
+yet: 'moraine compare SOURCE' shows them. With --follow, sync runs again
+every --interval (default 1 second) until it is stopped, printing one line
+per round that replayed something; a source that cannot be read is
+reported and tried again next round; a conflict ends it (exit 1).]],
+    options = {
+      { "--follow", "keep syncing, one round every --interval" },
+      { "--interval SECONDS", "time between two rounds of --follow: 2, 0.5, 500ms, 1s (default 1s)" },
+    },
+    progress = true,
+    example = "moraine -c replica.moraine sync 'postgres:host=db1 dbname=lake user=reader' --follow --interval 2s",
+    flags = { ["--interval"] = "interval" },
+    switches = { ["--follow"] = "follow" },
+    nargs = { 1, 1 },
+    args = { "SOURCE" },
+  },
+  compare = {
+    synopsis = "moraine [-c DIR] compare SOURCE [--json]",
+    summary = "the rows that differ between the catalog and a DuckLake catalog",
+    text = [[
+Compares every table of the catalog with SOURCE (as for sync), every
+version of every row, exactly, and prints each row one side has and the
+other lacks: table, side ("catalog" or "source"), how many copies, the row
+as JSON. Row order is not compared. Exit status 0 when there is no
+difference ("no differences"), 1 when there are.]],
+    options = {},
+    json = true,
+    example = "moraine -c replica.moraine compare 'postgres:host=db1 dbname=lake user=reader'",
+    flags = {},
+    nargs = { 1, 1 },
+    args = { "SOURCE" },
+  },
+}
 
 return M
