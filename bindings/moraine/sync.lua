@@ -523,25 +523,52 @@ local function open_ndjson(dir)
   function src.select(_, t, f)
     local rows = load(t)
     local match
-    local pbegin -- child: key -> parent's begin
     if f and f.kind == "id" then
       match = function(r) return within(r[f.column], f.lo, f.hi) end
     elseif f and f.kind == "versions" then
       match = function(r) return within(r.begin_snapshot, f.lo, f.hi) or within(r.end_snapshot, f.lo, f.hi) end
     elseif f and f.kind == "child" then
-      pbegin = {}
+      -- the child rows indexed by their parent key once per round; then each
+      -- batch looks up the children of the parents that begin in it
+      local idx = cache["#children:" .. t.name]
+      if not idx then
+        idx = {}
+        for i, r in ipairs(rows) do
+          local k = {}
+          for j, c in ipairs(f.keys) do k[j] = vform(r[c]) end
+          k = table.concat(k, "\0")
+          local l = idx[k]
+          if not l then
+            l = {}
+            idx[k] = l
+          end
+          l[#l + 1] = i
+        end
+        cache["#children:" .. t.name] = idx
+      end
       local ptab = src.tables()[f.parent]
+      local picked, begins = {}, {}
       for _, p in ipairs(ptab and load(ptab) or {}) do
         if within(p[f.parent_column], f.lo, f.hi) then
           local k = {}
           for i, c in ipairs(f.keys) do k[i] = vform(p[c]) end
-          pbegin[table.concat(k, "\0")] = p[f.parent_column]
+          for _, i in ipairs(idx[table.concat(k, "\0")] or {}) do
+            if not begins[i] then picked[#picked + 1] = i end
+            begins[i] = p[f.parent_column]
+          end
         end
       end
-      match = function(r)
-        local k = {}
-        for i, c in ipairs(f.keys) do k[i] = vform(r[c]) end
-        return pbegin[table.concat(k, "\0")] ~= nil
+      table.sort(picked)
+      local n = 0
+      return function()
+        n = n + 1
+        local i = picked[n]
+        if i == nil then return nil end
+        local r = rows[i]
+        for _, c in ipairs(t.columns) do
+          if r[c] == nil then r[c] = NULL end
+        end
+        return r, i - 1, begins[i]
       end
     else
       match = function() return true end
@@ -553,16 +580,10 @@ local function open_ndjson(dir)
         local r = rows[i]
         if r == nil then return nil end
         if match(r) then
-          local extra
-          if pbegin then
-            local k = {}
-            for j, c in ipairs(f.keys) do k[j] = vform(r[c]) end
-            extra = pbegin[table.concat(k, "\0")]
-          end
           for _, c in ipairs(t.columns) do
             if r[c] == nil then r[c] = NULL end
           end
-          return r, i - 1, extra
+          return r, i - 1
         end
       end
     end
