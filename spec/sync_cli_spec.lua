@@ -221,6 +221,17 @@ describe("moraine sync and compare", function()
         assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", src }).out)
       end
       assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
+      -- an expiry at the source: sync says so on stderr, compare lists the rows
+      pg.exec(c, "BEGIN")
+      pg.exec(c, "DELETE FROM ducklake_snapshot_changes WHERE snapshot_id IN (2, 3)")
+      pg.exec(c, "DELETE FROM ducklake_snapshot WHERE snapshot_id IN (2, 3)")
+      pg.exec(c, "COMMIT")
+      local r = ok_run({ "-c", dir, "sync", src })
+      assert.truthy(r.err:find("moraine: note: the source no longer has 2 snapshots this catalog holds (2, 3)", 1,
+        true), r.show)
+      r = run({ "-c", dir, "compare", src })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.out:find("ducklake_snapshot\tcatalog\t1\t{\"snapshot_id\":2,", 1, true), r.show)
     end)
 
     it("sync --follow keeps a replica current while the source's writers commit", function()

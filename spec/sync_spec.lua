@@ -261,7 +261,8 @@ describe("moraine.sync", function()
       end)
     end
 
-    it("an expiry at the source (snapshot rows and the rows only they saw deleted) is shown by compare", function()
+    it("an expiry at the source (snapshot rows and the rows only they saw deleted): sync reports the expired "
+      .. "snapshots, compare shows every row", function()
       local conn = "postgres:" .. server.conninfo
       pg.load(c, cat("s1_evolution"), nil)
       local db = open_new("expiry")
@@ -272,6 +273,10 @@ describe("moraine.sync", function()
       pg.exec(c, "DELETE FROM ducklake_snapshot WHERE snapshot_id IN (1, 2)")
       pg.exec(c, "DELETE FROM ducklake_data_file WHERE end_snapshot IS NOT NULL AND end_snapshot <= 3")
       pg.exec(c, "COMMIT")
+      -- sync sees the expiry, says so, and replays nothing of it (yet)
+      local r = sync.sync(db, conn)
+      assert.are.equal(0, r.snapshots)
+      assert.are.same({ 1, 2 }, r.expired_at_source)
       local d = sync.compare(db, conn)
       assert.is_true(#d >= 2)
       local tables = {}

@@ -834,6 +834,25 @@ local function check_follows(db, src, tables, from)
   end
 end
 
+-- The snapshot ids at or below @from that the catalog has and the source no
+-- longer has (DuckLake's ducklake_expire_snapshots deleted them), sorted.
+local function expired_at_source(db, src, tables, from)
+  local t = tables.ducklake_snapshot
+  if from == nil or not t then return {} end
+  local theirs = {}
+  for row in src:select(t, { kind = "id", column = "snapshot_id", lo = moraine.int64(-1) - 1, hi = from }) do
+    theirs[inum(row.snapshot_id)] = true
+  end
+  local gone = {}
+  db:read(function(rd)
+    for row in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
+      if not theirs[inum(row.snapshot_id)] then gone[#gone + 1] = row.snapshot_id end
+    end
+  end)
+  table.sort(gone, ilt)
+  return gone
+end
+
 --- Brings the catalog up to date with a source (see "How sync replays").
 -- @param db a catalog handle (`moraine.open`), empty or holding what an
 --   earlier sync (or import) of the same source wrote
@@ -844,7 +863,10 @@ end
 --   (tests: called before each commit)
 -- @return a table `{from = catalog's last snapshot before (nil: none), to =
 --   its last after, snapshots = commit ids replayed, rows_changed =
---   non-versioned rows put or deleted, source = source label}`
+--   non-versioned rows put or deleted, source = source label,
+--   expired_at_source = the snapshot ids the catalog holds and the source no
+--   longer has (expired there; not replayed: see "What it does not replay"),
+--   sorted, empty when none}`
 -- @raise ECONFLICT (another writer committed to the catalog during the round:
 --   "sync: the catalog's last snapshot is X, expected Y ... source snapshot Z
 --   not written"; or before it: the catalog's last snapshot is not the
@@ -872,7 +894,8 @@ function M.sync(db, source, opts)
       check_columns(db, tables)
       local ids = src:commit_ids(from)
       local expected = from
-      local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label }
+      local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label,
+        expired_at_source = expired_at_source(db, src, tables, from) }
       -- defines the source's tables the catalog lacks; returns the set of
       -- those it had before
       local function define_all(tx)

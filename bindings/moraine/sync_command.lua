@@ -23,10 +23,17 @@ local function core_raise(code, message) moraine.core.raise(code, message) end
 local HINT = "SOURCE is postgres:CONNINFO (or a postgres:// URI), a directory of <table>.ndjson files or a SQLite "
   .. "DuckLake catalog; see 'moraine sync --help'"
 
-local function row_json(row)
-  local ok, s = pcall(moraine.json_encode, row)
-  if ok then return s end
-  return tostring(row)
+-- a row as one JSON object, its columns in the table's order
+local function row_json(row, columns)
+  local enc = moraine.json_encode
+  local parts = {}
+  for i, c in ipairs(columns) do
+    local v = row[c]
+    if v == nil then v = moraine.null end
+    local ok, text = pcall(function() return enc({ v }):sub(2, -2) end)
+    parts[i] = enc({ c }):sub(2, -2) .. ":" .. (ok and text or enc({ tostring(v) }):sub(2, -2))
+  end
+  return "{" .. table.concat(parts, ",") .. "}"
 end
 
 --- The commands' code (see the module's doc for `h`).
@@ -35,6 +42,17 @@ end
 -- @function commands
 function M.commands(h)
   local run = {}
+
+  -- a line on stderr when the source expired snapshots the catalog still holds
+  local function note_expired(r)
+    local gone = r.expired_at_source or {}
+    if #gone == 0 then return end
+    local ids = {}
+    for i = 1, math.min(#gone, 10) do ids[i] = h.istr(gone[i]) end
+    io.stderr:write(string.format("moraine: note: the source no longer has %d snapshot%s this catalog holds (%s%s): "
+      .. "expired there; sync does not replay expiry yet, 'moraine compare' shows the rows\n", #gone,
+      #gone == 1 and "" or "s", table.concat(ids, ", "), #gone > 10 and ", ..." or ""))
+  end
 
   local function follow(ctx, source)
     local text = ctx.opts.interval or "1"
@@ -45,10 +63,15 @@ function M.commands(h)
       h.usage_fail("--interval expects a positive number of seconds (2, 0.5, 500ms, 1s), got '" .. text .. "'", "sync")
     end
     local db = h.open_catalog(ctx, true)
+    local last_expired = 0
     while true do
       local t0 = moraine.clock()
       local ok, r = pcall(sync.sync, db, source)
       if ok then
+        if #r.expired_at_source ~= last_expired then
+          last_expired = #r.expired_at_source
+          note_expired(r)
+        end
         if r.snapshots > 0 or r.rows_changed > 0 then
           io.stdout:write(string.format("synced %d snapshots, last snapshot %s, %d rows of non-versioned tables "
             .. "changed, in %.3f s\n", r.snapshots, r.to and h.istr(r.to) or "none", r.rows_changed, moraine.clock() - t0))
@@ -88,6 +111,7 @@ function M.commands(h)
       error(r, 0)
     end
     db:close()
+    note_expired(r)
     io.stdout:write(string.format("synced %s into %s: %d snapshots replayed, last snapshot %s (was %s), "
       .. "%d rows of non-versioned tables changed\n", r.source, ctx.dir, r.snapshots, r.to and h.istr(r.to) or "none",
       r.from and h.istr(r.from) or "none", r.rows_changed))
@@ -200,7 +224,7 @@ function M.commands(h)
         if x.missing_table then
           io.stdout:write(x.table, "\t", x.side, "\t(the other side has no such table)\n")
         else
-          io.stdout:write(x.table, "\t", x.side, "\t", tostring(x.count), "\t", row_json(x.row), "\n")
+          io.stdout:write(x.table, "\t", x.side, "\t", tostring(x.count), "\t", row_json(x.row, x.columns), "\n")
         end
       end
       if #d == 0 then io.stdout:write("no differences\n") end
