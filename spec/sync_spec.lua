@@ -70,6 +70,7 @@ describe("moraine.sync", function()
           local db = open_new("sync")
           local r = sync.sync(db, cat(sc))
           assert.is_nil(r.from)
+          assert.are.equal("1.1-dev1", r.version)
           assert.are.equal(fixture_last(sc), r.to)
           assert.is_true(r.snapshots >= 1)
           assert_same(db, cat(sc))
@@ -88,6 +89,26 @@ describe("moraine.sync", function()
           assert.are.equal(0, again.rows_changed)
           assert.are.equal(r.to, again.from)
           ref:close()
+          db:close()
+        end)
+    end
+
+    for _, v in ipairs({ { "v01", "0.1" }, { "v04", "0.4" } }) do
+      it("copies DuckLake's old catalog " .. v[1] .. " (version " .. v[2] .. ") row for row and reports its version",
+        function()
+          local src = FIX .. "/migrations/" .. v[1] .. "/before"
+          local db = open_new("old")
+          local r = sync.sync(db, src)
+          assert.are.equal(v[2], r.version)
+          assert.is_true(r.snapshots >= 1)
+          assert_same(db, src)
+          -- every file written back byte for byte (old table names and columns included)
+          local out = support.tmpdir("oldexp")
+          db:export_ndjson(out)
+          for _, name in ipairs(support.tables_of(src)) do
+            assert.are.equal(support.read(src .. "/" .. name .. ".ndjson"), support.read(out .. "/" .. name .. ".ndjson"),
+              name)
+          end
           db:close()
         end)
     end

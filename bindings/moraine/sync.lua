@@ -853,6 +853,18 @@ local function expired_at_source(db, src, tables, from)
   return gone
 end
 
+-- The source's DuckLake catalog version: the value of its ducklake_metadata
+-- row with key 'version' (and no scope), or nil.
+local function catalog_version(src, tables)
+  local t = tables.ducklake_metadata
+  if not t then return nil end
+  local v
+  for row in src:select(t, nil) do
+    if row.key == "version" and (row.scope == nil or row.scope == NULL) then v = row.value end
+  end
+  return v
+end
+
 --- Brings the catalog up to date with a source (see "How sync replays").
 -- @param db a catalog handle (`moraine.open`), empty or holding what an
 --   earlier sync (or import) of the same source wrote
@@ -866,7 +878,10 @@ end
 --   non-versioned rows put or deleted, source = source label,
 --   expired_at_source = the snapshot ids the catalog holds and the source no
 --   longer has (expired there; not replayed: see "What it does not replay"),
---   sorted, empty when none}`
+--   sorted, empty when none; version = the source's DuckLake catalog version,
+--   its ducklake_metadata 'version' value, e.g. "0.1" or "1.1-dev1", or nil)`.
+--   Any catalog version is copied row for row as stored (an old catalog is
+--   not migrated: v0.1's ducklake_partition_column.column_id stays a position)
 -- @raise ECONFLICT (another writer committed to the catalog during the round:
 --   "sync: the catalog's last snapshot is X, expected Y ... source snapshot Z
 --   not written"; or before it: the catalog's last snapshot is not the
@@ -895,7 +910,7 @@ function M.sync(db, source, opts)
       local ids = src:commit_ids(from)
       local expected = from
       local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label,
-        expired_at_source = expired_at_source(db, src, tables, from) }
+        expired_at_source = expired_at_source(db, src, tables, from), version = catalog_version(src, tables) }
       -- defines the source's tables the catalog lacks; returns the set of
       -- those it had before
       local function define_all(tx)

@@ -113,8 +113,8 @@ function M.commands(h)
     db:close()
     note_expired(r)
     io.stdout:write(string.format("synced %s into %s: %d snapshots replayed, last snapshot %s (was %s), "
-      .. "%d rows of non-versioned tables changed\n", r.source, ctx.dir, r.snapshots, r.to and h.istr(r.to) or "none",
-      r.from and h.istr(r.from) or "none", r.rows_changed))
+      .. "%d rows of non-versioned tables changed; DuckLake catalog version %s\n", r.source, ctx.dir, r.snapshots,
+      r.to and h.istr(r.to) or "none", r.from and h.istr(r.from) or "none", r.rows_changed, r.version or "unknown"))
   end
 
   -- moraine import: sync into an empty catalog (or one an earlier,
@@ -198,8 +198,8 @@ function M.commands(h)
       for _ in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do nsnaps = nsnaps + 1 end
     end)
     db:close()
-    io.stdout:write(string.format("imported %s (%s) into %s: %d tables, %d snapshots, last snapshot %s%s\n", source, kind,
-      ctx.dir, ntables, nsnaps, r.to and h.istr(r.to) or "none",
+    io.stdout:write(string.format("imported %s (%s, DuckLake catalog version %s) into %s: %d tables, %d snapshots, "
+      .. "last snapshot %s%s\n", source, kind, r.version or "unknown", ctx.dir, ntables, nsnaps, r.to and h.istr(r.to) or "none",
       r.from == nil and "" or r.snapshots == 0 and " (it was complete: nothing to do)"
         or (" (continued after snapshot " .. h.istr(r.from) .. ")")))
   end
