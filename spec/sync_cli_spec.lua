@@ -92,6 +92,12 @@ describe("moraine sync and compare", function()
       local doc = moraine.json_decode(r.out)
       assert.is_true(#doc.differences > 0)
       assert.are.equal("ducklake_column", doc.differences[1].table)
+      -- a source that is not there: refused, and no catalog is created for it
+      local nowhere = support.tmpdir("nowhere")
+      r = run({ "-c", nowhere, "sync", support.tmpdir("missing-source") })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("^moraine: EIO: sync: cannot open "), r.show)
+      assert.is_nil(io.open(nowhere .. "/data.mdb"))
       -- the catalog no longer follows S2: refused, nothing changed
       r = run({ "-c", dir, "sync", S2 })
       assert.are.equal(1, r.code, r.show)

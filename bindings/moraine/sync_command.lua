@@ -91,11 +91,18 @@ function M.commands(h)
   function run.sync(ctx, source)
     if ctx.opts.follow then return follow(ctx, source) end
     if ctx.opts.interval then h.usage_fail("--interval applies to --follow only", "sync") end
+    -- the source opened (connected, or its file checked) before the catalog is created
+    local sok, src = pcall(sync.source, source)
+    if not sok then
+      if moraine.is_error(src) then h.fail(src.code .. ": " .. src.message, HINT) end
+      error(src, 0)
+    end
     local db = h.open_catalog(ctx, true)
     local before = db:last_snapshot()
     local meter, finish = h.progress_meter("syncing", "snapshots")
     local progress = meter and function(done, total) meter(done, total, "syncing") end
-    local ok, r = pcall(sync.sync, db, source, { progress = progress })
+    local ok, r = pcall(sync.sync, db, src, { progress = progress })
+    src:close()
     finish(ok)
     if not ok then
       local last = db:last_snapshot()
