@@ -28,8 +28,15 @@ for v in $(ls /usr/lib/postgresql 2>/dev/null | sort -rn); do
   [ -x "/usr/lib/postgresql/$v/bin/initdb" ] && { bindir=/usr/lib/postgresql/$v/bin; break; }
 done
 
+# The server runs without the sanitizer runtime `make asan` preloads into
+# the suites (LD_PRELOAD=libasan): PostgreSQL is not built for it, and
+# `postgres -V` (initdb's first step) hangs under it.
 as_owner() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi
+  if [ "$(id -u)" -eq 0 ]; then
+    env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS runuser -u nobody -- "$@"
+  else
+    env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS "$@"
+  fi
 }
 
 case "$cmd" in
@@ -41,9 +48,9 @@ start)
   echo "$top" > "$dir/top"
   chmod 755 "$top"
   [ "$(id -u)" -eq 0 ] && chown nobody "$top"
-  if ! as_owner "$bindir/initdb" -D "$top/data" -U moraine --auth=trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1; then
+  if ! as_owner timeout 120 "$bindir/initdb" -D "$top/data" -U moraine --auth=trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1; then
     tail -n 20 "$dir/initdb.log" >&2
-    die "initdb failed (log above)"
+    die "initdb failed or took over 120 s (log above)"
   fi
   tries=0
   while [ $tries -lt 20 ]; do
