@@ -169,12 +169,17 @@ describe("moraine sync and compare", function()
   it("killed with SIGKILL at 20 random points, the same sync or import run again finishes, compare finds nothing",
     function()
       support.seed(15)
+      -- how long a whole run takes here (a sanitizer build is several times slower):
+      -- the kills land at random within 1.2 times that
+      local t0 = moraine.clock()
+      ok_run({ "-c", support.tmpdir("timed"), "sync", S2 })
+      local span = (moraine.clock() - t0) * 1.2
       local partial = 0 -- rounds killed with some snapshots committed, not all
       for round = 1, 20 do
         local dir = support.tmpdir("kill" .. round)
         local verb = round % 2 == 1 and "import" or "sync"
         local p = spawn({ "-c", dir, verb, S2 })
-        os.execute(string.format("sleep %.3f", math.random() * 0.6))
+        os.execute(string.format("sleep %.3f", math.random() * span))
         os.execute("kill -9 " .. p.pid .. " 2>/dev/null")
         p.wait()
         if io.open(dir .. "/data.mdb") then
