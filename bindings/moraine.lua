@@ -293,7 +293,7 @@ Placement and parent come from the engine's DuckLake table list
 `db:relation(name)` — the info table of one relation, or nil if the catalog
 has no such relation.
 
-`db:commit(snapshot_id, fn)` — one staged commit (`moraine_txn_begin` ...
+`db:commit(snapshot_id, fn, opts)` — one staged commit (`moraine_txn_begin` ...
 `moraine_txn_commit`) for DuckLake snapshot `snapshot_id` (an integer above
 every snapshot committed before, else ESNAPSHOT; nil means
 `MORAINE_NO_SNAPSHOT`: a commit that only defines relations and puts/deletes
@@ -309,8 +309,14 @@ snapshot id is one whole DuckLake snapshot: `fn` inserts that snapshot's
 next_file_id are not negative and not below the last snapshot's; else the
 commit raises ESNAPSHOT and nothing is written (engine/commit.c,
 whole_snapshot). Verbs (`db:transaction`) write that row themselves.
-Raises ESNAPSHOT, EREADONLY, ETXN (a commit already open, e.g. a nested
-commit), ELMDB, EMAPFULL (the commit does not fit even at max_map_size).
+`opts` (optional table): `partial = true` marks an intermediate commit of a
+replay (`moraine_txn_partial`), which may lack the ducklake_snapshot row of
+its own id (DuckLake's expire_snapshots leaves rows that began at deleted
+snapshots); any other commit with a snapshot id must carry that row.
+Raises ESNAPSHOT (also: no ducklake_snapshot row for the id, counters below
+the last snapshot's), EREADONLY, ETXN (a commit already open, e.g. a nested
+commit), ELMDB, EMAPFULL (the commit does not fit even at max_map_size),
+EINVAL (an option other than `partial`, or not a boolean).
 
 Methods of `tx` (each returns nothing; row tables are read with raw access):
 

@@ -1054,6 +1054,18 @@ static int l_db_commit(lua_State *L)
     ldb *d = check_db(L, 1);
     int64_t snap = opt_int(L, 2, MORAINE_NO_SNAPSHOT);
     luaL_checktype(L, 3, LUA_TFUNCTION);
+    /* opts: {partial = true}: an intermediate commit of a replay (moraine_txn_partial) */
+    int partial = 0;
+    if (!lua_isnoneornil(L, 4)) {
+        luaL_checktype(L, 4, LUA_TTABLE);
+        lua_pushnil(L);
+        while (lua_next(L, 4)) {
+            if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "partial") != 0 || !lua_isboolean(L, -1))
+                return raise_errf(L, MORAINE_EINVAL, "db:commit: the only option is partial (a boolean)");
+            partial = lua_toboolean(L, -1);
+            lua_pop(L, 1);
+        }
+    }
     lua_settop(L, 3);
     ltxn *t = (ltxn *)new_handle(L, sizeof *t, MT_TXN, 1); /* 4 */
     t->owner = d;
@@ -1063,6 +1075,7 @@ static int l_db_commit(lua_State *L)
         return raise_engine(L, rc);
     }
     d->txn = t;
+    if (partial) moraine_txn_partial(t->txn, 1);
     lua_pushvalue(L, 3);
     lua_pushvalue(L, 4);
     if (lua_pcall(L, 1, 0, 0) != LUA_OK) {

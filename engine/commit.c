@@ -1064,6 +1064,13 @@ static int whole_snapshot(moraine_txn *txn)
 
 void mr_txn_partial_snapshot(moraine_txn *txn, int partial) { txn->partial_snapshot = partial; }
 
+int moraine_txn_partial(moraine_txn *txn, int partial)
+{
+    if (!txn) return mr_err(MORAINE_EINVAL, "moraine_txn_partial: no transaction");
+    mr_txn_partial_snapshot(txn, partial != 0);
+    return 0;
+}
+
 static void txn_free(moraine_txn *txn)
 {
     for (size_t i = 0; i < txn->nlist; i++) pending_free(txn->list[i]);

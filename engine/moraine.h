@@ -289,6 +289,18 @@ int moraine_txn_delete_row(moraine_txn *txn, const char *name, int64_t ord);
  */
 int moraine_txn_commit(moraine_txn *txn);
 
+/**
+ * moraine_txn_partial - mark @txn as an intermediate commit of a replay (an
+ * import, a sync): it may then lack the ducklake_snapshot row of its own
+ * snapshot id, which a staged commit otherwise must carry (MORAINE_ESNAPSHOT
+ * at commit). DuckLake: ducklake_expire_snapshots deletes snapshot rows while
+ * rows that began at those snapshots stay, so replaying a catalog commits at
+ * ids that have no snapshot row. The caller's last commit must be whole.
+ * @partial: nonzero to allow it, 0 to require the row again.
+ * Returns 0, or MORAINE_EINVAL for a NULL @txn.
+ */
+int moraine_txn_partial(moraine_txn *txn, int partial);
+
 /** moraine_txn_abort - discard everything of @txn and free it. NULL is a no-op. */
 void moraine_txn_abort(moraine_txn *txn);
 

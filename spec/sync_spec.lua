@@ -113,6 +113,40 @@ describe("moraine.sync", function()
         end)
     end
 
+    it("replays a catalog whose middle snapshot DuckLake expired (rows still begin at it): as the C import does",
+      function()
+        local src = support.tmpdir("expired")
+        support.mkdir(src)
+        for _, name in ipairs(support.tables_of(cat("s1_evolution"))) do
+          local text = support.read(cat("s1_evolution") .. "/" .. name .. ".ndjson")
+          if name == "ducklake_snapshot" or name == "ducklake_snapshot_changes" then
+            text = text:gsub('[^\n]*"snapshot_id":3,[^\n]*\n', "")
+          end
+          support.write(src .. "/" .. name .. ".ndjson", text)
+        end
+        local db = open_new("expired-sync")
+        local r = sync.sync(db, src)
+        assert.are.equal(20, r.to)
+        assert_same(db, src)
+        local ref = open_new("expired-import")
+        ref:import_ndjson(src)
+        assert.are.equal(support.dump(ref), support.dump(db))
+        ref:close()
+        db:close()
+      end)
+
+    it("db:commit's partial option: a commit without its ducklake_snapshot row only when partial", function()
+      local db = open_new("partial")
+      sync.sync(db, cat("s1_evolution"))
+      support.expect_err("ESNAPSHOT", "has no ducklake_snapshot row", db.commit, db, 21, function() end)
+      support.expect_err("EINVAL", "the only option is partial", db.commit, db, 21, function() end, { bogus = true })
+      support.expect_err("EINVAL", "the only option is partial", db.commit, db, 21, function() end, { partial = 1 })
+      assert.are.equal(20, db:last_snapshot())
+      assert.is_true(db:commit(21, function() end, { partial = true }))
+      assert.are.equal(21, db:last_snapshot())
+      db:close()
+    end)
+
     it("compare names each row the catalog has and the source lacks, and the reverse", function()
       local db = open_new("cmp")
       sync.sync(db, cat("s1_evolution"))

@@ -47,7 +47,9 @@
 -- table fetches the rows that begin or end in the batch (children: whose
 -- parent begins in it), so memory holds one batch, never the whole catalog
 -- (NDJSON aside). Each commit id is one staged commit (`db:commit`, one LMDB
--- write transaction), in the order `moraine_import_ndjson` uses
+-- write transaction; one whose snapshot DuckLake expired, so that it has no
+-- ducklake_snapshot row, is committed with `{partial = true}`, allowed for
+-- every commit of a round but its last), in the order `moraine_import_ndjson` uses
 -- (docs/import-export.md): the rows that end at it, its ducklake_snapshot row,
 -- the rows that begin at it (with `end_snapshot` NULL unless it ends at the
 -- same snapshot), their children, and in the round's last commit the
@@ -934,8 +936,8 @@ function M.sync(db, source, opts)
       -- db:commit, with its refusal of a snapshot id not above the catalog's
       -- last (checked by moraine_txn_begin inside the write transaction)
       -- reported as the conflict it is when another writer moved the catalog
-      local function commit(id, fn)
-        local okc, e = pcall(db.commit, db, id, fn)
+      local function commit(id, fn, opts_commit)
+        local okc, e = pcall(db.commit, db, id, fn, opts_commit)
         if okc then return end
         if moraine.is_error(e) and e.code == "ESNAPSHOT" then check_expected(id) end
         error(e, 0)
@@ -951,6 +953,9 @@ function M.sync(db, source, opts)
           local id = ids[n]
           local p = plan[inum(id)] or { ends = {}, snaps = {}, inserts = {}, children = {} }
           if opts.before_commit then opts.before_commit(id) end
+          -- a commit id whose snapshot DuckLake expired has no ducklake_snapshot
+          -- row: allowed for every commit of the round but its last
+          local partial = #p.snaps == 0 and n < #ids
           commit(id, function(tx)
             check_expected(id)
             local existed = define_all(tx)
@@ -959,7 +964,7 @@ function M.sync(db, source, opts)
             for _, e in ipairs(p.inserts) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.children) do tx:insert(e.t.name, e.row, e.pos) end
             if n == #ids then result.rows_changed = reconcile_rows(db, tx, src, tables, existed) end
-          end)
+          end, partial and { partial = true } or nil)
           expected = id
           result.snapshots = result.snapshots + 1
           if opts.progress and opts.progress(n, #ids) == true then
