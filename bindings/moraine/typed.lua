@@ -391,6 +391,12 @@ do
   end
 end
 
+--- 32-bit bit operations on integers in [0, 2^32) that run on Lua 5.4 and
+-- LuaJIT alike: `bxor(a, b)`, `band(a, b)`, `rotl(a, n)`, `shr(a, n)`; each
+-- returns an integer in [0, 2^32) (used by murmur3_32 and by
+-- moraine.clustering's Hilbert index).
+M.bit = bit32ops
+
 -- (a * b) mod 2^32 for a, b in [0, 2^32), exact in doubles
 local function mul32(a, b)
   local alo, ahi = a % 65536, floor(a / 65536)
