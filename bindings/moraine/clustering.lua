@@ -194,8 +194,8 @@ end
 
 local function verdict(avg_width, n, k)
   local side = n ^ (-1 / k)
-  if avg_width <= 2 * side then return "served" end
   if avg_width >= 0.5 then return "not served" end
+  if avg_width <= 2 * side then return "served" end
   return "partly served"
 end
 
