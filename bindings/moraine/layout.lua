@@ -85,7 +85,6 @@ end
 
 -- ---- pruning ---------------------------------------------------------------------------------
 
-local MONOTONE = { year = true, epoch_day = true, epoch_hour = true }
 
 -- the period [start, next) in the source column's numbers (typed.number) of
 -- a chain of calendar keys, or of a monotone key value
@@ -194,7 +193,14 @@ local function live_touch(P, spec)
   for _, key in ipairs(spec.keys) do
     if key.column_id == P.column.id then trs[key.transform] = true end
   end
-  if trs.identity then return P.lo_num or -math.huge, P.hi_num and (P.hi_num + (select(2, typed.number(P.type, P.hi)) or 0)) or math.huge end
+  if trs.identity then
+    local e = math.huge
+    if P.hi then
+      local n, unit = typed.number(P.type, P.hi)
+      e = n + (unit or 0)
+    end
+    return P.lo_num or -math.huge, e
+  end
   local kind
   if trs.epoch_hour or (trs.year and trs.month and trs.day and trs.hour) then kind = "epoch_hour"
   elseif trs.epoch_day or (trs.year and trs.month and trs.day) then kind = "epoch_day"
@@ -211,9 +217,13 @@ local function live_touch(P, spec)
     end
     return chain_interval(P.type, parts)
   end
-  local s = P.lo and period(P.lo) or -math.huge
-  local _, e = P.hi and period(P.hi)
-  return s, e or math.huge
+  local s, e = -math.huge, math.huge
+  if P.lo then s = period(P.lo) end
+  if P.hi then
+    local _, pe = period(P.hi)
+    e = pe
+  end
+  return s, e
 end
 
 --- The read cost of a range predicate on a table's mixed layout, at a
