@@ -245,8 +245,8 @@ function M.run(name, ctx, db, tools, ...)
   return RUN[name](ctx, db, tools, ...)
 end
 
---- Writes `moraine history --svg FILE`: the spec timeline and mixed layout
--- of table `T` (a table_id) at snapshot `S`.
+--- Writes the picture of `moraine history` with its svg option: the spec
+-- timeline and mixed layout of table `T` (a table_id) at snapshot `S`.
 -- @param db the catalog
 -- @tparam integer T the table_id
 -- @tparam integer S the snapshot

@@ -16,9 +16,15 @@ local M = {}
 local NULL = moraine.null
 local raise = moraine.core.raise
 
+--- Whether a value is SQL NULL (`moraine.null`) or absent (nil).
+-- @param v any value
+-- @treturn boolean
 local function is_null(v) return v == nil or v == NULL end
 
--- integers as plain Lua numbers (catalog ids and counts are far below 2^53)
+--- A catalog integer (a Lua integer, or on LuaJIT an int64_t cdata) as a
+-- plain Lua number: ids and counts of a catalog are far below 2^53.
+-- @param v an integer value (a string of digits is read too)
+-- @treturn number|nil the number, nil when `v` is not an integer
 local function num(v) return tonumber(v) or tonumber(tostring(v):match("^(-?%d+)")) end
 M.num = num
 M.is_null = is_null
