@@ -451,10 +451,27 @@ describe("moraine.clustering", function()
   end)
 end)
 
+-- Runs headless Chromium with @args (a string, quoted; stdout to the file
+-- @stdout, else discarded) in a short private
+-- directory of its own (its profile and TMPDIR there: Chromium's singleton
+-- socket path must stay under the 108 bytes of a Unix socket), removed after.
+local chromium_serial = 0
+local function chromium(args, stdout)
+  chromium_serial = chromium_serial + 1
+  local tmp = os.getenv("TMPDIR")
+  local dir = ((tmp and tmp ~= "") and tmp or "/tmp") .. "/cr" .. chromium_serial
+  support.remove(dir)
+  support.mkdir(dir)
+  os.execute(string.format("cd %s && TMPDIR=%s HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu " ..
+    "--no-first-run --disable-breakpad --disable-crash-reporter --user-data-dir=%s %s >%s 2>/dev/null",
+    q(dir), q(dir), q(dir), q(dir .. "/p"), args, q(stdout or "/dev/null")))
+  support.remove(dir)
+end
+
 -- Renders an SVG document in headless Chromium through a canvas: returns
 -- "rendered WxH nonwhite N" or "error" (the image did not load).
 local function render(svg_text)
-  local dir = support.tmpdir("chromium")
+  local dir = support.tmpdir("page")
   support.mkdir(dir)
   local page = dir .. "/page.html"
   support.write(page, [[<!DOCTYPE html><html><body><div id="out">pending</div><script>
@@ -470,9 +487,8 @@ img.onerror = function() { document.getElementById("out").textContent = "error";
 img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(]] .. moraine.json_encode(svg_text) .. [[);
 </script></body></html>]])
   local out = dir .. "/dom"
-  os.execute(string.format("cd %s && TMPDIR=%s HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu " ..
-    "--user-data-dir=%s --virtual-time-budget=5000 --dump-dom %s >%s 2>/dev/null",
-    q(dir), q(dir), q(dir), q(dir .. "/profile"), q("file://" .. page), q(out)))
+  support.write(out, "")
+  chromium("--virtual-time-budget=5000 --dump-dom " .. q("file://" .. page), out)
   return support.read(out):match('<div id="out">([^<]*)') or "no output"
 end
 
@@ -514,9 +530,7 @@ describe("moraine.svg", function()
     support.mkdir(tmp)
     local r = run({ "-c", dir, "history", "events", "--svg", tmp .. "/h.svg" })
     assert.are.equal(0, r.code, r.show)
-    os.execute(string.format("cd %s && TMPDIR=%s HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu " ..
-      "--user-data-dir=%s --window-size=960,500 --screenshot=%s %s >/dev/null 2>&1", q(tmp), q(tmp), q(tmp),
-      q(tmp .. "/profile"), q(tmp .. "/h.png"), q("file://" .. tmp .. "/h.svg")))
+    chromium("--window-size=960,500 --screenshot=" .. q(tmp .. "/h.png") .. " " .. q("file://" .. tmp .. "/h.svg"))
     local png = support.read(tmp .. "/h.png")
     assert.are.equal("\137PNG\r\n\26\n", png:sub(1, 8))
     assert.is_true(#png > 5000, "a screenshot of " .. #png .. " bytes")

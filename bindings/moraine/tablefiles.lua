@@ -19,15 +19,15 @@ local raise = moraine.core.raise
 --- Whether a value is SQL NULL (`moraine.null`) or absent (nil).
 -- @param v any value
 -- @treturn boolean
-local function is_null(v) return v == nil or v == NULL end
+function M.is_null(v) return v == nil or v == NULL end
+local is_null = M.is_null
 
 --- A catalog integer (a Lua integer, or on LuaJIT an int64_t cdata) as a
 -- plain Lua number: ids and counts of a catalog are far below 2^53.
 -- @param v an integer value (a string of digits is read too)
 -- @treturn number|nil the number, nil when `v` is not an integer
-local function num(v) return tonumber(v) or tonumber(tostring(v):match("^(-?%d+)")) end
-M.num = num
-M.is_null = is_null
+function M.num(v) return tonumber(v) or tonumber(tostring(v):match("^(-?%d+)")) end
+local num = M.num
 
 --- The snapshot a report reads: `at` checked against the read's snapshots.
 -- @param rd a read transaction
