@@ -68,8 +68,14 @@ local function check_key(file, key, col, value)
   end
   local ctype, tr = col.type, key.transform
   if not typed.family(ctype) then return "unchecked", "column type " .. quote(ctype) .. " has no order here" end
-  local lo, e1 = typed.parse(ctype, st.min)
-  local hi, e2 = typed.parse(ctype, st.max)
+  -- the bounds parsed once per file and column (a spec may have several keys on one column)
+  if st.parsed_as ~= ctype then
+    st.parsed_as = ctype
+    st.lo, st.lo_err = typed.parse(ctype, st.min)
+    st.hi, st.hi_err = typed.parse(ctype, st.max)
+  end
+  local lo, e1 = st.lo, st.lo_err
+  local hi, e2 = st.hi, st.hi_err
   if lo == nil or hi == nil then
     return "unchecked", "stats of " .. quote(col.name) .. " do not parse as " .. ctype .. ": " .. (e1 or e2)
   end

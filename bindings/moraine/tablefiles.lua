@@ -142,7 +142,13 @@ function M.files(rd, T, S)
     end
     out[#out + 1] = file
   end
-  table.sort(out, function(a, b) return a.id < b.id end)
+  -- the scan gives key order (table_id, data_file_id): sort only if not
+  for i = 2, #out do
+    if out[i - 1].id > out[i].id then
+      table.sort(out, function(a, b) return a.id < b.id end)
+      break
+    end
+  end
   return out
 end
 

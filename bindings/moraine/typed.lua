@@ -139,9 +139,11 @@ local function parse_date_part(s)
   local ys, ms, ds, rest = s:match("^%s*(%-?%d+)%-(%d%d?)%-(%d%d?)(.*)$")
   if not ys then return nil, "not a date (YYYY-MM-DD)" end
   local y, m, d = tonumber(ys), tonumber(ms), tonumber(ds)
-  local bc
-  rest, bc = rest:gsub("%s*%(BC%)%s*$", "")
-  if bc > 0 then y = 1 - y end
+  if rest:find("(BC)", 1, true) then
+    local bc
+    rest, bc = rest:gsub("%s*%(BC%)%s*$", "")
+    if bc > 0 then y = 1 - y end
+  end
   if m < 1 or m > 12 or d < 1 or d > month_days(y, m) then return nil, "not a valid date" end
   return M.days_from_civil(y, m, d), rest
 end
@@ -303,6 +305,15 @@ end
 
 -- ---- partition transforms -------------------------------------------------------------------
 
+-- civil_from_days of the last day asked (files of one day come in runs)
+local last_days, last_y, last_m, last_d
+local function civil(days)
+  if days ~= last_days then
+    last_days, last_y, last_m, last_d = days, M.civil_from_days(days)
+  end
+  return last_y, last_m, last_d
+end
+
 -- a date or timestamp value as (days, microseconds of day)
 local function instant(column_type, v)
   local fam = M.family(column_type)
@@ -332,7 +343,7 @@ M.TEMPORAL = { year = true, month = true, day = true, hour = true, epoch_day = t
 function M.transform(transform, column_type, v)
   local days, us = instant(column_type, v)
   if days == nil then return nil, transform .. "() needs a date or timestamp column, not " .. tostring(column_type) end
-  local y, m, d = M.civil_from_days(days)
+  local y, m, d = civil(days)
   local hour = floor(us / 3600e6)
   if transform == "year" then return y end
   if transform == "month" then return m end
@@ -356,7 +367,7 @@ function M.period(transform, column_type, v)
   local days, us = instant(column_type, v)
   if days == nil then return nil, transform .. "() needs a date or timestamp column" end
   if transform == "month" then
-    local y, m = M.civil_from_days(days)
+    local y, m = civil(days)
     return y * 12 + m - 1
   end
   if transform == "day" then return days end
