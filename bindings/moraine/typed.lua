@@ -71,14 +71,8 @@ local TS_TYPES = { timestamp = true, timestamptz = true, timestamp_s = true, tim
   timestamp_ns = true, ["timestamp with time zone"] = true }
 local BYTE_TYPES = { varchar = true, blob = true, uuid = true, json = true, string = true, text = true }
 
---- The family of a DuckLake column type: "integer", "decimal", "float",
--- "date", "timestamp", "time", "boolean", "bytes", or nil for a type with no
--- order here. Case and surrounding spaces are ignored.
--- @tparam string column_type as in ducklake_column.column_type ("int64", "decimal(18,2)", ...)
--- @treturn string|nil the family
--- @treturn integer|nil the scale, for a decimal
-function M.family(column_type)
-  if type(column_type) ~= "string" then return nil end
+local family_cache = {} -- column_type -> {family, scale} (a catalog has few distinct types)
+local function family_of(column_type)
   local t = column_type:lower():match("^%s*(.-)%s*$")
   if INT_TYPES[t] then return "integer" end
   local p, s = t:match("^decimal%s*%(%s*(%d+)%s*,%s*(%d+)%s*%)$")
@@ -91,6 +85,22 @@ function M.family(column_type)
   if t == "boolean" or t == "bool" then return "boolean" end
   if BYTE_TYPES[t] then return "bytes" end
   return nil
+end
+
+--- The family of a DuckLake column type: "integer", "decimal", "float",
+-- "date", "timestamp", "time", "boolean", "bytes", or nil for a type with no
+-- order here. Case and surrounding spaces are ignored.
+-- @tparam string column_type as in ducklake_column.column_type ("int64", "decimal(18,2)", ...)
+-- @treturn string|nil the family
+-- @treturn integer|nil the scale, for a decimal
+function M.family(column_type)
+  if type(column_type) ~= "string" then return nil end
+  local c = family_cache[column_type]
+  if not c then
+    c = { family_of(column_type) }
+    family_cache[column_type] = c
+  end
+  return c[1], c[2]
 end
 
 -- ---- parsing -----------------------------------------------------------------------------
