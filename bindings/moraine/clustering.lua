@@ -228,29 +228,36 @@ local function measure(files, cols, s)
 end
 
 -- default columns: the live sort spec's plain column names, else every
--- top-level column with an order and stats in some file
+-- top-level column with an order and stats in some file; named as at S
 local function default_columns(rd, t, S, cols, files)
+  local live, byname = {}, {} -- the columns live at S, as named then
+  for c in rd:scan("ducklake_column", { at = S, table_id = t.id }) do
+    local id = tf.num(c.column_id)
+    local known = cols[id]
+    if known then
+      local col = { id = id, name = c.column_name, type = known.type, parent = not tf.is_null(c.parent_column) }
+      live[#live + 1] = col
+      byname[col.name] = col
+    end
+  end
   local spec = rd:sort_spec(t.id, S)
   local out = {}
   if spec then
-    local byname = {}
-    for _, c in pairs(cols) do byname[c.name] = c end
     for _, e in ipairs(spec.expressions or {}) do
       local name = e.expression:match('^"(.*)"$') or e.expression
       name = name:gsub('""', '"')
-      local c = byname[name]
-      if c then out[#out + 1] = c end
+      if byname[name] then out[#out + 1] = byname[name] end
     end
     if #out > 0 then return out, "the sort spec" end
   end
-  local ids = {}
-  for id, c in pairs(cols) do
+  table.sort(live, function(a, b) return a.id < b.id end)
+  for _, c in ipairs(live) do
     if not c.parent and typed.family(c.type) then
-      for _, f in ipairs(files) do if f.stats[id] and f.stats[id].min then ids[#ids + 1] = id break end end
+      for _, f in ipairs(files) do
+        if f.stats[c.id] and f.stats[c.id].min then out[#out + 1] = c break end
+      end
     end
   end
-  table.sort(ids)
-  for _, id in ipairs(ids) do out[#out + 1] = cols[id] end
   return out, "every column with bounds"
 end
 
@@ -296,7 +303,7 @@ function M.run(db, opts)
       for i, name in ipairs(opts.columns) do
         local id = live[name]
         if not id then raise("EINVAL", "clustering: table " .. t.schema .. "." .. t.name .. " has no column '" .. tostring(name) .. "' at snapshot " .. S) end
-        chosen[i] = cols[id]
+        chosen[i] = { id = id, name = name, type = cols[id].type }
       end
     else
       chosen, from = default_columns(rd, t, S, cols, files)
