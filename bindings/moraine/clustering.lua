@@ -21,6 +21,10 @@
 -- value lies within the file's bounds. A file without bounds for the column
 -- has width 1 (it is always read).
 --
+-- Each column gets a verdict: "served" when its average width is below
+-- 0.5 and within twice the bound's N^(-1/k), "not served" at 0.5 or more (a
+-- range reads at least half the table), "partly served" between.
+--
 -- Advisory only: nothing here is on the serving path.
 -- @module moraine.clustering
 
