@@ -144,7 +144,7 @@ local function audit_table(rd, t, S)
   local spec_of = tf.spec_lookup(rd, t.id)
   local r = { schema = t.schema, table = t.name, table_id = t.id, files = 0, ok = 0, violations = 0, unchecked = 0,
     unpartitioned = 0, findings = {} }
-  for _, f in ipairs(tf.files(rd, t.id, S)) do
+  tf.each_file(rd, t.id, S, function(f)
     r.files = r.files + 1
     local status = "ok"
     local function note(st, problem, key)
@@ -177,7 +177,7 @@ local function audit_table(rd, t, S)
     if status == "ok" then r.ok = r.ok + 1
     elseif status == "violation" then r.violations = r.violations + 1
     else r.unchecked = r.unchecked + 1 end
-  end
+  end)
   return r
 end
 

@@ -113,18 +113,14 @@ function M.columns(rd, T)
   return cols
 end
 
---- The live files of table T at S with what the reports need.
+--- Calls `fn(file)` for each live file of table T at S, in data_file_id
+-- order, one at a time (nothing is kept: an audit of a million files holds
+-- one file's rows at a time).
 -- @param rd a read transaction
 -- @tparam integer T the table_id
 -- @tparam integer S the snapshot
--- @treturn table array of files in data_file_id order:
---   `{id = data_file_id, path, records = record_count, bytes = file_size_bytes,
---   partition_id = integer or nil (NULL: written unpartitioned),
---   values = {[key_index] = text or moraine.null},
---   stats = {[column_id] = {min = text or nil, max = text or nil,
---   null_count = integer or nil, value_count = integer or nil}}}`
-function M.files(rd, T, S)
-  local out = {}
+-- @tparam function fn called with each file, shaped as `files` gives them
+function M.each_file(rd, T, S, fn)
   for f, ch in rd:scan("ducklake_data_file", { at = S, table_id = T }) do
     local file = { id = num(f.data_file_id), path = f.path, records = num(f.record_count) or 0,
       bytes = num(f.file_size_bytes) or 0, values = {}, stats = {},
@@ -140,8 +136,23 @@ function M.files(rd, T, S)
         value_count = not is_null(st.value_count) and num(st.value_count) or nil,
       }
     end
-    out[#out + 1] = file
+    fn(file)
   end
+end
+
+--- The live files of table T at S with what the reports need.
+-- @param rd a read transaction
+-- @tparam integer T the table_id
+-- @tparam integer S the snapshot
+-- @treturn table array of files in data_file_id order:
+--   `{id = data_file_id, path, records = record_count, bytes = file_size_bytes,
+--   partition_id = integer or nil (NULL: written unpartitioned),
+--   values = {[key_index] = text or moraine.null},
+--   stats = {[column_id] = {min = text or nil, max = text or nil,
+--   null_count = integer or nil, value_count = integer or nil}}}`
+function M.files(rd, T, S)
+  local out = {}
+  M.each_file(rd, T, S, function(file) out[#out + 1] = file end)
   -- the scan gives key order (table_id, data_file_id): sort only if not
   for i = 2, #out do
     if out[i - 1].id > out[i].id then
