@@ -129,17 +129,21 @@ describe("moraine.audit", function()
     end
   end)
 
-  it("counts s1's live files at the last snapshot, and leaves its bucket files of ranges unchecked", function()
+  it("counts s1's live files at the last snapshot: its bucket files of ranges and its merged hour file of two dates unchecked, the rest ok", function()
     local dir = support.FIXTURES .. "/s1_evolution/catalog/"
-    local live, ranges, idstats = 0, 0, {}
+    local live, ranges, idstats, tsstats, two_days = 0, 0, {}, {}, 0
     for _, r in ipairs(moraine.read_ndjson(dir .. "ducklake_file_column_stats.ndjson")) do
       if r.column_id == 1 then idstats[r.data_file_id] = r end
+      if r.column_id == 2 then tsstats[r.data_file_id] = r end
     end
     for _, f in ipairs(moraine.read_ndjson(dir .. "ducklake_data_file.ndjson")) do
       if f.end_snapshot == NULL then
         live = live + 1
         local st = idstats[f.data_file_id]
         if f.partition_id == 4 and st.min_value ~= st.max_value then ranges = ranges + 1 end
+        -- spec 11 is hour(ts) alone: a merged file whose bounds lie on two dates cannot be decided
+        local ts = tsstats[f.data_file_id]
+        if f.partition_id == 11 and ts.min_value:sub(1, 10) ~= ts.max_value:sub(1, 10) then two_days = two_days + 1 end
       end
     end
     local db = support.import_fixture("s1_evolution")
@@ -152,6 +156,16 @@ describe("moraine.audit", function()
     end
     assert.are.equal(ranges, bucket_unchecked)
     assert.is_true(ranges > 0)
+    local hour_unchecked = 0
+    for _, f in ipairs(rep.tables[1].findings) do
+      if f.transform == "hour" then
+        assert.are.equal("unchecked", f.status)
+        assert.truthy(f.problem:find("different days", 1, true), f.problem)
+        hour_unchecked = hour_unchecked + 1
+      end
+    end
+    assert.are.equal(two_days, hour_unchecked)
+    assert.are.equal(live - ranges - two_days, rep.ok)
   end)
 
   -- eleven files with known verdicts, written through the verb path
