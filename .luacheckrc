@@ -9,6 +9,7 @@ codes = true
 -- sha256_bin: OpenResty builds that have it (moraine.http probes for it);
 -- luacheck's ngx_lua definition lacks it.
 files["bindings/moraine/http.lua"] = { std = "+ngx_lua", read_globals = { ngx = { fields = { "sha256_bin" } } } }
+files["bindings/moraine/layout_http.lua"] = { std = "+ngx_lua" }
 -- busted's globals (describe, it, assert, pending, ...)
 files["spec/"] = { std = "+busted" }
 

@@ -6,7 +6,8 @@
 #   demo      build tools, LMDB, jansson, Lua 5.4 and LuaJIT (make, make demo)
 #   test      demo + busted, luassert, Penlight, SQLite and LuaSQL (sqlite3 and
 #             postgres), PostgreSQL (the sync tests start their own server), nginx with
-#             its Lua module, curl, luacheck, LDoc, luarocks, man (make test)
+#             its Lua module, curl, luacheck, LDoc, luarocks, man, chromium
+#             (headless, for the SVG rendering test) (make test)
 #   asan      test + clang's sanitizer runtime (make asan)
 #   valgrind  test + valgrind (make valgrind)
 #   fuzz      demo + clang, libFuzzer, xxd (make fuzz)
@@ -31,7 +32,7 @@ set -e
 DEMO="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev"
 LINT="lua-check"
 DOCS="lua-ldoc lua-markdown"
-TEST="$DEMO $LINT $DOCS git lua-busted lua-luassert lua-penlight sqlite3 lua-sql-sqlite3 postgresql lua-sql-postgres nginx-light libnginx-mod-http-lua curl luarocks man-db groff-base"
+TEST="$DEMO $LINT $DOCS git lua-busted lua-luassert lua-penlight sqlite3 lua-sql-sqlite3 postgresql lua-sql-postgres nginx-light libnginx-mod-http-lua curl luarocks man-db groff-base chromium"
 CLANG="clang libclang-rt-14-dev"
 
 PKGS=""

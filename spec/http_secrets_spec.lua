@@ -98,7 +98,7 @@ local function keys_in(text)
 end
 
 local TABLE_PATHS = { "/tables/secret", "/tables/main.secret", "/tables/secret/files", "/tables/main.secret/files?at=4",
-  "/tables/secret/history", "/tables/secret/files?at=3" }
+  "/tables/secret/history", "/tables/secret/files?at=3", "/tables/secret/history.svg", "/tables/main.secret/clustering.svg?at=4" }
 local ALL_PATHS = { "/snapshots", "/tables", "/tables?at=4" }
 for _, p in ipairs(TABLE_PATHS) do ALL_PATHS[#ALL_PATHS + 1] = p end
 

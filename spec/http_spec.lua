@@ -145,6 +145,29 @@ describe("moraine.http under nginx with a concurrent writer", function()
     assert.equal(14, files)
   end)
 
+  it("draws the spec history and clustering of a table as SVG, at a snapshot, with its ETag", function()
+    local code, headers, body = get(port, "/tables/main.t/history.svg?at=15")
+    assert.equal(200, code, body)
+    assert.equal("image/svg+xml", headers["content-type"])
+    assert.equal("15", headers["x-moraine-snapshot"])
+    assert.equal('"15"', headers["etag"])
+    -- the writer set a spec at 7 and at 14, both begun by 15: one bar each, the one of 14 live
+    assert.is_truthy(body:find(">7–14<", 1, true), body)
+    assert.is_truthy(body:find(">14–live<", 1, true), body)
+    assert.equal(304, (get(port, "/tables/t/history.svg?at=15", "-H 'If-None-Match: \"15\"'")))
+    code, headers, body = get(port, "/tables/t/clustering.svg?at=15&share=0.1")
+    assert.equal(200, code, body)
+    assert.equal("image/svg+xml", headers["content-type"])
+    assert.is_truthy(body:find("s = 0.1 of", 1, true), body)
+    code, headers, body = get(port, "/tables/nope/history.svg")
+    assert.equal("application/json", headers["content-type"])
+    assert.equal(404, code)
+    assert.is_truthy(moraine.json_decode(body).error:find("nope", 1, true))
+    assert.equal(400, (get(port, "/tables/t/clustering.svg?share=abc")))
+    assert.equal(400, (get(port, "/tables/t/history.svg?at=abc")))
+    assert.equal(404, (get(port, "/tables/t/other.svg")))
+  end)
+
   it("refuses bad requests with a JSON error: unknown table or snapshot 404, malformed parameter 400", function()
     local code, _, body = get(port, "/tables/nope/files")
     assert.equal(404, code)
@@ -182,14 +205,19 @@ describe("moraine.http under nginx with a concurrent writer", function()
         assert.is_truthy(#e.answer > 10, e.path)
       end
       -- examples/openresty serves at location / (no prefix)
-      assert.same({ "/", "/snapshots", "/tables", "/tables/NAME", "/tables/NAME/files", "/tables/NAME/history", "/health" },
-        paths)
-      -- every listed endpoint (NAME as the writer's table t) answers 200 with JSON
+      assert.same({ "/", "/snapshots", "/tables", "/tables/NAME", "/tables/NAME/files", "/tables/NAME/history",
+        "/tables/NAME/history.svg", "/tables/NAME/clustering.svg", "/health" }, paths)
+      -- every listed endpoint (NAME as the writer's table t) answers 200 with JSON, or an SVG picture
       for _, p in ipairs(paths) do
         local rel = p:gsub("NAME", "t")
-        local c, _, b = get(port, rel)
+        local c, h, b = get(port, rel)
         assert.equal(200, c, rel)
-        assert.equal("table", type(moraine.json_decode(b)), rel)
+        if rel:match("%.svg$") then
+          assert.equal("image/svg+xml", h["content-type"], rel)
+          assert.is_truthy(b:match("^<%?xml") and b:find("</svg>", 1, true), rel)
+        else
+          assert.equal("table", type(moraine.json_decode(b)), rel)
+        end
       end
     end
   end)

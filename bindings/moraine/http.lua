@@ -21,6 +21,8 @@
 -- | `/tables/NAME?at=S` | one table: columns, partition spec (keys with column names), sort spec |
 -- | `/tables/NAME/files?at=S` | the table's files at S with partition values, streamed in chunks |
 -- | `/tables/NAME/history?at=S` | every partition and sort spec version begun by S, and the mixed layout: files, rows and bytes live at S under each spec |
+-- | `/tables/NAME/history.svg?at=S` | the same timeline and layout as an SVG picture (`image/svg+xml`, moraine.layout_http) |
+-- | `/tables/NAME/clustering.svg?at=S&columns=a,b&share=s` | the live files as boxes in rank space with a query band (SVG) |
 -- | `/health` | `{"status":"ok","last_snapshot":N}`; open to every client, policy or not |
 --
 -- NAME is `table` (schema main, or unique) or `schema.table`. Every response
@@ -377,6 +379,9 @@ local ENDPOINTS = {
   { "/tables/NAME/files", "at", "the table's data files at at with partition values, streamed in chunks" },
   { "/tables/NAME/history", "at",
     "every partition and sort spec version begun by at, and the mixed layout: files, rows and bytes under each spec" },
+  { "/tables/NAME/history.svg", "at", "the spec timeline and rows per spec as an SVG picture (docs/layout.md)" },
+  { "/tables/NAME/clustering.svg", "at", "the live files as boxes in rank space with a query band, an SVG picture "
+    .. "(columns=a,b and share=s optional; docs/layout.md)" },
   { "/health", "", "{status, last_snapshot}; open to every client, even under an access policy" },
 }
 
@@ -404,6 +409,8 @@ local function route(path)
     if rest == "" then return get_table, name end
     if rest == "/files" then return "files", name end
     if rest == "/history" then return get_history, name end
+    local pic = rest:match("^/(%a+)%.svg$") -- issue 19: moraine.layout_http
+    if pic and require("moraine.layout_http").KINDS[pic] then return "svg", name, pic end
   end
 end
 
@@ -478,11 +485,24 @@ local function serve(opts)
     ngx.header["Cache-Control"] = "private"
     ngx.header["Vary"] = "Authorization"
   end
-  local handler, name = route(uri)
+  local handler, name, pic = route(uri)
   if name and not is_utf8(name) then return fail(400, "the table name is not valid UTF-8") end
   if not handler then return fail(404, "no such path: " .. uri .. " (GET " .. prefix .. "/ lists the endpoints)") end
   local args = ngx.req.get_uri_args()
   local inm = ngx.var.http_if_none_match
+  if handler == "svg" then -- issue 19: the table found as the JSON endpoints find it (scopes: 403/404)
+    local found, tid = pcall(db.read, db, function(rd)
+      local s = snapshot_arg(rd, args)
+      args.at = tostring(s)
+      return find_table(rd, name, s, acc).table_id
+    end)
+    if not found then
+      if type(tid) == "table" and tid.http_status then return fail(tid.http_status, tid.message) end
+      ngx.log(ngx.ERR, "moraine.http: ", tostring(tid))
+      return fail(500, "internal error: " .. tostring(tid))
+    end
+    return require("moraine.layout_http").serve(db, pic, "#" .. tostring(tid), args, inm, fail)
+  end
   local ok, err = pcall(db.read, db, function(rd)
     if handler == "files" then return stream_files(rd, args, name, inm, acc) end
     local s, body = handler(rd, args, name, acc, prefix)

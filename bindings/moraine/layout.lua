@@ -1,0 +1,393 @@
+--- moraine.layout — what a mixed layout costs one query (seed 003).
+--
+-- After a partition evolution a table holds files written under several
+-- specs ("eras"). A planner prunes each era at its own granularity: a
+-- predicate on the source column narrows the files of a `day` era to days
+-- and those of an `hour` era to hours, and the coarse era's files that
+-- survive are read whole. For a range predicate `col BETWEEN a AND b` this
+-- module counts, per era and from the metadata alone, the live files and
+-- rows
+--
+-- 1. before pruning;
+-- 2. after partition pruning: a file survives unless a key of its spec on
+--    `col` proves no row can match. identity: the value lies in [a, b];
+--    year, epoch_day, epoch_hour: transform(a) <= value <= transform(b);
+--    month, day, hour: only as part of a chain year, month, day, hour on the
+--    same column (the chain names one period; that period must meet
+--    [a, b]), alone they do not prune; bucket(N): only an equality (a = b)
+--    on an int64 column prunes (bucket(a) = value); a NULL value never
+--    matches a range;
+-- 3. after min/max pruning as well: the file's bounds on `col`
+--    (`ducklake_file_column_stats`) must meet [a, b]; a file without bounds
+--    survives, one whose rows are all NULL does not;
+--
+-- the union a planner reads (what survives 2 and 3, all eras), and an
+-- estimate of what the same predicate would read if the files of the older
+-- eras were rewritten under the live spec: each old file's rows taken as
+-- spread evenly between its min and max, the rows falling in the live
+-- spec's partitions the predicate touches (when the live spec has a
+-- monotone key on `col`: identity, year, epoch_day, epoch_hour, or a
+-- year..hour chain; otherwise a rewrite saves nothing here). The saving per
+-- query and the rows a rewrite would write give the number of such queries
+-- after which a rewrite pays (seed 003: "queries are reading too many
+-- files").
+-- @module moraine.layout
+
+local moraine = require "moraine"
+local typed = require "moraine.typed"
+local tf = require "moraine.tablefiles"
+
+local M = {}
+local raise = moraine.core.raise
+local NULL = moraine.null
+local floor = math.floor
+
+-- ---- the predicate --------------------------------------------------------------------------
+
+local function literal(s)
+  s = s:match("^%s*(.-)%s*$")
+  local q = s:match("^'(.*)'$")
+  if q then return (q:gsub("''", "'")) end
+  local typed_lit = s:match("^%a+%s+'(.*)'$") -- DATE '2025-01-01', TIMESTAMP '...'
+  if typed_lit then return (typed_lit:gsub("''", "'")) end
+  return s
+end
+
+local function ident(s)
+  s = s:match("^%s*(.-)%s*$")
+  local q = s:match('^"(.*)"$')
+  if q then return (q:gsub('""', '"')) end
+  return s
+end
+
+--- Parses a range predicate on one column.
+-- Accepted: `col BETWEEN a AND b`, `col = v`, `col >= a`, `col > a`,
+-- `col <= b`, `col < b` (keywords case-insensitive; `col` may be a
+-- double-quoted identifier; a value may be a bare word or number, a
+-- single-quoted string, or a typed literal such as `DATE '2025-03-27'`).
+-- `<` and `>` are taken as `<=` and `>=`: pruning by bounds cannot tell them
+-- apart on a continuous column, and the counts stay conservative.
+-- @tparam string s the predicate
+-- @return `{column = name, lo = text or nil, hi = text or nil}` (nil: unbounded), or nil and a message
+function M.parse_where(s)
+  if type(s) ~= "string" then return nil, "the predicate must be a string" end
+  local col, a, b = s:match("^%s*(.-)%s+[Bb][Ee][Tt][Ww][Ee][Ee][Nn]%s+(.-)%s+[Aa][Nn][Dd]%s+(.-)%s*$")
+  if col then return { column = ident(col), lo = literal(a), hi = literal(b) } end
+  local c, op, v = s:match("^%s*(.-)%s*([<>=]=?)%s*(.-)%s*$")
+  if c and c ~= "" and v ~= "" then
+    c, v = ident(c), literal(v)
+    if op == "=" or op == "==" then return { column = c, lo = v, hi = v } end
+    if op == ">=" or op == ">" then return { column = c, lo = v } end
+    if op == "<=" or op == "<" then return { column = c, hi = v } end
+  end
+  return nil, "cannot parse the predicate '" .. s .. "' (expected: col BETWEEN a AND b, col = v, col >= a, col <= b)"
+end
+
+-- ---- pruning ---------------------------------------------------------------------------------
+
+
+-- the period [start, next) in the source column's numbers (typed.number) of
+-- a chain of calendar keys, or of a monotone key value
+local function chain_interval(ctype, parts)
+  local y, m, d, h = parts.year, parts.month, parts.day, parts.hour
+  local fam = typed.family(ctype)
+  local scale = fam == "date" and 1 or 86400 -- dates in days, timestamps in seconds
+  local function at(days, hours) return fam == "date" and days or days * 86400 + (hours or 0) * 3600 end
+  if parts.epoch_hour then
+    if fam == "date" then return floor(parts.epoch_hour / 24), floor(parts.epoch_hour / 24) + 1 end
+    return parts.epoch_hour * 3600, parts.epoch_hour * 3600 + 3600
+  end
+  if parts.epoch_day then return parts.epoch_day * scale, (parts.epoch_day + 1) * scale end
+  if not y then return nil end
+  if not m then return at(typed.days_from_civil(y, 1, 1)), at(typed.days_from_civil(y + 1, 1, 1)) end
+  if m < 1 or m > 12 then return nil end
+  local ny, nm = y, m + 1
+  if nm == 13 then ny, nm = y + 1, 1 end
+  if not d then return at(typed.days_from_civil(y, m, 1)), at(typed.days_from_civil(ny, nm, 1)) end
+  local day0 = typed.days_from_civil(y, m, d)
+  if not h or fam == "date" then return at(day0), at(day0 + 1) end
+  return at(day0, h), at(day0, h + 1)
+end
+
+-- A compiled predicate: the column, its type, typed bounds and numbers.
+local function compile(pred, col)
+  local P = { column = col, type = col.type }
+  if not typed.family(col.type) then raise("EINVAL", "layout: column '" .. col.name .. "' has type " .. col.type .. ", which has no order") end
+  for _, side in ipairs({ "lo", "hi" }) do
+    if pred[side] ~= nil then
+      local v, e = typed.parse(col.type, pred[side])
+      if v == nil then raise("EINVAL", "layout: '" .. pred[side] .. "' is not a " .. col.type .. " (column '" .. col.name .. "'): " .. e) end
+      P[side] = v
+      P[side .. "_num"] = typed.number(col.type, v)
+    end
+  end
+  if P.lo and P.hi and typed.compare(col.type, P.lo, P.hi) > 0 then raise("EINVAL", "layout: an empty range (lower bound above upper bound)") end
+  return P
+end
+
+local function in_range(P, v)
+  if P.lo and typed.compare(P.type, v, P.lo) < 0 then return false end
+  if P.hi and typed.compare(P.type, v, P.hi) > 0 then return false end
+  return true
+end
+
+-- does the predicate's number range meet [s, e) ?
+local function meets_num(P, s, e)
+  if P.lo_num and e <= P.lo_num then return false end
+  if P.hi_num and s > P.hi_num then return false end
+  return true
+end
+
+-- partition pruning of one file under its spec: true when it survives
+local function partition_survives(P, spec, file)
+  if not spec then return true end
+  local parts, chain = {}, false
+  for _, key in ipairs(spec.keys) do
+    if key.column_id == P.column.id then
+      local value = file.values[key.index]
+      local tr = key.transform
+      if value == NULL then return false end -- NULL never meets a range
+      if value ~= nil then
+        if tr == "identity" then
+          local v = typed.parse(P.type, value)
+          if v ~= nil and not in_range(P, v) then return false end
+        elseif typed.TEMPORAL[tr] then
+          local n = tonumber(value)
+          if n then parts[tr] = n; chain = true end
+        else
+          local nb = tr:match("^bucket%((%d+)%)$")
+          if nb and P.lo and P.hi and typed.compare(P.type, P.lo, P.hi) == 0 then
+            local want = typed.bucket(tonumber(nb), P.type, P.lo)
+            if want ~= nil and tonumber(value) ~= want then return false end
+          end
+        end
+      end
+    end
+  end
+  if chain then
+    local s, e = chain_interval(P.type, parts)
+    if s and not meets_num(P, s, e) then return false end
+  end
+  return true
+end
+
+-- min/max pruning: true when the file survives
+local function bounds_survive(P, file)
+  local st = file.stats[P.column.id]
+  if not st then return true end
+  if st.min == nil or st.max == nil then
+    return not (st.null_count ~= nil and st.null_count >= file.records and file.records > 0)
+  end
+  local lo, hi = typed.parse(P.type, st.min), typed.parse(P.type, st.max)
+  if lo == nil or hi == nil then return true end
+  if P.lo and typed.compare(P.type, hi, P.lo) < 0 then return false end
+  if P.hi and typed.compare(P.type, lo, P.hi) > 0 then return false end
+  return true
+end
+
+-- The live spec's partitions the predicate touches, as one number interval
+-- [s, e) of the source column, or nil when the live spec cannot prune on it.
+local function live_touch(P, spec)
+  if not spec then return nil end
+  local trs = {}
+  for _, key in ipairs(spec.keys) do
+    if key.column_id == P.column.id then trs[key.transform] = true end
+  end
+  if trs.identity then
+    local e = math.huge
+    if P.hi then
+      local n, unit = typed.number(P.type, P.hi)
+      e = n + (unit or 0)
+    end
+    return P.lo_num or -math.huge, e
+  end
+  local kind
+  if trs.epoch_hour or (trs.year and trs.month and trs.day and trs.hour) then kind = "epoch_hour"
+  elseif trs.epoch_day or (trs.year and trs.month and trs.day) then kind = "epoch_day"
+  elseif trs.year and trs.month then kind = "month"
+  elseif trs.year then kind = "year" end
+  if not kind then return nil end
+  local function period(v)
+    local parts = {}
+    if kind == "month" then
+      local y = typed.transform("year", P.type, v)
+      parts.year, parts.month = y, typed.transform("month", P.type, v)
+    else
+      parts[kind] = typed.transform(kind, P.type, v)
+    end
+    return chain_interval(P.type, parts)
+  end
+  local s, e = -math.huge, math.huge
+  if P.lo then s = period(P.lo) end
+  if P.hi then
+    local _, pe = period(P.hi)
+    e = pe
+  end
+  return s, e
+end
+
+--- The read cost of a range predicate on a table's mixed layout, at a
+-- snapshot, in one read transaction.
+-- @param db a catalog handle
+-- @tparam table opts `table` (name, `"schema.name"`, `"#ID"` or table_id),
+--   `where` (a predicate `moraine.layout.parse_where` accepts), `at`
+--   (snapshot; default the newest)
+-- @treturn table `{snapshot, schema, table, table_id, column, where,
+--   live_partition_id (nil when the live spec is unpartitioned or reset),
+--   eras = {{partition_id (nil: written unpartitioned), keys (SQL form or
+--   nil), live (bool), files, rows, partition_files, partition_rows,
+--   read_files, read_rows}, ...}, total = {files, rows, read_files,
+--   read_rows}, rewrite = {old_files, old_rows (rows of the older eras),
+--   read_rows_now (their rows read now), read_rows_after (estimated after a
+--   rewrite under the live spec, nil when the live spec does not prune on
+--   the column), saving (rows per query), queries_to_pay (old_rows /
+--   saving, nil when nothing is saved)}}`
+-- @raise EINVAL (missing table or where, a predicate that does not parse, a
+--   column the table does not have at the snapshot, a bound that is not a
+--   value of the column's type, an empty range, a type with no order),
+--   ENOTFOUND (table, snapshot)
+function M.run(db, opts)
+  if type(opts) ~= "table" or opts.table == nil then raise("EINVAL", "layout: opts.table is required") end
+  if type(opts.where) ~= "string" then raise("EINVAL", "layout: opts.where (a predicate such as \"ts BETWEEN '2025-03-27' AND '2025-03-28'\") is required") end
+  for k in pairs(opts) do
+    if k ~= "table" and k ~= "at" and k ~= "where" then raise("EINVAL", "layout: unknown option '" .. tostring(k) .. "'") end
+  end
+  local pred, perr = M.parse_where(opts.where)
+  if not pred then raise("EINVAL", "layout: " .. perr) end
+  return db:read(function(rd)
+    local S = tf.snapshot(rd, opts.at)
+    local t = tf.find(rd, S, opts.table)
+    local cols = tf.columns(rd, t.id)
+    local col
+    for c in rd:scan("ducklake_column", { at = S, table_id = t.id }) do
+      if c.column_name == pred.column then col = cols[tf.num(c.column_id)] end
+    end
+    if not col then raise("EINVAL", "layout: table " .. t.schema .. "." .. t.name .. " has no column '" .. pred.column .. "' at snapshot " .. S) end
+    local P = compile(pred, col)
+    local spec_of = tf.spec_lookup(rd, t.id)
+    local live = rd:partition_spec(t.id, S)
+    local live_pid = live and #(live.columns or {}) > 0 and tf.num(live.partition_id) or nil
+    local live_spec = live_pid and spec_of(live_pid)
+    local rep = { snapshot = S, schema = t.schema, table = t.name, table_id = t.id, column = col.name, where = opts.where,
+      live_partition_id = live_pid, eras = {}, total = { files = 0, rows = 0, read_files = 0, read_rows = 0 } }
+    local eras, order = {}, {}
+    local touch_s, touch_e = live_touch(P, live_spec)
+    local rw = { old_files = 0, old_rows = 0, read_rows_now = 0, read_rows_after = touch_s and 0 or nil }
+    for _, f in ipairs(tf.files(rd, t.id, S)) do
+      local k = f.partition_id or "none"
+      local e = eras[k]
+      if not e then
+        local spec = f.partition_id and spec_of(f.partition_id)
+        e = { partition_id = f.partition_id, keys = spec and #spec.keys > 0 and tf.spec_sql(spec, cols) or nil,
+          live = f.partition_id ~= nil and f.partition_id == live_pid, files = 0, rows = 0, partition_files = 0,
+          partition_rows = 0, read_files = 0, read_rows = 0, spec = spec }
+        eras[k] = e
+        order[#order + 1] = k
+      end
+      e.files, e.rows = e.files + 1, e.rows + f.records
+      local read = false
+      if partition_survives(P, e.spec, f) then
+        e.partition_files, e.partition_rows = e.partition_files + 1, e.partition_rows + f.records
+        if bounds_survive(P, f) then
+          read = true
+          e.read_files, e.read_rows = e.read_files + 1, e.read_rows + f.records
+        end
+      end
+      if not e.live then
+        rw.old_files, rw.old_rows = rw.old_files + 1, rw.old_rows + f.records
+        if read then rw.read_rows_now = rw.read_rows_now + f.records end
+        if touch_s then
+          -- the rows of this file that a rewrite would put in touched partitions
+          local st = f.stats[col.id]
+          local lo = st and st.min and typed.parse(col.type, st.min)
+          local hi = st and st.max and typed.parse(col.type, st.max)
+          if lo and hi then
+            local a, unit = typed.number(col.type, lo)
+            local b = typed.number(col.type, hi) + (unit or 0)
+            local s0, e0 = math.max(a, touch_s), math.min(b, touch_e)
+            if b > a then
+              if e0 > s0 then rw.read_rows_after = rw.read_rows_after + f.records * (e0 - s0) / (b - a) end
+            elseif a >= touch_s and a < touch_e then
+              rw.read_rows_after = rw.read_rows_after + f.records
+            end
+          elseif read then
+            rw.read_rows_after = rw.read_rows_after + f.records -- no bounds: still read
+          end
+        end
+      end
+    end
+    table.sort(order, function(a, b)
+      if a == "none" then return false elseif b == "none" then return true end
+      return a < b
+    end)
+    for _, k in ipairs(order) do
+      local e = eras[k]
+      e.spec = nil
+      rep.eras[#rep.eras + 1] = e
+      local T = rep.total
+      T.files, T.rows = T.files + e.files, T.rows + e.rows
+      T.read_files, T.read_rows = T.read_files + e.read_files, T.read_rows + e.read_rows
+    end
+    if rw.read_rows_after then
+      rw.read_rows_after = floor(rw.read_rows_after + 0.5)
+      rw.saving = rw.read_rows_now - rw.read_rows_after
+      if rw.saving > 0 then rw.queries_to_pay = rw.old_rows / rw.saving end
+    end
+    rep.rewrite = rw
+    return rep
+  end)
+end
+
+--- The partition spec timeline and mixed layout of a table, shaped for
+-- `moraine.svg.history`: every partition spec version of the table begun
+-- by the snapshot, and the live files and rows under each spec there.
+-- @param db a catalog handle
+-- @tparam table opts `table` (name, `"schema.name"`, `"#ID"` or table_id;
+--   required), `at` (snapshot; default the newest)
+-- @treturn table `{title, last, layout_snapshot, specs = {{id, label, begin,
+--   end_}}, layout = {{label, files, rows}}}` (an end after the snapshot reads
+--   as live, as it was known then)
+-- @raise EINVAL, ENOTFOUND as `run`
+function M.history(db, opts)
+  if type(opts) ~= "table" or opts.table == nil then raise("EINVAL", "history: opts.table is required") end
+  return db:read(function(rd)
+    local S = tf.snapshot(rd, opts.at)
+    local t = tf.find(rd, S, opts.table)
+    local cols = tf.columns(rd, t.id)
+    local spec_of = tf.spec_lookup(rd, t.id)
+    local h = { title = t.schema .. "." .. t.name .. ": partition specs and the mixed layout", last = S,
+      layout_snapshot = S, specs = {}, layout = {} }
+    for p in rd:scan("ducklake_partition_info", { at = moraine.ALL, table_id = t.id }) do
+      local b = tf.num(p.begin_snapshot)
+      if b <= S then
+        local e = not tf.is_null(p.end_snapshot) and tf.num(p.end_snapshot) or nil
+        if e and e > S then e = nil end
+        local spec = spec_of(tf.num(p.partition_id))
+        local label = spec and #spec.keys > 0 and tf.spec_sql(spec, cols) or "unpartitioned (reset)"
+        if e == b then label = label .. " (never visible)" end
+        h.specs[#h.specs + 1] = { id = tf.num(p.partition_id), label = label, begin = b, end_ = e }
+      end
+    end
+    table.sort(h.specs, function(a, b) if a.begin ~= b.begin then return a.begin < b.begin end return a.id < b.id end)
+    local groups, order = {}, {}
+    for _, f in ipairs(tf.files(rd, t.id, S)) do
+      local k = f.partition_id or "none"
+      if not groups[k] then
+        local spec = f.partition_id and spec_of(f.partition_id)
+        groups[k] = { label = f.partition_id and ("spec " .. f.partition_id .. (spec and #spec.keys > 0 and (": " .. tf.spec_sql(spec, cols)) or "")) or "unpartitioned",
+          files = 0, rows = 0, key = k }
+        order[#order + 1] = k
+      end
+      local g = groups[k]
+      g.files, g.rows = g.files + 1, g.rows + f.records
+    end
+    table.sort(order, function(a, b)
+      if a == "none" then return false elseif b == "none" then return true end
+      return a < b
+    end)
+    for _, k in ipairs(order) do h.layout[#h.layout + 1] = groups[k] end
+    return h
+  end)
+end
+
+return M
