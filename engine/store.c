@@ -626,7 +626,10 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     if (stat(path, &st) != 0) {
         if (o.read_only || !o.create) return mr_err(MORAINE_EIO, "%s: no such catalog directory", path);
         /* private, as PostgreSQL's data directory: the store may hold encryption keys */
-        if (mkdir(path, 0700) != 0) return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", path, strerror(errno));
+        /* another process may create it between stat and mkdir (two imports or
+         * syncs started at once): a directory that exists now is fine */
+        if (mkdir(path, 0700) != 0 && !(errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+            return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", path, strerror(errno));
     } else if (!S_ISDIR(st.st_mode)) {
         return mr_err(MORAINE_EIO, "%s: not a directory (a moraine catalog is a directory)", path);
     }
