@@ -264,6 +264,16 @@ M.is_error = core.is_error
 -- @function open
 M.open = core.open
 
+-- `db:exec(sql, opts)`: DuckLake's DDL statements run through the verbs
+-- (`moraine.sql.exec`, docs/verbs.md "SQL statements"); the module is loaded
+-- on first use. Returns the newest snapshot committed or nil.
+do
+  local mt = debug.getregistry()["moraine.db"]
+  if mt and type(mt.__index) == "table" then
+    mt.__index.exec = function(db, sql, opts) return require("moraine.sql").exec(db, sql, opts) end
+  end
+end
+
 --[[ (LDoc lists these from bindings/moraine.luadoc, which follows this text)
 Catalog handle methods (all raise EINVAL "catalog is closed" after `db:close()`).
 
