@@ -467,7 +467,8 @@ Every method raises:
   "NULLS_FIRST"/"NULLS_LAST", an empty expression, a string key that does
   not parse).
 - `tx:clear_sorting(tbl)` — `ALTER TABLE tbl RESET SORTED BY`
-  (`moraine_tx_clear_sorting`). Raises ENOTFOUND, EINVAL (not sorted).
+  (`moraine_tx_clear_sorting`). Raises ENOTFOUND; on a table with no sort
+  spec it still alters the table (a snapshot, as DuckLake does).
 - `tx:add_data_files(tbl, files)` — the data files an `INSERT INTO tbl`
   wrote (`moraine_tx_add_data_files`). `files` is an array of
   `{path = s, path_is_absolute = bool?, file_format = s? ("parquet"),

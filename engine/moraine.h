@@ -638,7 +638,8 @@ int moraine_tx_clear_partitioning(moraine_tx *tx, const char *schema, const char
  */
 int moraine_tx_set_sorting(moraine_tx *tx, const char *schema, const char *table, const moraine_sort_key *keys, size_t n);
 
-/** DuckLake: ALTER TABLE RESET SORTED BY: ends the live spec, inserts none. ENOTFOUND; EINVAL if not sorted. */
+/** DuckLake: ALTER TABLE RESET SORTED BY: ends the live spec, inserts none; on a table with no sort spec it
+ * still alters the table (snapshot, schema_version + 1, altered_table) and writes no sort rows. ENOTFOUND. */
 int moraine_tx_clear_sorting(moraine_tx *tx, const char *schema, const char *table);
 
 /**

@@ -1084,10 +1084,13 @@ static int do_set_sorting(model *m, verb *v)
         if (v->nsk == 0) return mr_err(MORAINE_EINVAL, "set_sorting: at least one sort key is needed (use clear_sorting to reset)");
         for (size_t i = 0; i < v->nsk; i++)
             if ((rc = sort_key_check(&v->skeys[i], i))) return rc;
-    } else if (!t->sort.rel) {
-        return mr_err(MORAINE_EINVAL, "clear_sorting: table \"%s\" has no sort spec", v->table);
     }
-    if ((rc = replace_sort(m, t, v->kind == V_SET_SORTING ? v->skeys : NULL, v->nsk))) return rc;
+    /* DuckLake: RESET SORTED BY on a table with no sort spec still commits an
+     * altered_table snapshot (schema_version + 1) and writes no sort rows
+     * (corpus seed_0001 step 7). */
+    if ((v->kind == V_SET_SORTING || t->sort.rel) &&
+        (rc = replace_sort(m, t, v->kind == V_SET_SORTING ? v->skeys : NULL, v->nsk)))
+        return rc;
     t->altered = 1;
     m->schema_changed = 1; /* the catalog-wide schema_version rises; no ducklake_schema_versions row */
     return 0;

@@ -1,0 +1,302 @@
+--- The differential runner over the corpus of random DuckLake scenarios
+-- (tests/fixtures/ducklake/corpus, its README gives the rules).
+--
+-- Per scenario, into a fresh catalog: the fixture's snapshot 0 (DuckLake's
+-- fresh catalog: metadata, schema main) is imported; then each unit of
+-- steps.ndjson in order:
+-- - a unit DuckLake refused with an INTERNAL Error is skipped (a fault inside
+--   DuckLake; it committed nothing);
+-- - a unit of DDL runs through `db:exec` (moraine.sql); DuckLake refused it
+--   iff moraine must refuse it;
+-- - a unit of data statements only (INSERT, DELETE, UPDATE, CALL merge) that
+--   DuckLake committed as snapshot S: the rows DuckLake wrote for S are
+--   committed through the staged path (`db:commit(S)`): the snapshot and its
+--   changes row, the data and delete file versions beginning at S with their
+--   stats and partition values, the versions ending at S ended; the table
+--   stats of the tables it touched are the fixture's (the fixture holds only
+--   their last value); files_scheduled_for_deletion (no snapshot column) at
+--   the scenario's last data unit;
+-- - a block mixing DDL and data statements is not replayable yet (the data
+--   rows would have to join the verbs' transaction): the replay stops there.
+-- After each unit moraine's newest snapshot must be DuckLake's. Then every
+-- catalog table is compared row for row (as multisets of rows) with
+-- DuckLake's, leaving out snapshot_time, schedule_start and the uuid columns.
+local moraine = require "moraine"
+local sql = require "moraine.sql"
+local pl_dir = require "pl.dir"
+local pl_path = require "pl.path"
+
+local R = {}
+
+R.CORPUS = (os.getenv("MORAINE_ROOT") or ".") .. "/tests/fixtures/ducklake/corpus"
+
+local IGNORED = { snapshot_time = true, schedule_start = true, table_uuid = true, schema_uuid = true,
+                  view_uuid = true, macro_uuid = true }
+
+local TEMPORAL_DATA = { "ducklake_data_file", "ducklake_delete_file" }
+local CHILDREN = { ducklake_data_file = { "ducklake_file_column_stats", "ducklake_file_partition_value",
+                                          "ducklake_file_variant_stats" } }
+local STATS = { "ducklake_table_stats", "ducklake_table_column_stats" }
+
+--- The scenarios of the corpus, sorted (directory names `seed_NNNN`).
+-- @treturn {string,...}
+function R.scenarios()
+  local out = {}
+  for _, d in ipairs(pl_dir.getdirectories(R.CORPUS)) do out[#out + 1] = pl_path.basename(d) end
+  table.sort(out)
+  return out
+end
+
+local function read_catalog(dir)
+  local t = {}
+  for _, f in ipairs(pl_dir.getfiles(dir, "*.ndjson")) do
+    local name = pl_path.basename(f):match("^(.-)%.ndjson$")
+    local rows, cols = moraine.read_ndjson(f)
+    t[name] = { rows = rows, cols = cols }
+  end
+  return t
+end
+
+local function read_steps(path)
+  local rows = moraine.read_ndjson(path)
+  return rows
+end
+
+local function copy(row, changes)
+  local r = {}
+  for k, v in pairs(row) do r[k] = v end
+  for k, v in pairs(changes or {}) do r[k] = v end
+  return r
+end
+
+local function is(v, x) return v ~= moraine.null and v == x end
+
+-- the column lists of every relation of a fresh catalog
+local function relation_columns(tmp)
+  local db = moraine.open(tmp .. "-cols", { no_sync = true })
+  db:init()
+  local cols = {}
+  for _, rel in ipairs(db:relations()) do cols[rel.name] = rel.columns end
+  db:close()
+  pl_dir.rmtree(tmp .. "-cols")
+  return cols
+end
+
+local function bootstrap(db, fx, relcols)
+  local tables = {}
+  for name, cols in pairs(relcols) do
+    local t = fx[name]
+    local c = (t and #t.cols > 0) and t.cols or cols
+    local rows = {}
+    for _, row in ipairs(t and t.rows or {}) do
+      local keep
+      if name == "ducklake_metadata" then keep = true
+      elseif name == "ducklake_snapshot" or name == "ducklake_snapshot_changes" then keep = row.snapshot_id == 0
+      elseif row.begin_snapshot ~= nil then keep = row.begin_snapshot == 0 end
+      if keep then
+        local r = {}
+        for i, col in ipairs(c) do
+          local v = row[col]
+          if col == "end_snapshot" then v = moraine.null end
+          r[i] = v
+        end
+        rows[#rows + 1] = r
+      end
+    end
+    tables[#tables + 1] = { name = name, columns = c, rows = rows }
+  end
+  table.sort(tables, function(a, b) return a.name < b.name end)
+  db:import_rows(tables)
+end
+
+local function ords(db, name)
+  local out, n = {}, 0
+  db:read(function(rd)
+    for row, _, ord in rd:scan(name) do
+      out[#out + 1] = { row = row, ord = ord }
+      if ord >= n then n = ord + 1 end
+    end
+  end)
+  return out, n
+end
+
+-- the rows DuckLake wrote for data snapshot S, committed through the staged path
+local function commit_data(db, fx, S, last_data)
+  local touched = {}
+  db:commit(S, function(tx)
+    for _, name in ipairs(TEMPORAL_DATA) do
+      local t = fx[name]
+      if t and #t.rows > 0 then
+        tx:define(name, t.cols)
+        for _, row in ipairs(t.rows) do
+          if is(row.end_snapshot, S) and row.begin_snapshot < S then
+            tx:end_row(name, copy(row, { end_snapshot = moraine.null }))
+            touched[row.table_id] = true
+          end
+        end
+      end
+    end
+    local snap, ch = fx.ducklake_snapshot, fx.ducklake_snapshot_changes
+    tx:define("ducklake_snapshot", snap.cols)
+    for _, row in ipairs(snap.rows) do if row.snapshot_id == S then tx:insert("ducklake_snapshot", row) end end
+    tx:define("ducklake_snapshot_changes", ch.cols)
+    for _, row in ipairs(ch.rows) do if row.snapshot_id == S then tx:insert("ducklake_snapshot_changes", row) end end
+    for _, name in ipairs(TEMPORAL_DATA) do
+      local t = fx[name]
+      if t and #t.rows > 0 then
+        local began = {}
+        for _, row in ipairs(t.rows) do
+          if row.begin_snapshot == S then
+            tx:insert(name, copy(row, { end_snapshot = moraine.null }))
+            touched[row.table_id] = true
+            if row.data_file_id ~= nil and name == "ducklake_data_file" then began[row.data_file_id] = true end
+          end
+        end
+        for _, child in ipairs(CHILDREN[name] or {}) do
+          local c = fx[child]
+          if c and #c.rows > 0 then
+            tx:define(child, c.cols)
+            for _, row in ipairs(c.rows) do
+              if began[row.data_file_id] then tx:insert(child, row) end
+            end
+          end
+        end
+      end
+    end
+    for _, name in ipairs(STATS) do
+      local t = fx[name]
+      if t and #t.rows > 0 then
+        tx:define(name, t.cols)
+        local have, n = ords(db, name)
+        local done = {}
+        for _, h in ipairs(have) do
+          if touched[h.row.table_id] then
+            for _, row in ipairs(t.rows) do
+              if row.table_id == h.row.table_id and (row.column_id == nil or row.column_id == h.row.column_id) then
+                tx:put_row(name, row, h.ord)
+                done[row] = true
+              end
+            end
+          end
+        end
+        for _, row in ipairs(t.rows) do
+          if touched[row.table_id] and not done[row] then
+            tx:put_row(name, row, n)
+            n = n + 1
+          end
+        end
+      end
+    end
+    local fs = fx.ducklake_files_scheduled_for_deletion
+    if last_data and fs and #fs.rows > 0 then
+      tx:define("ducklake_files_scheduled_for_deletion", fs.cols)
+      for i, row in ipairs(fs.rows) do tx:put_row("ducklake_files_scheduled_for_deletion", row, i - 1) end
+    end
+  end)
+end
+
+local function canon(row, cols)
+  local r, order = {}, {}
+  for _, c in ipairs(cols) do
+    if not IGNORED[c] then
+      local v = row[c]
+      if v == nil then v = moraine.null end
+      r[c] = v
+      order[#order + 1] = c
+    end
+  end
+  return moraine.json_encode(r, order)
+end
+
+-- first difference between two catalogs (fixture dir vs ours), or nil
+local function compare(fx, ours)
+  local names = {}
+  for name in pairs(fx) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local a, b = fx[name], ours[name] or { rows = {}, cols = {} }
+    local cols = #a.cols > 0 and a.cols or b.cols
+    local count = {}
+    for _, row in ipairs(b.rows) do
+      local k = canon(row, cols)
+      count[k] = (count[k] or 0) + 1
+    end
+    for _, row in ipairs(a.rows) do
+      local k = canon(row, cols)
+      if (count[k] or 0) == 0 then return name .. ": DuckLake's row not in moraine's: " .. k end
+      count[k] = count[k] - 1
+    end
+    for _, row in ipairs(b.rows) do
+      local k = canon(row, cols)
+      if (count[k] or 0) > 0 then return name .. ": moraine's row not in DuckLake's: " .. k end
+    end
+  end
+end
+
+local function kind_of(stmts)
+  local ddl, data = false, false
+  for _, st in ipairs(stmts) do
+    if st.kind == "data" then data = true elseif st.kind == "ddl" then ddl = true end
+  end
+  return ddl and data and "mixed" or data and "data" or "ddl"
+end
+
+--- Replays one scenario and compares the catalogs.
+-- @tparam string name `seed_NNNN`
+-- @tparam string tmp a fresh path for the catalog (removed by the caller)
+-- @treturn ?string nil when every table is identical, else the first difference
+--   (a replay problem naming the step, or the first differing row)
+function R.run(name, tmp)
+  local dir = R.CORPUS .. "/" .. name
+  local fx = read_catalog(dir .. "/catalog")
+  local steps = read_steps(dir .. "/steps.ndjson")
+  local relcols = relation_columns(tmp)
+  local db = moraine.open(tmp, { no_sync = true })
+  local ok, problem = pcall(function()
+    bootstrap(db, fx, relcols)
+    local last_data = 0
+    for _, st in ipairs(steps) do
+      if st.ok then
+        local ok2, stmts = pcall(sql.parse, st.sql)
+        if ok2 and kind_of(stmts) == "data" then last_data = st.step end
+      end
+    end
+    for _, st in ipairs(steps) do
+      local err = st.error ~= moraine.null and st.error or nil
+      if not (err and err:find("^INTERNAL Error")) then
+        local okp, stmts = pcall(sql.parse, st.sql)
+        local kind = okp and kind_of(stmts) or "ddl"
+        local before = db:last_snapshot()
+        if kind == "data" and st.ok then
+          if st.snapshot ~= before then
+            local okc, e = pcall(commit_data, db, fx, st.snapshot, st.step == last_data)
+            if not okc then return "step " .. st.step .. ": the data rows of snapshot " .. st.snapshot
+              .. " do not commit: " .. tostring(e) end
+          end
+        elseif kind == "mixed" and st.ok then
+          return "step " .. st.step .. ": a block mixing DDL and data is not replayable yet"
+        else
+          local oke, e = pcall(db.exec, db, st.sql)
+          if st.ok and not oke then
+            return "step " .. st.step .. ": DuckLake accepted, moraine refused: " .. tostring(e)
+              .. "\n    " .. st.sql
+          elseif not st.ok and oke then
+            return "step " .. st.step .. ": DuckLake refused (" .. tostring(err) .. "), moraine accepted\n    " .. st.sql
+          end
+        end
+        if db:last_snapshot() ~= st.snapshot then
+          return "step " .. st.step .. ": newest snapshot " .. tostring(db:last_snapshot()) .. ", DuckLake's "
+            .. tostring(st.snapshot) .. "\n    " .. st.sql
+        end
+      end
+    end
+    db:export_ndjson(tmp .. "-export")
+    local ours = read_catalog(tmp .. "-export")
+    return compare(fx, ours)
+  end)
+  db:close()
+  if not ok then problem = "replay failed: " .. tostring(problem) end
+  return problem
+end
+
+return R
