@@ -1591,6 +1591,77 @@ static int l_vtx_rename_table(lua_State *L)
     return 0;
 }
 
+/* tx:alter_column(tbl, column, {type = s?, default = s?, default_type = s?,
+ * drop_default = bool?, not_null = bool?}) -- ALTER COLUMN (issue 16) */
+static int l_vtx_alter_column(lua_State *L)
+{
+    static const char *const fields[] = {"type", "default", "default_type", "drop_default", "not_null", NULL};
+    lvtx *t = check_vtx(L);
+    const char *column = check_name(L, 3);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    lua_settop(L, 4);
+    const char *schema, *table;
+    check_tbl(L, 2, "alter_column", &schema, &table);
+    check_fields(L, 4, fields, "alter_column: change");
+    moraine_column_alter a = {.nulls_allowed = -1};
+    a.type = field_str(L, 4, "type", "alter_column: change", 0);
+    a.default_value = field_str(L, 4, "default", "alter_column: change", 0);
+    a.default_value_type = field_str(L, 4, "default_type", "alter_column: change", 0);
+    int drop = field_bool(L, 4, "drop_default", "alter_column: change", 0);
+    if (drop && a.default_value)
+        return raise_errf(L, MORAINE_EINVAL, "alter_column: change: 'default' and 'drop_default' together");
+    a.set_default = drop || a.default_value != NULL;
+    lua_getfield(L, 4, "not_null");
+    int has_nn = lua_type(L, -1) == LUA_TBOOLEAN;
+    lua_pop(L, 1);
+    if (has_nn) a.nulls_allowed = !field_bool(L, 4, "not_null", "alter_column: change", 0);
+    int rc = moraine_tx_alter_column(t->tx, schema, table, column, &a);
+    if (rc != 0)
+        return raise_engine(L, rc);
+    return 0;
+}
+
+/* tx:set_comment(tbl, column or nil, comment or nil) -- COMMENT ON */
+static int l_vtx_set_comment(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    const char *column = lua_isnoneornil(L, 3) || is_null_at(L, 3) ? NULL : check_name(L, 3);
+    const char *comment = lua_isnoneornil(L, 4) || is_null_at(L, 4) ? NULL : check_name(L, 4);
+    lua_settop(L, 4);
+    const char *schema, *table;
+    check_tbl(L, 2, "set_comment", &schema, &table);
+    int rc = moraine_tx_set_comment(t->tx, schema, table, column, comment);
+    if (rc != 0)
+        return raise_engine(L, rc);
+    return 0;
+}
+
+/* tx:create_view(view, sql) / tx:drop_view(view) */
+static int l_vtx_create_view(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    const char *sql = check_name(L, 3);
+    lua_settop(L, 3);
+    const char *schema, *view;
+    check_tbl(L, 2, "create_view", &schema, &view);
+    int rc = moraine_tx_create_view(t->tx, schema, view, sql);
+    if (rc != 0)
+        return raise_engine(L, rc);
+    return 0;
+}
+
+static int l_vtx_drop_view(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    lua_settop(L, 2);
+    const char *schema, *view;
+    check_tbl(L, 2, "drop_view", &schema, &view);
+    int rc = moraine_tx_drop_view(t->tx, schema, view);
+    if (rc != 0)
+        return raise_engine(L, rc);
+    return 0;
+}
+
 enum { VT_DROP_TABLE, VT_CLEAR_PARTITIONING, VT_CLEAR_SORTING };
 
 /* The verbs that take only a table. */
@@ -3320,6 +3391,10 @@ static const luaL_Reg vtx_methods[] = {{"base", l_vtx_base},
                                        {"clear_partitioning", l_vtx_clear_partitioning},
                                        {"set_sorting", l_vtx_set_sorting},
                                        {"clear_sorting", l_vtx_clear_sorting},
+                                       {"alter_column", l_vtx_alter_column},
+                                       {"set_comment", l_vtx_set_comment},
+                                       {"create_view", l_vtx_create_view},
+                                       {"drop_view", l_vtx_drop_view},
                                        {"add_data_files", l_vtx_add_data_files},
                                        {"add_delete_files", l_vtx_add_delete_files},
                                        {"delete_files", l_vtx_delete_files},

@@ -136,7 +136,8 @@ static const char *orow_str(const orow *r, const char *name)
 
 enum {
     V_CREATE_SCHEMA, V_CREATE_TABLE, V_ADD_COLUMN, V_RENAME_COLUMN, V_DROP_COLUMN, V_RENAME_TABLE, V_DROP_TABLE,
-    V_SET_PARTITIONING, V_SET_SORTING, V_CLEAR_SORTING, V_ADD_FILES, V_ADD_DELETES, V_DELETE_FILES, V_REWRITE
+    V_SET_PARTITIONING, V_SET_SORTING, V_CLEAR_SORTING, V_ADD_FILES, V_ADD_DELETES, V_DELETE_FILES, V_REWRITE,
+    V_ALTER_COLUMN, V_SET_COMMENT, V_CREATE_VIEW, V_DROP_VIEW
 };
 
 typedef struct {
@@ -155,6 +156,7 @@ typedef struct {
     size_t ndels;
     int64_t *ids;
     size_t nids;
+    moraine_column_alter alt; /* V_ALTER_COLUMN */
     void **owned;
     size_t nowned, capowned;
 } verb;
@@ -259,6 +261,9 @@ typedef struct {
     size_t nended, nended_dels;
     orow *added, *added_dels;    /* data / delete files added here and still live */
     size_t nadded, nadded_dels;
+    orow *tags;                  /* 'comment' rows of ducklake_tag / ducklake_column_tag (loaded on first use) */
+    size_t ntags;
+    int tags_loaded;
 } tstate;
 
 static int id_in(const int64_t *ids, size_t n, int64_t id)
@@ -297,6 +302,11 @@ typedef struct {
     size_t ntables;
     char **created_schema_names;
     size_t ncreated_schema_names;
+    orow *views;           /* ducklake_view rows live at the base or written here (loaded on first use) */
+    size_t nviews;
+    int views_loaded;
+    int64_t *dropped_views, *created_views; /* view_ids, for the change list */
+    size_t ndropped_views, ncreated_views;
 } model;
 
 static const moraine_relation_info *rel(model *m, const char *name)
@@ -336,6 +346,8 @@ static void tstate_free(tstate *t)
     free(t->added);
     for (size_t i = 0; i < t->nadded_dels; i++) orow_free(&t->added_dels[i]);
     free(t->added_dels);
+    for (size_t i = 0; i < t->ntags; i++) orow_free(&t->tags[i]);
+    free(t->tags);
 }
 
 static void model_free(model *m)
@@ -346,6 +358,10 @@ static void model_free(model *m)
     free(m->schemas);
     for (size_t i = 0; i < m->ncreated_schema_names; i++) free(m->created_schema_names[i]);
     free(m->created_schema_names);
+    for (size_t i = 0; i < m->nviews; i++) orow_free(&m->views[i]);
+    free(m->views);
+    free(m->dropped_views);
+    free(m->created_views);
     if (m->snaprow.rel) orow_free(&m->snaprow);
     if (m->rd) moraine_read_end(m->rd);
     memset(m, 0, sizeof *m);
@@ -1508,6 +1524,215 @@ static int do_rewrite(model *m, verb *v)
     return rc;
 }
 
+/* ---- ALTER COLUMN, COMMENT ON, CREATE/DROP VIEW (issue 16) ---- */
+
+static int do_alter_column(model *m, verb *v)
+{
+    tstate *t;
+    int rc = find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    int ci = find_column(t, v->a);
+    if (ci < 0) return mr_err(MORAINE_ENOTFOUND, "alter_column: table \"%s\" has no column \"%s\"", v->table, v->a ? v->a : "");
+    const moraine_column_alter *a = &v->alt;
+    if (a->type && !*a->type) return mr_err(MORAINE_EINVAL, "alter_column \"%s\": empty type", v->a);
+    if (a->nulls_allowed < -1 || a->nulls_allowed > 1)
+        return mr_err(MORAINE_EINVAL, "alter_column \"%s\": nulls_allowed must be -1, 0 or 1", v->a);
+    if (a->set_default && a->default_value_type && strcmp(a->default_value_type, "literal") != 0 &&
+        strcmp(a->default_value_type, "expression") != 0)
+        return mr_err(MORAINE_EINVAL, "alter_column \"%s\": default_value_type must be literal or expression, not \"%s\"", v->a,
+                      a->default_value_type);
+    if (!a->type && !a->set_default && a->nulls_allowed < 0) return mr_err(MORAINE_EINVAL, "alter_column \"%s\": nothing to change", v->a);
+    orow c;
+    if ((rc = orow_from(&c, t->cols[ci].rel, t->cols[ci].v))) return rc;
+    rc = retire_row(m, &t->cols[ci]);
+    orow_set_int(&c, "begin_snapshot", m->snap);
+    orow_set_null(&c, "end_snapshot");
+    if (!rc && a->type) rc = orow_set_str(&c, "column_type", a->type);
+    if (!rc && a->set_default) {
+        rc = orow_set_str(&c, "default_value", a->default_value ? a->default_value : "NULL");
+        if (!rc)
+            rc = orow_set_str(&c, "default_value_type", a->default_value && a->default_value_type ? a->default_value_type : "literal");
+    }
+    if (!rc && a->nulls_allowed >= 0) orow_set_bool(&c, "nulls_allowed", a->nulls_allowed);
+    if (!rc) rc = emit_insert(m, &c);
+    if (!rc) {
+        orow_free(&t->cols[ci]);
+        t->cols[ci] = c;
+        c.v = NULL;
+    }
+    if (c.v) orow_free(&c);
+    if (!rc) {
+        t->altered = t->schema_row = 1;
+        m->schema_changed = 1;
+    }
+    return rc;
+}
+
+/* The 'comment' rows of a table and its columns live at the base. */
+static int load_tags(model *m, tstate *t)
+{
+    if (t->tags_loaded) return 0;
+    static const char *const rels[2] = {"ducklake_tag", "ducklake_column_tag"};
+    for (int k = 0; k < 2; k++) {
+        if (!rel(m, rels[k])) continue;
+        moraine_cursor *c;
+        moraine_row row;
+        int rc = moraine_scan_open(m->rd, rels[k], MORAINE_ANY_SCOPE, m->base, &c);
+        if (rc) return rc;
+        while ((rc = moraine_cursor_next(c, &row)) == 1) {
+            int io = moraine_column_index(row.rel, k == 0 ? "object_id" : "table_id"), ik = moraine_column_index(row.rel, "key");
+            if (io < 0 || ik < 0 || row.vals[io].type != MORAINE_INT || row.vals[io].i != t->table_id) continue;
+            if (row.vals[ik].type != MORAINE_STR || row.vals[ik].len != 7 || memcmp(row.vals[ik].s, "comment", 7) != 0) continue;
+            if ((rc = push_row(&t->tags, &t->ntags, row.rel, row.vals))) break;
+        }
+        moraine_cursor_close(c);
+        if (rc < 0) return rc;
+    }
+    t->tags_loaded = 1;
+    return 0;
+}
+
+static int do_set_comment(model *m, verb *v)
+{
+    tstate *t;
+    int rc = find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    int64_t cid = -1;
+    if (v->a) {
+        int ci = find_column(t, v->a);
+        if (ci < 0) return mr_err(MORAINE_ENOTFOUND, "set_comment: table \"%s\" has no column \"%s\"", v->table, v->a);
+        cid = orow_int(&t->cols[ci], "column_id", -1);
+    }
+    if ((rc = load_tags(m, t))) return rc;
+    const char *relname = v->a ? "ducklake_column_tag" : "ducklake_tag";
+    for (size_t i = 0; !rc && i < t->ntags; i++) {
+        orow *r = &t->tags[i];
+        if (strcmp(r->rel->name, relname) != 0 || !orow_is_null(r, "end_snapshot")) continue;
+        if (v->a && orow_int(r, "column_id", -2) != cid) continue;
+        if (orow_int(r, "begin_snapshot", -1) == m->snap) { /* written by this transaction: taken back */
+            rc = m->stx ? mr_txn_discard(m->stx, r->rel->name, r->v, r->rel->ncols) : 0;
+            if (!rc) orow_set_int(r, "end_snapshot", m->snap);
+        } else {
+            rc = end_row(m, r);
+        }
+    }
+    if (!rc && v->b) {
+        orow r = {0};
+        rc = new_row(m, relname, &r);
+        if (!rc) {
+            if (v->a) {
+                orow_set_int(&r, "table_id", t->table_id);
+                orow_set_int(&r, "column_id", cid);
+            } else {
+                orow_set_int(&r, "object_id", t->table_id);
+            }
+            rc = orow_set_str(&r, "key", "comment");
+        }
+        if (!rc) rc = orow_set_str(&r, "value", v->b);
+        if (!rc) rc = emit_insert(m, &r);
+        if (!rc) {
+            orow *p = realloc(t->tags, (t->ntags + 1) * sizeof *p);
+            if (!p) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            else {
+                t->tags = p;
+                t->tags[t->ntags++] = r;
+                r.v = NULL;
+            }
+        }
+        if (r.v) orow_free(&r);
+    }
+    if (!rc) {
+        t->altered = 1;
+        m->schema_changed = 1; /* schema_version + 1; no ducklake_schema_versions row */
+    }
+    return rc;
+}
+
+static int load_views(model *m)
+{
+    if (m->views_loaded || !rel(m, "ducklake_view")) return 0;
+    moraine_cursor *c;
+    moraine_row row;
+    int rc = moraine_scan_open(m->rd, "ducklake_view", MORAINE_ANY_SCOPE, m->base, &c);
+    if (rc) return rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1)
+        if ((rc = push_row(&m->views, &m->nviews, row.rel, row.vals))) break;
+    moraine_cursor_close(c);
+    if (rc < 0) return rc;
+    m->views_loaded = 1;
+    return 0;
+}
+
+static orow *find_view(model *m, int64_t schema_id, const char *name)
+{
+    for (size_t i = 0; i < m->nviews; i++) {
+        orow *r = &m->views[i];
+        const char *n = orow_str(r, "view_name");
+        if (orow_is_null(r, "end_snapshot") && orow_int(r, "schema_id", -1) == schema_id && n && strcmp(n, name) == 0) return r;
+    }
+    return NULL;
+}
+
+static int do_view(model *m, verb *v)
+{
+    const char *what = v->kind == V_CREATE_VIEW ? "create_view" : "drop_view";
+    if (!v->table || !*v->table) return mr_err(MORAINE_EINVAL, "%s: empty view name", what);
+    sstate *s = find_schema(m, v->schema);
+    if (!s) return mr_err(MORAINE_ENOTFOUND, "%s: no schema \"%s\"", what, v->schema ? v->schema : "main");
+    int rc = load_views(m);
+    if (rc) return rc;
+    orow *old = find_view(m, s->schema_id, v->table);
+    int64_t *ids = v->kind == V_CREATE_VIEW ? m->created_views : m->dropped_views;
+    size_t *nids = v->kind == V_CREATE_VIEW ? &m->ncreated_views : &m->ndropped_views;
+    if (v->kind == V_DROP_VIEW) {
+        if (!old) return mr_err(MORAINE_ENOTFOUND, "drop_view: no view \"%s\" in schema \"%s\"", v->table, orow_str(&s->row, "schema_name"));
+        int64_t id = orow_int(old, "view_id", -1);
+        if ((rc = end_row(m, old))) return rc;
+        if ((rc = id_push(&ids, nids, id))) return rc;
+        m->dropped_views = ids;
+        m->schema_changed = 1;
+        return 0;
+    }
+    if (!v->a || !*v->a) return mr_err(MORAINE_EINVAL, "create_view \"%s\": empty query", v->table);
+    tstate *t;
+    if (old || find_table(m, v->schema, v->table, &t) == 0)
+        return mr_err(MORAINE_EEXIST, "create_view: \"%s\" already exists in schema \"%s\"", v->table, orow_str(&s->row, "schema_name"));
+    orow r = {0};
+    char uuid[37];
+    uuid7(uuid);
+    rc = new_row(m, "ducklake_view", &r);
+    int64_t id = m->next_catalog_id;
+    if (!rc) {
+        orow_set_int(&r, "view_id", id);
+        rc = orow_set_str(&r, "view_uuid", uuid);
+    }
+    if (!rc) {
+        orow_set_int(&r, "schema_id", s->schema_id);
+        rc = orow_set_str(&r, "view_name", v->table);
+    }
+    if (!rc) rc = orow_set_str(&r, "dialect", "duckdb");
+    if (!rc) rc = orow_set_str(&r, "sql", v->a);
+    if (!rc) rc = orow_set_str(&r, "column_aliases", "");
+    if (!rc) rc = emit_insert(m, &r);
+    if (!rc) rc = id_push(&ids, nids, id);
+    if (!rc) {
+        m->created_views = ids;
+        orow *p = realloc(m->views, (m->nviews + 1) * sizeof *p);
+        if (!p) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        else {
+            m->views = p;
+            m->views[m->nviews++] = r;
+            r.v = NULL;
+        }
+    }
+    if (r.v) orow_free(&r);
+    if (!rc) {
+        m->next_catalog_id++;
+        m->schema_changed = 1;
+    }
+    return rc;
+}
+
 static int apply(model *m, verb *v)
 {
     switch (v->kind) {
@@ -1525,6 +1750,10 @@ static int apply(model *m, verb *v)
     case V_ADD_DELETES: return do_add_deletes(m, v);
     case V_DELETE_FILES: return do_delete_files(m, v);
     case V_REWRITE: return do_rewrite(m, v);
+    case V_ALTER_COLUMN: return do_alter_column(m, v);
+    case V_SET_COMMENT: return do_set_comment(m, v);
+    case V_CREATE_VIEW:
+    case V_DROP_VIEW: return do_view(m, v);
     }
     return mr_err(MORAINE_EINVAL, "unknown verb");
 }
@@ -1728,6 +1957,41 @@ int moraine_tx_drop_table(moraine_tx *tx, const char *schema, const char *table)
     VERB_END();
 }
 
+int moraine_tx_alter_column(moraine_tx *tx, const char *schema, const char *table, const char *column, const moraine_column_alter *alt)
+{
+    if (!alt) return mr_err(MORAINE_EINVAL, "alter_column: NULL change");
+    VERB_BEGIN(V_ALTER_COLUMN);
+    v.a = vdup(&v, column, &ok);
+    v.alt = *alt;
+    v.alt.type = vdup(&v, alt->type, &ok);
+    v.alt.default_value = vdup(&v, alt->default_value, &ok);
+    v.alt.default_value_type = vdup(&v, alt->default_value_type, &ok);
+    VERB_END();
+}
+
+int moraine_tx_set_comment(moraine_tx *tx, const char *schema, const char *table, const char *column, const char *comment)
+{
+    VERB_BEGIN(V_SET_COMMENT);
+    v.a = vdup(&v, column, &ok);
+    v.b = vdup(&v, comment, &ok);
+    VERB_END();
+}
+
+int moraine_tx_create_view(moraine_tx *tx, const char *schema, const char *name, const char *sql)
+{
+    const char *table = name;
+    VERB_BEGIN(V_CREATE_VIEW);
+    v.a = vdup(&v, sql, &ok);
+    VERB_END();
+}
+
+int moraine_tx_drop_view(moraine_tx *tx, const char *schema, const char *name)
+{
+    const char *table = name;
+    VERB_BEGIN(V_DROP_VIEW);
+    VERB_END();
+}
+
 int moraine_tx_set_partitioning(moraine_tx *tx, const char *schema, const char *table, const moraine_partition_key *keys, size_t n)
 {
     if (n && !keys) return mr_err(MORAINE_EINVAL, "set_partitioning: NULL keys");
@@ -1868,6 +2132,10 @@ static int build_changes(model *m, mr_buf *b)
         snprintf(tmp, sizeof tmp, "%lld", (long long)ts[i]->table_id);
         rc = add_change(b, "dropped_table", tmp);
     }
+    for (size_t i = 0; !rc && i < m->ndropped_views; i++) {
+        snprintf(tmp, sizeof tmp, "%lld", (long long)m->dropped_views[i]);
+        rc = add_change(b, "dropped_view", tmp);
+    }
     for (size_t i = 0; !rc && i < m->ncreated_schema_names; i++) {
         quote_ident(q, sizeof q, m->created_schema_names[i]);
         rc = add_change(b, "created_schema", q);
@@ -1880,6 +2148,17 @@ static int build_changes(model *m, mr_buf *b)
             quote_ident(c, sizeof c, orow_str(&t->row, "table_name"));
             snprintf(q, sizeof q, "%s.%s", a, c);
             rc = add_change(b, "created_table", q);
+        }
+    }
+    for (size_t i = 0; !rc && i < m->ncreated_views; i++) {
+        for (size_t j = 0; j < m->nviews; j++) {
+            orow *r = &m->views[j];
+            if (orow_int(r, "view_id", -1) != m->created_views[i] || !orow_is_null(r, "end_snapshot")) continue;
+            char a[600], c[600];
+            quote_ident(a, sizeof a, schema_name_of(m, orow_int(r, "schema_id", -1)));
+            quote_ident(c, sizeof c, orow_str(r, "view_name"));
+            snprintf(q, sizeof q, "%s.%s", a, c);
+            rc = add_change(b, "created_view", q);
         }
     }
     static const char *kinds[] = {"inserted_into_table", "deleted_from_table", "altered_table", "rewrite_delete"};

@@ -499,7 +499,7 @@ local function run(m, tx, st)
       if st.if_not_exists then return end
       fail("EEXIST", 'View with name "' .. parts[#parts] .. '" already exists!')
     end
-    call(tx, "create_view", { schema = s.name, table = parts[#parts] }, st.query)
+    tx:create_view({ schema = s.name, table = parts[#parts] }, st.query)
     s.views[#s.views + 1] = { name = parts[#parts] }
   elseif v == "drop_view" then
     local s = find(m.schemas, #st.table == 2 and st.table[1] or "main")
@@ -509,10 +509,25 @@ local function run(m, tx, st)
       if st.if_exists then return end
       fail("ENOTFOUND", "View with name " .. st.table[#st.table] .. " does not exist!")
     end
-    call(tx, "drop_view", { schema = s.name, table = w.name })
+    tx:drop_view({ schema = s.name, table = w.name })
     table.remove(s.views, wi)
   elseif v == "comment" then
-    call(tx, "comment", st)
+    local parts, col = st.target, nil
+    if st.on == "column" then
+      if #parts < 2 then fail("EINVAL", "COMMENT ON COLUMN needs table.column") end
+      col = parts[#parts]
+      parts = { table.unpack(parts, 1, #parts - 1) }
+    end
+    if st.on == "view" then
+      local s = schema_of(m, #parts == 2 and parts[1] or "main")
+      local w = find(s.views, parts[#parts])
+      if not w then fail("ENOTFOUND", "View with name " .. parts[#parts] .. " does not exist!") end
+      call(tx, "set_view_comment", { schema = s.name, table = w.name }, st.comment)
+      return
+    end
+    local s, t = table_of(m, parts)
+    if col then col = column_of(t, col).name end
+    tx:set_comment(ref(s, t), col, st.comment)
   elseif v == "alter_table" then
     local sname = #st.table == 2 and st.table[1] or "main"
     local s0 = find(m.schemas, sname)
@@ -591,7 +606,18 @@ local function run(m, tx, st)
       t.sort = nil
     else
       local c = column_of(t, st.name, 'Failed to alter column - column "' .. st.name .. '" does not exist')
-      call(tx, a, ref(s, t), c.name, st)
+      local change
+      if a == "set_default" then change = { default = st.default, default_type = st.default_kind }
+      elseif a == "drop_default" then change = { drop_default = true }
+      elseif a == "set_not_null" then change = { not_null = true }
+      elseif a == "drop_not_null" then change = { not_null = false }
+      else
+        local ty = M.ducklake_type(st.sqltype)
+        if not ty then fail("EINVAL", "moraine does not map the type " .. st.sqltype .. " to DuckLake's") end
+        change = { type = ty }
+        c.type = ty
+      end
+      tx:alter_column(ref(s, t), c.name, change)
     end
   else
     fail("EINVAL", "unsupported statement")
