@@ -45,6 +45,7 @@ and LuaJIT.
 -- built and tested for.
 dependencies = {
   "lua >= 5.1",
+  "lpeg",          -- moraine.sql (db:exec); Debian: lua-lpeg
 }
 
 external_dependencies = {
@@ -83,6 +84,9 @@ build = {
     ["moraine.http"] = "bindings/moraine/http.lua",
     ["moraine.policy"] = "bindings/moraine/policy.lua",
     ["moraine.progress"] = "bindings/moraine/progress.lua",
+    ["moraine.sql"] = "bindings/moraine/sql.lua",
+    ["moraine.expr"] = "bindings/moraine/expr.lua",
+    ["moraine.ident"] = "bindings/moraine/ident.lua",
   },
   install = {
     bin = { moraine = "scripts/moraine" },

@@ -617,6 +617,17 @@ static int retire_row(model *m, orow *r)
 
 /* ---- verbs applied to the model ---- */
 
+/* DuckLake's directory for a new schema or table: "name/" when every byte of
+ * the name is an ASCII letter, digit, '_' or '-', else "<uuid>/" (corpus:
+ * "My Col", "naïve col", "a\"b4", "my schema" get their uuid). */
+static void object_path(char *out, size_t n, const char *name, const char *uuid)
+{
+    int plain = *name != 0;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')) plain = 0;
+    snprintf(out, n, "%s/", plain ? name : uuid);
+}
+
 static int do_create_schema(model *m, verb *v)
 {
     if (!v->a || !*v->a) return mr_err(MORAINE_EINVAL, "create_schema: empty schema name");
@@ -625,7 +636,7 @@ static int do_create_schema(model *m, verb *v)
     int rc = new_row(m, "ducklake_schema", &r);
     char uuid[37], path[1024];
     uuid7(uuid);
-    snprintf(path, sizeof path, "%s/", v->a);
+    object_path(path, sizeof path, v->a, uuid);
     int64_t id = m->next_catalog_id++;
     if (!rc) {
         orow_set_int(&r, "schema_id", id);
@@ -691,7 +702,7 @@ static int do_create_table(model *m, verb *v)
     if ((rc = new_row(m, "ducklake_table", &r))) return rc;
     char uuid[37], path[1024];
     uuid7(uuid);
-    snprintf(path, sizeof path, "%s/", v->table);
+    object_path(path, sizeof path, v->table, uuid);
     int64_t id = m->next_catalog_id++;
     orow_set_int(&r, "table_id", id);
     rc = orow_set_str(&r, "table_uuid", uuid);
@@ -798,7 +809,13 @@ static int replace_sort(model *m, tstate *t, const moraine_sort_key *keys, size_
 {
     int rc = 0;
     if (t->sort.rel) {
-        if ((rc = end_row(m, &t->sort))) return rc;
+        /* DuckLake: a second SET SORTED BY in one transaction writes only the
+         * last spec; the first one's sort_id stays used (issue 16, item 4) */
+        if (orow_int(&t->sort, "begin_snapshot", -1) == m->snap) {
+            if (m->stx && (rc = mr_txn_discard(m->stx, t->sort.rel->name, t->sort.v, t->sort.rel->ncols))) return rc;
+        } else if ((rc = end_row(m, &t->sort))) {
+            return rc;
+        }
         orow_free(&t->sort);
         t->sort.rel = NULL;
         for (size_t i = 0; i < t->nskeys; i++) orow_free(&t->skeys[i]);

@@ -163,30 +163,7 @@ local function commit_data(db, fx, S, last_data)
         end
       end
     end
-    for _, name in ipairs(STATS) do
-      local t = fx[name]
-      if t and #t.rows > 0 then
-        tx:define(name, t.cols)
-        local have, n = ords(db, name)
-        local done = {}
-        for _, h in ipairs(have) do
-          if touched[h.row.table_id] then
-            for _, row in ipairs(t.rows) do
-              if row.table_id == h.row.table_id and (row.column_id == nil or row.column_id == h.row.column_id) then
-                tx:put_row(name, row, h.ord)
-                done[row] = true
-              end
-            end
-          end
-        end
-        for _, row in ipairs(t.rows) do
-          if touched[row.table_id] and not done[row] then
-            tx:put_row(name, row, n)
-            n = n + 1
-          end
-        end
-      end
-    end
+    R.write_stats(db, tx, fx, S, touched)
     local fs = fx.ducklake_files_scheduled_for_deletion
     if last_data and fs and #fs.rows > 0 then
       tx:define("ducklake_files_scheduled_for_deletion", fs.cols)
@@ -195,12 +172,169 @@ local function commit_data(db, fx, S, last_data)
   end)
 end
 
+-- the last snapshot at which table T's data changed in DuckLake's catalog
+local function last_data_change(fx, T)
+  local last = -1
+  for _, name in ipairs(TEMPORAL_DATA) do
+    for _, row in ipairs(fx[name] and fx[name].rows or {}) do
+      if row.table_id == T then
+        if row.begin_snapshot > last then last = row.begin_snapshot end
+        if row.end_snapshot ~= moraine.null and row.end_snapshot > last then last = row.end_snapshot end
+      end
+    end
+  end
+  return last
+end
+
+--- Writes the ducklake_table_stats / ducklake_table_column_stats rows of the
+-- tables a data snapshot S touched. DuckLake's catalog holds only their last
+-- value: table_column_stats get it at every data snapshot (no verb reads
+-- them); table_stats get it at the table's last data change, and before that
+-- are computed from the data files as DuckLake keeps them (record_count and
+-- file_size_bytes summed over the files live at S, deletes not subtracted;
+-- next_row_id one past the largest row id ever given), since the data verbs
+-- of a later mixed block read next_row_id.
+-- @param db the catalog
+-- @param tx the staged commit of S
+-- @tparam table fx the fixture's tables
+-- @tparam integer S the snapshot
+-- @tparam table touched table_id -> true
+function R.write_stats(db, tx, fx, S, touched)
+  for _, name in ipairs(STATS) do
+    local t = fx[name]
+    if t and #t.rows > 0 then
+      tx:define(name, t.cols)
+      local have, n = ords(db, name)
+      local function put(row)
+        for _, h in ipairs(have) do
+          if h.row.table_id == row.table_id and (row.column_id == nil or h.row.column_id == row.column_id) then
+            return tx:put_row(name, row, h.ord)
+          end
+        end
+        tx:put_row(name, row, n)
+        n = n + 1
+      end
+      for T in pairs(touched) do
+        if last_data_change(fx, T) == S or name == "ducklake_table_column_stats" then
+          for _, row in ipairs(t.rows) do if row.table_id == T then put(row) end end
+        elseif name == "ducklake_table_stats" then
+          local rc, nr, fs = 0, 0, 0
+          for _, f in ipairs(fx.ducklake_data_file.rows) do
+            if f.table_id == T and f.begin_snapshot <= S then
+              if f.end_snapshot == moraine.null or f.end_snapshot > S then
+                rc, fs = rc + f.record_count, fs + f.file_size_bytes
+              end
+              if f.row_id_start ~= moraine.null and f.row_id_start + f.record_count > nr then nr = f.row_id_start + f.record_count end
+            end
+          end
+          put({ table_id = T, record_count = rc, next_row_id = nr, file_size_bytes = fs })
+        end
+      end
+    end
+  end
+end
+
+local function live_at(row, S)
+  return row.begin_snapshot <= S and (row.end_snapshot == moraine.null or row.end_snapshot > S)
+end
+
+--- Registers through the data verbs, inside a verb transaction, the files
+-- DuckLake wrote for snapshot S (a block mixing DDL and data commits one
+-- snapshot: its data joins the verbs): data files beginning at S
+-- (`tx:add_data_files`, with their partition values and column stats),
+-- delete files beginning at S (`tx:add_delete_files`), data files ended at S
+-- of tables still live (`tx:delete_files`), in the order of their ids (the
+-- verbs take ids from next_file_id in call order, as DuckLake does).
+-- @param tx the verb transaction
+-- @tparam table fx the fixture's tables
+-- @tparam integer S the snapshot
+function R.register_data(tx, fx, S)
+  local tables, schemas, colnames = {}, {}, {}
+  for _, r in ipairs(fx.ducklake_schema.rows) do if live_at(r, S - 1) or r.begin_snapshot == S then schemas[r.schema_id] = r.schema_name end end
+  for _, r in ipairs(fx.ducklake_table.rows) do
+    if live_at(r, S) then tables[r.table_id] = { schema = schemas[r.schema_id], table = r.table_name } end
+  end
+  for _, r in ipairs(fx.ducklake_column.rows) do
+    if live_at(r, S) then colnames[r.column_id .. "@" .. r.table_id] = r.column_name end
+  end
+  local items = {}
+  for _, f in ipairs(fx.ducklake_data_file.rows) do
+    if f.begin_snapshot == S then items[#items + 1] = { id = f.data_file_id, kind = "add", row = f }
+    elseif f.end_snapshot == S and tables[f.table_id] then items[#items + 1] = { id = f.data_file_id, kind = "end", row = f, late = true } end
+  end
+  for _, d in ipairs(fx.ducklake_delete_file.rows) do
+    if d.begin_snapshot == S then items[#items + 1] = { id = d.delete_file_id, kind = "del", row = d } end
+  end
+  table.sort(items, function(a, b)
+    if (a.late or false) ~= (b.late or false) then return not a.late end
+    return a.id < b.id
+  end)
+  local function nn(v) if v == moraine.null then return nil end return v end
+  local i = 1
+  while i <= #items do
+    local kind, T = items[i].kind, items[i].row.table_id
+    local group = {}
+    while items[i] and items[i].kind == kind and items[i].row.table_id == T do
+      group[#group + 1] = items[i].row
+      i = i + 1
+    end
+    local ref = tables[T] or error("snapshot " .. S .. ": table " .. T .. " is not live in DuckLake's catalog")
+    if kind == "add" then
+      local files = {}
+      for k, f in ipairs(group) do
+        local pv, stats = nil, {}
+        if f.partition_id ~= moraine.null then
+          local vals = {}
+          for _, v in ipairs(fx.ducklake_file_partition_value.rows) do
+            if v.data_file_id == f.data_file_id then vals[#vals + 1] = v end
+          end
+          table.sort(vals, function(a, b) return a.partition_key_index < b.partition_key_index end)
+          pv = {}
+          for j, v in ipairs(vals) do pv[j] = v.partition_value end
+        end
+        for _, c in ipairs(fx.ducklake_file_column_stats.rows) do
+          if c.data_file_id == f.data_file_id then
+            stats[#stats + 1] = { column = colnames[c.column_id .. "@" .. T] or ("#" .. c.column_id),
+              column_size_bytes = nn(c.column_size_bytes), value_count = nn(c.value_count),
+              null_count = nn(c.null_count), min_value = nn(c.min_value), max_value = nn(c.max_value),
+              contains_nan = nn(c.contains_nan) }
+          end
+        end
+        files[k] = { path = f.path, path_is_absolute = not f.path_is_relative, file_format = nn(f.file_format),
+                     record_count = f.record_count, file_size_bytes = f.file_size_bytes,
+                     footer_size = nn(f.footer_size), partition_values = pv, stats = stats }
+      end
+      tx:add_data_files(ref, files)
+    elseif kind == "del" then
+      local dels = {}
+      for k, d in ipairs(group) do
+        dels[k] = { data_file_id = d.data_file_id, path = d.path, format = nn(d.format), delete_count = d.delete_count,
+                    file_size_bytes = d.file_size_bytes, footer_size = d.footer_size }
+      end
+      tx:add_delete_files(ref, dels)
+    else
+      local ids = {}
+      for k, f in ipairs(group) do ids[k] = f.data_file_id end
+      tx:delete_files(ref, ids)
+    end
+  end
+end
+
 local function canon(row, cols)
-  local r, order = {}, {}
+  local r, order, uuids = {}, {}, {}
+  for _, c in ipairs(cols) do
+    if IGNORED[c] and c:find("uuid$") and type(row[c]) == "string" then uuids[#uuids + 1] = row[c] end
+  end
   for _, c in ipairs(cols) do
     if not IGNORED[c] then
       local v = row[c]
       if v == nil then v = moraine.null end
+      if type(v) == "string" then   -- a path made of the object's uuid
+        for _, u in ipairs(uuids) do
+          local a, b = v:find(u, 1, true)
+          if a then v = v:sub(1, a - 1) .. "<uuid>" .. v:sub(b + 1) end
+        end
+      end
       r[c] = v
       order[#order + 1] = c
     end
@@ -274,7 +408,16 @@ function R.run(name, tmp)
               .. " do not commit: " .. tostring(e) end
           end
         elseif kind == "mixed" and st.ok then
-          return "step " .. st.step .. ": a block mixing DDL and data is not replayable yet"
+          local ndata, seen = 0, 0
+          for _, x in ipairs(stmts) do if x.kind == "data" then ndata = ndata + 1 end end
+          local oke, e = pcall(db.exec, db, st.sql, { data = function(tx)
+            seen = seen + 1
+            if seen == ndata then R.register_data(tx, fx, st.snapshot) end
+          end })
+          if not oke then
+            return "step " .. st.step .. ": a block of DDL and data DuckLake accepted, moraine refused: " .. tostring(e)
+              .. "\n    " .. st.sql
+          end
         else
           local oke, e = pcall(db.exec, db, st.sql)
           if st.ok and not oke then

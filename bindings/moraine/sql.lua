@@ -241,7 +241,7 @@ function M.parse_statement(toks, text)
       p:expect_kw("AS")
       local t = p:peek()
       if not t then p:err("expected the view's query") end
-      st.query = text:sub(t.pos)
+      st.query = text:sub(t.pos - toks[1].pos + 1)
       return st
     else
       p:err("expected SCHEMA, TABLE or VIEW after CREATE")
@@ -308,6 +308,10 @@ local function load_model(db)
       byid[row.schema_id] = s
       m.schemas[#m.schemas + 1] = s
     end
+    local stats = {}
+    if db:relation("ducklake_table_stats") then
+      for row in rd:scan("ducklake_table_stats") do stats[row.table_id] = true end
+    end
     for row in rd:scan("ducklake_table") do
       local s = byid[row.schema_id]
       if s then
@@ -318,7 +322,8 @@ local function load_model(db)
         end
         table.sort(cols, function(a, b) return a.column_order < b.column_order end)
         for _, c in ipairs(cols) do
-          t.columns[#t.columns + 1] = { id = c.column_id, name = c.column_name, type = c.column_type }
+          t.columns[#t.columns + 1] = { id = c.column_id, name = c.column_name, type = c.column_type,
+                                        not_null = c.nulls_allowed == false }
         end
         local ss = rd:sort_spec(row.table_id)
         if ss then
@@ -331,6 +336,7 @@ local function load_model(db)
                                     sort_direction = e.sort_direction, null_order = e.null_order }
           end
         end
+        t.has_stats = stats[row.table_id] == true
         local ps = rd:partition_spec(row.table_id)
         if ps then
           t.partition = {}
@@ -389,9 +395,6 @@ local function column_of(t, name, what)
   return c, i
 end
 
-local TIME_TYPES = { date = true, timestamp = true, timestamptz = true, timestamp_s = true,
-                     timestamp_ms = true, timestamp_ns = true }
-
 -- A partition key expression as DuckLake's SET PARTITIONED BY reads it
 -- (DuckLake: DuckLakeTransform... in ducklake_table_entry.cpp):
 -- a column (identity), year/month/day/hour(column), bucket(N, column) with N
@@ -411,9 +414,6 @@ local function partition_key(t, e)
     end
     local c = find(t.columns, e.args[1].parts[1])
     if not c then fail("ENOTFOUND", 'Unexpected partition key - column "' .. e.args[1].parts[1] .. '" does not exist') end
-    if not TIME_TYPES[c.type] then
-      fail("EINVAL", "No function matches the given name and argument types '" .. fn .. "(" .. c.type .. ")'")
-    end
     return { column = c.name, transform = fn }
   elseif fn == "bucket" then
     if #e.args ~= 2 or e.args[2].k ~= "col" then fail("EINVAL", "bucket(N, column) takes a count and a column") end
@@ -449,9 +449,10 @@ local function call(tx, verb, ...)
   return f(tx, ...)
 end
 
-local function run(m, tx, st)
+local function run(m, tx, st, on_data)
   local v = st.verb
   if st.kind == "data" then
+    if on_data then return on_data(tx, st) end
     fail("EINVAL", "moraine writes no data: " .. st.verb .. " is DuckLake's to run (" .. st.text .. ")")
   end
   if v == "create_schema" then
@@ -480,7 +481,7 @@ local function run(m, tx, st)
       local ty = M.ducklake_type(c.sqltype)
       if not ty then fail("EINVAL", "moraine does not map the type " .. c.sqltype .. " to DuckLake's") end
       cols[i] = { name = c.name, type = ty, not_null = c.not_null, default = c.default }
-      t.columns[i] = { name = c.name, type = ty }
+      t.columns[i] = { name = c.name, type = ty, not_null = c.not_null }
     end
     tx:create_table(ref(s, t), cols)
     s.tables[#s.tables + 1] = t
@@ -534,6 +535,9 @@ local function run(m, tx, st)
     if st.if_exists and not (s0 and find(s0.tables, st.table[#st.table])) then return end
     local s, t = table_of(m, st.table)
     local a = st.action
+    local was_touched = t.touched
+    t.touched = true
+    t.touched_before = was_touched
     if a == "add_column" then
       local c = st.column
       if find(t.columns, c.name) then
@@ -547,12 +551,24 @@ local function run(m, tx, st)
       local ty = M.ducklake_type(c.sqltype)
       if not ty then fail("EINVAL", "moraine does not map the type " .. c.sqltype .. " to DuckLake's") end
       tx:add_column(ref(s, t), { name = c.name, type = ty, not_null = c.not_null, default = c.default })
-      t.columns[#t.columns + 1] = { name = c.name, type = ty }
+      t.columns[#t.columns + 1] = { name = c.name, type = ty, not_null = c.not_null }
     elseif a == "drop_column" then
       local c, i = find(t.columns, st.name)
       if not c then
         if st.if_exists then return end
         column_of(t, st.name)
+      end
+      -- DuckLake: refused when the live sort spec names the column, names
+      -- compared case-insensitively (DuckLakeTableEntry's drop check)
+      for _, k in ipairs(t.sort or {}) do
+        local uses = false
+        if k.expr then
+          expr.each_column(k.expr, function(node) if ident.same(node.parts[#node.parts], c.name) then uses = true end end)
+        end
+        if uses then
+          fail("EINVAL", 'Cannot drop column "' .. c.name .. '" - the table is sorted by this column. Reset or change '
+            .. "the sort order on this table in order to drop this column")
+        end
       end
       tx:drop_column(ref(s, t), c.name)
       table.remove(t.columns, i)
@@ -609,8 +625,21 @@ local function run(m, tx, st)
       local change
       if a == "set_default" then change = { default = st.default, default_type = st.default_kind }
       elseif a == "drop_default" then change = { drop_default = true }
-      elseif a == "set_not_null" then change = { not_null = true }
-      elseif a == "drop_not_null" then change = { not_null = false }
+      elseif a == "set_not_null" then
+        -- DuckLake checks the table's stats for NULLs; it refuses when it has
+        -- none or the transaction changed the table before
+        if not t.has_stats or t.touched_before then
+          fail("EINVAL", "Cannot SET NOT NULL on table " .. ident.render(t.name)
+            .. " - the table has transaction-local changes or no stats are available")
+        end
+        change = { not_null = true }
+        c.not_null = true
+      elseif a == "drop_not_null" then
+        if not c.not_null then
+          fail("EINVAL", "Cannot DROP NULL on column " .. ident.render(c.name) .. " - it has no NOT NULL constraint defined")
+        end
+        change = { not_null = false }
+        c.not_null = false
       else
         local ty = M.ducklake_type(st.sqltype)
         if not ty then fail("EINVAL", "moraine does not map the type " .. st.sqltype .. " to DuckLake's") end
@@ -633,7 +662,12 @@ end
 -- Outside BEGIN ... COMMIT each statement is one transaction; a block is one.
 -- @param db an open catalog (moraine.open), initialised (db:init)
 -- @tparam string sql the statements, separated by `;`
--- @tparam[opt] table opts passed to `db:transaction` (author, message, extra_info)
+-- @tparam[opt] table opts `author`, `message`, `extra_info` (passed to
+--   `db:transaction`), and `data`: a function `data(tx, statement)` called, in
+--   the statement's transaction, for each INSERT/UPDATE/DELETE/MERGE/COPY/CALL
+--   instead of refusing it (`statement.verb` is the statement's first word,
+--   `statement.text` its text); it registers with the data verbs
+--   (`tx:add_data_files`, ...) the files something else wrote
 -- @treturn ?integer the newest snapshot any statement committed, or nil when none did
 -- @raise EINVAL (a statement that does not parse, naming the byte; DML:
 --   "moraine writes no data"; BEGIN inside a block, COMMIT outside one, a
@@ -647,11 +681,21 @@ function M.exec(db, sql, opts)
   if not ok then raise(stmts) end
   local last
   local i = 1
+  local on_data, txopts = nil, opts
+  if opts ~= nil then
+    if type(opts) ~= "table" then error("bad argument #2 to 'exec' (table expected, got " .. type(opts) .. ")", 2) end
+    on_data = opts.data
+    if on_data ~= nil and type(on_data) ~= "function" then
+      error("bad argument #2 to 'exec' (data must be a function, got " .. type(on_data) .. ")", 2)
+    end
+    txopts = {}
+    for k, v in pairs(opts) do if k ~= "data" then txopts[k] = v end end
+  end
   local function unit(list)
     local m = load_model(db)
     local okr, snap = pcall(db.transaction, db, function(tx)
-      for _, st in ipairs(list) do run(m, tx, st) end
-    end, opts)
+      for _, st in ipairs(list) do run(m, tx, st, on_data) end
+    end, txopts)
     if not okr then raise(snap) end
     if snap then last = snap end
   end
