@@ -1339,7 +1339,8 @@ static void *read_keys(lua_State *L, int aidx, const char *verb, int sort, size_
 }
 
 static const char *const file_fields[] = {"path",        "path_is_absolute", "file_format", "record_count",
-                                          "file_size_bytes", "footer_size",  "partition_values", "stats", NULL};
+                                          "file_size_bytes", "footer_size",  "partition_values", "stats",
+                                          "row_group_count", NULL};
 static const char *const stats_fields[] = {"column",    "column_size_bytes", "value_count", "null_count",
                                            "min_value", "max_value",         "contains_nan", NULL};
 
@@ -1388,6 +1389,7 @@ static moraine_data_file *read_files(lua_State *L, int aidx, const char *what, s
         df->record_count = field_int(L, f, "record_count", ctx, 1, 0);
         df->file_size_bytes = field_int(L, f, "file_size_bytes", ctx, 1, 0);
         df->footer_size = field_int(L, f, "footer_size", ctx, 0, INT64_MIN);
+        df->row_group_count = field_int(L, f, "row_group_count", ctx, 0, 0);
         size_t m = opt_array_field(L, f, "partition_values", ctx); /* f+1 */
         if (ipv + m > npv)
             raise_errf(L, MORAINE_EINVAL, "%s: 'partition_values' changed during the call", ctx);
@@ -1438,7 +1440,7 @@ static moraine_data_file *read_files(lua_State *L, int aidx, const char *what, s
 }
 
 static const char *const delete_fields[] = {"data_file_id",    "path",        "format", "delete_count",
-                                            "file_size_bytes", "footer_size", NULL};
+                                            "file_size_bytes", "footer_size", "row_group_count", NULL};
 
 /* The array of delete files at aidx (pushes a userdata). */
 static moraine_delete_file *read_deletes(lua_State *L, int aidx, size_t *n_out)
@@ -1458,6 +1460,7 @@ static moraine_delete_file *read_deletes(lua_State *L, int aidx, size_t *n_out)
         dels[i].delete_count = field_int(L, d, "delete_count", ctx, 1, 0);
         dels[i].file_size_bytes = field_int(L, d, "file_size_bytes", ctx, 1, 0);
         dels[i].footer_size = field_int(L, d, "footer_size", ctx, 1, 0);
+        dels[i].row_group_count = field_int(L, d, "row_group_count", ctx, 0, 0);
         lua_pop(L, 1);
     }
     *n_out = n;

@@ -1204,6 +1204,7 @@ static int add_file(model *m, tstate *t, const moraine_data_file *f, int64_t par
         t->next_row_id += f->record_count;
     }
     if (has_pid) orow_set_int(&d, "partition_id", partition_id);
+    if (f->row_group_count > 0) orow_set_int(&d, "row_group_count", f->row_group_count);
     t->record_count += f->record_count;
     t->file_size_bytes += f->file_size_bytes;
     if (!rc) rc = emit_insert(m, &d);
@@ -1440,6 +1441,7 @@ static int do_add_deletes(model *m, verb *v)
             orow_set_int(&r, "delete_count", d->delete_count);
             orow_set_int(&r, "file_size_bytes", d->file_size_bytes);
             orow_set_int(&r, "footer_size", d->footer_size);
+            if (d->row_group_count > 0) orow_set_int(&r, "row_group_count", d->row_group_count);
             if (!rc) rc = emit_insert(m, &r);
         }
         if (!rc) {

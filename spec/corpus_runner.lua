@@ -302,14 +302,16 @@ function R.register_data(tx, fx, S)
         end
         files[k] = { path = f.path, path_is_absolute = not f.path_is_relative, file_format = nn(f.file_format),
                      record_count = f.record_count, file_size_bytes = f.file_size_bytes,
-                     footer_size = nn(f.footer_size), partition_values = pv, stats = stats }
+                     footer_size = nn(f.footer_size), partition_values = pv, stats = stats,
+                     row_group_count = nn(f.row_group_count) }
       end
       tx:add_data_files(ref, files)
     elseif kind == "del" then
       local dels = {}
       for k, d in ipairs(group) do
         dels[k] = { data_file_id = d.data_file_id, path = d.path, format = nn(d.format), delete_count = d.delete_count,
-                    file_size_bytes = d.file_size_bytes, footer_size = d.footer_size }
+                    file_size_bytes = d.file_size_bytes, footer_size = d.footer_size,
+                    row_group_count = nn(d.row_group_count) }
       end
       tx:add_delete_files(ref, dels)
     else
@@ -357,7 +359,15 @@ local function compare(fx, ours)
     end
     for _, row in ipairs(a.rows) do
       local k = canon(row, cols)
-      if (count[k] or 0) == 0 then return name .. ": DuckLake's row not in moraine's: " .. k end
+      if (count[k] or 0) == 0 then
+        -- moraine's rows with the same first two columns, to show what differs
+        local near = {}
+        for _, o in ipairs(b.rows) do
+          if o[cols[1]] == row[cols[1]] and o[cols[2]] == row[cols[2]] then near[#near + 1] = canon(o, cols) end
+        end
+        return name .. ": DuckLake's row not in moraine's: " .. k
+          .. (#near > 0 and ("\n    moraine has: " .. table.concat(near, "\n                 ")) or "")
+      end
       count[k] = count[k] - 1
     end
     for _, row in ipairs(b.rows) do
