@@ -385,12 +385,14 @@ local function kind_of(stmts)
   return ddl and data and "mixed" or data and "data" or "ddl"
 end
 
---- Replays one scenario and compares the catalogs.
+--- Replays the steps of a scenario into a fresh catalog, up to step `upto`
+-- (all when nil). The catalog stays open for the caller.
 -- @tparam string name `seed_NNNN`
--- @tparam string tmp a fresh path for the catalog (removed by the caller)
--- @treturn ?string nil when every table is identical, else the first difference
---   (a replay problem naming the step, or the first differing row)
-function R.run(name, tmp)
+-- @tparam string tmp a fresh path for the catalog
+-- @tparam[opt] integer upto the last step to replay
+-- @return db (open), the fixture's tables, and nil or the first replay problem
+--   (a refusal that differs, a snapshot that differs, an error)
+function R.replay(name, tmp, upto)
   local dir = R.CORPUS .. "/" .. name
   local fx = read_catalog(dir .. "/catalog")
   local steps = read_steps(dir .. "/steps.ndjson")
@@ -406,6 +408,7 @@ function R.run(name, tmp)
       end
     end
     for _, st in ipairs(steps) do
+      if upto and st.step > upto then break end
       local err = st.error ~= moraine.null and st.error or nil
       if not (err and err:find("^INTERNAL Error")) then
         local okp, stmts = pcall(sql.parse, st.sql)
@@ -443,13 +446,47 @@ function R.run(name, tmp)
         end
       end
     end
-    db:export_ndjson(tmp .. "-export")
-    local ours = read_catalog(tmp .. "-export")
-    return compare(fx, ours)
   end)
-  db:close()
   if not ok then problem = "replay failed: " .. tostring(problem) end
+  return db, fx, problem
+end
+
+--- Replays one scenario and compares the catalogs.
+-- @tparam string name `seed_NNNN`
+-- @tparam string tmp a fresh path for the catalog (removed by the caller)
+-- @treturn ?string nil when every table is identical, else the first difference
+--   (a replay problem naming the step, or the first differing row)
+function R.run(name, tmp)
+  local db, fx, problem = R.replay(name, tmp)
+  if not problem then
+    local ok, res = pcall(function()
+      db:export_ndjson(tmp .. "-export")
+      return compare(fx, read_catalog(tmp .. "-export"))
+    end)
+    if ok then problem = res else problem = "comparison failed: " .. tostring(res) end
+  end
+  db:close()
   return problem
 end
+
+--- The fixture's tables of a scenario (`catalog/<table>.ndjson`), each `{rows = {...}, cols = {...}}`.
+-- @tparam string name `seed_NNNN`
+-- @treturn table
+function R.fixture(name)
+  return read_catalog(R.CORPUS .. "/" .. name .. "/catalog")
+end
+
+--- The steps of a scenario (steps.ndjson rows: step, sql, ok, error, snapshot).
+-- @tparam string name `seed_NNNN`
+-- @treturn {table,...}
+function R.steps(name)
+  return read_steps(R.CORPUS .. "/" .. name .. "/steps.ndjson")
+end
+
+--- A row in canonical JSON (columns in `cols` order, snapshot_time and uuids left out).
+-- @tparam table row
+-- @tparam {string,...} cols
+-- @treturn string
+function R.canon(row, cols) return canon(row, cols) end
 
 return R

@@ -15,7 +15,7 @@ local R = require "corpus_runner"
 local KNOWN_IDENTICAL = {   -- seed name -> true
   seed_0008 = true, seed_0015 = true, seed_0017 = true, seed_0018 = true, seed_0023 = true, seed_0026 = true,
   seed_0029 = true,
-}   -- seed name -> true
+}
 local function count(t) local n = 0 for _ in pairs(t) do n = n + 1 end return n end
 local MIN_IDENTICAL = count(KNOWN_IDENTICAL)
 
