@@ -11,6 +11,8 @@
 -- modules and the `moraine` command come along. spec/examples_spec.lua checks
 -- that the lists below name every engine source and every Lua module.
 -- Dependencies are the system's only, so the build works offline.
+-- `moraine.sql` (db:exec, moraine sql) needs LPeg (Debian: lua-lpeg;
+-- LuaRocks: lpeg), loaded on first use; the rest of the module runs without it.
 -- `moraine.sqlite`'s import reads SQLite through LuaSQL (Debian:
 -- lua-sql-sqlite3), its export does not; `moraine.http` runs inside
 -- OpenResty/nginx's Lua module.
@@ -45,7 +47,6 @@ and LuaJIT.
 -- built and tested for.
 dependencies = {
   "lua >= 5.1",
-  "lpeg",          -- moraine.sql (db:exec); Debian: lua-lpeg
 }
 
 external_dependencies = {

@@ -16,6 +16,12 @@ local ident = require "moraine.ident"
 
 local M = {}
 
+-- an integral number as an integer (Lua 5.4) or as is (LuaJIT has no math.tointeger)
+local function tointeger(x)
+  if math.tointeger then return math.tointeger(x) end
+  if type(x) == "number" and x == math.floor(x) and math.abs(x) < 2 ^ 53 then return x end
+end
+
 -- DuckDB's spellings of type names as LogicalType::ToString gives them.
 local TYPE_ALIASES = {
   INT = "INTEGER", INT4 = "INTEGER", SIGNED = "INTEGER", INT8 = "BIGINT", LONG = "BIGINT",
@@ -65,7 +71,7 @@ function M.parse_type(c)
     repeat
       local n = peek(c)
       if not n or n.kind ~= "num" or not n.v:match("^%d+$") then perr(n, "expected an integer type parameter") end
-      args[#args + 1] = tostring(math.tointeger(tonumber(n.v)) or n.v)
+      args[#args + 1] = tostring(tointeger(tonumber(n.v)) or n.v)
       c.i = c.i + 1
       local sep = peek(c)
       if is_op(sep, ",") then c.i = c.i + 1 elseif not is_op(sep, ")") then perr(sep, "expected ',' or ')'") end

@@ -19,6 +19,12 @@ local expr = require "moraine.expr"
 
 local M = {}
 
+-- an integral number as an integer (Lua 5.4) or as is (LuaJIT has no math.tointeger)
+local function tointeger(x)
+  if math.tointeger then return math.tointeger(x) end
+  if type(x) == "number" and x == math.floor(x) and math.abs(x) < 2 ^ 53 then return x end
+end
+
 local NULL = require("moraine.core").null
 
 local P, R, S, C, Cs, Ct, Cp, Cc = lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Cs, lpeg.Ct, lpeg.Cp, lpeg.Cc
@@ -418,7 +424,7 @@ local function partition_key(t, e)
   elseif fn == "bucket" then
     if #e.args ~= 2 or e.args[2].k ~= "col" then fail("EINVAL", "bucket(N, column) takes a count and a column") end
     local n = e.args[1]
-    local count = n.k == "const" and n.text and n.text:match("^%-?%d+$") and math.tointeger(tonumber(n.text))
+    local count = n.k == "const" and n.text and n.text:match("^%-?%d+$") and tointeger(tonumber(n.text))
     if not count then fail("EINVAL", "Bucket count must be an integer constant") end
     if count <= 0 then fail("EINVAL", "Bucket count must be positive") end
     local c = find(t.columns, e.args[2].parts[1])
@@ -517,7 +523,7 @@ local function run(m, tx, st, on_data)
     if st.on == "column" then
       if #parts < 2 then fail("EINVAL", "COMMENT ON COLUMN needs table.column") end
       col = parts[#parts]
-      parts = { table.unpack(parts, 1, #parts - 1) }
+      parts = { (table.unpack or unpack)(parts, 1, #parts - 1) }
     end
     if st.on == "view" then
       local s = schema_of(m, #parts == 2 and parts[1] or "main")
