@@ -923,6 +923,11 @@ static int do_rename_column(model *m, verb *v)
         free(k2);
     }
     free(keys);
+    /* DuckLake: a rename on a sorted table re-derives the sort spec and takes a
+     * catalog id for it even when no sort expression names the column (then
+     * no row is written): next_catalog_id + 1 (issue 16 item 5, corpus
+     * seed_0025 step 9) */
+    if (!rc && t->sort.rel && !rewrite && !v->has_skeys) m->next_catalog_id++;
     if (!rc) {
         t->altered = t->schema_row = 1;
         m->schema_changed = 1;

@@ -103,6 +103,7 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     { "seed_0029", 15, "CREATE VIEW: view_id from next_catalog_id, the query text" },
     { "seed_0029", 37, "CREATE SCHEMA Ops" },
     { "seed_0026", 33, "RENAME TO a name used before (MyCol)" },
+    { "seed_0025", 9, "RENAME COLUMN on a sorted table, the column not in the sort spec: next_catalog_id + 1, no row" },
   }
   for _, c in ipairs(cases) do
     it(c[1] .. " step " .. c[2] .. ": " .. c[3], function() check_step(c[1], c[2]) end)

@@ -16,6 +16,13 @@ local function live(list)
   for _, s in ipairs(list) do if s.e == nil then return s end end
 end
 
+-- ends a sort spec at S; one this same transaction wrote is taken back
+-- instead (DuckLake writes only the last sort spec of a transaction)
+local function end_sort(t, cur, S)
+  if cur.b ~= S then cur.e = S return end
+  for i, x in ipairs(t.sorts) do if x == cur then table.remove(t.sorts, i) return end end
+end
+
 local function visible(x, s) return x.b <= s and (x.e == nil or s < x.e) end
 
 local function same_keys(a, b)
@@ -60,7 +67,7 @@ local function random_verb(m, tx, S)
       -- DuckLake: resetting an unsorted table still alters it (no sort rows)
       if not cur then return tx:clear_sorting(tname) end
       tx:clear_sorting(tname)
-      cur.e = S
+      end_sort(t, cur, S)
     else
       local keys, exprs = {}, {}
       for i = 1, math.random(1, 2) do
@@ -70,7 +77,7 @@ local function random_verb(m, tx, S)
         exprs[i] = c.name .. " " .. dir
       end
       tx:set_sorting(tname, keys)
-      if cur then cur.e = S end
+      if cur then end_sort(t, cur, S) end
       t.sorts[#t.sorts + 1] = { id = m.next_catalog_id, b = S, exprs = exprs }
       m.next_catalog_id = m.next_catalog_id + 1
     end
@@ -136,10 +143,11 @@ local function random_verb(m, tx, S)
         exprs[i] = name .. " " .. dir
       end
       if hit then
-        cur.e = S
+        end_sort(t, cur, S)
         t.sorts[#t.sorts + 1] = { id = m.next_catalog_id, b = S, exprs = exprs }
-        m.next_catalog_id = m.next_catalog_id + 1
       end
+      -- DuckLake: a rename on a sorted table takes a catalog id either way
+      m.next_catalog_id = m.next_catalog_id + 1
     end
     c.name = new
   else -- drop a column: refused when the live partition or sort spec uses it
