@@ -45,9 +45,20 @@ function M.cursor(toks, i)
 end
 
 local function peek(c, k) return c.toks[c.i + (k or 0)] end
-local function is_kw(t, w) return t and t.kind == "id" and t.v:upper() == w end
-local function is_op(t, o) return t and t.kind == "op" and t.v == o end
-M.is_kw, M.is_op = is_kw, is_op
+
+--- Whether token `t` is the keyword `w` (an unquoted word, any case).
+-- @tparam ?table t a token, or nil
+-- @tparam string w the keyword in upper case
+-- @treturn boolean
+function M.is_kw(t, w) return t ~= nil and t.kind == "id" and t.v:upper() == w end
+
+--- Whether token `t` is the operator or punctuation `o`.
+-- @tparam ?table t a token, or nil
+-- @tparam string o e.g. `"("`, `"::"`
+-- @treturn boolean
+function M.is_op(t, o) return t ~= nil and t.kind == "op" and t.v == o end
+
+local is_kw, is_op = M.is_kw, M.is_op
 
 --- Reads a type name at the cursor: a word (or two: DOUBLE PRECISION,
 -- TIMESTAMP WITH TIME ZONE) with an optional `(n[, m])`, `[]` suffixes.
