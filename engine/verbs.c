@@ -1008,6 +1008,8 @@ static int end_all_of(model *m, tstate *t, const char *relname)
     return rc < 0 ? rc : 0;
 }
 
+static int load_tags(model *m, tstate *t);
+
 static int do_drop_table(model *m, verb *v)
 {
     tstate *t;
@@ -1022,6 +1024,18 @@ static int do_drop_table(model *m, verb *v)
     if (!rc && !t->created) rc = end_all_of(m, t, "ducklake_delete_file");
     for (size_t i = 0; !rc && i < t->nadded; i++) rc = end_row(m, &t->added[i]);
     for (size_t i = 0; !rc && i < t->nadded_dels; i++) rc = end_row(m, &t->added_dels[i]);
+    /* DuckLake ends the table's and its columns' comments with it (corpus seed_0005, seed_0012) */
+    if (!rc && !t->created) rc = load_tags(m, t);
+    for (size_t i = 0; !rc && i < t->ntags; i++) {
+        orow *r = &t->tags[i];
+        if (!orow_is_null(r, "end_snapshot")) continue;
+        if (orow_int(r, "begin_snapshot", -1) == m->snap) {
+            rc = m->stx ? mr_txn_discard(m->stx, r->rel->name, r->v, r->rel->ncols) : 0;
+            if (!rc) orow_set_int(r, "end_snapshot", m->snap);
+        } else {
+            rc = end_row(m, r);
+        }
+    }
     if (rc) return rc;
     t->live = 0;
     t->dropped = 1;
@@ -1063,7 +1077,16 @@ static int do_set_partitioning(model *m, verb *v)
         return 0; /* DuckLake: setting the partitioning a table already has commits nothing */
     }
     if (!rc && t->part.rel) {
-        rc = end_row(m, &t->part);
+        /* DuckLake: a spec this transaction set and no file it added names is
+         * not written; its partition_id stays used (corpus seed_0019 step 19) */
+        int64_t old_id = orow_int(&t->part, "partition_id", -1);
+        int named = 0;
+        for (size_t i = 0; i < t->nadded; i++)
+            if (orow_int(&t->added[i], "partition_id", -2) == old_id) named = 1;
+        if (orow_int(&t->part, "begin_snapshot", -1) == m->snap && !named)
+            rc = m->stx ? mr_txn_discard(m->stx, t->part.rel->name, t->part.v, t->part.rel->ncols) : 0;
+        else
+            rc = end_row(m, &t->part);
         if (!rc) {
             orow_free(&t->part);
             t->part.rel = NULL;

@@ -104,6 +104,9 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     { "seed_0029", 37, "CREATE SCHEMA Ops" },
     { "seed_0026", 33, "RENAME TO a name used before (MyCol)" },
     { "seed_0025", 9, "RENAME COLUMN on a sorted table, the column not in the sort spec: next_catalog_id + 1, no row" },
+    { "seed_0019", 19, "RESET then SET PARTITIONED BY in one transaction: only the last spec is written, the first's id stays used" },
+    { "seed_0011", 3, 'CREATE VIEW v1 AS SELECT * FROM "score": the query stored as DuckDB renders it (FROM score)' },
+    { "seed_0005", 43, "DROP TABLE ends the table's comment (ducklake_tag)" },
   }
   for _, c in ipairs(cases) do
     it(c[1] .. " step " .. c[2] .. ": " .. c[3], function() check_step(c[1], c[2]) end)
@@ -117,6 +120,7 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     { "seed_0017", 11, "Column with name AMOUNT already exists!", "ADD COLUMN AMOUNT beside amount" },
     { "seed_0023", 37, "Bucket count must be positive", "bucket(0, ABC4)" },
     { "seed_0015", 20, "Cannot DROP NULL on column UserId - it has no NOT NULL constraint defined", "DROP NOT NULL of a nullable column" },
+    { "seed_0007", 17, "Cannot SET NOT NULL on column camelCase - the column has NULL values", "SET NOT NULL where the stats say NULLs" },
   }
   for _, c in ipairs(refusals) do
     it(c[1] .. " step " .. c[2] .. " is refused as DuckLake refuses it: " .. c[4], function() check_step(c[1], c[2], c[3]) end)

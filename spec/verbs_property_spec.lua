@@ -58,7 +58,16 @@ local function random_verb(m, tx, S)
     tx:set_partitioning(tname, keys)
     local cur = live(t.specs)
     if cur and same_keys(cur.keys, spec) then return end -- DuckLake: nothing to commit
-    if cur then cur.e = S end
+    if cur then
+      -- DuckLake: a spec set in this transaction that no file added here names is not written
+      local named = false
+      for _, f in ipairs(t.files) do if f.b == S and f.pid == cur.id then named = true end end
+      if cur.b == S and not named then
+        for i, x in ipairs(t.specs) do if x == cur then table.remove(t.specs, i) break end end
+      else
+        cur.e = S
+      end
+    end
     t.specs[#t.specs + 1] = { id = m.next_catalog_id, b = S, keys = spec }
     m.next_catalog_id = m.next_catalog_id + 1
   elseif pick == 3 then -- set or reset sorting

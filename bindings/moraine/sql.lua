@@ -303,6 +303,29 @@ function M.parse(sql)
   return out
 end
 
+--- A view's query as DuckDB's `SelectStatement::ToString()` writes it, which
+-- is what DuckLake stores in ducklake_view.sql (DuckLakeSchemaEntry::CreateView).
+-- moraine re-renders the form `SELECT * FROM [schema.]name` (names through
+-- DuckDB's quoting rule: `FROM "score"` is stored `FROM score`, corpus
+-- seed_0011); any other query is kept as written.
+-- @tparam string q the query text after AS
+-- @treturn string
+function M.render_query(q)
+  local ok, toks = pcall(M.tokens, q)
+  if not ok then return q end
+  if #toks >= 4 and expr.is_kw(toks[1], "SELECT") and expr.is_op(toks[2], "*") and expr.is_kw(toks[3], "FROM") then
+    local parts, i = {}, 4
+    while toks[i] and (toks[i].kind == "id" or toks[i].kind == "qid") do
+      parts[#parts + 1] = ident.render(toks[i].v)
+      if expr.is_op(toks[i + 1], ".") then i = i + 2 else i = i + 1 break end
+    end
+    if #parts > 0 and (toks[i] == nil or (expr.is_op(toks[i], ";") and toks[i + 1] == nil)) then
+      return "SELECT * FROM " .. table.concat(parts, ".")
+    end
+  end
+  return q
+end
+
 -- ---- the model: names as of the transaction's base plus its verbs -------------
 
 local function load_model(db)
@@ -314,9 +337,14 @@ local function load_model(db)
       byid[row.schema_id] = s
       m.schemas[#m.schemas + 1] = s
     end
-    local stats = {}
+    local stats, nulls = {}, {}
     if db:relation("ducklake_table_stats") then
       for row in rd:scan("ducklake_table_stats") do stats[row.table_id] = true end
+    end
+    if db:relation("ducklake_table_column_stats") then
+      for row in rd:scan("ducklake_table_column_stats") do
+        if row.contains_null == true then nulls[row.table_id .. "@" .. row.column_id] = true end
+      end
     end
     for row in rd:scan("ducklake_table") do
       local s = byid[row.schema_id]
@@ -329,7 +357,8 @@ local function load_model(db)
         table.sort(cols, function(a, b) return a.column_order < b.column_order end)
         for _, c in ipairs(cols) do
           t.columns[#t.columns + 1] = { id = c.column_id, name = c.column_name, type = c.column_type,
-                                        not_null = c.nulls_allowed == false }
+                                        not_null = c.nulls_allowed == false,
+                                        contains_null = nulls[row.table_id .. "@" .. c.column_id] }
         end
         local ss = rd:sort_spec(row.table_id)
         if ss then
@@ -506,7 +535,7 @@ local function run(m, tx, st, on_data)
       if st.if_not_exists then return end
       fail("EEXIST", 'View with name "' .. parts[#parts] .. '" already exists!')
     end
-    tx:create_view({ schema = s.name, table = parts[#parts] }, st.query)
+    tx:create_view({ schema = s.name, table = parts[#parts] }, M.render_query(st.query))
     s.views[#s.views + 1] = { name = parts[#parts] }
   elseif v == "drop_view" then
     local s = find(m.schemas, #st.table == 2 and st.table[1] or "main")
@@ -637,6 +666,9 @@ local function run(m, tx, st, on_data)
         if not t.has_stats or t.touched_before then
           fail("EINVAL", "Cannot SET NOT NULL on table " .. ident.render(t.name)
             .. " - the table has transaction-local changes or no stats are available")
+        end
+        if c.contains_null then
+          fail("EINVAL", "Cannot SET NOT NULL on column " .. ident.render(c.name) .. " - the column has NULL values")
         end
         change = { not_null = true }
         c.not_null = true
