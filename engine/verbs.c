@@ -2187,8 +2187,10 @@ static int build_changes(model *m, mr_buf *b)
         quote_ident(q, sizeof q, m->created_schema_names[i]);
         rc = add_change(b, "created_schema", q);
     }
+    /* created tables in the order the transaction touched them, not by id:
+     * DuckLake lists them in statement order (corpus seed_0001 step 9) */
     for (size_t i = 0; !rc && i < m->ntables; i++) {
-        tstate *t = ts[i];
+        tstate *t = &m->tables[i];
         if ((t->created || t->renamed) && t->live) {
             char a[600], c[600];
             quote_ident(a, sizeof a, schema_name_of(m, t->schema_id));
@@ -2423,6 +2425,85 @@ static int emit_snapshot(model *m, moraine_tx *tx)
     return rc;
 }
 
+/* DuckLake's catalog-id order (issue 16, item 5 and the corpus): DuckLake
+ * gives the catalog ids of one transaction (new tables, views, partition and
+ * sort specs) at commit, walking its transaction-local entries newest first:
+ * the objects of the table or view touched last get the lowest ids (corpus
+ * seed_0014 step 4: CREATE EventTime, SET PARTITIONED BY on city, CREATE
+ * REGION give REGION 3, city's spec 4, EventTime 5). New schemas come first,
+ * in statement order. Within one entry the ids follow the statements. The
+ * plan applies the verbs once to a checking model to learn which entry each
+ * verb touches and how many ids it takes, then gives each verb its first id.
+ * (DuckLake's walk is a hash map's; newest first is its order whenever no
+ * two entries share a bucket, which holds in all but one corpus scenario.) */
+static int plan_ids(moraine_tx *tx, int64_t **first_out)
+{
+    size_t n = tx->nverbs;
+    *first_out = NULL;
+    model d;
+    int rc = model_init(&d, tx->db, NULL);
+    int64_t *key = calloc(n ? n : 1, sizeof *key), *used = calloc(n ? n : 1, sizeof *used);
+    int64_t *first = calloc(n ? n : 1, sizeof *first);
+    if (!key || !used || !first) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
+    int64_t start = d.next_catalog_id;
+    char **vnames = calloc(n ? n : 1, sizeof *vnames);
+    if (!vnames) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        verb *v = &tx->verbs[i];
+        tstate *t = NULL;
+        key[i] = INT64_MIN; /* no entry */
+        int k = v->kind;
+        int data = k == V_ADD_FILES || k == V_ADD_DELETES || k == V_DELETE_FILES || k == V_REWRITE;
+        if (k == V_CREATE_SCHEMA) key[i] = INT64_MIN + 1 + (int64_t)i;
+        else if (k != V_CREATE_TABLE && k != V_CREATE_VIEW && k != V_DROP_VIEW && !data &&
+                 find_table(&d, v->schema, v->table, &t) == 0)
+            key[i] = t->table_id;
+        int64_t before = d.next_catalog_id;
+        if ((rc = apply(&d, v))) break;
+        used[i] = d.next_catalog_id - before;
+        if (k == V_CREATE_TABLE && find_table(&d, v->schema, v->table, &t) == 0) key[i] = t->table_id;
+        if (k == V_CREATE_VIEW || k == V_DROP_VIEW) {
+            /* views: keyed by schema and name, below every table id */
+            const char *sc = v->schema ? v->schema : "main";
+            size_t len = strlen(sc) + strlen(v->table ? v->table : "") + 2;
+            if (!(vnames[i] = malloc(len))) { rc = mr_err(MORAINE_ENOMEM, "out of memory"); break; }
+            snprintf(vnames[i], len, "%s.%s", sc, v->table ? v->table : "");
+            key[i] = -2;
+            for (size_t j = 0; j < i; j++)
+                if (vnames[j] && strcmp(vnames[j], vnames[i]) == 0) key[i] = key[j];
+            if (key[i] == -2) key[i] = -1000000 - (int64_t)i;
+        }
+    }
+    model_free(&d);
+    if (!rc) {
+        int64_t cur = start;
+        /* schemas first, in statement order */
+        for (size_t i = 0; i < n; i++)
+            if (tx->verbs[i].kind == V_CREATE_SCHEMA) { first[i] = cur; cur += used[i]; }
+        /* entries newest first (by their first touch), each in statement order */
+        for (size_t e = n; e-- > 0;) {
+            if (key[e] == INT64_MIN || tx->verbs[e].kind == V_CREATE_SCHEMA) continue;
+            int firsttouch = 1;
+            for (size_t j = 0; j < e; j++)
+                if (key[j] == key[e]) firsttouch = 0;
+            if (!firsttouch) continue;
+            for (size_t i = e; i < n; i++)
+                if (key[i] == key[e]) { first[i] = cur; cur += used[i]; }
+        }
+        /* verbs of no entry (data) take no catalog id; give them the end */
+        for (size_t i = 0; i < n; i++)
+            if (key[i] == INT64_MIN) first[i] = cur;
+        *first_out = first;
+        first = NULL;
+    }
+    for (size_t i = 0; vnames && i < n; i++) free(vnames[i]);
+    free(vnames);
+    free(key);
+    free(used);
+    free(first);
+    return rc;
+}
+
 int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
 {
     if (!tx) return mr_err(MORAINE_EINVAL, "NULL transaction");
@@ -2452,7 +2533,19 @@ int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
         /* the checking model's reads are over: reopen a read on the newest snapshot for the conflict check */
         rc = check_conflicts(&m, &tx->m);
     }
-    for (size_t i = 0; !rc && i < tx->nverbs; i++) rc = apply(&m, &tx->verbs[i]);
+    int64_t *first = NULL;
+    if (!rc) rc = plan_ids(tx, &first);
+    int64_t end_id = m.next_catalog_id;
+    for (size_t i = 0; !rc && i < tx->nverbs; i++) {
+        int64_t before = m.next_catalog_id;
+        m.next_catalog_id = first[i];
+        rc = apply(&m, &tx->verbs[i]);
+        int64_t took = m.next_catalog_id - first[i];
+        end_id += took;
+        m.next_catalog_id = before + took;
+    }
+    if (!rc) m.next_catalog_id = end_id;
+    free(first);
     int changed = !rc && anything_changed(&m);
     if (!rc && changed) rc = emit_snapshot(&m, tx);
     int64_t snap = m.snap;

@@ -107,6 +107,8 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     { "seed_0019", 19, "RESET then SET PARTITIONED BY in one transaction: only the last spec is written, the first's id stays used" },
     { "seed_0011", 3, 'CREATE VIEW v1 AS SELECT * FROM "score": the query stored as DuckDB renders it (FROM score)' },
     { "seed_0005", 43, "DROP TABLE ends the table's comment (ducklake_tag)" },
+    { "seed_0014", 4, "two CREATE TABLE and a SET PARTITIONED BY in one block: ids newest entry first, created_table in statement order" },
+    { "seed_0003", 25, "SET PARTITIONED BY then SET SORTED BY on another table: the sort spec gets the lower id" },
   }
   for _, c in ipairs(cases) do
     it(c[1] .. " step " .. c[2] .. ": " .. c[3], function() check_step(c[1], c[2]) end)
