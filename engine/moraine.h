@@ -586,7 +586,9 @@ int moraine_tx_create_schema(moraine_tx *tx, const char *name);
 
 /**
  * DuckLake: CREATE TABLE schema.name (columns). @table_id_out (may be NULL)
- * receives the id the table has if committed on the base snapshot.
+ * receives the id the table has if committed on the base snapshot and nothing
+ * touched after it in the transaction takes a catalog id (DuckLake numbers a
+ * transaction's entries newest first at commit; docs/verbs.md).
  * Errors: ENOTFOUND (no such schema), EEXIST (a live table of that name),
  * EINVAL (no columns, duplicate column name, empty type).
  */
