@@ -65,6 +65,7 @@ build = {
         "engine/count.c",
         "engine/crc32c.c",
         "engine/error.c",
+        "engine/ident.c",
         "engine/json.c",
         "engine/key.c",
         "engine/ndjson.c",

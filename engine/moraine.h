@@ -70,6 +70,22 @@ const char *moraine_errmsg(void);
  */
 const char *moraine_strerror(int code);
 
+/**
+ * DuckDB's identifier rules (engine/ident.c; issue 16). Names are looked up
+ * without regard to ASCII case and stored as written.
+ * moraine_ident_is_keyword - nonzero when @name (any ASCII case) is one of
+ * DuckDB's grammar keywords, of any category (KeywordHelper::IsKeyword).
+ * moraine_ident_requires_quotes - nonzero when DuckDB writes @name in double
+ * quotes (KeywordHelper::RequiresQuotes with allow_caps): empty, a byte other
+ * than an ASCII letter, '_' or a digit, a digit first, or a keyword.
+ * moraine_ident_render - writes @name as DuckDB renders it (bare, or quoted
+ * with '"' doubled) into @out (@outlen bytes, NUL-terminated, truncated if
+ * short; @out may be NULL) and returns the length it needs without the NUL.
+ */
+int moraine_ident_is_keyword(const char *name);
+int moraine_ident_requires_quotes(const char *name);
+size_t moraine_ident_render(const char *name, char *out, size_t outlen);
+
 /* ---- values ----------------------------------------------------------------- */
 typedef enum {
     MORAINE_NULL = 0,  /* SQL NULL */

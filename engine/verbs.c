@@ -430,7 +430,7 @@ static sstate *find_schema(model *m, const char *name)
     if (!name) name = "main";
     for (size_t i = 0; i < m->nschemas; i++) {
         const char *n = orow_str(&m->schemas[i].row, "schema_name");
-        if (m->schemas[i].live && n && strcmp(n, name) == 0) return &m->schemas[i];
+        if (m->schemas[i].live && n && mr_ident_eq(n, name)) return &m->schemas[i]; /* DuckDB: case-insensitive */
     }
     return NULL;
 }
@@ -508,7 +508,7 @@ static int find_table(model *m, const char *schema, const char *name, tstate **o
     for (size_t i = 0; i < m->ntables; i++) {
         tstate *t = &m->tables[i];
         const char *n = t->row.rel ? orow_str(&t->row, "table_name") : NULL;
-        if (t->live && t->schema_id == s->schema_id && n && strcmp(n, name) == 0) {
+        if (t->live && t->schema_id == s->schema_id && n && mr_ident_eq(n, name)) {
             *out = t;
             return 0;
         }
@@ -523,7 +523,7 @@ static int find_table(model *m, const char *schema, const char *name, tstate **o
         int in = moraine_column_index(row.rel, "table_name"), is = moraine_column_index(row.rel, "schema_id");
         if (in < 0 || is < 0) continue;
         if (row.vals[is].type == MORAINE_INT && row.vals[is].i == s->schema_id && row.vals[in].type == MORAINE_STR &&
-            row.vals[in].len == strlen(name) && memcmp(row.vals[in].s, name, row.vals[in].len) == 0) {
+            mr_ident_eqn(row.vals[in].s, row.vals[in].len, name)) {
             rc = orow_from(&found, row.rel, row.vals);
             break;
         }
@@ -548,7 +548,7 @@ static int find_column(tstate *t, const char *name)
 {
     for (size_t i = 0; i < t->ncols; i++) {
         const char *n = orow_str(&t->cols[i], "column_name");
-        if (n && name && strcmp(n, name) == 0) return (int)i;
+        if (n && name && mr_ident_eq(n, name)) return (int)i; /* DuckDB: case-insensitive */
     }
     return -1;
 }
@@ -692,7 +692,7 @@ static int do_create_table(model *m, verb *v)
     if (v->ncols == 0) return mr_err(MORAINE_EINVAL, "create_table \"%s\": a table needs at least one column", v->table);
     for (size_t i = 0; i < v->ncols; i++)
         for (size_t j = 0; j < i; j++)
-            if (v->cols[i].name && v->cols[j].name && strcmp(v->cols[i].name, v->cols[j].name) == 0)
+            if (v->cols[i].name && v->cols[j].name && mr_ident_eq(v->cols[i].name, v->cols[j].name))
                 return mr_err(MORAINE_EINVAL, "create_table \"%s\": column \"%s\" appears twice", v->table, v->cols[i].name);
     tstate *have;
     int rc = find_table(m, v->schema, v->table, &have);
@@ -780,7 +780,26 @@ static int do_add_column(model *m, verb *v)
 
 /* Whether @expr names identifier @name: as the whole expression (1), inside
  * a larger expression (2), or not at all (0). Identifiers may be quoted. */
+static int mentions_cs(const char *expr, const char *name);
+
+/* DuckDB compares names without regard to ASCII case: both sides lowered. */
 static int mentions(const char *expr, const char *name)
+{
+    char *e = strdup(expr), *nm = strdup(name);
+    int r = 0;
+    if (e && nm) {
+        for (char *p = e; *p; p++) if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        for (char *p = nm; *p; p++) if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        r = mentions_cs(e, nm);
+    } else {
+        r = mentions_cs(expr, name);
+    }
+    free(e);
+    free(nm);
+    return r;
+}
+
+static int mentions_cs(const char *expr, const char *name)
 {
     size_t n = strlen(name), el = strlen(expr);
     if (strcmp(expr, name) == 0) return 1;
@@ -865,7 +884,8 @@ static int do_rename_column(model *m, verb *v)
     int ci = find_column(t, v->a);
     if (ci < 0) return mr_err(MORAINE_ENOTFOUND, "rename_column: table \"%s\" has no column \"%s\"", v->table, v->a);
     if (!v->b || !*v->b) return mr_err(MORAINE_EINVAL, "rename_column: empty new name");
-    if (find_column(t, v->b) >= 0) return mr_err(MORAINE_EEXIST, "rename_column: table \"%s\" already has a column \"%s\"", v->table, v->b);
+    int other = find_column(t, v->b);
+    if (other >= 0 && other != ci) return mr_err(MORAINE_EEXIST, "rename_column: table \"%s\" already has a column \"%s\"", v->table, v->b);
     /* the live sort spec: rewrite plain references, refuse others unless new keys are given */
     moraine_sort_key *keys = NULL;
     int rewrite = 0;
@@ -880,7 +900,7 @@ static int do_rename_column(model *m, verb *v)
                 return mr_err(MORAINE_EINVAL, "rename_column \"%s\": sort key %zu (%s) uses the column inside an expression; give the new sort keys",
                               v->a, i, e);
             }
-            keys[i].expression = how == 1 ? v->b : e;
+            keys[i].expression = how == 1 ? NULL : e; /* a plain reference: the new name as DuckDB renders it, below */
             rewrite |= how == 1;
             keys[i].dialect = orow_str(&t->skeys[i], "dialect");
             keys[i].sort_direction = orow_str(&t->skeys[i], "sort_direction");
@@ -912,8 +932,13 @@ static int do_rename_column(model *m, verb *v)
         char **hold = calloc(t->nskeys * 4, sizeof *hold);
         size_t nk = t->nskeys;
         if (!k2 || !hold) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        size_t rl = moraine_ident_render(v->b, NULL, 0) + 1;
+        char *rendered = malloc(rl);
+        if (!rendered) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        else moraine_ident_render(v->b, rendered, rl);
         for (size_t i = 0; !rc && i < nk; i++) {
-            const char *src[4] = {keys[i].expression, keys[i].dialect, keys[i].sort_direction, keys[i].null_order};
+            const char *src[4] = {keys[i].expression ? keys[i].expression : rendered, keys[i].dialect, keys[i].sort_direction,
+                                  keys[i].null_order};
             for (int j = 0; j < 4; j++) hold[i * 4 + j] = src[j] ? strdup(src[j]) : NULL;
             k2[i] = (moraine_sort_key){hold[i * 4], hold[i * 4 + 1], hold[i * 4 + 2], hold[i * 4 + 3]};
         }
@@ -921,6 +946,7 @@ static int do_rename_column(model *m, verb *v)
         for (size_t i = 0; hold && i < nk * 4; i++) free(hold[i]);
         free(hold);
         free(k2);
+        free(rendered);
     }
     free(keys);
     /* DuckLake: a rename on a sorted table re-derives the sort spec and takes a
@@ -1715,7 +1741,7 @@ static orow *find_view(model *m, int64_t schema_id, const char *name)
     for (size_t i = 0; i < m->nviews; i++) {
         orow *r = &m->views[i];
         const char *n = orow_str(r, "view_name");
-        if (orow_is_null(r, "end_snapshot") && orow_int(r, "schema_id", -1) == schema_id && n && strcmp(n, name) == 0) return r;
+        if (orow_is_null(r, "end_snapshot") && orow_int(r, "schema_id", -1) == schema_id && n && mr_ident_eq(n, name)) return r;
     }
     return NULL;
 }
