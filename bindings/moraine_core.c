@@ -185,6 +185,26 @@ static int l_is_error(lua_State *L)
     return 1;
 }
 
+/* core.ident_render(name) -> DuckDB's rendering of a name (engine/ident.c);
+ * core.ident_is_keyword(name) -> boolean. Used by moraine.ident. */
+static int l_ident_render(lua_State *L)
+{
+    size_t len;
+    const char *name = luaL_checklstring(L, 1, &len);
+    if (strlen(name) != len) return raise_errf(L, MORAINE_EINVAL, "ident_render: the name contains a NUL byte");
+    size_t need = moraine_ident_render(name, NULL, 0);
+    char *out = lua_newuserdata(L, need + 1); /* freed by the GC */
+    moraine_ident_render(name, out, need + 1);
+    lua_pushlstring(L, out, need);
+    return 1;
+}
+
+static int l_ident_is_keyword(lua_State *L)
+{
+    lua_pushboolean(L, moraine_ident_is_keyword(luaL_checkstring(L, 1)));
+    return 1;
+}
+
 /* core.raise(code_name, message): raises an error table (used by moraine.lua). */
 static int l_raise(lua_State *L)
 {
@@ -3422,6 +3442,8 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"parse_ndjson", l_parse_ndjson},
                                         {"is_error", l_is_error},
                                         {"raise", l_raise},
+                                        {"ident_render", l_ident_render},
+                                        {"ident_is_keyword", l_ident_is_keyword},
                                         {"int64", l_int64},
                                         {"clock", l_clock},
                                         {"set_int64_ctor", l_set_int64_ctor},

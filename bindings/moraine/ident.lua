@@ -70,11 +70,17 @@ for _, list in ipairs(LISTS) do
   for w in list:gmatch("%S+") do KEYWORDS[w:lower()] = true end
 end
 
+-- The engine holds the same rules (engine/ident.c); when the C module is
+-- loaded these functions are its, so there is one implementation in use.
+local ok_core, core = pcall(require, "moraine.core")
+if not ok_core or type(core) ~= "table" or not core.ident_render then core = nil end
+
 --- Whether `name` is one of DuckDB's keywords (any category), compared
 -- without regard to ASCII case (DuckDB: KeywordHelper::IsKeyword).
 -- @tparam string name
 -- @treturn boolean
 function M.is_keyword(name)
+  if core then return core.ident_is_keyword(name) end
   return KEYWORDS[name:lower()] == true
 end
 
@@ -93,6 +99,7 @@ end
 -- @tparam string name
 -- @treturn string
 function M.render(name)
+  if core and not name:find("%z") then return core.ident_render(name) end
   if M.requires_quotes(name) then return '"' .. name:gsub('"', '""') .. '"' end
   return name
 end
