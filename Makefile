@@ -263,7 +263,7 @@ FUZZ_CC       ?= clang
 FUZZ_BUILD    ?= build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_JOBS     ?= 2
-FUZZ_TARGETS  ?= key record ndjson verbs
+FUZZ_TARGETS  ?= key record ndjson verbs ident
 FUZZ_FIXTURES ?= tests/fixtures/ducklake
 FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
                  -fno-sanitize-recover=undefined -Iengine -Itests/fuzz

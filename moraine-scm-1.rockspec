@@ -11,6 +11,8 @@
 -- modules and the `moraine` command come along. spec/examples_spec.lua checks
 -- that the lists below name every engine source and every Lua module.
 -- Dependencies are the system's only, so the build works offline.
+-- `moraine.sql` (db:exec, moraine sql) needs LPeg (Debian: lua-lpeg;
+-- LuaRocks: lpeg), loaded on first use; the rest of the module runs without it.
 -- `moraine.sqlite`'s import reads SQLite through LuaSQL (Debian:
 -- lua-sql-sqlite3), its export does not; `moraine.sync` reads SQLite and
 -- PostgreSQL through LuaSQL (lua-sql-sqlite3, lua-sql-postgres) when a source
@@ -64,6 +66,7 @@ build = {
         "engine/count.c",
         "engine/crc32c.c",
         "engine/error.c",
+        "engine/ident.c",
         "engine/json.c",
         "engine/key.c",
         "engine/ndjson.c",
@@ -94,6 +97,9 @@ build = {
     ["moraine.svg"] = "bindings/moraine/svg.lua",
     ["moraine.tablefiles"] = "bindings/moraine/tablefiles.lua",
     ["moraine.typed"] = "bindings/moraine/typed.lua",
+    ["moraine.sql"] = "bindings/moraine/sql.lua",
+    ["moraine.expr"] = "bindings/moraine/expr.lua",
+    ["moraine.ident"] = "bindings/moraine/ident.lua",
   },
   install = {
     bin = { moraine = "scripts/moraine" },

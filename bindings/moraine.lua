@@ -264,6 +264,16 @@ M.is_error = core.is_error
 -- @function open
 M.open = core.open
 
+-- `db:exec(sql, opts)`: DuckLake's DDL statements run through the verbs
+-- (`moraine.sql.exec`, docs/verbs.md "SQL statements"); the module is loaded
+-- on first use. Returns the newest snapshot committed or nil.
+do
+  local mt = debug.getregistry()["moraine.db"]
+  if mt and type(mt.__index) == "table" then
+    mt.__index.exec = function(db, sql, opts) return require("moraine.sql").exec(db, sql, opts) end
+  end
+end
+
 --[[ (LDoc lists these from bindings/moraine.luadoc, which follows this text)
 Catalog handle methods (all raise EINVAL "catalog is closed" after `db:close()`).
 
@@ -463,7 +473,8 @@ Every method raises:
   "NULLS_FIRST"/"NULLS_LAST", an empty expression, a string key that does
   not parse).
 - `tx:clear_sorting(tbl)` — `ALTER TABLE tbl RESET SORTED BY`
-  (`moraine_tx_clear_sorting`). Raises ENOTFOUND, EINVAL (not sorted).
+  (`moraine_tx_clear_sorting`). Raises ENOTFOUND; on a table with no sort
+  spec it still alters the table (a snapshot, as DuckLake does).
 - `tx:add_data_files(tbl, files)` — the data files an `INSERT INTO tbl`
   wrote (`moraine_tx_add_data_files`). `files` is an array of
   `{path = s, path_is_absolute = bool?, file_format = s? ("parquet"),

@@ -185,6 +185,26 @@ static int l_is_error(lua_State *L)
     return 1;
 }
 
+/* core.ident_render(name) -> DuckDB's rendering of a name (engine/ident.c);
+ * core.ident_is_keyword(name) -> boolean. Used by moraine.ident. */
+static int l_ident_render(lua_State *L)
+{
+    size_t len;
+    const char *name = luaL_checklstring(L, 1, &len);
+    if (strlen(name) != len) return raise_errf(L, MORAINE_EINVAL, "ident_render: the name contains a NUL byte");
+    size_t need = moraine_ident_render(name, NULL, 0);
+    char *out = lua_newuserdata(L, need + 1); /* freed by the GC */
+    moraine_ident_render(name, out, need + 1);
+    lua_pushlstring(L, out, need);
+    return 1;
+}
+
+static int l_ident_is_keyword(lua_State *L)
+{
+    lua_pushboolean(L, moraine_ident_is_keyword(luaL_checkstring(L, 1)));
+    return 1;
+}
+
 /* core.raise(code_name, message): raises an error table (used by moraine.lua). */
 static int l_raise(lua_State *L)
 {
@@ -1352,7 +1372,8 @@ static void *read_keys(lua_State *L, int aidx, const char *verb, int sort, size_
 }
 
 static const char *const file_fields[] = {"path",        "path_is_absolute", "file_format", "record_count",
-                                          "file_size_bytes", "footer_size",  "partition_values", "stats", NULL};
+                                          "file_size_bytes", "footer_size",  "partition_values", "stats",
+                                          "row_group_count", NULL};
 static const char *const stats_fields[] = {"column",    "column_size_bytes", "value_count", "null_count",
                                            "min_value", "max_value",         "contains_nan", NULL};
 
@@ -1401,6 +1422,7 @@ static moraine_data_file *read_files(lua_State *L, int aidx, const char *what, s
         df->record_count = field_int(L, f, "record_count", ctx, 1, 0);
         df->file_size_bytes = field_int(L, f, "file_size_bytes", ctx, 1, 0);
         df->footer_size = field_int(L, f, "footer_size", ctx, 0, INT64_MIN);
+        df->row_group_count = field_int(L, f, "row_group_count", ctx, 0, 0);
         size_t m = opt_array_field(L, f, "partition_values", ctx); /* f+1 */
         if (ipv + m > npv)
             raise_errf(L, MORAINE_EINVAL, "%s: 'partition_values' changed during the call", ctx);
@@ -1451,7 +1473,7 @@ static moraine_data_file *read_files(lua_State *L, int aidx, const char *what, s
 }
 
 static const char *const delete_fields[] = {"data_file_id",    "path",        "format", "delete_count",
-                                            "file_size_bytes", "footer_size", NULL};
+                                            "file_size_bytes", "footer_size", "row_group_count", NULL};
 
 /* The array of delete files at aidx (pushes a userdata). */
 static moraine_delete_file *read_deletes(lua_State *L, int aidx, size_t *n_out)
@@ -1471,6 +1493,7 @@ static moraine_delete_file *read_deletes(lua_State *L, int aidx, size_t *n_out)
         dels[i].delete_count = field_int(L, d, "delete_count", ctx, 1, 0);
         dels[i].file_size_bytes = field_int(L, d, "file_size_bytes", ctx, 1, 0);
         dels[i].footer_size = field_int(L, d, "footer_size", ctx, 1, 0);
+        dels[i].row_group_count = field_int(L, d, "row_group_count", ctx, 0, 0);
         lua_pop(L, 1);
     }
     *n_out = n;
@@ -1599,6 +1622,77 @@ static int l_vtx_rename_table(lua_State *L)
     const char *schema, *table;
     check_tbl(L, 2, "rename_table", &schema, &table);
     int rc = moraine_tx_rename_table(t->tx, schema, table, new_name);
+    if (rc != 0)
+        return raise_engine(L, rc);
+    return 0;
+}
+
+/* tx:alter_column(tbl, column, {type = s?, default = s?, default_type = s?,
+ * drop_default = bool?, not_null = bool?}) -- ALTER COLUMN (issue 16) */
+static int l_vtx_alter_column(lua_State *L)
+{
+    static const char *const fields[] = {"type", "default", "default_type", "drop_default", "not_null", NULL};
+    lvtx *t = check_vtx(L);
+    const char *column = check_name(L, 3);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    lua_settop(L, 4);
+    const char *schema, *table;
+    check_tbl(L, 2, "alter_column", &schema, &table);
+    check_fields(L, 4, fields, "alter_column: change");
+    moraine_column_alter a = {.nulls_allowed = -1};
+    a.type = field_str(L, 4, "type", "alter_column: change", 0);
+    a.default_value = field_str(L, 4, "default", "alter_column: change", 0);
+    a.default_value_type = field_str(L, 4, "default_type", "alter_column: change", 0);
+    int drop = field_bool(L, 4, "drop_default", "alter_column: change", 0);
+    if (drop && a.default_value)
+        return raise_errf(L, MORAINE_EINVAL, "alter_column: change: 'default' and 'drop_default' together");
+    a.set_default = drop || a.default_value != NULL;
+    lua_getfield(L, 4, "not_null");
+    int has_nn = lua_type(L, -1) == LUA_TBOOLEAN;
+    lua_pop(L, 1);
+    if (has_nn) a.nulls_allowed = !field_bool(L, 4, "not_null", "alter_column: change", 0);
+    int rc = moraine_tx_alter_column(t->tx, schema, table, column, &a);
+    if (rc != 0)
+        return raise_engine(L, rc);
+    return 0;
+}
+
+/* tx:set_comment(tbl, column or nil, comment or nil) -- COMMENT ON */
+static int l_vtx_set_comment(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    const char *column = lua_isnoneornil(L, 3) || is_null_at(L, 3) ? NULL : check_name(L, 3);
+    const char *comment = lua_isnoneornil(L, 4) || is_null_at(L, 4) ? NULL : check_name(L, 4);
+    lua_settop(L, 4);
+    const char *schema, *table;
+    check_tbl(L, 2, "set_comment", &schema, &table);
+    int rc = moraine_tx_set_comment(t->tx, schema, table, column, comment);
+    if (rc != 0)
+        return raise_engine(L, rc);
+    return 0;
+}
+
+/* tx:create_view(view, sql) / tx:drop_view(view) */
+static int l_vtx_create_view(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    const char *sql = check_name(L, 3);
+    lua_settop(L, 3);
+    const char *schema, *view;
+    check_tbl(L, 2, "create_view", &schema, &view);
+    int rc = moraine_tx_create_view(t->tx, schema, view, sql);
+    if (rc != 0)
+        return raise_engine(L, rc);
+    return 0;
+}
+
+static int l_vtx_drop_view(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    lua_settop(L, 2);
+    const char *schema, *view;
+    check_tbl(L, 2, "drop_view", &schema, &view);
+    int rc = moraine_tx_drop_view(t->tx, schema, view);
     if (rc != 0)
         return raise_engine(L, rc);
     return 0;
@@ -3333,6 +3427,10 @@ static const luaL_Reg vtx_methods[] = {{"base", l_vtx_base},
                                        {"clear_partitioning", l_vtx_clear_partitioning},
                                        {"set_sorting", l_vtx_set_sorting},
                                        {"clear_sorting", l_vtx_clear_sorting},
+                                       {"alter_column", l_vtx_alter_column},
+                                       {"set_comment", l_vtx_set_comment},
+                                       {"create_view", l_vtx_create_view},
+                                       {"drop_view", l_vtx_drop_view},
                                        {"add_data_files", l_vtx_add_data_files},
                                        {"add_delete_files", l_vtx_add_delete_files},
                                        {"delete_files", l_vtx_delete_files},
@@ -3357,6 +3455,8 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"parse_ndjson", l_parse_ndjson},
                                         {"is_error", l_is_error},
                                         {"raise", l_raise},
+                                        {"ident_render", l_ident_render},
+                                        {"ident_is_keyword", l_ident_is_keyword},
                                         {"int64", l_int64},
                                         {"clock", l_clock},
                                         {"set_int64_ctor", l_set_int64_ctor},

@@ -195,6 +195,11 @@ int mr_grow_map(moraine_db *db);
 
 int mr_snapshot_row(moraine_read *rd, int64_t id, moraine_row *row);
 
+/* DuckDB's name equality (engine/ident.c): equal after lowering ASCII A-Z;
+ * NULL equals nothing. mr_ident_eqn compares @alen bytes of @a with @b. */
+int mr_ident_eq(const char *a, const char *b);
+int mr_ident_eqn(const char *a, size_t alen, const char *b);
+
 /* The map and the file's length when a transaction began. Damage to LMDB's
  * own pages can hand out a value that runs past the end of the file (reading
  * it would be SIGBUS), so a value inside the map is checked against the file

@@ -70,6 +70,22 @@ const char *moraine_errmsg(void);
  */
 const char *moraine_strerror(int code);
 
+/**
+ * DuckDB's identifier rules (engine/ident.c; issue 16). Names are looked up
+ * without regard to ASCII case and stored as written.
+ * moraine_ident_is_keyword - nonzero when @name (any ASCII case) is one of
+ * DuckDB's grammar keywords, of any category (KeywordHelper::IsKeyword).
+ * moraine_ident_requires_quotes - nonzero when DuckDB writes @name in double
+ * quotes (KeywordHelper::RequiresQuotes with allow_caps): empty, a byte other
+ * than an ASCII letter, '_' or a digit, a digit first, or a keyword.
+ * moraine_ident_render - writes @name as DuckDB renders it (bare, or quoted
+ * with '"' doubled) into @out (@outlen bytes, NUL-terminated, truncated if
+ * short; @out may be NULL) and returns the length it needs without the NUL.
+ */
+int moraine_ident_is_keyword(const char *name);
+int moraine_ident_requires_quotes(const char *name);
+size_t moraine_ident_render(const char *name, char *out, size_t outlen);
+
 /* ---- values ----------------------------------------------------------------- */
 typedef enum {
     MORAINE_NULL = 0,  /* SQL NULL */
@@ -565,6 +581,7 @@ typedef struct {
     size_t npartition_values;
     const moraine_column_stats *stats;
     size_t nstats;
+    int64_t row_group_count;   /* the file's row groups (DuckLake writes it); 0: NULL (unknown) */
 } moraine_data_file;
 
 /** A delete file for one data file (ducklake_delete_file). */
@@ -573,6 +590,7 @@ typedef struct {
     const char *path;          /* relative to the table's path */
     const char *format;        /* NULL: "parquet" */
     int64_t delete_count, file_size_bytes, footer_size;
+    int64_t row_group_count;   /* 0: NULL (unknown) */
 } moraine_delete_file;
 
 /**
@@ -596,7 +614,9 @@ int moraine_tx_create_schema(moraine_tx *tx, const char *name);
 
 /**
  * DuckLake: CREATE TABLE schema.name (columns). @table_id_out (may be NULL)
- * receives the id the table has if committed on the base snapshot.
+ * receives the id the table has if committed on the base snapshot and nothing
+ * touched after it in the transaction takes a catalog id (DuckLake numbers a
+ * transaction's entries newest first at commit; docs/verbs.md).
  * Errors: ENOTFOUND (no such schema), EEXIST (a live table of that name),
  * EINVAL (no columns, duplicate column name, empty type).
  */
@@ -650,8 +670,52 @@ int moraine_tx_clear_partitioning(moraine_tx *tx, const char *schema, const char
  */
 int moraine_tx_set_sorting(moraine_tx *tx, const char *schema, const char *table, const moraine_sort_key *keys, size_t n);
 
-/** DuckLake: ALTER TABLE RESET SORTED BY: ends the live spec, inserts none. ENOTFOUND; EINVAL if not sorted. */
+/** DuckLake: ALTER TABLE RESET SORTED BY: ends the live spec, inserts none; on a table with no sort spec it
+ * still alters the table (snapshot, schema_version + 1, altered_table) and writes no sort rows. ENOTFOUND. */
 int moraine_tx_clear_sorting(moraine_tx *tx, const char *schema, const char *table);
+
+/** What ALTER TABLE ... ALTER COLUMN changes (moraine_tx_alter_column); several may be set at once. */
+typedef struct {
+    const char *type;               /* non-NULL: the new column_type (ALTER COLUMN ... TYPE), as DuckLake spells it */
+    int set_default;                /* nonzero: SET DEFAULT default_value, or DROP DEFAULT when default_value is NULL */
+    const char *default_value;      /* the default's text: a literal's value, or an expression as DuckDB renders it */
+    const char *default_value_type; /* "literal" (NULL means this) or "expression" */
+    int nulls_allowed;              /* -1: unchanged; 0: SET NOT NULL; 1: DROP NOT NULL */
+} moraine_column_alter;
+
+/**
+ * DuckLake: ALTER TABLE t ALTER COLUMN c SET DEFAULT / DROP DEFAULT / SET NOT
+ * NULL / DROP NOT NULL / TYPE. The column's live row is ended and a new
+ * version begins with the same column_id and order and the changed fields
+ * (DROP DEFAULT writes default_value 'NULL', literal); DuckLake does this even
+ * when nothing changes (corpus seed_0010 step 2). altered_table, schema_version
+ * + 1, a ducklake_schema_versions row. ENOTFOUND (table or column), EINVAL
+ * (empty type, default_value_type other than literal/expression,
+ * nulls_allowed outside -1..1, nothing to change).
+ */
+int moraine_tx_alter_column(moraine_tx *tx, const char *schema, const char *table, const char *column, const moraine_column_alter *alt);
+
+/**
+ * DuckLake: COMMENT ON TABLE t / COMMENT ON COLUMN t.c IS 'text' (NULL: IS
+ * NULL). Ends the live 'comment' row of ducklake_tag (object_id = table_id) or
+ * ducklake_column_tag (table_id, column_id) and inserts one with the new
+ * value (none for NULL). altered_table, schema_version + 1, no
+ * schema_versions row, no catalog id (corpus seed_0005 step 5). @column NULL:
+ * the table. ENOTFOUND (table or column).
+ */
+int moraine_tx_set_comment(moraine_tx *tx, const char *schema, const char *table, const char *column, const char *comment);
+
+/**
+ * DuckLake: CREATE VIEW name AS sql. A ducklake_view row: view_id from
+ * next_catalog_id, a new view_uuid, dialect 'duckdb', the query text as given,
+ * column_aliases ''. Change created_view:"schema"."name", schema_version + 1
+ * (corpus seed_0001 step 15). ENOTFOUND (schema), EEXIST (a live view or
+ * table of that name), EINVAL (empty name or query).
+ */
+int moraine_tx_create_view(moraine_tx *tx, const char *schema, const char *name, const char *sql);
+
+/** DuckLake: DROP VIEW name: ends the view's row; change dropped_view:ID, schema_version + 1. ENOTFOUND. */
+int moraine_tx_drop_view(moraine_tx *tx, const char *schema, const char *name);
 
 /**
  * DuckLake: INSERT (the files it wrote). Each file gets data_file_id from

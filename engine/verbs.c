@@ -136,7 +136,8 @@ static const char *orow_str(const orow *r, const char *name)
 
 enum {
     V_CREATE_SCHEMA, V_CREATE_TABLE, V_ADD_COLUMN, V_RENAME_COLUMN, V_DROP_COLUMN, V_RENAME_TABLE, V_DROP_TABLE,
-    V_SET_PARTITIONING, V_SET_SORTING, V_CLEAR_SORTING, V_ADD_FILES, V_ADD_DELETES, V_DELETE_FILES, V_REWRITE
+    V_SET_PARTITIONING, V_SET_SORTING, V_CLEAR_SORTING, V_ADD_FILES, V_ADD_DELETES, V_DELETE_FILES, V_REWRITE,
+    V_ALTER_COLUMN, V_SET_COMMENT, V_CREATE_VIEW, V_DROP_VIEW
 };
 
 typedef struct {
@@ -155,6 +156,7 @@ typedef struct {
     size_t ndels;
     int64_t *ids;
     size_t nids;
+    moraine_column_alter alt; /* V_ALTER_COLUMN */
     void **owned;
     size_t nowned, capowned;
 } verb;
@@ -259,6 +261,9 @@ typedef struct {
     size_t nended, nended_dels;
     orow *added, *added_dels;    /* data / delete files added here and still live */
     size_t nadded, nadded_dels;
+    orow *tags;                  /* 'comment' rows of ducklake_tag / ducklake_column_tag (loaded on first use) */
+    size_t ntags;
+    int tags_loaded;
 } tstate;
 
 static int id_in(const int64_t *ids, size_t n, int64_t id)
@@ -297,6 +302,11 @@ typedef struct {
     size_t ntables;
     char **created_schema_names;
     size_t ncreated_schema_names;
+    orow *views;           /* ducklake_view rows live at the base or written here (loaded on first use) */
+    size_t nviews;
+    int views_loaded;
+    int64_t *dropped_views, *created_views; /* view_ids, for the change list */
+    size_t ndropped_views, ncreated_views;
 } model;
 
 static const moraine_relation_info *rel(model *m, const char *name)
@@ -336,6 +346,8 @@ static void tstate_free(tstate *t)
     free(t->added);
     for (size_t i = 0; i < t->nadded_dels; i++) orow_free(&t->added_dels[i]);
     free(t->added_dels);
+    for (size_t i = 0; i < t->ntags; i++) orow_free(&t->tags[i]);
+    free(t->tags);
 }
 
 static void model_free(model *m)
@@ -346,6 +358,10 @@ static void model_free(model *m)
     free(m->schemas);
     for (size_t i = 0; i < m->ncreated_schema_names; i++) free(m->created_schema_names[i]);
     free(m->created_schema_names);
+    for (size_t i = 0; i < m->nviews; i++) orow_free(&m->views[i]);
+    free(m->views);
+    free(m->dropped_views);
+    free(m->created_views);
     if (m->snaprow.rel) orow_free(&m->snaprow);
     if (m->rd) moraine_read_end(m->rd);
     memset(m, 0, sizeof *m);
@@ -414,7 +430,7 @@ static sstate *find_schema(model *m, const char *name)
     if (!name) name = "main";
     for (size_t i = 0; i < m->nschemas; i++) {
         const char *n = orow_str(&m->schemas[i].row, "schema_name");
-        if (m->schemas[i].live && n && strcmp(n, name) == 0) return &m->schemas[i];
+        if (m->schemas[i].live && n && mr_ident_eq(n, name)) return &m->schemas[i]; /* DuckDB: case-insensitive */
     }
     return NULL;
 }
@@ -492,7 +508,7 @@ static int find_table(model *m, const char *schema, const char *name, tstate **o
     for (size_t i = 0; i < m->ntables; i++) {
         tstate *t = &m->tables[i];
         const char *n = t->row.rel ? orow_str(&t->row, "table_name") : NULL;
-        if (t->live && t->schema_id == s->schema_id && n && strcmp(n, name) == 0) {
+        if (t->live && t->schema_id == s->schema_id && n && mr_ident_eq(n, name)) {
             *out = t;
             return 0;
         }
@@ -507,7 +523,7 @@ static int find_table(model *m, const char *schema, const char *name, tstate **o
         int in = moraine_column_index(row.rel, "table_name"), is = moraine_column_index(row.rel, "schema_id");
         if (in < 0 || is < 0) continue;
         if (row.vals[is].type == MORAINE_INT && row.vals[is].i == s->schema_id && row.vals[in].type == MORAINE_STR &&
-            row.vals[in].len == strlen(name) && memcmp(row.vals[in].s, name, row.vals[in].len) == 0) {
+            mr_ident_eqn(row.vals[in].s, row.vals[in].len, name)) {
             rc = orow_from(&found, row.rel, row.vals);
             break;
         }
@@ -532,7 +548,7 @@ static int find_column(tstate *t, const char *name)
 {
     for (size_t i = 0; i < t->ncols; i++) {
         const char *n = orow_str(&t->cols[i], "column_name");
-        if (n && name && strcmp(n, name) == 0) return (int)i;
+        if (n && name && mr_ident_eq(n, name)) return (int)i; /* DuckDB: case-insensitive */
     }
     return -1;
 }
@@ -601,6 +617,17 @@ static int retire_row(model *m, orow *r)
 
 /* ---- verbs applied to the model ---- */
 
+/* DuckLake's directory for a new schema or table: "name/" when every byte of
+ * the name is an ASCII letter, digit, '_' or '-', else "<uuid>/" (corpus:
+ * "My Col", "naïve col", "a\"b4", "my schema" get their uuid). */
+static void object_path(char *out, size_t n, const char *name, const char *uuid)
+{
+    int plain = *name != 0;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')) plain = 0;
+    snprintf(out, n, "%s/", plain ? name : uuid);
+}
+
 static int do_create_schema(model *m, verb *v)
 {
     if (!v->a || !*v->a) return mr_err(MORAINE_EINVAL, "create_schema: empty schema name");
@@ -609,7 +636,7 @@ static int do_create_schema(model *m, verb *v)
     int rc = new_row(m, "ducklake_schema", &r);
     char uuid[37], path[1024];
     uuid7(uuid);
-    snprintf(path, sizeof path, "%s/", v->a);
+    object_path(path, sizeof path, v->a, uuid);
     int64_t id = m->next_catalog_id++;
     if (!rc) {
         orow_set_int(&r, "schema_id", id);
@@ -665,7 +692,7 @@ static int do_create_table(model *m, verb *v)
     if (v->ncols == 0) return mr_err(MORAINE_EINVAL, "create_table \"%s\": a table needs at least one column", v->table);
     for (size_t i = 0; i < v->ncols; i++)
         for (size_t j = 0; j < i; j++)
-            if (v->cols[i].name && v->cols[j].name && strcmp(v->cols[i].name, v->cols[j].name) == 0)
+            if (v->cols[i].name && v->cols[j].name && mr_ident_eq(v->cols[i].name, v->cols[j].name))
                 return mr_err(MORAINE_EINVAL, "create_table \"%s\": column \"%s\" appears twice", v->table, v->cols[i].name);
     tstate *have;
     int rc = find_table(m, v->schema, v->table, &have);
@@ -675,7 +702,7 @@ static int do_create_table(model *m, verb *v)
     if ((rc = new_row(m, "ducklake_table", &r))) return rc;
     char uuid[37], path[1024];
     uuid7(uuid);
-    snprintf(path, sizeof path, "%s/", v->table);
+    object_path(path, sizeof path, v->table, uuid);
     int64_t id = m->next_catalog_id++;
     orow_set_int(&r, "table_id", id);
     rc = orow_set_str(&r, "table_uuid", uuid);
@@ -753,7 +780,26 @@ static int do_add_column(model *m, verb *v)
 
 /* Whether @expr names identifier @name: as the whole expression (1), inside
  * a larger expression (2), or not at all (0). Identifiers may be quoted. */
+static int mentions_cs(const char *expr, const char *name);
+
+/* DuckDB compares names without regard to ASCII case: both sides lowered. */
 static int mentions(const char *expr, const char *name)
+{
+    char *e = strdup(expr), *nm = strdup(name);
+    int r = 0;
+    if (e && nm) {
+        for (char *p = e; *p; p++) if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        for (char *p = nm; *p; p++) if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        r = mentions_cs(e, nm);
+    } else {
+        r = mentions_cs(expr, name);
+    }
+    free(e);
+    free(nm);
+    return r;
+}
+
+static int mentions_cs(const char *expr, const char *name)
 {
     size_t n = strlen(name), el = strlen(expr);
     if (strcmp(expr, name) == 0) return 1;
@@ -782,7 +828,13 @@ static int replace_sort(model *m, tstate *t, const moraine_sort_key *keys, size_
 {
     int rc = 0;
     if (t->sort.rel) {
-        if ((rc = end_row(m, &t->sort))) return rc;
+        /* DuckLake: a second SET SORTED BY in one transaction writes only the
+         * last spec; the first one's sort_id stays used (issue 16, item 4) */
+        if (orow_int(&t->sort, "begin_snapshot", -1) == m->snap) {
+            if (m->stx && (rc = mr_txn_discard(m->stx, t->sort.rel->name, t->sort.v, t->sort.rel->ncols))) return rc;
+        } else if ((rc = end_row(m, &t->sort))) {
+            return rc;
+        }
         orow_free(&t->sort);
         t->sort.rel = NULL;
         for (size_t i = 0; i < t->nskeys; i++) orow_free(&t->skeys[i]);
@@ -832,7 +884,8 @@ static int do_rename_column(model *m, verb *v)
     int ci = find_column(t, v->a);
     if (ci < 0) return mr_err(MORAINE_ENOTFOUND, "rename_column: table \"%s\" has no column \"%s\"", v->table, v->a);
     if (!v->b || !*v->b) return mr_err(MORAINE_EINVAL, "rename_column: empty new name");
-    if (find_column(t, v->b) >= 0) return mr_err(MORAINE_EEXIST, "rename_column: table \"%s\" already has a column \"%s\"", v->table, v->b);
+    int other = find_column(t, v->b);
+    if (other >= 0 && other != ci) return mr_err(MORAINE_EEXIST, "rename_column: table \"%s\" already has a column \"%s\"", v->table, v->b);
     /* the live sort spec: rewrite plain references, refuse others unless new keys are given */
     moraine_sort_key *keys = NULL;
     int rewrite = 0;
@@ -847,7 +900,7 @@ static int do_rename_column(model *m, verb *v)
                 return mr_err(MORAINE_EINVAL, "rename_column \"%s\": sort key %zu (%s) uses the column inside an expression; give the new sort keys",
                               v->a, i, e);
             }
-            keys[i].expression = how == 1 ? v->b : e;
+            keys[i].expression = how == 1 ? NULL : e; /* a plain reference: the new name as DuckDB renders it, below */
             rewrite |= how == 1;
             keys[i].dialect = orow_str(&t->skeys[i], "dialect");
             keys[i].sort_direction = orow_str(&t->skeys[i], "sort_direction");
@@ -879,8 +932,13 @@ static int do_rename_column(model *m, verb *v)
         char **hold = calloc(t->nskeys * 4, sizeof *hold);
         size_t nk = t->nskeys;
         if (!k2 || !hold) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        size_t rl = moraine_ident_render(v->b, NULL, 0) + 1;
+        char *rendered = malloc(rl);
+        if (!rendered) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        else moraine_ident_render(v->b, rendered, rl);
         for (size_t i = 0; !rc && i < nk; i++) {
-            const char *src[4] = {keys[i].expression, keys[i].dialect, keys[i].sort_direction, keys[i].null_order};
+            const char *src[4] = {keys[i].expression ? keys[i].expression : rendered, keys[i].dialect, keys[i].sort_direction,
+                                  keys[i].null_order};
             for (int j = 0; j < 4; j++) hold[i * 4 + j] = src[j] ? strdup(src[j]) : NULL;
             k2[i] = (moraine_sort_key){hold[i * 4], hold[i * 4 + 1], hold[i * 4 + 2], hold[i * 4 + 3]};
         }
@@ -888,8 +946,14 @@ static int do_rename_column(model *m, verb *v)
         for (size_t i = 0; hold && i < nk * 4; i++) free(hold[i]);
         free(hold);
         free(k2);
+        free(rendered);
     }
     free(keys);
+    /* DuckLake: a rename on a sorted table re-derives the sort spec and takes a
+     * catalog id for it even when no sort expression names the column (then
+     * no row is written): next_catalog_id + 1 (issue 16 item 5, corpus
+     * seed_0025 step 9) */
+    if (!rc && t->sort.rel && !rewrite && !v->has_skeys) m->next_catalog_id++;
     if (!rc) {
         t->altered = t->schema_row = 1;
         m->schema_changed = 1;
@@ -970,6 +1034,8 @@ static int end_all_of(model *m, tstate *t, const char *relname)
     return rc < 0 ? rc : 0;
 }
 
+static int load_tags(model *m, tstate *t);
+
 static int do_drop_table(model *m, verb *v)
 {
     tstate *t;
@@ -984,6 +1050,18 @@ static int do_drop_table(model *m, verb *v)
     if (!rc && !t->created) rc = end_all_of(m, t, "ducklake_delete_file");
     for (size_t i = 0; !rc && i < t->nadded; i++) rc = end_row(m, &t->added[i]);
     for (size_t i = 0; !rc && i < t->nadded_dels; i++) rc = end_row(m, &t->added_dels[i]);
+    /* DuckLake ends the table's and its columns' comments with it (corpus seed_0005, seed_0012) */
+    if (!rc && !t->created) rc = load_tags(m, t);
+    for (size_t i = 0; !rc && i < t->ntags; i++) {
+        orow *r = &t->tags[i];
+        if (!orow_is_null(r, "end_snapshot")) continue;
+        if (orow_int(r, "begin_snapshot", -1) == m->snap) {
+            rc = m->stx ? mr_txn_discard(m->stx, r->rel->name, r->v, r->rel->ncols) : 0;
+            if (!rc) orow_set_int(r, "end_snapshot", m->snap);
+        } else {
+            rc = end_row(m, r);
+        }
+    }
     if (rc) return rc;
     t->live = 0;
     t->dropped = 1;
@@ -1025,7 +1103,16 @@ static int do_set_partitioning(model *m, verb *v)
         return 0; /* DuckLake: setting the partitioning a table already has commits nothing */
     }
     if (!rc && t->part.rel) {
-        rc = end_row(m, &t->part);
+        /* DuckLake: a spec this transaction set and no file it added names is
+         * not written; its partition_id stays used (corpus seed_0019 step 19) */
+        int64_t old_id = orow_int(&t->part, "partition_id", -1);
+        int named = 0;
+        for (size_t i = 0; i < t->nadded; i++)
+            if (orow_int(&t->added[i], "partition_id", -2) == old_id) named = 1;
+        if (orow_int(&t->part, "begin_snapshot", -1) == m->snap && !named)
+            rc = m->stx ? mr_txn_discard(m->stx, t->part.rel->name, t->part.v, t->part.rel->ncols) : 0;
+        else
+            rc = end_row(m, &t->part);
         if (!rc) {
             orow_free(&t->part);
             t->part.rel = NULL;
@@ -1084,10 +1171,13 @@ static int do_set_sorting(model *m, verb *v)
         if (v->nsk == 0) return mr_err(MORAINE_EINVAL, "set_sorting: at least one sort key is needed (use clear_sorting to reset)");
         for (size_t i = 0; i < v->nsk; i++)
             if ((rc = sort_key_check(&v->skeys[i], i))) return rc;
-    } else if (!t->sort.rel) {
-        return mr_err(MORAINE_EINVAL, "clear_sorting: table \"%s\" has no sort spec", v->table);
     }
-    if ((rc = replace_sort(m, t, v->kind == V_SET_SORTING ? v->skeys : NULL, v->nsk))) return rc;
+    /* DuckLake: RESET SORTED BY on a table with no sort spec still commits an
+     * altered_table snapshot (schema_version + 1) and writes no sort rows
+     * (corpus seed_0001 step 7). */
+    if ((v->kind == V_SET_SORTING || t->sort.rel) &&
+        (rc = replace_sort(m, t, v->kind == V_SET_SORTING ? v->skeys : NULL, v->nsk)))
+        return rc;
     t->altered = 1;
     m->schema_changed = 1; /* the catalog-wide schema_version rises; no ducklake_schema_versions row */
     return 0;
@@ -1168,6 +1258,7 @@ static int add_file(model *m, tstate *t, const moraine_data_file *f, int64_t par
         t->next_row_id += f->record_count;
     }
     if (has_pid) orow_set_int(&d, "partition_id", partition_id);
+    if (f->row_group_count > 0) orow_set_int(&d, "row_group_count", f->row_group_count);
     t->record_count += f->record_count;
     t->file_size_bytes += f->file_size_bytes;
     if (!rc) rc = emit_insert(m, &d);
@@ -1404,6 +1495,7 @@ static int do_add_deletes(model *m, verb *v)
             orow_set_int(&r, "delete_count", d->delete_count);
             orow_set_int(&r, "file_size_bytes", d->file_size_bytes);
             orow_set_int(&r, "footer_size", d->footer_size);
+            if (d->row_group_count > 0) orow_set_int(&r, "row_group_count", d->row_group_count);
             if (!rc) rc = emit_insert(m, &r);
         }
         if (!rc) {
@@ -1505,6 +1597,215 @@ static int do_rewrite(model *m, verb *v)
     return rc;
 }
 
+/* ---- ALTER COLUMN, COMMENT ON, CREATE/DROP VIEW (issue 16) ---- */
+
+static int do_alter_column(model *m, verb *v)
+{
+    tstate *t;
+    int rc = find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    int ci = find_column(t, v->a);
+    if (ci < 0) return mr_err(MORAINE_ENOTFOUND, "alter_column: table \"%s\" has no column \"%s\"", v->table, v->a ? v->a : "");
+    const moraine_column_alter *a = &v->alt;
+    if (a->type && !*a->type) return mr_err(MORAINE_EINVAL, "alter_column \"%s\": empty type", v->a);
+    if (a->nulls_allowed < -1 || a->nulls_allowed > 1)
+        return mr_err(MORAINE_EINVAL, "alter_column \"%s\": nulls_allowed must be -1, 0 or 1", v->a);
+    if (a->set_default && a->default_value_type && strcmp(a->default_value_type, "literal") != 0 &&
+        strcmp(a->default_value_type, "expression") != 0)
+        return mr_err(MORAINE_EINVAL, "alter_column \"%s\": default_value_type must be literal or expression, not \"%s\"", v->a,
+                      a->default_value_type);
+    if (!a->type && !a->set_default && a->nulls_allowed < 0) return mr_err(MORAINE_EINVAL, "alter_column \"%s\": nothing to change", v->a);
+    orow c;
+    if ((rc = orow_from(&c, t->cols[ci].rel, t->cols[ci].v))) return rc;
+    rc = retire_row(m, &t->cols[ci]);
+    orow_set_int(&c, "begin_snapshot", m->snap);
+    orow_set_null(&c, "end_snapshot");
+    if (!rc && a->type) rc = orow_set_str(&c, "column_type", a->type);
+    if (!rc && a->set_default) {
+        rc = orow_set_str(&c, "default_value", a->default_value ? a->default_value : "NULL");
+        if (!rc)
+            rc = orow_set_str(&c, "default_value_type", a->default_value && a->default_value_type ? a->default_value_type : "literal");
+    }
+    if (!rc && a->nulls_allowed >= 0) orow_set_bool(&c, "nulls_allowed", a->nulls_allowed);
+    if (!rc) rc = emit_insert(m, &c);
+    if (!rc) {
+        orow_free(&t->cols[ci]);
+        t->cols[ci] = c;
+        c.v = NULL;
+    }
+    if (c.v) orow_free(&c);
+    if (!rc) {
+        t->altered = t->schema_row = 1;
+        m->schema_changed = 1;
+    }
+    return rc;
+}
+
+/* The 'comment' rows of a table and its columns live at the base. */
+static int load_tags(model *m, tstate *t)
+{
+    if (t->tags_loaded) return 0;
+    static const char *const rels[2] = {"ducklake_tag", "ducklake_column_tag"};
+    for (int k = 0; k < 2; k++) {
+        if (!rel(m, rels[k])) continue;
+        moraine_cursor *c;
+        moraine_row row;
+        int rc = moraine_scan_open(m->rd, rels[k], MORAINE_ANY_SCOPE, m->base, &c);
+        if (rc) return rc;
+        while ((rc = moraine_cursor_next(c, &row)) == 1) {
+            int io = moraine_column_index(row.rel, k == 0 ? "object_id" : "table_id"), ik = moraine_column_index(row.rel, "key");
+            if (io < 0 || ik < 0 || row.vals[io].type != MORAINE_INT || row.vals[io].i != t->table_id) continue;
+            if (row.vals[ik].type != MORAINE_STR || row.vals[ik].len != 7 || memcmp(row.vals[ik].s, "comment", 7) != 0) continue;
+            if ((rc = push_row(&t->tags, &t->ntags, row.rel, row.vals))) break;
+        }
+        moraine_cursor_close(c);
+        if (rc < 0) return rc;
+    }
+    t->tags_loaded = 1;
+    return 0;
+}
+
+static int do_set_comment(model *m, verb *v)
+{
+    tstate *t;
+    int rc = find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    int64_t cid = -1;
+    if (v->a) {
+        int ci = find_column(t, v->a);
+        if (ci < 0) return mr_err(MORAINE_ENOTFOUND, "set_comment: table \"%s\" has no column \"%s\"", v->table, v->a);
+        cid = orow_int(&t->cols[ci], "column_id", -1);
+    }
+    if ((rc = load_tags(m, t))) return rc;
+    const char *relname = v->a ? "ducklake_column_tag" : "ducklake_tag";
+    for (size_t i = 0; !rc && i < t->ntags; i++) {
+        orow *r = &t->tags[i];
+        if (strcmp(r->rel->name, relname) != 0 || !orow_is_null(r, "end_snapshot")) continue;
+        if (v->a && orow_int(r, "column_id", -2) != cid) continue;
+        if (orow_int(r, "begin_snapshot", -1) == m->snap) { /* written by this transaction: taken back */
+            rc = m->stx ? mr_txn_discard(m->stx, r->rel->name, r->v, r->rel->ncols) : 0;
+            if (!rc) orow_set_int(r, "end_snapshot", m->snap);
+        } else {
+            rc = end_row(m, r);
+        }
+    }
+    if (!rc && v->b) {
+        orow r = {0};
+        rc = new_row(m, relname, &r);
+        if (!rc) {
+            if (v->a) {
+                orow_set_int(&r, "table_id", t->table_id);
+                orow_set_int(&r, "column_id", cid);
+            } else {
+                orow_set_int(&r, "object_id", t->table_id);
+            }
+            rc = orow_set_str(&r, "key", "comment");
+        }
+        if (!rc) rc = orow_set_str(&r, "value", v->b);
+        if (!rc) rc = emit_insert(m, &r);
+        if (!rc) {
+            orow *p = realloc(t->tags, (t->ntags + 1) * sizeof *p);
+            if (!p) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            else {
+                t->tags = p;
+                t->tags[t->ntags++] = r;
+                r.v = NULL;
+            }
+        }
+        if (r.v) orow_free(&r);
+    }
+    if (!rc) {
+        t->altered = 1;
+        m->schema_changed = 1; /* schema_version + 1; no ducklake_schema_versions row */
+    }
+    return rc;
+}
+
+static int load_views(model *m)
+{
+    if (m->views_loaded || !rel(m, "ducklake_view")) return 0;
+    moraine_cursor *c;
+    moraine_row row;
+    int rc = moraine_scan_open(m->rd, "ducklake_view", MORAINE_ANY_SCOPE, m->base, &c);
+    if (rc) return rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1)
+        if ((rc = push_row(&m->views, &m->nviews, row.rel, row.vals))) break;
+    moraine_cursor_close(c);
+    if (rc < 0) return rc;
+    m->views_loaded = 1;
+    return 0;
+}
+
+static orow *find_view(model *m, int64_t schema_id, const char *name)
+{
+    for (size_t i = 0; i < m->nviews; i++) {
+        orow *r = &m->views[i];
+        const char *n = orow_str(r, "view_name");
+        if (orow_is_null(r, "end_snapshot") && orow_int(r, "schema_id", -1) == schema_id && n && mr_ident_eq(n, name)) return r;
+    }
+    return NULL;
+}
+
+static int do_view(model *m, verb *v)
+{
+    const char *what = v->kind == V_CREATE_VIEW ? "create_view" : "drop_view";
+    if (!v->table || !*v->table) return mr_err(MORAINE_EINVAL, "%s: empty view name", what);
+    sstate *s = find_schema(m, v->schema);
+    if (!s) return mr_err(MORAINE_ENOTFOUND, "%s: no schema \"%s\"", what, v->schema ? v->schema : "main");
+    int rc = load_views(m);
+    if (rc) return rc;
+    orow *old = find_view(m, s->schema_id, v->table);
+    int64_t *ids = v->kind == V_CREATE_VIEW ? m->created_views : m->dropped_views;
+    size_t *nids = v->kind == V_CREATE_VIEW ? &m->ncreated_views : &m->ndropped_views;
+    if (v->kind == V_DROP_VIEW) {
+        if (!old) return mr_err(MORAINE_ENOTFOUND, "drop_view: no view \"%s\" in schema \"%s\"", v->table, orow_str(&s->row, "schema_name"));
+        int64_t id = orow_int(old, "view_id", -1);
+        if ((rc = end_row(m, old))) return rc;
+        if ((rc = id_push(&ids, nids, id))) return rc;
+        m->dropped_views = ids;
+        m->schema_changed = 1;
+        return 0;
+    }
+    if (!v->a || !*v->a) return mr_err(MORAINE_EINVAL, "create_view \"%s\": empty query", v->table);
+    tstate *t;
+    if (old || find_table(m, v->schema, v->table, &t) == 0)
+        return mr_err(MORAINE_EEXIST, "create_view: \"%s\" already exists in schema \"%s\"", v->table, orow_str(&s->row, "schema_name"));
+    orow r = {0};
+    char uuid[37];
+    uuid7(uuid);
+    rc = new_row(m, "ducklake_view", &r);
+    int64_t id = m->next_catalog_id;
+    if (!rc) {
+        orow_set_int(&r, "view_id", id);
+        rc = orow_set_str(&r, "view_uuid", uuid);
+    }
+    if (!rc) {
+        orow_set_int(&r, "schema_id", s->schema_id);
+        rc = orow_set_str(&r, "view_name", v->table);
+    }
+    if (!rc) rc = orow_set_str(&r, "dialect", "duckdb");
+    if (!rc) rc = orow_set_str(&r, "sql", v->a);
+    if (!rc) rc = orow_set_str(&r, "column_aliases", "");
+    if (!rc) rc = emit_insert(m, &r);
+    if (!rc) rc = id_push(&ids, nids, id);
+    if (!rc) {
+        m->created_views = ids;
+        orow *p = realloc(m->views, (m->nviews + 1) * sizeof *p);
+        if (!p) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        else {
+            m->views = p;
+            m->views[m->nviews++] = r;
+            r.v = NULL;
+        }
+    }
+    if (r.v) orow_free(&r);
+    if (!rc) {
+        m->next_catalog_id++;
+        m->schema_changed = 1;
+    }
+    return rc;
+}
+
 static int apply(model *m, verb *v)
 {
     switch (v->kind) {
@@ -1522,6 +1823,10 @@ static int apply(model *m, verb *v)
     case V_ADD_DELETES: return do_add_deletes(m, v);
     case V_DELETE_FILES: return do_delete_files(m, v);
     case V_REWRITE: return do_rewrite(m, v);
+    case V_ALTER_COLUMN: return do_alter_column(m, v);
+    case V_SET_COMMENT: return do_set_comment(m, v);
+    case V_CREATE_VIEW:
+    case V_DROP_VIEW: return do_view(m, v);
     }
     return mr_err(MORAINE_EINVAL, "unknown verb");
 }
@@ -1725,6 +2030,41 @@ int moraine_tx_drop_table(moraine_tx *tx, const char *schema, const char *table)
     VERB_END();
 }
 
+int moraine_tx_alter_column(moraine_tx *tx, const char *schema, const char *table, const char *column, const moraine_column_alter *alt)
+{
+    if (!alt) return mr_err(MORAINE_EINVAL, "alter_column: NULL change");
+    VERB_BEGIN(V_ALTER_COLUMN);
+    v.a = vdup(&v, column, &ok);
+    v.alt = *alt;
+    v.alt.type = vdup(&v, alt->type, &ok);
+    v.alt.default_value = vdup(&v, alt->default_value, &ok);
+    v.alt.default_value_type = vdup(&v, alt->default_value_type, &ok);
+    VERB_END();
+}
+
+int moraine_tx_set_comment(moraine_tx *tx, const char *schema, const char *table, const char *column, const char *comment)
+{
+    VERB_BEGIN(V_SET_COMMENT);
+    v.a = vdup(&v, column, &ok);
+    v.b = vdup(&v, comment, &ok);
+    VERB_END();
+}
+
+int moraine_tx_create_view(moraine_tx *tx, const char *schema, const char *name, const char *sql)
+{
+    const char *table = name;
+    VERB_BEGIN(V_CREATE_VIEW);
+    v.a = vdup(&v, sql, &ok);
+    VERB_END();
+}
+
+int moraine_tx_drop_view(moraine_tx *tx, const char *schema, const char *name)
+{
+    const char *table = name;
+    VERB_BEGIN(V_DROP_VIEW);
+    VERB_END();
+}
+
 int moraine_tx_set_partitioning(moraine_tx *tx, const char *schema, const char *table, const moraine_partition_key *keys, size_t n)
 {
     if (n && !keys) return mr_err(MORAINE_EINVAL, "set_partitioning: NULL keys");
@@ -1865,18 +2205,35 @@ static int build_changes(model *m, mr_buf *b)
         snprintf(tmp, sizeof tmp, "%lld", (long long)ts[i]->table_id);
         rc = add_change(b, "dropped_table", tmp);
     }
+    for (size_t i = 0; !rc && i < m->ndropped_views; i++) {
+        snprintf(tmp, sizeof tmp, "%lld", (long long)m->dropped_views[i]);
+        rc = add_change(b, "dropped_view", tmp);
+    }
     for (size_t i = 0; !rc && i < m->ncreated_schema_names; i++) {
         quote_ident(q, sizeof q, m->created_schema_names[i]);
         rc = add_change(b, "created_schema", q);
     }
+    /* created tables in the order the transaction touched them, not by id:
+     * DuckLake lists them in statement order (corpus seed_0001 step 9) */
     for (size_t i = 0; !rc && i < m->ntables; i++) {
-        tstate *t = ts[i];
+        tstate *t = &m->tables[i];
         if ((t->created || t->renamed) && t->live) {
             char a[600], c[600];
             quote_ident(a, sizeof a, schema_name_of(m, t->schema_id));
             quote_ident(c, sizeof c, orow_str(&t->row, "table_name"));
             snprintf(q, sizeof q, "%s.%s", a, c);
             rc = add_change(b, "created_table", q);
+        }
+    }
+    for (size_t i = 0; !rc && i < m->ncreated_views; i++) {
+        for (size_t j = 0; j < m->nviews; j++) {
+            orow *r = &m->views[j];
+            if (orow_int(r, "view_id", -1) != m->created_views[i] || !orow_is_null(r, "end_snapshot")) continue;
+            char a[600], c[600];
+            quote_ident(a, sizeof a, schema_name_of(m, orow_int(r, "schema_id", -1)));
+            quote_ident(c, sizeof c, orow_str(r, "view_name"));
+            snprintf(q, sizeof q, "%s.%s", a, c);
+            rc = add_change(b, "created_view", q);
         }
     }
     static const char *kinds[] = {"inserted_into_table", "deleted_from_table", "altered_table", "rewrite_delete"};
@@ -2094,6 +2451,85 @@ static int emit_snapshot(model *m, moraine_tx *tx)
     return rc;
 }
 
+/* DuckLake's catalog-id order (issue 16, item 5 and the corpus): DuckLake
+ * gives the catalog ids of one transaction (new tables, views, partition and
+ * sort specs) at commit, walking its transaction-local entries newest first:
+ * the objects of the table or view touched last get the lowest ids (corpus
+ * seed_0014 step 4: CREATE EventTime, SET PARTITIONED BY on city, CREATE
+ * REGION give REGION 3, city's spec 4, EventTime 5). New schemas come first,
+ * in statement order. Within one entry the ids follow the statements. The
+ * plan applies the verbs once to a checking model to learn which entry each
+ * verb touches and how many ids it takes, then gives each verb its first id.
+ * (DuckLake's walk is a hash map's; newest first is its order whenever no
+ * two entries share a bucket, which holds in all but one corpus scenario.) */
+static int plan_ids(moraine_tx *tx, int64_t **first_out)
+{
+    size_t n = tx->nverbs;
+    *first_out = NULL;
+    model d;
+    int rc = model_init(&d, tx->db, NULL);
+    int64_t *key = calloc(n ? n : 1, sizeof *key), *used = calloc(n ? n : 1, sizeof *used);
+    int64_t *first = calloc(n ? n : 1, sizeof *first);
+    if (!key || !used || !first) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
+    int64_t start = d.next_catalog_id;
+    char **vnames = calloc(n ? n : 1, sizeof *vnames);
+    if (!vnames) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        verb *v = &tx->verbs[i];
+        tstate *t = NULL;
+        key[i] = INT64_MIN; /* no entry */
+        int k = v->kind;
+        int data = k == V_ADD_FILES || k == V_ADD_DELETES || k == V_DELETE_FILES || k == V_REWRITE;
+        if (k == V_CREATE_SCHEMA) key[i] = INT64_MIN + 1 + (int64_t)i;
+        else if (k != V_CREATE_TABLE && k != V_CREATE_VIEW && k != V_DROP_VIEW && !data &&
+                 find_table(&d, v->schema, v->table, &t) == 0)
+            key[i] = t->table_id;
+        int64_t before = d.next_catalog_id;
+        if ((rc = apply(&d, v))) break;
+        used[i] = d.next_catalog_id - before;
+        if (k == V_CREATE_TABLE && find_table(&d, v->schema, v->table, &t) == 0) key[i] = t->table_id;
+        if (k == V_CREATE_VIEW || k == V_DROP_VIEW) {
+            /* views: keyed by schema and name, below every table id */
+            const char *sc = v->schema ? v->schema : "main";
+            size_t len = strlen(sc) + strlen(v->table ? v->table : "") + 2;
+            if (!(vnames[i] = malloc(len))) { rc = mr_err(MORAINE_ENOMEM, "out of memory"); break; }
+            snprintf(vnames[i], len, "%s.%s", sc, v->table ? v->table : "");
+            key[i] = -2;
+            for (size_t j = 0; j < i; j++)
+                if (vnames[j] && strcmp(vnames[j], vnames[i]) == 0) key[i] = key[j];
+            if (key[i] == -2) key[i] = -1000000 - (int64_t)i;
+        }
+    }
+    model_free(&d);
+    if (!rc) {
+        int64_t cur = start;
+        /* schemas first, in statement order */
+        for (size_t i = 0; i < n; i++)
+            if (tx->verbs[i].kind == V_CREATE_SCHEMA) { first[i] = cur; cur += used[i]; }
+        /* entries newest first (by their first touch), each in statement order */
+        for (size_t e = n; e-- > 0;) {
+            if (key[e] == INT64_MIN || tx->verbs[e].kind == V_CREATE_SCHEMA) continue;
+            int firsttouch = 1;
+            for (size_t j = 0; j < e; j++)
+                if (key[j] == key[e]) firsttouch = 0;
+            if (!firsttouch) continue;
+            for (size_t i = e; i < n; i++)
+                if (key[i] == key[e]) { first[i] = cur; cur += used[i]; }
+        }
+        /* verbs of no entry (data) take no catalog id; give them the end */
+        for (size_t i = 0; i < n; i++)
+            if (key[i] == INT64_MIN) first[i] = cur;
+        *first_out = first;
+        first = NULL;
+    }
+    for (size_t i = 0; vnames && i < n; i++) free(vnames[i]);
+    free(vnames);
+    free(key);
+    free(used);
+    free(first);
+    return rc;
+}
+
 int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
 {
     if (!tx) return mr_err(MORAINE_EINVAL, "NULL transaction");
@@ -2123,7 +2559,19 @@ int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
         /* the checking model's reads are over: reopen a read on the newest snapshot for the conflict check */
         rc = check_conflicts(&m, &tx->m);
     }
-    for (size_t i = 0; !rc && i < tx->nverbs; i++) rc = apply(&m, &tx->verbs[i]);
+    int64_t *first = NULL;
+    if (!rc) rc = plan_ids(tx, &first);
+    int64_t end_id = m.next_catalog_id;
+    for (size_t i = 0; !rc && i < tx->nverbs; i++) {
+        int64_t before = m.next_catalog_id;
+        m.next_catalog_id = first[i];
+        rc = apply(&m, &tx->verbs[i]);
+        int64_t took = m.next_catalog_id - first[i];
+        end_id += took;
+        m.next_catalog_id = before + took;
+    }
+    if (!rc) m.next_catalog_id = end_id;
+    free(first);
     int changed = !rc && anything_changed(&m);
     if (!rc && changed) rc = emit_snapshot(&m, tx);
     int64_t snap = m.snap;

@@ -29,7 +29,7 @@
 # (the HTTP tests start their own nginx on a free port of 127.0.0.1).
 set -e
 
-DEMO="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev"
+DEMO="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev lua-lpeg"
 LINT="lua-check"
 DOCS="lua-ldoc lua-markdown"
 TEST="$DEMO $LINT $DOCS git lua-busted lua-luassert lua-penlight sqlite3 lua-sql-sqlite3 postgresql lua-sql-postgres nginx-light libnginx-mod-http-lua curl luarocks man-db groff-base chromium"

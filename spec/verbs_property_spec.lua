@@ -16,6 +16,13 @@ local function live(list)
   for _, s in ipairs(list) do if s.e == nil then return s end end
 end
 
+-- ends a sort spec at S; one this same transaction wrote is taken back
+-- instead (DuckLake writes only the last sort spec of a transaction)
+local function end_sort(t, cur, S)
+  if cur.b ~= S then cur.e = S return end
+  for i, x in ipairs(t.sorts) do if x == cur then table.remove(t.sorts, i) return end end
+end
+
 local function visible(x, s) return x.b <= s and (x.e == nil or s < x.e) end
 
 local function same_keys(a, b)
@@ -28,6 +35,37 @@ end
 
 local function expect_refusal(code, fn, ...)
   support.expect_err(code, nil, fn, ...)
+end
+
+-- DuckLake numbers a transaction's catalog ids at commit, the entries it
+-- touched last first (engine/verbs.c, plan_ids): the model hands out
+-- placeholders and numbers them when the transaction commits.
+local function touch(m, tname)
+  m.touched = m.touched or {}
+  for _, n in ipairs(m.touched) do if n == tname then return end end
+  m.touched[#m.touched + 1] = tname
+end
+
+local function alloc(m, tname)
+  m.allocs = m.allocs or {}
+  local ph = -1000000 - #m.allocs
+  m.allocs[#m.allocs + 1] = { tname = tname, ph = ph }
+  return ph
+end
+
+local function number_ids(m)
+  local map = {}
+  for i = #(m.touched or {}), 1, -1 do
+    for _, a in ipairs(m.allocs or {}) do
+      if a.tname == m.touched[i] then map[a.ph] = m.next_catalog_id; m.next_catalog_id = m.next_catalog_id + 1 end
+    end
+  end
+  for _, t in pairs(m.tables) do
+    for _, x in ipairs(t.specs) do if map[x.id] then x.id = map[x.id] end end
+    for _, x in ipairs(t.sorts) do if map[x.id] then x.id = map[x.id] end end
+    for _, f in ipairs(t.files) do if map[f.pid] then f.pid = map[f.pid] end end
+  end
+  m.touched, m.allocs = nil, nil
 end
 
 -- One random verb applied to both the model m (snapshot S being written) and tx.
@@ -49,17 +87,28 @@ local function random_verb(m, tx, S)
       end
     end
     tx:set_partitioning(tname, keys)
+    touch(m, tname)
     local cur = live(t.specs)
     if cur and same_keys(cur.keys, spec) then return end -- DuckLake: nothing to commit
-    if cur then cur.e = S end
-    t.specs[#t.specs + 1] = { id = m.next_catalog_id, b = S, keys = spec }
-    m.next_catalog_id = m.next_catalog_id + 1
+    if cur then
+      -- DuckLake: a spec set in this transaction that no file added here names is not written
+      local named = false
+      for _, f in ipairs(t.files) do if f.b == S and f.pid == cur.id then named = true end end
+      if cur.b == S and not named then
+        for i, x in ipairs(t.specs) do if x == cur then table.remove(t.specs, i) break end end
+      else
+        cur.e = S
+      end
+    end
+    t.specs[#t.specs + 1] = { id = alloc(m, tname), b = S, keys = spec }
   elseif pick == 3 then -- set or reset sorting
     local cur = live(t.sorts)
     if math.random(1, 3) == 1 then
-      if not cur then return expect_refusal("EINVAL", tx.clear_sorting, tx, tname) end
+      -- DuckLake: resetting an unsorted table still alters it (no sort rows)
       tx:clear_sorting(tname)
-      cur.e = S
+      touch(m, tname)
+      if not cur then return end
+      end_sort(t, cur, S)
     else
       local keys, exprs = {}, {}
       for i = 1, math.random(1, 2) do
@@ -69,9 +118,9 @@ local function random_verb(m, tx, S)
         exprs[i] = c.name .. " " .. dir
       end
       tx:set_sorting(tname, keys)
-      if cur then cur.e = S end
-      t.sorts[#t.sorts + 1] = { id = m.next_catalog_id, b = S, exprs = exprs }
-      m.next_catalog_id = m.next_catalog_id + 1
+      touch(m, tname)
+      if cur then end_sort(t, cur, S) end
+      t.sorts[#t.sorts + 1] = { id = alloc(m, tname), b = S, exprs = exprs }
     end
   elseif pick <= 5 then -- add files under the live spec
     local spec = live(t.specs)
@@ -126,6 +175,7 @@ local function random_verb(m, tx, S)
     local c = t.cols[math.random(1, #t.cols)]
     local new = c.name .. "r"
     tx:rename_column(tname, c.name, new)
+    touch(m, tname)
     local cur = live(t.sorts)
     if cur then
       local exprs, hit = {}, false
@@ -134,10 +184,11 @@ local function random_verb(m, tx, S)
         if name == c.name then hit = true; name = new end
         exprs[i] = name .. " " .. dir
       end
+      -- DuckLake: a rename on a sorted table takes a catalog id either way
+      local id = alloc(m, tname)
       if hit then
-        cur.e = S
-        t.sorts[#t.sorts + 1] = { id = m.next_catalog_id, b = S, exprs = exprs }
-        m.next_catalog_id = m.next_catalog_id + 1
+        end_sort(t, cur, S)
+        t.sorts[#t.sorts + 1] = { id = id, b = S, exprs = exprs }
       end
     end
     c.name = new
@@ -150,6 +201,7 @@ local function random_verb(m, tx, S)
     if used then return expect_refusal("EINVAL", tx.drop_column, tx, tname, c.name) end
     if #t.cols == 1 then return end
     tx:drop_column(tname, c.name)
+    touch(m, tname)
     for i, x in ipairs(t.cols) do if x == c then table.remove(t.cols, i) break end end
   end
 end
@@ -247,7 +299,8 @@ local function run_case(seed)
         mc[k] = { id = k, name = "c" .. k }
       end
       tx:create_table(name, cols)
-      m.tables[name] = { id = i, cols = mc, specs = {}, sorts = {}, files = {} }
+      -- DuckLake numbers the tables of one transaction newest first: b is 1, a is 2
+      m.tables[name] = { id = 3 - i, cols = mc, specs = {}, sorts = {}, files = {} }
     end
   end)
   for _ = 1, math.random(2, 8) do
@@ -258,6 +311,7 @@ local function run_case(seed)
     end)
     if snap then
       if snap ~= S then return "snapshot " .. tostring(snap) .. " committed, " .. S .. " expected" end
+      number_ids(m)
       m.snap = snap
     else
       -- nothing committed: then nothing in the model may have changed either, not
@@ -269,7 +323,7 @@ local function run_case(seed)
             :format(name, pretty.write(saved.tables[name], ""), pretty.write(t, ""))
         end
       end
-      if m.next_catalog_id ~= saved.next_catalog_id or m.next_file_id ~= saved.next_file_id then
+      if m.next_catalog_id ~= saved.next_catalog_id or m.next_file_id ~= saved.next_file_id or m.allocs then
         return "a transaction that took ids in the model committed nothing"
       end
       m = saved

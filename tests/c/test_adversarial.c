@@ -82,7 +82,7 @@ static int commit_file(moraine_db *db, int64_t *snap)
     int have = moraine_partition_spec_at(rd, 1, moraine_tx_base(tx), &spec);
     size_t nv = have == 1 ? 1 : 0;
     moraine_read_end(rd);
-    moraine_data_file f = {path, 0, NULL, 10, 1000, 50, vals, nv, NULL, 0};
+    moraine_data_file f = {path, 0, NULL, 10, 1000, 50, vals, nv, NULL, 0, 0};
     if ((rc = moraine_tx_add_data_files(tx, NULL, "t", &f, 1, NULL))) {
         moraine_tx_abort(tx);
         return rc;
@@ -116,7 +116,7 @@ static int build_small(const char *dir, int nfiles)
         rc = commit_file(db, &snap);
     }
     if (rc) goto out;
-    moraine_delete_file df = {2, "d2.parquet", NULL, 3, 100, 10};
+    moraine_delete_file df = {2, "d2.parquet", NULL, 3, 100, 10, 0};
     if ((rc = moraine_tx_begin(db, &tx))) goto out;
     if ((rc = moraine_tx_add_delete_files(tx, NULL, "t", &df, 1)) || (rc = moraine_tx_commit(tx, &snap))) goto out;
     int64_t gone = 3;

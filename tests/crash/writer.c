@@ -67,7 +67,7 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "f%lld.parquet", (long long)next);
         snprintf(val, sizeof val, "%lld", (long long)(next % 5));
         const char *vals[] = {val};
-        moraine_data_file f = {path, 0, NULL, 1, 100, 10, vals, nvals, NULL, 0};
+        moraine_data_file f = {path, 0, NULL, 1, 100, 10, vals, nvals, NULL, 0, 0};
         if ((rc = moraine_tx_add_data_files(tx, NULL, "t", &f, 1, NULL))) return fail("add file", rc);
         int64_t snap;
         if ((rc = moraine_tx_commit(tx, &snap))) return fail("commit", rc);
