@@ -1,0 +1,671 @@
+--- moraine.push — write moraine's own snapshots into a live SQL DuckLake
+-- catalog, as DuckLake itself would have written them.
+--
+--     local moraine = require "moraine"
+--     local push = require "moraine.push"
+--     local db = moraine.open("/srv/lake.moraine")   -- imported or synced from the target
+--     db:transaction(function(tx) tx:set_partitioning("events", { "hour(ts)" }) end)
+--     local r = push.push(db, "/srv/lake.sqlite")
+--     print(r.from, r.to, r.snapshots)               -- 20 21 1
+--
+-- ## What a push writes
+--
+-- The target is a SQLite DuckLake catalog file (the file DuckLake ATTACHes as
+-- `ducklake:sqlite:FILE`). Its newest snapshot H must be one of moraine's
+-- own: the same `ducklake_snapshot` row (snapshot_time, schema_version,
+-- next_catalog_id, next_file_id) under the same id. That is how moraine
+-- knows where the target and the catalog part: the target was imported into
+-- moraine, or exported from it, or synced, or pushed to before. Every
+-- snapshot S moraine committed after H is then written in increasing order,
+-- each in ONE SQLite transaction (`BEGIN IMMEDIATE` ... `COMMIT`):
+--
+-- 1. the check: the target's newest snapshot is still the one before S
+--    (H, then each S pushed); else the transaction is rolled back and the
+--    push refused (see Concurrency);
+-- 2. DuckLake's `UPDATE ... SET end_snapshot = S` for every versioned row
+--    moraine ended at S that began before it (the row is found by all its
+--    other columns; exactly one live row must match, else ECONFLICT);
+-- 3. the `ducklake_snapshot` row of S and its `ducklake_snapshot_changes` row;
+-- 4. every row that begins at S (`end_snapshot` NULL, or S when moraine ended
+--    it in the same snapshot), each followed by its child rows
+--    (`ducklake_partition_column`, `ducklake_sort_expression`,
+--    `ducklake_file_column_stats`, `ducklake_file_partition_value`, ...); the
+--    `ducklake_schema_versions` rows of S; which rows these are and their
+--    values are moraine's, i.e. what its verbs wrote (docs/verbs.md);
+-- 5. in the last snapshot's transaction only: the tables that keep no history
+--    (`ducklake_table_stats`, `ducklake_table_column_stats`,
+--    `ducklake_metadata`, ...) made equal to moraine's (rows the target has
+--    and moraine does not are deleted by rowid, moraine's missing rows are
+--    inserted; equal tables are not touched). moraine keeps only their
+--    current rows, so intermediate snapshots of a push of several cannot carry
+--    DuckLake's intermediate counts.
+--
+-- Values are written as SQL literals (`moraine.sqlite.literal`, the same code
+-- as `export_sql`): integers exact over int64, NULL distinct from the empty
+-- string, booleans TRUE/FALSE, any bytes of a string kept (a NUL byte or
+-- invalid UTF-8 as `CAST(X'..' AS VARCHAR)`). Columns are named in every
+-- INSERT; a column moraine has and the target lacks is refused (EINVAL,
+-- before anything is written) unless every value of it is NULL.
+--
+-- ## Kills and re-runs
+--
+-- Each snapshot is one SQLite transaction, so a push killed at any point
+-- leaves the target with whole snapshots only (SQLite rolls back a
+-- half-written transaction when the file is next opened). Running push
+-- again starts from the target's newest snapshot, which is then one of
+-- moraine's, and finishes the job; a push with nothing left to write changes
+-- nothing.
+--
+-- ## Concurrency
+--
+-- DuckLake's writers append snapshots to the same catalog. If the target's
+-- newest snapshot is not one of moraine's (a DuckLake writer committed since
+-- moraine last read the target), or a writer commits between two of the
+-- push's transactions, the push is refused with ECONFLICT before that
+-- snapshot is written: the snapshots already pushed stay (each is whole),
+-- the target's new snapshot is named with its changes, and so is the first
+-- table both sides changed (by DuckLake's change list, `changes_made`) with
+-- moraine's snapshot that changed it. Rebasing moraine's snapshots onto the
+-- target's new head (new snapshot ids and ids from the counters, as DuckLake
+-- retries a commit) is not done here: bring the target's snapshots into a
+-- fresh catalog (`moraine import`), run the migration again, and push.
+--
+-- @module moraine.push
+
+local moraine = require "moraine"
+local sqlite = require "moraine.sqlite"
+
+local core = moraine.core
+local NULL = moraine.null
+
+local M = {}
+
+local function raise(code, fmt, ...)
+  core.raise(code, string.format(fmt, ...))
+end
+
+local function is_int(v)
+  if type(v) == "cdata" then return true end
+  if type(v) ~= "number" then return false end
+  if math.type then return math.type(v) == "integer" end
+  return v == math.floor(v)
+end
+
+local function int_text(v)
+  if type(v) == "cdata" then return (tostring(v):gsub("U?LL$", "")) end
+  if math.type then return tostring(v) end
+  return string.format("%.0f", v)
+end
+
+-- a value in a form that compares equal for equal SQL values (SQLite keeps
+-- booleans as 0/1)
+local function vkey(v)
+  if v == nil or v == NULL then return "n" end
+  local t = type(v)
+  if t == "boolean" then return v and "i1" or "i0" end
+  if is_int(v) then return "i" .. int_text(v) end
+  if t == "number" then return "f" .. string.format("%.17g", v) end
+  if t == "table" and type(v.json) == "string" then return "s" .. v.json end
+  return "s" .. tostring(v)
+end
+
+local function rowkey(vals, n)
+  local parts = {}
+  for i = 1, n do parts[i] = vkey(vals[i]) end
+  return table.concat(parts, "\0|")
+end
+
+-- a snapshot id as a Lua table key
+local function sid(v) return int_text(v) end
+
+local function sid_less(a, b)
+  if #a ~= #b then return #a < #b end -- non-negative ids: shorter is smaller
+  return a < b
+end
+
+-- "created_table:\"main\".\"t\",inserted_into_table:3" -> { {kind, value}, ... }
+local function parse_changes(s)
+  local out = {}
+  if type(s) ~= "string" then return out end
+  local i, n = 1, #s
+  while i <= n do
+    local j, inq = i, false
+    while j <= n do
+      local c = s:sub(j, j)
+      if c == '"' then inq = not inq
+      elseif c == "," and not inq then break end
+      j = j + 1
+    end
+    local item = s:sub(i, j - 1)
+    local kind, value = item:match("^([%w_]+):(.*)$")
+    if kind then out[#out + 1] = { kind = kind, value = value } end
+    i = j + 1
+  end
+  return out
+end
+
+-- the tables a change list touches: key -> change text ("t3" for a table id,
+-- "n<schema>.<name>" for a created table's name)
+local function touched(changes, names_by_id)
+  local t = {}
+  for _, c in ipairs(parse_changes(changes)) do
+    if c.kind:find("table", 1, true) then
+      if c.value:match("^%d+$") then
+        t["t" .. c.value] = c.kind .. ":" .. c.value
+        local nm = names_by_id[c.value]
+        if nm then t["n" .. nm] = c.kind .. ":" .. c.value end
+      else
+        t["n" .. c.value] = c.kind .. ":" .. c.value
+      end
+    end
+  end
+  return t
+end
+
+-- ---- the target -------------------------------------------------------------
+
+local function open_target(path)
+  if type(path) ~= "string" or path == "" then
+    raise("EINVAL", "push: the target must be a SQLite DuckLake catalog file, got %s", tostring(path))
+  end
+  if path:match("^postgres") then
+    raise("EINVAL", "push: %s: PostgreSQL targets are not supported yet; push to a SQLite DuckLake catalog file", path)
+  end
+  local f, err = io.open(path, "rb")
+  if not f then raise("EIO", "push: cannot open %s: %s", path, tostring(err)) end
+  local head = f:read(16)
+  f:close()
+  if head ~= "SQLite format 3\0" then
+    raise("EINVAL", "push: %s is not a SQLite database (no SQLite header)", path)
+  end
+  local driver = sqlite.driver()
+  local env = driver.sqlite3()
+  local con, cerr = env:connect(path)
+  if not con then
+    env:close()
+    raise("EIO", "push: cannot open %s: %s", path, (tostring(cerr):gsub("^LuaSQL: ", "")))
+  end
+  local t = { path = path, con = con, env = env }
+  function t.exec(sql)
+    local r, e = con:execute(sql)
+    if not r then
+      raise("EIO", "push: %s: SQLite refused %s: %s", path, sql:sub(1, 160), (tostring(e):gsub("^LuaSQL: ", "")))
+    end
+    if type(r) == "userdata" then r:close() return 0 end
+    return r
+  end
+  function t.close()
+    pcall(con.close, con)
+    pcall(env.close, env)
+  end
+  t.exec("PRAGMA busy_timeout = 10000")
+  return t
+end
+
+-- ducklake_* tables of the target: name -> { columns = {...}, types = {col -> decl}, has = {col -> true} }
+local function target_tables(t)
+  local out = {}
+  for _, r in ipairs(sqlite.select_rows(t.con, "sqlite_master", { "name" },
+    "type = 'table' AND substr(name, 1, 9) = 'ducklake_'", nil, t.path)) do
+    local name = r[1]
+    local info = { columns = {}, types = {}, has = {} }
+    local cur = assert(t.con:execute("PRAGMA table_info(" .. "'" .. name:gsub("'", "''") .. "')"))
+    local row = cur:fetch({}, "a")
+    local list = {}
+    while row do
+      list[#list + 1] = { cid = tonumber(row.cid), name = row.name, type = row.type or "" }
+      row = cur:fetch({}, "a")
+    end
+    cur:close()
+    table.sort(list, function(a, b) return a.cid < b.cid end)
+    for i, c in ipairs(list) do
+      info.columns[i] = c.name
+      info.types[c.name] = c.type
+      info.has[c.name] = true
+    end
+    out[name] = info
+  end
+  if not out.ducklake_snapshot or not out.ducklake_snapshot_changes then
+    raise("EINVAL", "push: %s is not a DuckLake catalog: it has no ducklake_snapshot%s table", t.path,
+      out.ducklake_snapshot and "_changes" or "")
+  end
+  return out
+end
+
+local SNAP_COLS = { "snapshot_id", "snapshot_time", "schema_version", "next_catalog_id", "next_file_id" }
+
+-- the target's snapshots above @above (all when nil), ascending: rows keyed by column
+local function target_snapshots(t, above)
+  local rows = sqlite.select_rows(t.con, "ducklake_snapshot", SNAP_COLS,
+    above and ("snapshot_id > " .. int_text(above)) or nil, nil, t.path)
+  local out = {}
+  for i, r in ipairs(rows) do
+    local s = {}
+    for c, name in ipairs(SNAP_COLS) do s[name] = r[c] end
+    out[i] = s
+  end
+  table.sort(out, function(a, b) return sid_less(sid(a.snapshot_id), sid(b.snapshot_id)) end)
+  return out
+end
+
+local function target_head(t)
+  local r = sqlite.select_rows(t.con, "ducklake_snapshot", { "snapshot_id" },
+    "snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)", nil, t.path)
+  return r[1] and r[1][1] or nil
+end
+
+local function target_changes(t, id)
+  local r = sqlite.select_rows(t.con, "ducklake_snapshot_changes", { "changes_made" },
+    "snapshot_id = " .. int_text(id), nil, t.path)
+  return r[1] and r[1][1] or nil
+end
+
+-- ---- moraine's side -----------------------------------------------------------
+
+local function same_snapshot(a, b)
+  for _, c in ipairs(SNAP_COLS) do
+    if vkey(a[c]) ~= vkey(b[c]) then return false end
+  end
+  return true
+end
+
+-- Everything push needs from the catalog, in one read: snapshots (id text ->
+-- {row =, changes =}), ordered ids, relations, rows of every relation.
+local function read_catalog(db)
+  local cat = { snaps = {}, order = {}, rels = {}, rows = {}, names_by_id = {} }
+  db:read(function(rd)
+    for row, children in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
+      local ch = children.ducklake_snapshot_changes and children.ducklake_snapshot_changes[1]
+      cat.snaps[sid(row.snapshot_id)] = { row = row, changes = ch and ch.changes_made or NULL }
+      cat.order[#cat.order + 1] = sid(row.snapshot_id)
+    end
+    for _, rel in ipairs(db:relations()) do
+      cat.rels[#cat.rels + 1] = rel
+      if rel.placement ~= "child" then
+        local entries = {}
+        for row, children, ord in rd:scan(rel.name, { at = moraine.ALL }) do
+          entries[#entries + 1] = { row = row, children = children, ord = ord }
+        end
+        cat.rows[rel.name] = entries
+      end
+    end
+    for row in rd:scan("ducklake_table", { at = moraine.ALL }) do
+      local sch
+      for srow in rd:scan("ducklake_schema", { at = moraine.ALL }) do
+        if vkey(srow.schema_id) == vkey(row.schema_id) then sch = srow.schema_name end
+      end
+      cat.names_by_id[sid(row.table_id)] = '"' .. tostring(sch or "main") .. '"."' .. tostring(row.table_name) .. '"'
+    end
+  end)
+  table.sort(cat.order, sid_less)
+  return cat
+end
+
+-- ---- writing one snapshot -----------------------------------------------------
+
+local function columns_for(t, tinfo, name, cols, rows_of)
+  -- moraine's columns the target has; a moraine column the target lacks is
+  -- allowed only when no row written has a value in it
+  local out = {}
+  for _, c in ipairs(cols) do
+    if tinfo.has[c] then
+      out[#out + 1] = c
+    else
+      for _, row in ipairs(rows_of) do
+        local v = row[c]
+        if v ~= nil and v ~= NULL then
+          raise("EINVAL", "push: %s: table %s has no column %s, which moraine's rows use (value %s); nothing written",
+            t.path, name, c, vkey(v):sub(2))
+        end
+      end
+    end
+  end
+  return out
+end
+
+local function insert_sql(name, cols, types, row)
+  local lits = {}
+  for i, c in ipairs(cols) do
+    local v = row[c]
+    if v == nil then v = NULL end
+    lits[i] = sqlite.literal(v, types[c] or "")
+  end
+  local idents = {}
+  for i, c in ipairs(cols) do idents[i] = sqlite.ident(c) end
+  return "INSERT INTO " .. sqlite.ident(name) .. " (" .. table.concat(idents, ", ") .. ") VALUES ("
+    .. table.concat(lits, ", ") .. ")"
+end
+
+local function where_sql(cols, types, row, skip)
+  local parts = {}
+  for _, c in ipairs(cols) do
+    if c ~= skip then
+      local v = row[c]
+      if v == nil then v = NULL end
+      parts[#parts + 1] = sqlite.ident(c) .. " IS " .. sqlite.literal(v, types[c] or "")
+    end
+  end
+  return table.concat(parts, " AND ")
+end
+
+-- The conflict error when the target's newest snapshot @head is not @expect.
+local function conflict(t, cat, expect, pending)
+  local news = target_snapshots(t, expect)
+  local first = news[1]
+  local mine = {}
+  for _, s in ipairs(pending) do mine[#mine + 1] = s end
+  local desc = {}
+  for i, s in ipairs(news) do
+    if i > 3 then desc[#desc + 1] = "..." break end
+    local ch = target_changes(t, s.snapshot_id)
+    desc[#desc + 1] = "snapshot " .. int_text(s.snapshot_id) .. " (" .. tostring(ch == NULL and "" or ch) .. ")"
+    local theirs = touched(ch, cat.names_by_id)
+    for _, m in ipairs(mine) do
+      local ours = touched(cat.snaps[m].changes, cat.names_by_id)
+      for k, what in pairs(ours) do
+        if theirs[k] then
+          local tname = k:sub(1, 1) == "t" and cat.names_by_id[k:sub(2)] or k:sub(2)
+          raise("ECONFLICT", "push: %s moved on: its snapshot %s (%s) changed table %s%s, which moraine's "
+            .. "unpushed snapshot %s also changes (%s); nothing of snapshot %s was written (the target's newest "
+            .. "snapshot must be %s, moraine's last pushed or synced)", t.path, int_text(s.snapshot_id),
+            theirs[k], tname or k:sub(2), k:sub(1, 1) == "t" and (" (table_id " .. k:sub(2) .. ")") or "",
+            m, what, m, expect and int_text(expect) or "?")
+        end
+      end
+    end
+  end
+  raise("ECONFLICT", "push: %s moved on: its newest snapshot is %s, not %s (moraine's last pushed or synced); "
+    .. "new there: %s; no table is changed by both sides, but push does not rebase yet; nothing of snapshot %s "
+    .. "was written", t.path, first and int_text(news[#news].snapshot_id) or "?", expect and int_text(expect) or "?",
+    table.concat(desc, ", "), pending[1] or "?")
+end
+
+--- Pushes moraine's snapshots after the target's newest one into the target
+-- SQLite DuckLake catalog, one SQLite transaction per snapshot (see the
+-- module's doc for what is written and how conflicts are found).
+-- @param db a catalog handle (`moraine.open`) holding the target's snapshots
+--   and moraine's own after them
+-- @tparam string target a SQLite DuckLake catalog file (DuckLake's
+--   `ATTACH 'ducklake:sqlite:FILE'`); PostgreSQL is not supported yet
+-- @tparam[opt] table opts `progress(done, total, snapshot_id)`: called after
+--   each snapshot is committed in the target (`done` of `total` snapshots,
+--   `snapshot_id` an integer); returning `true` stops the push there
+--   (EINVAL "push cancelled"; the snapshots pushed so far stay, whole); an
+--   error it raises stops it too and is re-raised unchanged
+-- @return `{from = H, to = last, snapshots = n}`: the target's newest
+--   snapshot before (H) and after, and how many were written (0: the target
+--   was up to date, nothing written)
+-- @raise EINVAL (target not a SQLite file, not a DuckLake catalog, without
+--   snapshots, a PostgreSQL target, a moraine column the target lacks, an
+--   unknown option, cancelled), EIO (the file cannot be opened, or SQLite
+--   refused a statement: its words), ECONFLICT (the target's newest snapshot
+--   is not moraine's: the target's snapshot and the table both changed are
+--   named; or a row to end is not live there), the errors of `db:read`; a
+--   plain string error for arguments of the wrong type or when LuaSQL's
+--   SQLite driver is not installed
+function M.push(db, target, opts)
+  if type(db) ~= "userdata" then
+    error("bad argument #1 to 'push' (moraine catalog expected, got " .. type(db) .. ")", 2)
+  end
+  if type(target) ~= "string" then
+    error("bad argument #2 to 'push' (string expected, got " .. type(target) .. ")", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("bad argument #3 to 'push' (table or nil expected, got " .. type(opts) .. ")", 2)
+  end
+  local progress
+  for k, v in pairs(opts or {}) do
+    if k ~= "progress" then raise("EINVAL", "push: unknown option '%s'", tostring(k)) end
+    if type(v) ~= "function" then raise("EINVAL", "push: progress must be a function, got %s", type(v)) end
+    progress = v
+  end
+  local t = open_target(target)
+  local ok, res = pcall(function()
+    local ttabs = target_tables(t)
+    local head = target_head(t)
+    if head == nil then
+      raise("EINVAL", "push: %s has no snapshot; write a whole catalog with moraine export --format sqlite", target)
+    end
+    local cat = read_catalog(db)
+    -- where the two part: the target's newest snapshot must be moraine's
+    local hrow = target_snapshots(t, nil)
+    local hk = sid(head)
+    local mine = cat.snaps[hk]
+    local pending = {}
+    for _, s in ipairs(cat.order) do
+      if sid_less(hk, s) then pending[#pending + 1] = s end
+    end
+    local head_row
+    for _, r in ipairs(hrow) do if sid(r.snapshot_id) == hk then head_row = r end end
+    if not mine or not same_snapshot(mine.row, head_row) then
+      -- the greatest snapshot both have alike
+      local common
+      for _, r in ipairs(hrow) do
+        local m = cat.snaps[sid(r.snapshot_id)]
+        if m and same_snapshot(m.row, r) then common = r.snapshot_id end
+      end
+      if common == nil then
+        raise("ECONFLICT", "push: %s and the catalog share no snapshot (the target's newest is %s): the catalog was "
+          .. "not imported or synced from it; nothing written", target, int_text(head))
+      end
+      pending = {}
+      for _, s in ipairs(cat.order) do
+        if sid_less(sid(common), s) then pending[#pending + 1] = s end
+      end
+      if #pending == 0 then
+        raise("ECONFLICT", "push: %s is ahead of the catalog (its newest snapshot %s, the catalog's %s); nothing "
+          .. "to push and nothing written (sync the catalog from it)", target, int_text(head), cat.order[#cat.order])
+      end
+      conflict(t, cat, common, pending)
+    end
+    if #pending == 0 then return { from = head, to = head, snapshots = 0 } end
+
+    -- plan: rows that begin / end at each pending snapshot
+    local is_pending = {}
+    for _, s in ipairs(pending) do is_pending[s] = true end
+    local begins, ends, rows_tables = {}, {}, {}
+    local children_of = {}
+    for _, rel in ipairs(cat.rels) do
+      if rel.placement == "child" and rel.parent then
+        children_of[rel.parent] = children_of[rel.parent] or {}
+        table.insert(children_of[rel.parent], rel)
+      end
+    end
+    for _, rel in ipairs(cat.rels) do
+      local name = rel.name
+      if rel.placement ~= "child" then
+        local has = {}
+        for _, c in ipairs(rel.columns) do has[c] = true end
+        local entries = cat.rows[name] or {}
+        if rel.placement == "snapshot" then
+          -- ducklake_snapshot: written from cat.snaps
+        elseif has.begin_snapshot then
+          for _, en in ipairs(entries) do
+            local b = en.row.begin_snapshot
+            local bk = b ~= NULL and sid(b) or nil
+            if bk and is_pending[bk] then
+              begins[bk] = begins[bk] or {}
+              table.insert(begins[bk], { rel = rel, entry = en })
+            end
+            local e = en.row.end_snapshot
+            if e ~= nil and e ~= NULL and is_pending[sid(e)] and bk ~= sid(e) then
+              local ek = sid(e)
+              ends[ek] = ends[ek] or {}
+              table.insert(ends[ek], { rel = rel, entry = en })
+            end
+          end
+        else
+          rows_tables[#rows_tables + 1] = rel
+        end
+      end
+    end
+    -- every table written must exist in the target; columns checked before anything is written
+    local cols_of = {}
+    local function check(rel, rows_of)
+      local ti = ttabs[rel.name]
+      if not ti then
+        if #rows_of == 0 then return nil end
+        raise("EINVAL", "push: %s has no table %s, which moraine has rows of; nothing written", target, rel.name)
+      end
+      local prev = cols_of[rel.name]
+      local cols = columns_for(t, ti, rel.name, rel.columns, rows_of)
+      if prev and #prev ~= #cols then cols = prev end
+      cols_of[rel.name] = cols
+      return cols
+    end
+    local by_rel = {}
+    for _, list in pairs(begins) do
+      for _, it in ipairs(list) do
+        by_rel[it.rel] = by_rel[it.rel] or {}
+        table.insert(by_rel[it.rel], it.entry.row)
+        for _, crel in ipairs(children_of[it.rel.name] or {}) do
+          by_rel[crel] = by_rel[crel] or {}
+          for _, crow in ipairs(it.entry.children[crel.name] or {}) do table.insert(by_rel[crel], crow) end
+        end
+      end
+    end
+    for _, list in pairs(ends) do
+      for _, it in ipairs(list) do
+        by_rel[it.rel] = by_rel[it.rel] or {}
+        table.insert(by_rel[it.rel], it.entry.row)
+      end
+    end
+    for _, rel in ipairs(rows_tables) do
+      by_rel[rel] = by_rel[rel] or {}
+      for _, en in ipairs(cat.rows[rel.name] or {}) do table.insert(by_rel[rel], en.row) end
+    end
+    for rel, rows_of in pairs(by_rel) do check(rel, rows_of) end
+    local snap_rel, changes_rel
+    for _, rel in ipairs(cat.rels) do
+      if rel.name == "ducklake_snapshot" then snap_rel = rel end
+      if rel.name == "ducklake_snapshot_changes" then changes_rel = rel end
+    end
+    local snap_rows = {}
+    for _, s in ipairs(pending) do snap_rows[#snap_rows + 1] = cat.snaps[s].row end
+    check(snap_rel, snap_rows)
+    local change_entries = {}
+    db:read(function(rd)
+      for row, children in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
+        if is_pending[sid(row.snapshot_id)] then
+          change_entries[sid(row.snapshot_id)] = children.ducklake_snapshot_changes or {}
+        end
+      end
+    end)
+    if changes_rel then
+      local all = {}
+      for _, list in pairs(change_entries) do for _, r in ipairs(list) do all[#all + 1] = r end end
+      check(changes_rel, all)
+    end
+
+    -- write, one transaction per snapshot
+    local expect = head
+    local done = 0
+    for i, s in ipairs(pending) do
+      local srow = cat.snaps[s].row
+      t.exec("BEGIN IMMEDIATE")
+      local wok, werr = pcall(function()
+        local now = target_head(t)
+        if vkey(now) ~= vkey(expect) then
+          local rest = {}
+          for j = i, #pending do rest[#rest + 1] = pending[j] end
+          conflict(t, cat, expect, rest)
+        end
+        local S = srow.snapshot_id
+        local Stext = int_text(S)
+        for _, it in ipairs(ends[s] or {}) do
+          local name = it.rel.name
+          local cols = cols_of[name]
+          local types = ttabs[name].types
+          local n = t.exec("UPDATE " .. sqlite.ident(name) .. " SET end_snapshot = " .. Stext .. " WHERE "
+            .. where_sql(cols, types, it.entry.row, "end_snapshot") .. " AND end_snapshot IS NULL")
+          if n ~= 1 then
+            raise("ECONFLICT", "push: %s: %s has %d live rows like the one moraine ended at snapshot %s (%s); "
+              .. "expected 1; nothing of snapshot %s written", target, name, n, Stext,
+              where_sql(cols, types, it.entry.row, "end_snapshot"):sub(1, 200), Stext)
+          end
+        end
+        t.exec(insert_sql("ducklake_snapshot", cols_of.ducklake_snapshot, ttabs.ducklake_snapshot.types, srow))
+        for _, crow in ipairs(change_entries[s] or {}) do
+          t.exec(insert_sql("ducklake_snapshot_changes", cols_of.ducklake_snapshot_changes,
+            ttabs.ducklake_snapshot_changes.types, crow))
+        end
+        for _, it in ipairs(begins[s] or {}) do
+          local name = it.rel.name
+          local row = it.entry.row
+          local e = row.end_snapshot
+          if e ~= nil and e ~= NULL and sid(e) ~= s then -- ended by a later snapshot: live for now
+            local copy = {}
+            for k, v in pairs(row) do copy[k] = v end
+            copy.end_snapshot = NULL
+            row = copy
+          end
+          t.exec(insert_sql(name, cols_of[name], ttabs[name].types, row))
+          for _, crel in ipairs(children_of[name] or {}) do
+            for _, crow in ipairs(it.entry.children[crel.name] or {}) do
+              t.exec(insert_sql(crel.name, cols_of[crel.name], ttabs[crel.name].types, crow))
+            end
+          end
+        end
+        if i == #pending then
+          for _, rel in ipairs(rows_tables) do
+            local cols = cols_of[rel.name]
+            if cols then
+              local types = ttabs[rel.name].types
+              local want = {}
+              for _, en in ipairs(cat.rows[rel.name] or {}) do
+                local vals = {}
+                for c, col in ipairs(cols) do vals[c] = en.row[col] end
+                local k = rowkey(vals, #cols)
+                want[k] = want[k] or {}
+                table.insert(want[k], en.row)
+              end
+              local sel = { "rowid" }
+              for _, c in ipairs(cols) do sel[#sel + 1] = c end
+              local have = sqlite.select_rows(t.con, rel.name, sel, nil, nil, target)
+              local extra = {}
+              for _, r in ipairs(have) do
+                local vals = {}
+                for c = 1, #cols do vals[c] = r[c + 1] end
+                local k = rowkey(vals, #cols)
+                if want[k] and #want[k] > 0 then
+                  table.remove(want[k])
+                else
+                  extra[#extra + 1] = int_text(r[1])
+                end
+              end
+              for _, rid in ipairs(extra) do
+                t.exec("DELETE FROM " .. sqlite.ident(rel.name) .. " WHERE rowid = " .. rid)
+              end
+              for _, en in ipairs(cat.rows[rel.name] or {}) do
+                local vals = {}
+                for c, col in ipairs(cols) do vals[c] = en.row[col] end
+                local list = want[rowkey(vals, #cols)]
+                if list and #list > 0 then
+                  table.remove(list)
+                  t.exec(insert_sql(rel.name, cols, types, en.row))
+                end
+              end
+            end
+          end
+        end
+      end)
+      if not wok then
+        pcall(t.exec, "ROLLBACK")
+        error(werr, 0)
+      end
+      t.exec("COMMIT")
+      expect = srow.snapshot_id
+      done = done + 1
+      if progress and progress(done, #pending, srow.snapshot_id) == true then
+        raise("EINVAL", "push: push cancelled after snapshot %s (%d of %d pushed; they stay, whole)",
+          int_text(srow.snapshot_id), done, #pending)
+      end
+    end
+    return { from = head, to = expect, snapshots = done }
+  end)
+  t.close()
+  if not ok then error(res, 0) end
+  return res
+end
+
+return M
