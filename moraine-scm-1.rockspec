@@ -11,10 +11,11 @@
 -- modules and the `moraine` command come along. spec/examples_spec.lua checks
 -- that the lists below name every engine source and every Lua module.
 -- Dependencies are the system's only, so the build works offline.
--- `moraine.sqlite`'s import reads SQLite through LuaSQL (Debian:
--- lua-sql-sqlite3), its export does not; `moraine.sync` reads SQLite and
--- PostgreSQL through LuaSQL (lua-sql-sqlite3, lua-sql-postgres) when a source
--- of that kind is given; `moraine.http` runs inside OpenResty/nginx's Lua module.
+-- `moraine.sqlite`'s import and export_sqlite read and write SQLite through
+-- LuaSQL (Debian: lua-sql-sqlite3), its export_sql does not; `moraine.sync`
+-- reads and `moraine.push` writes SQLite and PostgreSQL through LuaSQL
+-- (lua-sql-sqlite3, lua-sql-postgres) when a source or target of that kind is
+-- given; `moraine.http` runs inside OpenResty/nginx's Lua module.
 rockspec_format = "3.0"
 package = "moraine"
 version = "scm-1"
@@ -81,6 +82,7 @@ build = {
     },
     ["moraine"] = "bindings/moraine.lua",
     ["moraine.sqlite"] = "bindings/moraine/sqlite.lua",
+    ["moraine.push"] = "bindings/moraine/push.lua",
     ["moraine.http"] = "bindings/moraine/http.lua",
     ["moraine.policy"] = "bindings/moraine/policy.lua",
     ["moraine.progress"] = "bindings/moraine/progress.lua",

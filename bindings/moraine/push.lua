@@ -477,9 +477,8 @@ function M.push(db, target, opts)
         local has = {}
         for _, c in ipairs(rel.columns) do has[c] = true end
         local entries = cat.rows[name] or {}
-        if rel.placement == "snapshot" then
-          -- ducklake_snapshot: written from cat.snaps
-        elseif has.begin_snapshot then
+        -- ducklake_snapshot (placement "snapshot") is written from cat.snaps
+        if rel.placement ~= "snapshot" and has.begin_snapshot then
           for _, en in ipairs(entries) do
             local b = en.row.begin_snapshot
             local bk = b ~= NULL and sid(b) or nil
@@ -494,7 +493,7 @@ function M.push(db, target, opts)
               table.insert(ends[ek], { rel = rel, entry = en })
             end
           end
-        else
+        elseif rel.placement ~= "snapshot" then
           rows_tables[#rows_tables + 1] = rel
         end
       end

@@ -670,6 +670,7 @@ end
 -- identifier and no keyword, else double-quoted.
 -- @tparam string name
 -- @treturn string
+-- @function ident
 M.ident = ident
 
 --- LuaSQL's SQLite driver (`require "luasql.sqlite3"`).
