@@ -362,14 +362,25 @@ local function conflict(t, cat, expect, pending)
     local theirs = touched(ch, cat.names_by_id)
     for _, m in ipairs(mine) do
       local ours = touched(cat.snaps[m].changes, cat.names_by_id)
-      for k, what in pairs(ours) do
+      local keys = {}
+      for k in pairs(ours) do keys[#keys + 1] = k end
+      table.sort(keys, function(a, b) -- table ids first ("t" > "n"), then by text
+        if a:sub(1, 1) ~= b:sub(1, 1) then return a:sub(1, 1) == "t" end
+        return a < b
+      end)
+      for _, k in ipairs(keys) do
         if theirs[k] then
-          local tname = k:sub(1, 1) == "t" and cat.names_by_id[k:sub(2)] or k:sub(2)
-          raise("ECONFLICT", "push: %s moved on: its snapshot %s (%s) changed table %s%s, which moraine's "
+          local what = ours[k]
+          local label
+          if k:sub(1, 1) == "t" then
+            label = (cat.names_by_id[k:sub(2)] or "?") .. " (table_id " .. k:sub(2) .. ")"
+          else
+            label = k:sub(2)
+          end
+          raise("ECONFLICT", "push: %s moved on: its snapshot %s (%s) changed table %s, which moraine's "
             .. "unpushed snapshot %s also changes (%s); nothing of snapshot %s was written (the target's newest "
             .. "snapshot must be %s, moraine's last pushed or synced)", t.path, int_text(s.snapshot_id),
-            theirs[k], tname or k:sub(2), k:sub(1, 1) == "t" and (" (table_id " .. k:sub(2) .. ")") or "",
-            m, what, m, expect and int_text(expect) or "?")
+            theirs[k], label, m, what, mine[1], expect and int_text(expect) or "?")
         end
       end
     end
