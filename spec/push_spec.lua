@@ -356,7 +356,8 @@ describe("moraine.push", function()
     local junk = support.tmpdir("junk")
     support.write(junk, "not a database at all\n")
     support.expect_err("EINVAL", "not a SQLite database", push.push, db, junk)
-    support.expect_err("EINVAL", "PostgreSQL", push.push, db, "postgres:host=127.0.0.1 dbname=lake")
+    support.expect_err("EIO", "cannot connect to PostgreSQL", push.push, db,
+      "postgres:host=127.0.0.1 port=1 dbname=lake connect_timeout=5")
     -- a SQLite file that is no DuckLake catalog
     local other = support.tmpdir("other") .. ".sqlite"
     local con, env = env_con(other)

@@ -164,13 +164,9 @@ end
 
 -- ---- the target -------------------------------------------------------------
 
-local function open_target(path)
-  if type(path) ~= "string" or path == "" then
-    raise("EINVAL", "push: the target must be a SQLite DuckLake catalog file, got %s", tostring(path))
-  end
-  if path:match("^postgres") then
-    raise("EINVAL", "push: %s: PostgreSQL targets are not supported yet; push to a SQLite DuckLake catalog file", path)
-  end
+-- ---- SQLite ---------------------------------------------------------------------
+
+local function open_sqlite(path)
   local f, err = io.open(path, "rb")
   if not f then raise("EIO", "push: cannot open %s: %s", path, tostring(err)) end
   local head = f:read(16)
@@ -185,7 +181,7 @@ local function open_target(path)
     env:close()
     raise("EIO", "push: cannot open %s: %s", path, (tostring(cerr):gsub("^LuaSQL: ", "")))
   end
-  local t = { path = path, con = con, env = env }
+  local t = { path = path, con = con, env = env, kind = "sqlite", rowid = "rowid" }
   function t.exec(sql)
     local r, e = con:execute(sql)
     if not r then
@@ -198,26 +194,180 @@ local function open_target(path)
     pcall(con.close, con)
     pcall(env.close, env)
   end
+  -- rows of a table, values exact (moraine.sqlite's reader); the pseudo-column rowid as an integer
+  function t.select(name, cols, where)
+    return sqlite.select_rows(con, name, cols, where, nil, path)
+  end
+  function t.tables()
+    local out = {}
+    for _, r in ipairs(t.select("sqlite_master", { "name" }, "type = 'table' AND substr(name, 1, 9) = 'ducklake_'")) do
+      local cur = assert(con:execute("PRAGMA table_info('" .. r[1]:gsub("'", "''") .. "')"))
+      local list = {}
+      local row = cur:fetch({}, "a")
+      while row do
+        list[#list + 1] = { cid = tonumber(row.cid), name = row.name, type = row.type or "" }
+        row = cur:fetch({}, "a")
+      end
+      cur:close()
+      table.sort(list, function(x, y) return x.cid < y.cid end)
+      out[r[1]] = list
+    end
+    return out
+  end
+  function t.literal(v, decl) return sqlite.literal(v, decl) end
+  function t.eq(col, lit) return col .. " IS " .. lit end
+  -- BEGIN IMMEDIATE takes SQLite's write lock at once: the head read next is the newest
+  function t.begin() t.exec("BEGIN IMMEDIATE") end
+  function t.delete_row(name, rid) t.exec("DELETE FROM " .. sqlite.ident(name) .. " WHERE rowid = " .. int_text(rid)) end
   t.exec("PRAGMA busy_timeout = 10000")
   return t
+end
+
+-- ---- PostgreSQL -----------------------------------------------------------------
+
+local function pg_kind(decl)
+  local u = (decl or ""):lower()
+  if u == "bigint" or u == "integer" or u == "smallint" then return "int" end
+  if u == "boolean" then return "bool" end
+  if u == "double precision" or u == "real" then return "real" end
+  return "text"
+end
+
+local function open_postgres(spec)
+  local conninfo = spec:match("^postgres:(.*)$")
+  if spec:match("^postgres://") or spec:match("^postgresql://") then conninfo = spec end
+  local label = "PostgreSQL (" .. conninfo:gsub("password=%S*", "password=...") :gsub("://([^:@/]*):[^@/]*@", "://%1:...@") .. ")"
+  local ok, driver = pcall(require, "luasql.postgres")
+  if not ok then
+    error("moraine.push: LuaSQL's PostgreSQL driver (luasql.postgres) is not installed "
+      .. "(Debian: apt-get install lua-sql-postgres): " .. tostring(driver), 4)
+  end
+  local env = driver.postgres()
+  local con, cerr = env:connect(conninfo)
+  if not con then
+    env:close()
+    raise("EIO", "push: cannot connect to %s: %s", label, (tostring(cerr):gsub("^LuaSQL: ", "")))
+  end
+  local t = { path = label, con = con, env = env, kind = "postgres", rowid = "ctid" }
+  local kinds = {} -- table -> column -> kind, filled by t.tables
+  function t.exec(sql)
+    local r, e = con:execute(sql)
+    if not r then
+      raise("EIO", "push: %s refused %s: %s", label, sql:sub(1, 160), (tostring(e):gsub("^LuaSQL: ", "")))
+    end
+    if type(r) == "userdata" then r:close() return 0 end
+    return tonumber(r) or 0
+  end
+  function t.close()
+    pcall(con.close, con)
+    pcall(env.close, env)
+  end
+  local function all(sql)
+    local cur, e = con:execute(sql)
+    if not cur then
+      raise("EIO", "push: %s refused %s: %s", label, sql:sub(1, 160), (tostring(e):gsub("^LuaSQL: ", "")))
+    end
+    local rows = {}
+    local row = cur:fetch({}, "n")
+    while row do
+      rows[#rows + 1] = row
+      row = cur:fetch({}, "n")
+    end
+    cur:close()
+    return rows
+  end
+  -- every value selected as text (exact), turned into moraine's values by the column's type:
+  -- bigint an exact integer, boolean true/false, double a float, the rest strings; ctid its text
+  function t.select(name, cols, where)
+    local sel = {}
+    for i, c in ipairs(cols) do sel[i] = (c == "ctid" and "ctid" or sqlite.ident(c)) .. "::text" end
+    local rows = all("SELECT " .. table.concat(sel, ", ") .. " FROM " .. sqlite.ident(name)
+      .. (where and (" WHERE " .. where) or "") .. " ORDER BY ctid")
+    local k = kinds[name] or {}
+    for _, r in ipairs(rows) do
+      for i, c in ipairs(cols) do
+        local v = r[i]
+        if v == nil then
+          r[i] = NULL
+        elseif c ~= "ctid" then
+          local kind = k[c]
+          if kind == "int" then r[i] = #v <= 15 and tonumber(v) or moraine.json_decode(v)
+          elseif kind == "bool" then r[i] = (v == "t" or v == "true")
+          elseif kind == "real" then r[i] = tonumber(v) end
+        end
+      end
+    end
+    return rows
+  end
+  function t.tables()
+    local out = {}
+    for _, r in ipairs(all("SELECT table_name, column_name, data_type FROM information_schema.columns WHERE "
+      .. "table_schema = current_schema() AND table_name LIKE 'ducklake\\_%' ORDER BY table_name, ordinal_position")) do
+      out[r[1]] = out[r[1]] or {}
+      table.insert(out[r[1]], { name = r[2], type = r[3] })
+      kinds[r[1]] = kinds[r[1]] or {}
+      kinds[r[1]][r[2]] = pg_kind(r[3])
+    end
+    return out
+  end
+  -- PostgreSQL text holds neither a NUL byte nor invalid UTF-8 (the server's encoding, UTF8):
+  -- such a value is refused, naming where it is
+  function t.literal(v, _, where)
+    if v == nil or v == NULL then return "NULL" end
+    local ty = type(v)
+    if ty == "boolean" then return v and "TRUE" or "FALSE" end
+    if ty == "table" and type(v.json) == "string" then v, ty = v.json, "string" end
+    if ty == "string" then
+      if v:find("\0", 1, true) then
+        raise("EINVAL", "push: %s: %s holds a NUL byte, which PostgreSQL text cannot hold; nothing of its "
+          .. "snapshot written", label, where or "a value")
+      end
+      if not sqlite.valid_utf8(v) then
+        raise("EINVAL", "push: %s: %s holds bytes that are not valid UTF-8, which PostgreSQL text cannot hold; "
+          .. "nothing of its snapshot written", label, where or "a value")
+      end
+      return "'" .. v:gsub("'", "''") .. "'"
+    end
+    if is_int(v) then return int_text(v) end
+    if ty == "number" then
+      if v ~= v then return "'NaN'" end
+      if v == math.huge then return "'Infinity'" end
+      if v == -math.huge then return "'-Infinity'" end
+      return string.format("%.17g", v)
+    end
+    raise("EINVAL", "push: a value of type %s has no SQL form (%s)", ty, where or "?")
+  end
+  function t.eq(col, lit) return col .. " IS NOT DISTINCT FROM " .. lit end
+  -- the lock keeps every other writer of ducklake_snapshot out until COMMIT (a DuckLake writer's
+  -- INSERT waits, then fails on the primary key and retries on the new head)
+  function t.begin()
+    t.exec("BEGIN")
+    t.exec("LOCK TABLE ducklake_snapshot IN SHARE ROW EXCLUSIVE MODE")
+  end
+  function t.delete_row(name, rid)
+    t.exec("DELETE FROM " .. sqlite.ident(name) .. " WHERE ctid = '" .. tostring(rid):gsub("'", "''") .. "'::tid")
+  end
+  t.exec("SET TimeZone = 'UTC'")
+  t.exec("SET DateStyle = 'ISO, YMD'")
+  t.exec("SET extra_float_digits = 3")
+  t.exec("SET standard_conforming_strings = on")
+  return t
+end
+
+local function open_target(spec)
+  if type(spec) ~= "string" or spec == "" then
+    raise("EINVAL", "push: the target must be a SQLite DuckLake catalog file or postgres:CONNINFO, got %s",
+      tostring(spec))
+  end
+  if spec:match("^postgres:") or spec:match("^postgresql://") then return open_postgres(spec) end
+  return open_sqlite(spec)
 end
 
 -- ducklake_* tables of the target: name -> { columns = {...}, types = {col -> decl}, has = {col -> true} }
 local function target_tables(t)
   local out = {}
-  for _, r in ipairs(sqlite.select_rows(t.con, "sqlite_master", { "name" },
-    "type = 'table' AND substr(name, 1, 9) = 'ducklake_'", nil, t.path)) do
-    local name = r[1]
+  for name, list in pairs(t.tables()) do
     local info = { columns = {}, types = {}, has = {} }
-    local cur = assert(t.con:execute("PRAGMA table_info(" .. "'" .. name:gsub("'", "''") .. "')"))
-    local row = cur:fetch({}, "a")
-    local list = {}
-    while row do
-      list[#list + 1] = { cid = tonumber(row.cid), name = row.name, type = row.type or "" }
-      row = cur:fetch({}, "a")
-    end
-    cur:close()
-    table.sort(list, function(a, b) return a.cid < b.cid end)
     for i, c in ipairs(list) do
       info.columns[i] = c.name
       info.types[c.name] = c.type
@@ -236,8 +386,7 @@ local SNAP_COLS = { "snapshot_id", "snapshot_time", "schema_version", "next_cata
 
 -- the target's snapshots above @above (all when nil), ascending: rows keyed by column
 local function target_snapshots(t, above)
-  local rows = sqlite.select_rows(t.con, "ducklake_snapshot", SNAP_COLS,
-    above and ("snapshot_id > " .. int_text(above)) or nil, nil, t.path)
+  local rows = t.select("ducklake_snapshot", SNAP_COLS, above and ("snapshot_id > " .. int_text(above)) or nil)
   local out = {}
   for i, r in ipairs(rows) do
     local s = {}
@@ -249,14 +398,13 @@ local function target_snapshots(t, above)
 end
 
 local function target_head(t)
-  local r = sqlite.select_rows(t.con, "ducklake_snapshot", { "snapshot_id" },
-    "snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)", nil, t.path)
+  local r = t.select("ducklake_snapshot", { "snapshot_id" },
+    "snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)")
   return r[1] and r[1][1] or nil
 end
 
 local function target_changes(t, id)
-  local r = sqlite.select_rows(t.con, "ducklake_snapshot_changes", { "changes_made" },
-    "snapshot_id = " .. int_text(id), nil, t.path)
+  local r = t.select("ducklake_snapshot_changes", { "changes_made" }, "snapshot_id = " .. int_text(id))
   return r[1] and r[1][1] or nil
 end
 
@@ -323,12 +471,12 @@ local function columns_for(t, tinfo, name, cols, rows_of)
   return out
 end
 
-local function insert_sql(name, cols, types, row)
+local function insert_sql(t, name, cols, types, row, snap)
   local lits = {}
   for i, c in ipairs(cols) do
     local v = row[c]
     if v == nil then v = NULL end
-    lits[i] = sqlite.literal(v, types[c] or "")
+    lits[i] = t.literal(v, types[c] or "", name .. "." .. c .. " of a row of snapshot " .. snap)
   end
   local idents = {}
   for i, c in ipairs(cols) do idents[i] = sqlite.ident(c) end
@@ -336,13 +484,13 @@ local function insert_sql(name, cols, types, row)
     .. table.concat(lits, ", ") .. ")"
 end
 
-local function where_sql(cols, types, row, skip)
+local function where_sql(t, cols, types, row, skip, what)
   local parts = {}
   for _, c in ipairs(cols) do
     if c ~= skip then
       local v = row[c]
       if v == nil then v = NULL end
-      parts[#parts + 1] = sqlite.ident(c) .. " IS " .. sqlite.literal(v, types[c] or "")
+      parts[#parts + 1] = t.eq(sqlite.ident(c), t.literal(v, types[c] or "", what .. "." .. c))
     end
   end
   return table.concat(parts, " AND ")
@@ -572,7 +720,7 @@ function M.push(db, target, opts)
     local done = 0
     for i, s in ipairs(pending) do
       local srow = cat.snaps[s].row
-      t.exec("BEGIN IMMEDIATE")
+      t.begin()
       local wok, werr = pcall(function()
         local now = target_head(t)
         if vkey(now) ~= vkey(expect) then
@@ -587,17 +735,17 @@ function M.push(db, target, opts)
           local cols = cols_of[name]
           local types = ttabs[name].types
           local n = t.exec("UPDATE " .. sqlite.ident(name) .. " SET end_snapshot = " .. Stext .. " WHERE "
-            .. where_sql(cols, types, it.entry.row, "end_snapshot") .. " AND end_snapshot IS NULL")
+            .. where_sql(t, cols, types, it.entry.row, "end_snapshot", name) .. " AND end_snapshot IS NULL")
           if n ~= 1 then
             raise("ECONFLICT", "push: %s: %s has %d live rows like the one moraine ended at snapshot %s (%s); "
               .. "expected 1; nothing of snapshot %s written", target, name, n, Stext,
-              where_sql(cols, types, it.entry.row, "end_snapshot"):sub(1, 200), Stext)
+              where_sql(t, cols, types, it.entry.row, "end_snapshot", name):sub(1, 200), Stext)
           end
         end
-        t.exec(insert_sql("ducklake_snapshot", cols_of.ducklake_snapshot, ttabs.ducklake_snapshot.types, srow))
+        t.exec(insert_sql(t, "ducklake_snapshot", cols_of.ducklake_snapshot, ttabs.ducklake_snapshot.types, srow, Stext))
         for _, crow in ipairs(change_entries[s] or {}) do
-          t.exec(insert_sql("ducklake_snapshot_changes", cols_of.ducklake_snapshot_changes,
-            ttabs.ducklake_snapshot_changes.types, crow))
+          t.exec(insert_sql(t, "ducklake_snapshot_changes", cols_of.ducklake_snapshot_changes,
+            ttabs.ducklake_snapshot_changes.types, crow, Stext))
         end
         for _, it in ipairs(begins[s] or {}) do
           local name = it.rel.name
@@ -609,10 +757,10 @@ function M.push(db, target, opts)
             copy.end_snapshot = NULL
             row = copy
           end
-          t.exec(insert_sql(name, cols_of[name], ttabs[name].types, row))
+          t.exec(insert_sql(t, name, cols_of[name], ttabs[name].types, row, Stext))
           for _, crel in ipairs(children_of[name] or {}) do
             for _, crow in ipairs(it.entry.children[crel.name] or {}) do
-              t.exec(insert_sql(crel.name, cols_of[crel.name], ttabs[crel.name].types, crow))
+              t.exec(insert_sql(t, crel.name, cols_of[crel.name], ttabs[crel.name].types, crow, Stext))
             end
           end
         end
@@ -629,9 +777,9 @@ function M.push(db, target, opts)
                 want[k] = want[k] or {}
                 table.insert(want[k], en.row)
               end
-              local sel = { "rowid" }
+              local sel = { t.rowid }
               for _, c in ipairs(cols) do sel[#sel + 1] = c end
-              local have = sqlite.select_rows(t.con, rel.name, sel, nil, nil, target)
+              local have = t.select(rel.name, sel)
               local extra = {}
               for _, r in ipairs(have) do
                 local vals = {}
@@ -640,11 +788,11 @@ function M.push(db, target, opts)
                 if want[k] and #want[k] > 0 then
                   table.remove(want[k])
                 else
-                  extra[#extra + 1] = int_text(r[1])
+                  extra[#extra + 1] = r[1]
                 end
               end
               for _, rid in ipairs(extra) do
-                t.exec("DELETE FROM " .. sqlite.ident(rel.name) .. " WHERE rowid = " .. rid)
+                t.delete_row(rel.name, rid)
               end
               for _, en in ipairs(cat.rows[rel.name] or {}) do
                 local vals = {}
@@ -652,7 +800,7 @@ function M.push(db, target, opts)
                 local list = want[rowkey(vals, #cols)]
                 if list and #list > 0 then
                   table.remove(list)
-                  t.exec(insert_sql(rel.name, cols, types, en.row))
+                  t.exec(insert_sql(t, rel.name, cols, types, en.row, Stext))
                 end
               end
             end

@@ -666,6 +666,14 @@ function M.literal(v, decl_type)
   return literal(v, affinity(decl_type))
 end
 
+--- Whether string `s` is valid UTF-8 (no overlong forms, no surrogates,
+-- nothing above U+10FFFF): the text PostgreSQL can hold, NUL aside.
+-- `moraine.push` refuses other bytes for a PostgreSQL target with it.
+-- @tparam string s
+-- @treturn boolean
+-- @function valid_utf8
+M.valid_utf8 = valid_utf8
+
 --- A table or column name as SQL writes it: bare when it is a plain
 -- identifier and no keyword, else double-quoted.
 -- @tparam string name
