@@ -11,13 +11,18 @@
 -- ## What a push writes
 --
 -- The target is a SQLite DuckLake catalog file (the file DuckLake ATTACHes as
--- `ducklake:sqlite:FILE`). Its newest snapshot H must be one of moraine's
+-- `ducklake:sqlite:FILE`) or a PostgreSQL DuckLake catalog (`postgres:CONNINFO`
+-- with libpq's `host=... dbname=...` string, or a `postgres://` /
+-- `postgresql://` URI; LuaSQL's driver, Debian `lua-sql-postgres`). Its newest
+-- snapshot H must be one of moraine's
 -- own: the same `ducklake_snapshot` row (snapshot_time, schema_version,
 -- next_catalog_id, next_file_id) under the same id. That is how moraine
 -- knows where the target and the catalog part: the target was imported into
 -- moraine, or exported from it, or synced, or pushed to before. Every
 -- snapshot S moraine committed after H is then written in increasing order,
--- each in ONE SQLite transaction (`BEGIN IMMEDIATE` ... `COMMIT`):
+-- each in ONE SQL transaction (SQLite `BEGIN IMMEDIATE`; PostgreSQL `BEGIN`
+-- then `LOCK TABLE ducklake_snapshot IN SHARE ROW EXCLUSIVE MODE`, so no other
+-- writer inserts a snapshot until COMMIT):
 --
 -- 1. the check: the target's newest snapshot is still the one before S
 --    (H, then each S pushed); else the transaction is rolled back and the
@@ -35,23 +40,28 @@
 -- 5. in the last snapshot's transaction only: the tables that keep no history
 --    (`ducklake_table_stats`, `ducklake_table_column_stats`,
 --    `ducklake_metadata`, ...) made equal to moraine's (rows the target has
---    and moraine does not are deleted by rowid, moraine's missing rows are
+--    and moraine does not are deleted by rowid or PostgreSQL's ctid, moraine's missing rows are
 --    inserted; equal tables are not touched). moraine keeps only their
 --    current rows, so intermediate snapshots of a push of several cannot carry
 --    DuckLake's intermediate counts.
 --
--- Values are written as SQL literals (`moraine.sqlite.literal`, the same code
--- as `export_sql`): integers exact over int64, NULL distinct from the empty
--- string, booleans TRUE/FALSE, any bytes of a string kept (a NUL byte or
--- invalid UTF-8 as `CAST(X'..' AS VARCHAR)`). Columns are named in every
+-- Values are written as SQL literals: integers exact over int64, NULL distinct
+-- from the empty string, booleans TRUE/FALSE. SQLite: `moraine.sqlite.literal`,
+-- the same code as `export_sql`, which keeps any bytes of a string (a NUL byte
+-- or invalid UTF-8 as `CAST(X'..' AS VARCHAR)`). PostgreSQL: `'...'` typed by
+-- the column (session in UTC, standard_conforming_strings on); a NUL byte or
+-- invalid UTF-8, which PostgreSQL text cannot hold, is refused (EINVAL naming
+-- table, column and snapshot; that snapshot's transaction is rolled back).
+-- Values are read back from PostgreSQL as text made exact by column type. Columns are named in every
 -- INSERT; a column moraine has and the target lacks is refused (EINVAL,
 -- before anything is written) unless every value of it is NULL.
 --
 -- ## Kills and re-runs
 --
--- Each snapshot is one SQLite transaction, so a push killed at any point
+-- Each snapshot is one SQL transaction, so a push killed at any point
 -- leaves the target with whole snapshots only (SQLite rolls back a
--- half-written transaction when the file is next opened). Running push
+-- half-written transaction when the file is next opened; PostgreSQL aborts
+-- the transaction of a connection that went away). Running push
 -- again starts from the target's newest snapshot, which is then one of
 -- moraine's, and finishes the job; a push with nothing left to write changes
 -- nothing.
@@ -550,12 +560,13 @@ local function conflict(t, cat, expect, pending)
 end
 
 --- Pushes moraine's snapshots after the target's newest one into the target
--- SQLite DuckLake catalog, one SQLite transaction per snapshot (see the
--- module's doc for what is written and how conflicts are found).
+-- DuckLake catalog (SQLite or PostgreSQL), one SQL transaction per snapshot
+-- (see the module's doc for what is written and how conflicts are found).
 -- @param db a catalog handle (`moraine.open`) holding the target's snapshots
 --   and moraine's own after them
 -- @tparam string target a SQLite DuckLake catalog file (DuckLake's
---   `ATTACH 'ducklake:sqlite:FILE'`); PostgreSQL is not supported yet
+--   `ATTACH 'ducklake:sqlite:FILE'`), or `postgres:CONNINFO`, or a
+--   `postgres://` / `postgresql://` URI
 -- @tparam[opt] table opts `progress(done, total, snapshot_id)`: called after
 --   each snapshot is committed in the target (`done` of `total` snapshots,
 --   `snapshot_id` an integer); returning `true` stops the push there
@@ -565,13 +576,14 @@ end
 --   snapshot before (H) and after, and how many were written (0: the target
 --   was up to date, nothing written)
 -- @raise EINVAL (target not a SQLite file, not a DuckLake catalog, without
---   snapshots, a PostgreSQL target, a moraine column the target lacks, an
---   unknown option, cancelled), EIO (the file cannot be opened, or SQLite
---   refused a statement: its words), ECONFLICT (the target's newest snapshot
+--   snapshots, a moraine column the target lacks, a value PostgreSQL text
+--   cannot hold, an unknown option, cancelled), EIO (the file cannot be
+--   opened, the server cannot be reached, or the database refused a
+--   statement: its words), ECONFLICT (the target's newest snapshot
 --   is not moraine's: the target's snapshot and the table both changed are
 --   named; or a row to end is not live there), the errors of `db:read`; a
 --   plain string error for arguments of the wrong type or when LuaSQL's
---   SQLite driver is not installed
+--   SQLite or PostgreSQL driver is not installed
 function M.push(db, target, opts)
   if type(db) ~= "userdata" then
     error("bad argument #1 to 'push' (moraine catalog expected, got " .. type(db) .. ")", 2)
