@@ -404,17 +404,22 @@ describe("moraine push (the command)", function()
       assert.are.equal(math.max(snaps - 1, 0), files, "one data file per snapshot after the first")
     end
     local out = support.tmpdir("kout")
-    for _ = 1, 12 do
+    -- the delay before SIGKILL is random in [wait, 2 * wait]; a kill that
+    -- landed before the push wrote anything (a slow start: a loaded machine,
+    -- a sanitizer build) doubles wait, up to 8 s
+    local wait = 0.05
+    for _ = 1, 20 do
       if head() == last then break end
       local before = head()
-      local delay = math.random(5, 60) / 100
+      local delay = wait * (1 + math.random())
       os.execute(("cd %s && (MORAINE_CATALOG= MORAINE_LUA=%s sh scripts/moraine-dev -c %s push %s >%s 2>&1 & "
-        .. "pid=$!; sleep %.2f; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null) >/dev/null 2>&1"):format(
+        .. "pid=$!; sleep %.3f; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null) >/dev/null 2>&1"):format(
         q(ROOT), RUNTIME, q(cat), q(file), q(out), delay))
       kills = kills + 1
       whole()
       local now = head()
       if now ~= before and now ~= last then mid = mid + 1 end
+      if now == before then wait = math.min(wait * 2, 8) end
     end
     assert.is_true(kills > 0)
     local r = push.push(moraine.open(cat, { no_sync = true, read_only = true }), file)
