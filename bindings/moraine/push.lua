@@ -605,7 +605,7 @@ function M.push(db, target, opts)
     local ttabs = target_tables(t)
     local head = target_head(t)
     if head == nil then
-      raise("EINVAL", "push: %s has no snapshot; write a whole catalog with moraine export --format sqlite", target)
+      raise("EINVAL", "push: %s has no snapshot; write a whole catalog with moraine export --format sqlite", t.path)
     end
     local cat = read_catalog(db)
     -- where the two part: the target's newest snapshot must be moraine's
@@ -627,7 +627,7 @@ function M.push(db, target, opts)
       end
       if common == nil then
         raise("ECONFLICT", "push: %s and the catalog share no snapshot (the target's newest is %s): the catalog was "
-          .. "not imported or synced from it; nothing written", target, int_text(head))
+          .. "not imported or synced from it; nothing written", t.path, int_text(head))
       end
       pending = {}
       for _, s in ipairs(cat.order) do
@@ -635,7 +635,7 @@ function M.push(db, target, opts)
       end
       if #pending == 0 then
         raise("ECONFLICT", "push: %s is ahead of the catalog (its newest snapshot %s, the catalog's %s); nothing "
-          .. "to push and nothing written (sync the catalog from it)", target, int_text(head), cat.order[#cat.order])
+          .. "to push and nothing written (sync the catalog from it)", t.path, int_text(head), cat.order[#cat.order])
       end
       conflict(t, cat, common, pending)
     end
@@ -685,7 +685,7 @@ function M.push(db, target, opts)
       local ti = ttabs[rel.name]
       if not ti then
         if #rows_of == 0 then return nil end
-        raise("EINVAL", "push: %s has no table %s, which moraine has rows of; nothing written", target, rel.name)
+        raise("EINVAL", "push: %s has no table %s, which moraine has rows of; nothing written", t.path, rel.name)
       end
       local prev = cols_of[rel.name]
       local cols = columns_for(t, ti, rel.name, rel.columns, rows_of)
@@ -760,7 +760,7 @@ function M.push(db, target, opts)
             .. where_sql(t, cols, types, it.entry.row, "end_snapshot", name) .. " AND end_snapshot IS NULL")
           if n ~= 1 then
             raise("ECONFLICT", "push: %s: %s has %d live rows like the one moraine ended at snapshot %s (%s); "
-              .. "expected 1; nothing of snapshot %s written", target, name, n, Stext,
+              .. "expected 1; nothing of snapshot %s written", t.path, name, n, Stext,
               where_sql(t, cols, types, it.entry.row, "end_snapshot", name):sub(1, 200), Stext)
           end
         end
