@@ -368,6 +368,44 @@ describe("moraine push (the command)", function()
     db:close()
   end)
 
+  it("two pushes racing as processes: one lands whole, the other is refused, nothing written twice", function()
+    local file = support.tmpdir("race") .. ".sqlite"
+    local src = support.import_fixture("s2_multi_table")
+    sqlite.export_sqlite(src, file)
+    src:close()
+    local cats = {}
+    for i, name in ipairs({ "left", "right" }) do
+      cats[i] = support.tmpdir(name)
+      local db = moraine.open(cats[i], { no_sync = true })
+      sqlite.import(db, file)
+      for j = 1, 40 do
+        db:transaction(function(t)
+          if j == 1 then t:create_table(name, EVENT_COLS) end
+          t:add_data_files(name, { { path = name .. j .. ".parquet", record_count = j, file_size_bytes = j } })
+        end)
+      end
+      db:close()
+    end
+    local dir = support.tmpdir("raceout")
+    support.mkdir(dir)
+    os.execute(("cd %s && for i in 1 2; do c=$([ $i = 1 ] && echo %s || echo %s); "
+      .. "(MORAINE_CATALOG= MORAINE_LUA=%s sh scripts/moraine-dev -c \"$c\" push %s >%s/out$i 2>&1; echo $? >%s/rc$i) & "
+      .. "done; wait"):format(q(ROOT), q(cats[1]), q(cats[2]), RUNTIME, q(file), q(dir), q(dir)))
+    local rc = { tonumber(support.read(dir .. "/rc1"):match("%d+")), tonumber(support.read(dir .. "/rc2"):match("%d+")) }
+    table.sort(rc)
+    assert.are.same({ 0, 1 }, rc, support.read(dir .. "/out1") .. support.read(dir .. "/out2"))
+    local loser = support.read(dir .. "/out1") .. support.read(dir .. "/out2")
+    assert.truthy(loser:find("ECONFLICT", 1, true), loser)
+    local con, env = env_con(file)
+    local names = sqlite.select_rows(con, "ducklake_table", { "table_name" }, "table_name IN ('left', 'right')")
+    con:close()
+    env:close()
+    assert.are.equal(1, #names)
+    local winner = moraine.open(names[1][1] == "left" and cats[1] or cats[2], { no_sync = true, read_only = true })
+    check_target(winner, file)
+    winner:close()
+  end)
+
   it("a push killed at random points leaves whole snapshots and a re-run finishes the job", function()
     local cat = support.tmpdir("k")
     local file = support.tmpdir("kf") .. ".sqlite"
