@@ -34,8 +34,14 @@ function M.migrate(db)
   -- examples/repartition_day_to_hour.lua: files before and after the change
   tx(function(t)
     t:add_data_files("events_2024", {
-      { path = "h1.parquet", record_count = 10, file_size_bytes = int("9223372036854775807"), footer_size = 7,
+      { path = "h0.parquet", record_count = 3, file_size_bytes = 300, footer_size = 7,
         partition_values = { "2024010100" },
+        stats = { { column = "id", value_count = 3, null_count = 0, min_value = "1", max_value = "3" } } },
+    })
+    -- 2^63-1 bytes: the table's stats reach the int64 limit exactly (alone in its table)
+    t:add_data_files("events_2025", {
+      { path = "h1.parquet", record_count = 10, file_size_bytes = int("9223372036854775807"), footer_size = 7,
+        partition_values = { "2025010100" },
         stats = { { column = "id", value_count = 10, null_count = 0, min_value = "1", max_value = "10" } } },
     })
   end)
