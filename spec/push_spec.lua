@@ -148,10 +148,15 @@ after_each(function() support.cleanup() end)
 
 describe("moraine.sqlite.export_sqlite", function()
   it("writes a SQLite DuckLake catalog file with DuckLake's schema that imports back to the same rows", function()
-    for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values" }) do
+    for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values", "s4_encrypted" }) do
       local src = support.import_fixture(scenario)
       local file = support.tmpdir("x") .. ".sqlite"
       assert.is_true(sqlite.export_sqlite(src, file))
+      -- a catalog holding encryption keys gives a file readable by its owner only
+      local p = assert(io.popen("stat -c %a " .. q(file)))
+      local mode = p:read("*l")
+      p:close()
+      if scenario == "s4_encrypted" then assert.are.equal("600", mode) else assert.are_not.equal("600", mode) end
       local con, env = env_con(file)
       for name, types in pairs(sqlite.types) do
         local cols, decl = sql_columns(con, name)
@@ -193,7 +198,7 @@ describe("moraine.sqlite.export_sqlite", function()
 end)
 
 describe("moraine.push", function()
-  for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values" }) do
+  for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values", "s4_encrypted" }) do
     it("pushes the example migrations on " .. scenario .. ": the target equals moraine at every snapshot", function()
       local db, file = lake(scenario)
       local before = db:last_snapshot()

@@ -691,7 +691,10 @@ function M.driver() return load_driver() end
 -- `export_sql` (same tables, DuckLake's column types, every row, same
 -- literals) run through LuaSQL's SQLite driver in one SQLite transaction on
 -- a new file `path .. ".tmp"`, renamed to `path` at the end, so the file
--- appears whole or not at all (an existing `path` is replaced).
+-- appears whole or not at all (an existing `path` is replaced). Secret
+-- columns (encryption keys) are written exactly, as `export_sql` writes
+-- them; when the catalog holds any the file is created 0600
+-- (docs/security.md).
 -- @param db a catalog handle (`moraine.open`)
 -- @tparam string path the SQLite file to write
 -- @tparam[opt] table opts `progress` as for `export_sql`
@@ -724,6 +727,9 @@ function M.export_sqlite(db, path, opts)
   if not probe then raise("EIO", "sqlite.export_sqlite: cannot write %s", path) end
   probe:close()
   os.remove(tmp)
+  -- a file holding keys is readable by its owner only: created 0600 (empty: a valid SQLite
+  -- database) before SQLite writes a byte; SQLite gives its journal the same mode
+  if db:read(function(rd) return rd:secret_count() end) > 0 then moraine.create_private_file(tmp) end
   local env = driver.sqlite3()
   local con, cerr = env:connect(tmp)
   if not con then
