@@ -323,6 +323,18 @@ describe("moraine.push", function()
     assert.are.equal(n0, #sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" }))
     con:close()
     env:close()
+    -- a target whose row moraine ends is not live there any more: refused naming the row, nothing written
+    local db3, file3 = lake("s1_evolution")
+    db3:transaction(function(t) t:rename_column("events", "note", "remark") end)
+    con, env = env_con(file3)
+    assert(con:execute("UPDATE ducklake_column SET end_snapshot = 20 WHERE column_name = 'note' AND end_snapshot IS NULL"))
+    n0 = #sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" })
+    support.expect_err("ECONFLICT", { "ducklake_column has 0 live rows", "column_id = ", "nothing of snapshot 21 written" },
+      push.push, db3, file3)
+    assert.are.equal(n0, #sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" }))
+    con:close()
+    env:close()
+    db3:close()
     -- a catalog that does not come from the target
     local stranger = support.import_fixture("s3_edge_values")
     stranger:transaction(function(t) t:create_table("s", EVENT_COLS) end)

@@ -482,8 +482,8 @@ local function columns_for(t, tinfo, name, cols, rows_of)
       for _, row in ipairs(rows_of) do
         local v = row[c]
         if v ~= nil and v ~= NULL then
-          raise("EINVAL", "push: %s: table %s has no column %s, which moraine's rows use (value %s); nothing written",
-            t.path, name, c, vkey(v):sub(2))
+          raise("EINVAL", "push: %s: table %s has no column %s, which moraine's rows use; nothing written",
+            t.path, name, c)
         end
       end
     end
@@ -759,9 +759,11 @@ function M.push(db, target, opts)
           local n = t.exec("UPDATE " .. sqlite.ident(name) .. " SET end_snapshot = " .. Stext .. " WHERE "
             .. where_sql(t, cols, types, it.entry.row, "end_snapshot", name) .. " AND end_snapshot IS NULL")
           if n ~= 1 then
+            -- the row named by its first columns (ids and begin_snapshot), never by a secret column
+            local ids = {}
+            for k = 1, math.min(3, #cols) do ids[k] = cols[k] .. " = " .. vkey(it.entry.row[cols[k]]):sub(2) end
             raise("ECONFLICT", "push: %s: %s has %d live rows like the one moraine ended at snapshot %s (%s); "
-              .. "expected 1; nothing of snapshot %s written", t.path, name, n, Stext,
-              where_sql(t, cols, types, it.entry.row, "end_snapshot", name):sub(1, 200), Stext)
+              .. "expected 1; nothing of snapshot %s written", t.path, name, n, Stext, table.concat(ids, ", "), Stext)
           end
         end
         t.exec(insert_sql(t, "ducklake_snapshot", cols_of.ducklake_snapshot, ttabs.ducklake_snapshot.types, srow, Stext))
