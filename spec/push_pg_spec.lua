@@ -1,10 +1,7 @@
--- NOT RUN YET: needs spec/pg_support.lua and tests/pg/pg-server.sh from the sync branch;
--- renamed to spec/push_pg_spec.lua when sync is merged (run by hand against the sync
--- worktree's harness: 5 successes on Lua 5.4 and LuaJIT).
 -- moraine.push into a real PostgreSQL DuckLake catalog: the server the sync
 -- suite starts (tests/pg/pg-server.sh through spec/pg_support.lua), each
--- fixture loaded into it with DuckLake's column types and into a moraine
--- catalog from the same NDJSON, the example migrations run in moraine as
+-- fixture loaded into it with DuckLake's column types and synced from it
+-- into a new moraine catalog (moraine.sync), the example migrations run in moraine as
 -- verbs, pushed, and the server's tables read back with plain SQL: every
 -- table equal to moraine's, and DuckLake's SQL filter at every snapshot giving
 -- moraine's rows. A DuckLake-shaped snapshot appended by a second connection
@@ -12,6 +9,7 @@
 -- is refused with nothing written.
 local moraine = require "moraine"
 local push = require "moraine.push"
+local sync = require "moraine.sync"
 local support = require "support"
 local pg = require "pg_support"
 local push_support = require "push_support"
@@ -144,7 +142,9 @@ describe("moraine.push into PostgreSQL", function()
     it("pushes the example migrations on " .. scenario .. ": the server's tables equal moraine at every snapshot",
       function()
         pg.load(c, FIX .. "/" .. scenario .. "/catalog")
-        local db = support.import_fixture(scenario)
+        -- the admin workflow: sync from the server, migrate, push
+        local db = moraine.open(support.tmpdir("synced"), { no_sync = true })
+        sync.sync(db, "postgres:" .. server.conninfo)
         local before = db:last_snapshot()
         local snaps = push_support.migrate(db)
         local r = push.push(db, "postgres:" .. server.conninfo)
