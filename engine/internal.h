@@ -72,6 +72,18 @@ enum { MR_T_NULL = 0, MR_T_INT = 1, MR_T_STR = 2, MR_T_FALSE = 3, MR_T_TRUE = 4,
 int mr_put_uvarint(mr_buf *b, uint64_t v);
 int mr_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
+/* mr_get_uvarint with the one-byte case inline (most varints of a row) */
+static inline int mr_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (__builtin_expect(p < end && *p < 0x80, 1)) {
+        *out = *p;
+        *pp = p + 1;
+        return 0;
+    }
+    return mr_get_uvarint(pp, end, out);
+}
+
 /* decodes ord + row at *p into vals (capacity cap); *ncols receives the count.
  * Returns 0 or MORAINE_ECORRUPT (never reads past end). */
 int mr_decode_row(const uint8_t **p, const uint8_t *end, int64_t *ord, moraine_value *vals, size_t cap, size_t *ncols);
@@ -217,6 +229,36 @@ static inline int mr_value_ok(const mr_bounds *b, const MDB_val *v)
     if (!b->map || p < b->map || p >= b->map + b->map_size) return 1;
     return p <= b->map + b->file_len && v->mv_size <= (size_t)(b->map + b->file_len - p);
 }
+
+/* ---- project.c: projected decoding (moraine_scan_project) ---- */
+typedef struct {
+    mr_rel *rel;
+    int *map;          /* per stored column: output slot, or -1 (skipped by its length) */
+    size_t ncols, nout;
+    int match_col;     /* children: the column rows are filtered on, or -1 */
+    int64_t *match;    /* sorted */
+    size_t nmatch;
+} mr_proj_rel;
+typedef struct mr_proj {
+    mr_proj_rel row;
+    mr_proj_rel *kids;
+    size_t nkids;
+    moraine_value *kvals; /* child decode buffer */
+    size_t kcap;
+    /* child walk of the last row */
+    const uint8_t *kp, *kend, *gend;
+    uint64_t kleft;
+    int kwhich;          /* index in kids of the group walked, -1 between groups */
+} mr_proj;
+int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_proj **out);
+void mr_proj_free(mr_proj *p);
+/* decodes the projected cells of the row at *pp (ord ncols cell*) into @out;
+ * the begin_snapshot cell (column @begin_col, -1 none) into *begin.
+ * Returns 0 or MORAINE_ECORRUPT. */
+int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out,
+                       int begin_col, moraine_value *begin, int *matched);
+void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len);
+int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row *child);
 
 struct moraine_read {
     moraine_db *db;

@@ -410,6 +410,77 @@ int moraine_children_next(moraine_children *it, moraine_row *child);
 /** moraine_children_free - release the iterator's buffer. */
 void moraine_children_free(moraine_children *it);
 
+/* ---- projected reads: decode only what is asked -------------------------------- */
+
+/**
+ * One child relation a projected scan decodes (moraine_projection.children).
+ * @relation: child relation name, e.g. "ducklake_file_partition_value" or
+ *   "ducklake_file_column_stats"; it must be a child of the scanned relation.
+ * @columns, @ncolumns: its columns to decode, in the order the child rows'
+ *   vals give them; NULL (ncolumns 0): every column in catalog order.
+ * @match_column: NULL for every row of the group; else only rows whose cell
+ *   in this column is an INT among @match_values (@nmatch values), e.g.
+ *   "column_id" with the ids whose stats a planner wants. The column need not
+ *   be among @columns.
+ */
+typedef struct {
+    const char *relation;
+    const char *const *columns;
+    size_t ncolumns;
+    const char *match_column;
+    const int64_t *match_values;
+    size_t nmatch;
+} moraine_child_projection;
+
+/**
+ * What a projected scan decodes. @columns, @ncolumns: the scanned relation's
+ * columns, in output order (NULL, 0: every column in catalog order).
+ * @children, @nchildren: the child relations decoded (others are skipped by
+ * their byte length, never decoded; NULL, 0: none).
+ */
+typedef struct {
+    const char *const *columns;
+    size_t ncolumns;
+    const moraine_child_projection *children;
+    size_t nchildren;
+} moraine_projection;
+
+/**
+ * moraine_scan_project - moraine_scan_open with a projection: the same rows
+ * (same visibility at @snapshot, same order, same checks: every value's
+ * CRC-32C over key and value is verified and every walked key range is
+ * counted), but moraine_cursor_next decodes only the projected columns:
+ * row->ncols is the number of columns asked and row->vals[i] is the i-th
+ * column named in @proj->columns (row->rel still describes the whole
+ * relation: use the projection's order, not moraine_column_index, to find a
+ * value). Cells not asked are skipped by their length. Children come from
+ * moraine_cursor_child. @proj is copied; it need not outlive the call.
+ * Only temporal, snapshot and rows relations (not child relations) can be
+ * scanned this way.
+ * Returns 0; MORAINE_ENOTFOUND (no such relation; a column or child
+ * relation the relation does not have, named in the message);
+ * MORAINE_EINVAL (NULL argument, a child relation, scope as for
+ * moraine_scan_open, a child projection naming a relation twice);
+ * MORAINE_ENOMEM.
+ */
+int moraine_scan_project(moraine_read *rd, const char *name, int64_t scope, int64_t snapshot, const moraine_projection *proj,
+                         moraine_cursor **out);
+
+/**
+ * moraine_cursor_child - the next projected child row of the row the cursor
+ * returned last (a cursor of moraine_scan_project): groups of relations not
+ * in the projection are skipped by their byte length, rows failing a
+ * child's match_column filter are skipped after decoding that one cell.
+ * *which receives the index of the child's relation in proj->children;
+ * child->vals are its projected columns (child->ncols of them, in the
+ * child projection's order). Values are valid until the next
+ * moraine_cursor_child or moraine_cursor_next on @cur.
+ * Returns 1, 0 when the row has no more, MORAINE_ECORRUPT (a damaged group:
+ * the message names the parent's key), MORAINE_EINVAL (not a projected
+ * cursor, or no row returned yet).
+ */
+int moraine_cursor_child(moraine_cursor *cur, size_t *which, moraine_row *child);
+
 /**
  * moraine_partition_spec_at - the partition spec (ducklake_partition_info row,
  * partition columns embedded) in force for table @table_id at @snapshot.

@@ -52,6 +52,9 @@ struct moraine_cursor {
     /* decode buffer */
     moraine_value *vals;
     size_t cap;
+    /* moraine_scan_project: what to decode, and whether a row was returned */
+    mr_proj *proj;
+    int have_row;
 };
 
 /* ---- read transactions ---- */
@@ -154,6 +157,39 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
     }
     row->rel = &r->info;
     row->ncols = n;
+    row->vals = *vals;
+    row->children = p;
+    row->children_len = (size_t)(end - p);
+    return 0;
+}
+
+/* decode_value for a projected cursor: the same checks (bounds, checksum of
+ * key and value, column count), then only the projected cells. *visible
+ * says whether the row is visible at @s (begin_snapshot, or snapshot_id for
+ * the snapshot relation, decided in the same pass). */
+static int decode_projected(const mr_bounds *b, const MDB_val *k, const MDB_val *v, mr_rel *r, mr_proj *pj, moraine_value **vals,
+                            size_t *cap, int64_t s, moraine_row *row, int *visible)
+{
+    int rc = ensure_vals(vals, cap, pj->row.nout);
+    if (rc) return rc;
+    if (!mr_value_ok(b, v) || !mr_value_ok(b, k)) {
+        return mr_err(MORAINE_ECORRUPT, "%s: a key or value of %zu bytes runs past the end of the file: LMDB's pages are damaged",
+                      r->info.name, v->mv_size);
+    }
+    const uint8_t *p = v->mv_data, *end = p + v->mv_size;
+    if ((rc = mr_decode_header(&p, end, k->mv_data, k->mv_size))) return corrupt_at(k, r);
+    int vcol = r->info.begin_col;
+    if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
+        vcol = moraine_column_index(&r->info, "snapshot_id");
+        if (vcol < 0) vcol = 0;
+    }
+    moraine_value bv = {.type = MORAINE_NULL};
+    row->raw = p;
+    if ((rc = mr_proj_decode_row(&pj->row, &p, end, &row->ord, *vals, vcol, &bv, NULL))) return corrupt_at(k, r);
+    row->raw_len = (size_t)(p - row->raw);
+    *visible = s == MORAINE_ALL_VERSIONS || vcol < 0 || (bv.type == MORAINE_INT && bv.i <= s);
+    row->rel = &r->info;
+    row->ncols = pj->row.nout;
     row->vals = *vals;
     row->children = p;
     row->children_len = (size_t)(end - p);
@@ -366,6 +402,8 @@ static void cursor_release(moraine_cursor *c)
     c->hist = NULL;
     free(c->vals);
     c->vals = NULL;
+    mr_proj_free(c->proj);
+    c->proj = NULL;
     moraine_children_free(&c->kids);
     if (c->parent) {
         cursor_release(c->parent);
@@ -457,6 +495,41 @@ int moraine_scan_open(moraine_read *rd, const char *name, int64_t scope, int64_t
     return 0;
 }
 
+int moraine_scan_project(moraine_read *rd, const char *name, int64_t scope, int64_t snapshot, const moraine_projection *proj,
+                         moraine_cursor **out)
+{
+    if (!rd || !name || !proj || !out) return mr_err(MORAINE_EINVAL, "moraine_scan_project: NULL argument");
+    pthread_mutex_lock(&rd->db->mu);
+    mr_rel *r = mr_rel_by_name(rd->db, name);
+    pthread_mutex_unlock(&rd->db->mu);
+    if (!r) return mr_err(MORAINE_ENOTFOUND, "the catalog has no table '%s'", name);
+    if (r->info.placement == MORAINE_PLACE_CHILD)
+        return mr_err(MORAINE_EINVAL, "%s is a child relation: project its parent (%s) and name it among the children", name,
+                      r->info.parent ? r->info.parent : "?");
+    mr_proj *pj;
+    int rc = mr_proj_build(rd->db, r, proj, &pj);
+    if (rc) return rc;
+    moraine_cursor *c;
+    if ((rc = moraine_scan_open(rd, name, scope, snapshot, &c))) {
+        mr_proj_free(pj);
+        return rc;
+    }
+    c->proj = pj;
+    *out = c;
+    return 0;
+}
+
+int moraine_cursor_child(moraine_cursor *c, size_t *which, moraine_row *child)
+{
+    if (!c || !which || !child) return mr_err(MORAINE_EINVAL, "moraine_cursor_child: NULL argument");
+    if (c->closed) return mr_err(MORAINE_ETXN, "the cursor is closed");
+    if (!c->proj) return mr_err(MORAINE_EINVAL, "moraine_cursor_child: the cursor was not opened by moraine_scan_project");
+    if (!c->have_row) return mr_err(MORAINE_EINVAL, "moraine_cursor_child: no row returned yet");
+    int rc = mr_proj_children_next(c->proj, c->rd->db, which, child);
+    if (rc < 0) return corrupt_at(&c->lastk, c->rel);
+    return rc;
+}
+
 /* Next entry of the main range (current/snapshot/rows), peeked into c->ck/cv. */
 static int peek_main(moraine_cursor *c)
 {
@@ -518,6 +591,14 @@ static int next_plain(moraine_cursor *c, moraine_row *row)
             c->have_c = 0;
         }
         c->lastk = k;
+        if (c->proj) {
+            int visible = 0;
+            if ((rc = decode_projected(&c->rd->bounds, &k, &v, r, c->proj, &c->vals, &c->cap, c->snapshot, row, &visible))) return rc;
+            if (!use_hist && !visible) continue;
+            mr_proj_children_start(c->proj, row->children, row->children_len);
+            c->have_row = 1;
+            return 1;
+        }
         if ((rc = decode_value(&c->rd->bounds, &k, &v, r, &c->vals, &c->cap, row))) return rc;
         if (use_hist) return 1; /* filtered when collected */
         if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
