@@ -6,6 +6,7 @@
  *   bench floor WORK            the same key ranges walked with raw LMDB cursors, no decoding
  *   bench sqlite WORK plain     SQLite with DuckLake's schema exactly as DuckLake creates it
  *   bench sqlite WORK indexed   the same plus the indexes a tuned deployment adds (table_id first)
+ *   bench interleave WORK       the shapes of (a) by moraine C, the floor and indexed SQLite, interleaved
  *
  * WORK holds meta.json, catalog/ and sql/ (bench/sql.mjs); stores go to
  * WORK/stores/, results to WORK/results/<peer>.json. Every workload is timed
@@ -327,6 +328,68 @@ static uint64_t m_files(void *p)
     moraine_read_end(rd);
     c->sink += h;
     c->children = kids;
+    c->deletes = dels;
+    return n;
+}
+
+/* (a) through a projection: what DuckLake's file-list query selects of a
+ * data file and of its delete file, the partition values, and the min/max
+ * of the stats of the columns in c->stats_ids (none: the independent
+ * shape; NULL: every column) */
+static const char *const PROJ_FILE_COLS[] = {"data_file_id", "path",         "path_is_relative", "file_size_bytes", "footer_size", "row_id_start",
+                                             "begin_snapshot", "partial_max", "mapping_id",      "record_count",    "partition_id"};
+static const char *const PROJ_DEL_COLS[] = {"data_file_id", "path", "path_is_relative", "file_size_bytes", "footer_size", "format"};
+static const char *const PROJ_PV_COLS[] = {"partition_key_index", "partition_value"};
+static const char *const PROJ_ST_COLS[] = {"column_id", "min_value", "max_value"};
+typedef struct {
+    moraine_db *db;
+    int64_t S;
+    const int64_t *stats_ids; /* NULL: every column's stats */
+    size_t nstats;            /* 0 with stats_ids set: no stats */
+    uint64_t sink, children, deletes;
+} pctx;
+
+static uint64_t m_files_proj(void *p)
+{
+    pctx *c = p;
+    moraine_read *rd;
+    moraine_cursor *df, *del;
+    mcheck(moraine_read_begin(c->db, &rd), "read_begin");
+    moraine_child_projection kids[2] = {{"ducklake_file_partition_value", PROJ_PV_COLS, 2, NULL, NULL, 0},
+                                        {"ducklake_file_column_stats", PROJ_ST_COLS, 3, c->stats_ids ? "column_id" : NULL, c->stats_ids, c->nstats}};
+    size_t nkids = c->stats_ids && c->nstats == 0 ? 1 : 2;
+    moraine_projection fp = {PROJ_FILE_COLS, sizeof PROJ_FILE_COLS / sizeof *PROJ_FILE_COLS, kids, nkids};
+    moraine_projection dp = {PROJ_DEL_COLS, sizeof PROJ_DEL_COLS / sizeof *PROJ_DEL_COLS, NULL, 0};
+    mcheck(moraine_scan_project(rd, "ducklake_data_file", M.T, c->S, &fp, &df), "project data files");
+    mcheck(moraine_scan_project(rd, "ducklake_delete_file", M.T, c->S, &dp, &del), "project delete files");
+    moraine_row r, d, k;
+    uint64_t n = 0, h = 0, kids_n = 0, dels = 0;
+    int hd = moraine_cursor_next(del, &d);
+    mcheck(hd, "next delete file");
+    int rc;
+    while ((rc = moraine_cursor_next(df, &r)) == 1) {
+        n++;
+        h += touch(r.vals, r.ncols);
+        size_t which;
+        int kr;
+        while ((kr = moraine_cursor_child(df, &which, &k)) == 1) {
+            h += touch(k.vals, k.ncols) + which;
+            kids_n++;
+        }
+        mcheck(kr, "children");
+        int64_t id = r.vals[0].i;
+        while (hd == 1 && d.vals[0].i < id) hd = moraine_cursor_next(del, &d);
+        while (hd == 1 && d.vals[0].i == id) {
+            h += touch(d.vals, d.ncols);
+            dels++;
+            hd = moraine_cursor_next(del, &d);
+        }
+        mcheck(hd, "next delete file");
+    }
+    mcheck(rc, "next data file");
+    moraine_read_end(rd);
+    c->sink += h;
+    c->children = kids_n;
     c->deletes = dels;
     return n;
 }
@@ -1209,6 +1272,158 @@ static void run_sqlite(void)
     commits("sqlite", sq_reopen, sq_commit_batch, sq_mk);
 }
 
+/* ---- interleaved: the (a) shapes of every in-process peer, A B C A B C ... ---- */
+
+typedef struct {
+    const char *peer, *shape;
+    work_fn fn;
+    void *ctx;
+    double *t;
+    uint64_t rows;
+} ient;
+
+static double minv(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        if (v[i] < m) m = v[i];
+    return m;
+}
+
+static void fmt_s(char *b, size_t n, double s)
+{
+    if (s >= 1) snprintf(b, n, "%.2f s", s);
+    else if (s >= 1e-3) snprintf(b, n, "%.2f ms", s * 1e3);
+    else snprintf(b, n, "%.0f µs", s * 1e6);
+}
+
+/* Every shape of workload (a) by moraine C (row at a time and projected), the
+ * raw LMDB floor (on a copy of the store: LMDB allows one environment per
+ * file per process) and indexed SQLite, in rounds: each round runs every
+ * entry once, starting one further along each round, so every ratio is
+ * measured under the same load. Min and median of BENCH_INTERLEAVE_ROUNDS
+ * rounds (21). Needs the stores of `bench moraine` and `bench sqlite WORK
+ * indexed`. Writes results/interleave.json and results/interleave.md. */
+static void run_interleave(void)
+{
+    int R = 21;
+    const char *e = getenv("BENCH_INTERLEAVE_ROUNDS");
+    if (e && atoi(e) >= 5) R = atoi(e);
+    moraine_options o = {0};
+    o.read_only = 1;
+    moraine_db *db;
+    mcheck(moraine_open(store_dir("moraine"), &o, &db), "open moraine store (run `bench moraine` first)");
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/stores/floor-copy' && cp -r '%s/stores/moraine' '%s/stores/floor-copy'", WORK, WORK, WORK);
+    if (system(cmd)) die("cannot copy the store");
+    fctx fc;
+    memset(&fc, 0, sizeof fc);
+    moraine_relation_info ri;
+    mcheck(moraine_relation(db, "ducklake_data_file", &ri), "rel");
+    fc.rel_df = ri.id;
+    mcheck(moraine_relation(db, "ducklake_delete_file", &ri), "rel");
+    fc.rel_del = ri.id;
+    lmdb_check(mdb_env_create(&fc.env), "env");
+    mdb_env_set_mapsize(fc.env, (size_t)64 << 30);
+    lmdb_check(mdb_env_open(fc.env, store_dir("floor-copy"), MDB_RDONLY, 0644), "open floor copy");
+    MDB_txn *txn;
+    lmdb_check(mdb_txn_begin(fc.env, NULL, MDB_RDONLY, &txn), "txn");
+    lmdb_check(mdb_dbi_open(txn, NULL, 0, &fc.dbi), "dbi");
+    mdb_txn_abort(txn);
+    fc.S = M.last;
+    sq_indexed = 1;
+    sqlite3 *sdb;
+    sqcheck(NULL, sqlite3_open_v2(sq_path(), &sdb, SQLITE_OPEN_READONLY, NULL), "open indexed SQLite (run `bench sqlite WORK indexed` first)");
+    static const int64_t one[] = {1};
+    mctx mc = {db, M.last, 0, 0, 0};
+    pctx p_all = {db, M.last, NULL, 0, 0, 0, 0}, p_pv = {db, M.last, one, 0, 0, 0, 0}, p_1 = {db, M.last, one, 1, 0, 0, 0};
+    sqctx s_all = {sdb, NULL, 0, 0, 0}, s_pv = s_all, s_1 = s_all;
+    s_all.st = sql_file("sqlite", "a", &s_all.n);
+    s_pv.st = sql_file("sqlite", "a_pv", &s_pv.n);
+    s_1.st = sql_file("sqlite", "a_1col", &s_1.n);
+    ient E[] = {
+        {"floor", "walk", f_files, &fc, NULL, 0},
+        {"moraine_c_proj", "pv", m_files_proj, &p_pv, NULL, 0},
+        {"sqlite_indexed", "pv", sq_query, &s_pv, NULL, 0},
+        {"moraine_c_proj", "1col", m_files_proj, &p_1, NULL, 0},
+        {"sqlite_indexed", "1col", sq_query, &s_1, NULL, 0},
+        {"moraine_c_proj", "all", m_files_proj, &p_all, NULL, 0},
+        {"moraine_c_rows", "all", m_files, &mc, NULL, 0},
+        {"sqlite_indexed", "all", sq_query, &s_all, NULL, 0},
+    };
+    size_t ne = sizeof E / sizeof *E;
+    for (size_t i = 0; i < ne; i++) {
+        E[i].t = calloc((size_t)R, sizeof(double));
+        E[i].rows = E[i].fn(E[i].ctx); /* warm-up */
+        if (i && E[i].rows != E[0].rows) die("interleave: %s/%s answered %" PRIu64 " files, the floor walked %" PRIu64, E[i].peer, E[i].shape, E[i].rows, E[0].rows);
+    }
+    for (int r = 0; r < R; r++) {
+        for (size_t j = 0; j < ne; j++) {
+            ient *x = &E[(j + (size_t)r) % ne];
+            double t = now();
+            uint64_t n = x->fn(x->ctx);
+            x->t[r] = now() - t;
+            if (n != x->rows) die("interleave: %s/%s run %d answered %" PRIu64 " rows, the warm-up %" PRIu64, x->peer, x->shape, r, n, x->rows);
+        }
+    }
+    json_t *out = json_object();
+    json_object_set_new(out, "rounds", json_integer(R));
+    json_object_set_new(out, "files", json_integer((json_int_t)E[0].rows));
+    json_t *ents = json_array();
+    for (size_t i = 0; i < ne; i++) {
+        json_t *o = wl_json(E[i].t, R, median(E[i].t, R));
+        json_object_set_new(o, "min", json_real(minv(E[i].t, R)));
+        json_object_set_new(o, "peer", json_string(E[i].peer));
+        json_object_set_new(o, "shape", json_string(E[i].shape));
+        json_array_append_new(ents, o);
+    }
+    json_object_set_new(out, "entries", ents);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/results", WORK);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/results/interleave.json", WORK);
+    if (json_dump_file(out, path, JSON_INDENT(1))) die("cannot write %s", path);
+    json_decref(out);
+    /* the table: per shape, min / median of each peer; ratios of medians */
+    snprintf(path, sizeof path, "%s/results/interleave.md", WORK);
+    FILE *f = fopen(path, "w");
+    if (!f) die("%s: %s", path, strerror(errno));
+    fprintf(f, "(a) files of table %" PRId64 " at snapshot %" PRId64 " (%" PRIu64 " files), %d interleaved rounds; min / median\n\n", M.T, M.last,
+            E[0].rows, R);
+    fprintf(f, "| shape | floor (raw LMDB) | moraine C, projected | moraine C, row at a time | SQLite indexed | C proj ÷ floor | SQLite idx ÷ C proj |\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|\n");
+    static const char *shapes[] = {"pv", "1col", "all"};
+    static const char *shape_names[] = {"partition values, no stats", "partition values + min/max of one column",
+                                        "partition values + min/max of every column"};
+    double fl = median(E[0].t, R);
+    for (size_t s = 0; s < 3; s++) {
+        const ient *pj = NULL, *rows = NULL, *sq = NULL;
+        for (size_t i = 0; i < ne; i++) {
+            if (strcmp(E[i].shape, shapes[s])) continue;
+            if (!strcmp(E[i].peer, "moraine_c_proj")) pj = &E[i];
+            if (!strcmp(E[i].peer, "moraine_c_rows")) rows = &E[i];
+            if (!strcmp(E[i].peer, "sqlite_indexed")) sq = &E[i];
+        }
+        char a[32], b[32], c1[32], c2[32], d1[32], d2[32], g1[32], g2[32];
+        fmt_s(a, sizeof a, minv(E[0].t, R));
+        fmt_s(b, sizeof b, fl);
+        fmt_s(c1, sizeof c1, minv(pj->t, R));
+        fmt_s(c2, sizeof c2, median(pj->t, R));
+        fmt_s(g1, sizeof g1, rows ? minv(rows->t, R) : 0);
+        fmt_s(g2, sizeof g2, rows ? median(rows->t, R) : 0);
+        fmt_s(d1, sizeof d1, minv(sq->t, R));
+        fmt_s(d2, sizeof d2, median(sq->t, R));
+        fprintf(f, "| %s | %s / %s | %s / %s | %s%s%s%s | %s / %s | %.2f× | %.1f× |\n", shape_names[s], a, b, c1, c2, rows ? g1 : "—",
+                rows ? " / " : "", rows ? g2 : "", "", d1, d2, median(pj->t, R) / fl, median(sq->t, R) / median(pj->t, R));
+    }
+    fclose(f);
+    fprintf(stderr, "%s", slurp(path));
+    sqlite3_close(sdb);
+    mdb_env_close(fc.env);
+    moraine_close(db);
+    rm_rf(store_dir("floor-copy"));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -1237,6 +1452,10 @@ int main(int argc, char **argv)
         peer_name = "floor";
         fprintf(stderr, "bench: raw LMDB floor\n");
         run_floor();
+    } else if (!strcmp(argv[1], "interleave")) {
+        peer_name = "interleave";
+        run_interleave();
+        return 0;
     } else if (!strcmp(argv[1], "sqlite")) {
         sq_indexed = argc > 3 && !strcmp(argv[3], "indexed");
         peer_name = sq_indexed ? "sqlite_indexed" : "sqlite";

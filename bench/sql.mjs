@@ -86,9 +86,10 @@ export const INDEXES = [
 const visible = (s, p = "") =>
   `${s} >= ${p}begin_snapshot AND (${s} < ${p}end_snapshot OR ${p}end_snapshot IS NULL)`;
 
-function fileList(d, T, S) {
-  const K = meta.stats;
-  const ids = Array.from({ length: K }, (_, i) => i + 1);
+// ids: the column ids whose min/max are joined (default: every column; [] for
+// the independent shape, partition values only; [1] for a planner with one
+// predicate).
+function fileList(d, T, S, ids = Array.from({ length: meta.stats }, (_, i) => i + 1)) {
   const ctes = ids
     .map(
       (c) => `col_${c}_stats AS (
@@ -99,8 +100,8 @@ function fileList(d, T, S) {
     )
     .join(",\n");
   const statsSel = ids
-    .map((c) => `col_${c}_stats.min_value AS col_${c}_stats_min_value, col_${c}_stats.max_value AS col_${c}_stats_max_value`)
-    .join(", ");
+    .map((c) => `col_${c}_stats.min_value AS col_${c}_stats_min_value, col_${c}_stats.max_value AS col_${c}_stats_max_value, `)
+    .join("");
   const joins = ids.map((c) => `LEFT JOIN col_${c}_stats ON col_${c}_stats.data_file_id = data.data_file_id`).join("\n");
   const parts =
     d === "duckdb"
@@ -112,8 +113,8 @@ function fileList(d, T, S) {
     FROM (SELECT data_file_id, partition_value FROM ducklake_file_partition_value
           WHERE table_id = ${T} ORDER BY data_file_id, partition_key_index)
     GROUP BY data_file_id`;
-  return `WITH ${ctes}
-SELECT data.data_file_id, data.path AS data_path, data.path_is_relative AS data_path_is_relative, data.file_size_bytes AS data_file_size_bytes, data.footer_size AS data_footer_size, data.row_id_start, data.begin_snapshot, data.partial_max, data.mapping_id, del.path AS del_path, del.path_is_relative AS del_path_is_relative, del.file_size_bytes AS del_file_size_bytes, del.footer_size AS del_footer_size, del.format AS del_format, ${statsSel}, data.record_count, data.partition_id, partition_info.keys
+  return `${ids.length ? "WITH " + ctes : ""}
+SELECT data.data_file_id, data.path AS data_path, data.path_is_relative AS data_path_is_relative, data.file_size_bytes AS data_file_size_bytes, data.footer_size AS data_footer_size, data.row_id_start, data.begin_snapshot, data.partial_max, data.mapping_id, del.path AS del_path, del.path_is_relative AS del_path_is_relative, del.file_size_bytes AS del_file_size_bytes, del.footer_size AS del_footer_size, del.format AS del_format, ${statsSel}data.record_count, data.partition_id, partition_info.keys
 FROM ducklake_data_file data
 ${joins}
 LEFT JOIN (
@@ -231,6 +232,8 @@ for (const d of ["sqlite", "duckdb"]) {
   const T = meta.bench_table_id;
   writeFileSync(`${dir}/a.sql`, fileList(d, T, meta.last_snapshot) + "\n");
   writeFileSync(`${dir}/b.sql`, fileList(d, T, meta.old_snapshot) + "\n");
+  writeFileSync(`${dir}/a_pv.sql`, fileList(d, T, meta.last_snapshot, []) + "\n");
+  writeFileSync(`${dir}/a_1col.sql`, fileList(d, T, meta.last_snapshot, [1]) + "\n");
   writeFileSync(`${dir}/c.sql`, specs(meta.old_snapshot).join(SEP) + "\n");
   writeFileSync(`${dir}/d.sql`, attach(d, meta.last_snapshot).join(SEP) + "\n");
   writeFileSync(`${dir}/schema.sql`, SCHEMA.join(SEP) + "\n");
