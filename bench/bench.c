@@ -1424,6 +1424,35 @@ static void run_interleave(void)
     rm_rf(store_dir("floor-copy"));
 }
 
+/* `bench loop WORK SHAPE N`: one (a) shape of moraine C, N times, for a
+ * profiler (perf record, valgrind --tool=callgrind): pv, 1col, all (the
+ * projected reads) or rows (row at a time). */
+static void run_loop(const char *shape, int n)
+{
+    moraine_options o = {0};
+    o.read_only = 1;
+    moraine_db *db;
+    mcheck(moraine_open(store_dir("moraine"), &o, &db), "open moraine store (run `bench moraine` first)");
+    static const int64_t one[] = {1};
+    mctx mc = {db, M.last, 0, 0, 0};
+    pctx pc = {db, M.last, NULL, 0, 0, 0, 0};
+    if (!strcmp(shape, "pv")) pc.stats_ids = one;
+    else if (!strcmp(shape, "1col")) pc.stats_ids = one, pc.nstats = 1;
+    else if (strcmp(shape, "all") && strcmp(shape, "rows")) die("loop: unknown shape %s (pv, 1col, all, rows)", shape);
+    uint64_t files = 0;
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    double t = now();
+    for (int i = 0; i < n; i++) files += !strcmp(shape, "rows") ? m_files(&mc) : m_files_proj(&pc);
+    t = now() - t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    if (n < 1) n = 1;
+    fprintf(stderr, "loop %s: %d runs, %" PRIu64 " files each, %.3f ms per run (%.3f ms of CPU time)\n", shape, n, files / (uint64_t)n,
+            t * 1e3 / n, cpu * 1e3 / n);
+    moraine_close(db);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -1452,6 +1481,10 @@ int main(int argc, char **argv)
         peer_name = "floor";
         fprintf(stderr, "bench: raw LMDB floor\n");
         run_floor();
+    } else if (!strcmp(argv[1], "loop")) {
+        peer_name = "loop";
+        run_loop(argc > 3 ? argv[3] : "pv", argc > 4 ? atoi(argv[4]) : 100);
+        return 0;
     } else if (!strcmp(argv[1], "interleave")) {
         peer_name = "interleave";
         run_interleave();

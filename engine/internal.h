@@ -72,7 +72,9 @@ enum { MR_T_NULL = 0, MR_T_INT = 1, MR_T_STR = 2, MR_T_FALSE = 3, MR_T_TRUE = 4,
 int mr_put_uvarint(mr_buf *b, uint64_t v);
 int mr_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
-/* mr_get_uvarint with the one-byte case inline (most varints of a row) */
+/* mr_get_uvarint inline: the one-byte case first (most varints of a row),
+ * then, with 10 bytes left, an unrolled loop with no bound check per byte;
+ * the same checks (shortest form, 64 bits) as mr_get_uvarint. */
 static inline int mr_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
     const uint8_t *p = *pp;
@@ -80,6 +82,19 @@ static inline int mr_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *o
         *out = *p;
         *pp = p + 1;
         return 0;
+    }
+    if (end - p >= 10) {
+        uint64_t v = *p & 0x7F;
+        for (int i = 1; i < 10; i++) {
+            uint8_t c = p[i];
+            v |= (uint64_t)(c & 0x7F) << (7 * i);
+            if (c < 0x80) {
+                if (c == 0 || (i == 9 && c > 1)) break; /* not shortest, or overflow: the slow path says which */
+                *out = v;
+                *pp = p + i + 1;
+                return 0;
+            }
+        }
     }
     return mr_get_uvarint(pp, end, out);
 }
@@ -233,8 +248,9 @@ static inline int mr_value_ok(const mr_bounds *b, const MDB_val *v)
 /* ---- project.c: projected decoding (moraine_scan_project) ---- */
 typedef struct {
     mr_rel *rel;
-    int *map;          /* per stored column: output slot, or -1 (skipped by its length) */
+    int *map;          /* per stored column: output slot, MR_PROJ_SKIP (skipped by its length) or MR_PROJ_EXTRA */
     size_t ncols, nout;
+    int extra_col;     /* the column the reader itself needs (begin_snapshot, snapshot_id, the match column), or -1 */
     int match_col;     /* children: the column rows are filtered on, or -1 */
     int64_t *match;    /* sorted */
     size_t nmatch;
@@ -253,10 +269,13 @@ typedef struct mr_proj {
 int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_proj **out);
 void mr_proj_free(mr_proj *p);
 /* decodes the projected cells of the row at *pp (ord ncols cell*) into @out;
- * the begin_snapshot cell (column @begin_col, -1 none) into *begin.
- * Returns 0 or MORAINE_ECORRUPT. */
+ * returns 0 or MORAINE_ECORRUPT. */
+#define MR_PROJ_SKIP (-1)
+#define MR_PROJ_EXTRA (-2)
+/* the cell of extra_col (projected or not) is copied to *extra (NULL when
+ * there is no extra column) */
 int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out,
-                       int begin_col, moraine_value *begin, int *matched);
+                       moraine_value *extra);
 void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len);
 int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row *child);
 

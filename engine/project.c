@@ -21,15 +21,16 @@ static int i64cmp(const void *a, const void *b)
 }
 
 static int build_rel(mr_rel *r, const char *const *cols, size_t ncols, const char *match_col, const int64_t *match, size_t nmatch,
-                     mr_proj_rel *out)
+                     int extra_col, mr_proj_rel *out)
 {
     memset(out, 0, sizeof *out);
     out->rel = r;
     out->match_col = -1;
+    out->extra_col = -1;
     out->ncols = r->info.ncols;
     out->map = malloc((r->info.ncols ? r->info.ncols : 1) * sizeof *out->map);
     if (!out->map) return mr_err(MORAINE_ENOMEM, "out of memory");
-    for (size_t i = 0; i < r->info.ncols; i++) out->map[i] = cols ? -1 : (int)i;
+    for (size_t i = 0; i < r->info.ncols; i++) out->map[i] = cols ? MR_PROJ_SKIP : (int)i;
     out->nout = cols ? ncols : r->info.ncols;
     for (size_t i = 0; cols && i < ncols; i++) {
         int c = cols[i] ? moraine_column_index(&r->info, cols[i]) : -1;
@@ -45,6 +46,11 @@ static int build_rel(mr_rel *r, const char *const *cols, size_t ncols, const cha
         if (nmatch) memcpy(out->match, match, nmatch * sizeof *match);
         out->nmatch = nmatch;
         qsort(out->match, nmatch, sizeof *out->match, i64cmp);
+        extra_col = out->match_col;
+    }
+    if (extra_col >= 0 && (size_t)extra_col < r->info.ncols) {
+        out->extra_col = extra_col;
+        if (out->map[extra_col] == MR_PROJ_SKIP) out->map[extra_col] = MR_PROJ_EXTRA;
     }
     return 0;
 }
@@ -67,7 +73,14 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
     mr_proj *pj = calloc(1, sizeof *pj);
     if (!pj) return mr_err(MORAINE_ENOMEM, "out of memory");
     pj->kwhich = -1;
-    int rc = build_rel(r, p->columns, p->ncolumns, NULL, NULL, 0, &pj->row);
+    /* the column visibility at S is read from: begin_snapshot, or the
+     * snapshot relation's snapshot_id */
+    int vcol = r->info.begin_col;
+    if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
+        vcol = moraine_column_index(&r->info, "snapshot_id");
+        if (vcol < 0) vcol = 0;
+    }
+    int rc = build_rel(r, p->columns, p->ncolumns, NULL, NULL, 0, vcol, &pj->row);
     if (!rc && p->nchildren) {
         pj->kids = calloc(p->nchildren, sizeof *pj->kids);
         if (!pj->kids) rc = mr_err(MORAINE_ENOMEM, "out of memory");
@@ -83,7 +96,7 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
         }
         for (size_t j = 0; j < i; j++)
             if (pj->kids[j].rel == k) rc = mr_err(MORAINE_EINVAL, "child relation '%s' named twice in a projection", c->relation);
-        if (!rc) rc = build_rel(k, c->columns, c->ncolumns, c->match_column, c->match_values, c->nmatch, &pj->kids[i]);
+        if (!rc) rc = build_rel(k, c->columns, c->ncolumns, c->match_column, c->match_values, c->nmatch, -1, &pj->kids[i]);
         pj->nkids = i + 1;
     }
     if (!rc && pj->nkids) {
@@ -116,10 +129,11 @@ static int in_sorted(const int64_t *v, size_t n, int64_t x)
     return 0;
 }
 
-/* One pass over the cells: the same checks as mr_decode_row (docs/codec.md),
- * a store only for mapped cells (and begin_snapshot, and the match cell). */
+/* One pass over the cells: the same checks as mr_decode_row (docs/codec.md)
+ * for the cells decoded; a cell not asked for is skipped by its length, its
+ * bytes only bounds-checked (the value's checksum was verified before). */
 int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out,
-                       int begin_col, moraine_value *begin, int *matched)
+                       moraine_value *extra)
 {
     const uint8_t *p = *pp;
     uint64_t u, n;
@@ -128,12 +142,40 @@ int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t 
     *ord = (int64_t)u;
     if ((rc = mr_uvarint(&p, end, &n))) return rc;
     if (n != pr->ncols) return mr_err(MORAINE_ECORRUPT, "value: %llu columns where %s has %zu", (unsigned long long)n, pr->rel->info.name, pr->ncols);
-    if (matched) *matched = pr->match_col < 0;
+    const int *map = pr->map;
+    moraine_value spare;
     for (size_t i = 0; i < n; i++) {
-        if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated at column %zu", i);
-        int slot = pr->map[i];
-        moraine_value tmp, *v = slot >= 0 ? &out[slot] : (int)i == begin_col ? begin : &tmp;
+        if (__builtin_expect(p >= end, 0)) return mr_err(MORAINE_ECORRUPT, "value: truncated at column %zu", i);
         uint8_t tag = *p++;
+        int slot = map[i];
+        if (slot == MR_PROJ_SKIP) {
+            switch (tag) {
+            case MR_T_NULL:
+            case MR_T_FALSE:
+            case MR_T_TRUE: break;
+            case MR_T_INT: {
+                const uint8_t *q = p, *lim = end - p > 10 ? p + 10 : end;
+                while (q < lim && *q >= 0x80) q++;
+                if (q >= lim) return mr_err(MORAINE_ECORRUPT, "value: truncated or overlong varint at column %zu", i);
+                p = q + 1;
+                break;
+            }
+            case MR_T_STR:
+            case MR_T_JSON:
+                if ((rc = mr_uvarint(&p, end, &u))) return rc;
+                if (u > (uint64_t)(end - p))
+                    return mr_err(MORAINE_ECORRUPT, "value: string of %llu bytes runs past the end at column %zu", (unsigned long long)u, i);
+                p += u;
+                break;
+            case MR_T_REAL:
+                if (end - p < 8) return mr_err(MORAINE_ECORRUPT, "value: truncated double at column %zu", i);
+                p += 8;
+                break;
+            default: return mr_err(MORAINE_ECORRUPT, "value: unknown cell tag 0x%02x at column %zu", tag, i);
+            }
+            continue;
+        }
+        moraine_value *v = slot >= 0 ? &out[slot] : &spare;
         switch (tag) {
         case MR_T_NULL: v->type = MORAINE_NULL; break;
         case MR_T_INT:
@@ -167,8 +209,11 @@ int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t 
         }
         default: return mr_err(MORAINE_ECORRUPT, "value: unknown cell tag 0x%02x at column %zu", tag, i);
         }
-        if ((int)i == pr->match_col && matched) *matched = v->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, v->i);
-        if ((int)i == begin_col && v != begin) *begin = *v;
+    }
+    if (extra) {
+        if (pr->extra_col < 0) extra->type = MORAINE_NULL;
+        else if (map[pr->extra_col] == MR_PROJ_EXTRA) *extra = spare;
+        else *extra = out[map[pr->extra_col]];
     }
     *pp = p;
     return 0;
@@ -207,11 +252,11 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
             p->kleft = nrows;
         }
         const mr_proj_rel *pr = &p->kids[p->kwhich];
-        int matched;
+        moraine_value m;
         child->raw = p->kp;
-        if ((rc = mr_proj_decode_row(pr, &p->kp, p->gend, &child->ord, p->kvals, -1, NULL, &matched))) return rc;
+        if ((rc = mr_proj_decode_row(pr, &p->kp, p->gend, &child->ord, p->kvals, pr->match_col >= 0 ? &m : NULL))) return rc;
         p->kleft--;
-        if (!matched) continue;
+        if (pr->match_col >= 0 && !(m.type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, m.i))) continue;
         child->raw_len = (size_t)(p->kp - child->raw);
         child->rel = &pr->rel->info;
         child->ncols = pr->nout;

@@ -178,16 +178,11 @@ static int decode_projected(const mr_bounds *b, const MDB_val *k, const MDB_val 
     }
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
     if ((rc = mr_decode_header(&p, end, k->mv_data, k->mv_size))) return corrupt_at(k, r);
-    int vcol = r->info.begin_col;
-    if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
-        vcol = moraine_column_index(&r->info, "snapshot_id");
-        if (vcol < 0) vcol = 0;
-    }
-    moraine_value bv = {.type = MORAINE_NULL};
+    moraine_value bv;
     row->raw = p;
-    if ((rc = mr_proj_decode_row(&pj->row, &p, end, &row->ord, *vals, vcol, &bv, NULL))) return corrupt_at(k, r);
+    if ((rc = mr_proj_decode_row(&pj->row, &p, end, &row->ord, *vals, &bv))) return corrupt_at(k, r);
     row->raw_len = (size_t)(p - row->raw);
-    *visible = s == MORAINE_ALL_VERSIONS || vcol < 0 || (bv.type == MORAINE_INT && bv.i <= s);
+    *visible = s == MORAINE_ALL_VERSIONS || pj->row.extra_col < 0 || (bv.type == MORAINE_INT && bv.i <= s);
     row->rel = &r->info;
     row->ncols = pj->row.nout;
     row->vals = *vals;
