@@ -83,11 +83,11 @@ $(BUILD)/libmoraine.so.$(SOMAJOR) $(BUILD)/libmoraine.so: $(SHLIB)
 # The Lua module: one C source, built once per runtime.
 lua: $(BUILD)/lua54/moraine/core.so $(BUILD)/luajit/moraine/core.so
 
-$(BUILD)/lua54/moraine/core.so: bindings/moraine_core.c $(ENGINE_OBJ) engine/moraine.h
+$(BUILD)/lua54/moraine/core.so: bindings/moraine_core.c bindings/moraine_batch.c $(ENGINE_OBJ) engine/moraine.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -I$(LUA54_INC) -shared -o $@ bindings/moraine_core.c $(ENGINE_OBJ) $(LIBS)
 
-$(BUILD)/luajit/moraine/core.so: bindings/moraine_core.c $(ENGINE_OBJ) engine/moraine.h
+$(BUILD)/luajit/moraine/core.so: bindings/moraine_core.c bindings/moraine_batch.c $(ENGINE_OBJ) engine/moraine.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -I$(LUAJIT_INC) -shared -o $@ bindings/moraine_core.c $(ENGINE_OBJ) $(LIBS)
 

@@ -71,6 +71,7 @@ build = {
         "engine/json.c",
         "engine/key.c",
         "engine/ndjson.c",
+        "engine/project.c",
         "engine/read.c",
         "engine/secrets.c",
         "engine/store.c",

@@ -3437,9 +3437,13 @@ static const luaL_Reg vtx_methods[] = {{"base", l_vtx_base},
                                        {"rewrite_files", l_vtx_rewrite_files},
                                        {NULL, NULL}};
 
+/* rd:files_batch: bindings/moraine_batch.c (uses the helpers above) */
+#include "moraine_batch.c"
+
 static const luaL_Reg read_methods[] = {{"last_snapshot", l_read_last_snapshot},
                                         {"scan", l_read_scan},
                                         {"files", l_read_files},
+                                        {"files_batch", l_read_files_batch},
                                         {"scan_json", l_read_scan_json},
                                         {"secret_count", l_read_secret_count},
                                         {"partition_spec", l_read_partition_spec},

@@ -2,7 +2,7 @@
  * test_project — moraine_scan_project / moraine_cursor_child against the
  * row-at-a-time read (moraine_scan_open, moraine_row_children), which is the
  * oracle: for every fixture catalog of tests/fixtures/ducklake and a
- * generated one (verb commits with NULLs, empty strings, NUL bytes, int64
+ * generated one (verb commits with NULLs, empty strings, multibyte text, int64
  * extremes, files ended so history is read), at every snapshot, for every
  * table scope and for all tables, random projections (a random subset of the
  * columns in a random order; partition values and column stats with a random

@@ -1,0 +1,364 @@
+/*
+ * moraine_batch.c — rd:files_batch, the batch read of a table's data files
+ * as column arrays (included by moraine_core.c, whose helpers it uses).
+ *
+ * One call walks the table's files at S through moraine_scan_project (only
+ * the columns and child rows asked for are decoded) and fills one Lua array
+ * per column: no table per file, no field names per cell. Delete files are
+ * read through a second projected cursor, merged by data_file_id.
+ */
+
+#define MB_MAX_PV 64     /* partition key indexes 0..63 */
+#define MB_MAX_STATS 256 /* columns with stats in one answer */
+#define MB_MAX_COLS 64   /* columns asked of a data file, a stats row or a delete file */
+
+typedef struct {
+    int idx;        /* first stack slot of its arrays */
+    int64_t key;    /* partition_key_index or column_id */
+    lua_Integer upto; /* files filled so far */
+} mb_slot;
+
+typedef struct {
+    mb_slot pv[MB_MAX_PV];
+    int npv;
+    mb_slot st[MB_MAX_STATS];
+    int nst;
+} mb_state;
+
+/* Sets array @idx[i] = top of stack (popped), after filling @s's gap with false. */
+static void mb_set(lua_State *L, int idx, lua_Integer i)
+{
+    lua_rawseti(L, idx, (int)i);
+}
+
+static void mb_fill(lua_State *L, int idx, int narrays, lua_Integer from, lua_Integer to)
+{
+    for (int a = 0; a < narrays; a++)
+        for (lua_Integer i = from; i <= to; i++) {
+            lua_pushboolean(L, 0);
+            lua_rawseti(L, idx + a, (int)i);
+        }
+}
+
+/* Reads an optional array of strings at field @key of the table at @opt into
+ * @out (at most MB_MAX_COLS); returns the count, or -1 when the field is nil. */
+static int mb_names(lua_State *L, int opt, const char *key, const char **out)
+{
+    lua_getfield(L, opt, key);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return -1;
+    }
+    if (lua_type(L, -1) != LUA_TTABLE)
+        raise_errf(L, MORAINE_EINVAL, "files_batch: option '%s' must be an array of column names", key);
+    int n = (int)mr_rawlen(L, -1);
+    if (n > MB_MAX_COLS)
+        raise_errf(L, MORAINE_EINVAL, "files_batch: option '%s' names %d columns (at most %d)", key, n, MB_MAX_COLS);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, -1, i + 1);
+        if (lua_type(L, -1) != LUA_TSTRING)
+            raise_errf(L, MORAINE_EINVAL, "files_batch: option '%s'[%d] must be a column name", key, i + 1);
+        out[i] = lua_tostring(L, -1); /* anchored by the options table */
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return n;
+}
+
+/* rd:files_batch(table_id, at, opts) -> batch (see moraine.luadoc) */
+static int l_read_files_batch(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    int64_t table_id = check_int(L, 2);
+    int64_t at = lua_isnoneornil(L, 3) ? default_snapshot(L, r) : check_int(L, 3);
+    if (!lua_isnoneornil(L, 4))
+        luaL_checktype(L, 4, LUA_TTABLE);
+    else {
+        lua_settop(L, 3);
+        lua_newtable(L);
+    }
+    lua_settop(L, 4);
+    const int opt = 4;
+    /* known options only */
+    lua_pushnil(L);
+    while (lua_next(L, opt)) {
+        lua_pop(L, 1);
+        const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        static const char *const known[] = {"columns", "partition_values", "stats", "stats_columns", "delete_files", NULL};
+        int ok = 0;
+        for (int i = 0; k && known[i]; i++)
+            if (strcmp(k, known[i]) == 0)
+                ok = 1;
+        if (!ok)
+            raise_errf(L, MORAINE_EINVAL,
+                       "files_batch: unknown option '%s' (expected columns, partition_values, stats, stats_columns, delete_files)",
+                       k ? k : luaL_typename(L, -1));
+    }
+    const char *cols[MB_MAX_COLS + 1], *stcols[MB_MAX_COLS + 1], *delcols[MB_MAX_COLS + 1];
+    int ncols = mb_names(L, opt, "columns", cols);
+    moraine_relation_info df;
+    if (moraine_relation(r->owner->db, "ducklake_data_file", &df) != 0)
+        return raise_engine(L, MORAINE_ENOTFOUND);
+    if (ncols < 0) {
+        if (df.ncols > MB_MAX_COLS)
+            raise_errf(L, MORAINE_EINVAL, "files_batch: ducklake_data_file has %zu columns: name the ones wanted", df.ncols);
+        ncols = (int)df.ncols;
+        for (int i = 0; i < ncols; i++)
+            cols[i] = df.colnames[i];
+    }
+    /* data_file_id rides along (last) when not asked: the delete files are merged on it */
+    int idcol = -1;
+    for (int i = 0; i < ncols; i++)
+        if (strcmp(cols[i], "data_file_id") == 0)
+            idcol = i;
+    int nproj = ncols;
+    if (idcol < 0) {
+        cols[nproj] = "data_file_id";
+        idcol = nproj++;
+    }
+    lua_getfield(L, opt, "partition_values");
+    int want_pv = lua_isnil(L, -1) ? 1 : lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    /* stats: nil/false none, true every column, or an array of column_ids */
+    int64_t ids[MB_MAX_STATS];
+    int nids = 0, all_stats = 0, want_st = 0;
+    lua_getfield(L, opt, "stats");
+    if (lua_type(L, -1) == LUA_TBOOLEAN) {
+        all_stats = want_st = lua_toboolean(L, -1);
+    } else if (lua_type(L, -1) == LUA_TTABLE) {
+        want_st = 1;
+        nids = (int)mr_rawlen(L, -1);
+        if (nids > MB_MAX_STATS)
+            raise_errf(L, MORAINE_EINVAL, "files_batch: option 'stats' names %d columns (at most %d)", nids, MB_MAX_STATS);
+        for (int i = 0; i < nids; i++) {
+            lua_rawgeti(L, -1, i + 1);
+            if (!to_int64(L, -1, &ids[i]))
+                raise_errf(L, MORAINE_EINVAL, "files_batch: option 'stats'[%d] must be an integer column_id", i + 1);
+            lua_pop(L, 1);
+        }
+    } else if (!lua_isnil(L, -1)) {
+        raise_errf(L, MORAINE_EINVAL, "files_batch: option 'stats' must be true or an array of column_ids");
+    }
+    lua_pop(L, 1);
+    /* the child projections lead with column_id / data_file_id (the batch
+     * needs them); a name asked for is read from its place there */
+    const char *stnames[MB_MAX_COLS], *delnames[MB_MAX_COLS];
+    int stpos[MB_MAX_COLS], delpos[MB_MAX_COLS];
+    int nstc = mb_names(L, opt, "stats_columns", stnames);
+    if (nstc < 0) {
+        stnames[0] = "min_value";
+        stnames[1] = "max_value";
+        nstc = 2;
+    }
+    int nstp = 1;
+    stcols[0] = "column_id";
+    for (int c = 0; c < nstc; c++) {
+        if (strcmp(stnames[c], "column_id") == 0)
+            stpos[c] = 0;
+        else {
+            stpos[c] = nstp;
+            stcols[nstp++] = stnames[c];
+        }
+    }
+    int ndel = mb_names(L, opt, "delete_files", delnames);
+    int ndelp = 1;
+    delcols[0] = "data_file_id";
+    for (int c = 0; c < ndel; c++) {
+        if (strcmp(delnames[c], "data_file_id") == 0)
+            delpos[c] = 0;
+        else {
+            delpos[c] = ndelp;
+            delcols[ndelp++] = delnames[c];
+        }
+    }
+
+    moraine_child_projection kids[2];
+    size_t nkids = 0;
+    int pv_kid = -1, st_kid = -1;
+    static const char *const pvcols[] = {"partition_key_index", "partition_value"};
+    if (want_pv) {
+        pv_kid = (int)nkids;
+        kids[nkids++] = (moraine_child_projection){"ducklake_file_partition_value", pvcols, 2, NULL, NULL, 0};
+    }
+    if (want_st) {
+        st_kid = (int)nkids;
+        kids[nkids++] = (moraine_child_projection){"ducklake_file_column_stats", stcols, (size_t)nstp, all_stats ? NULL : "column_id",
+                                                   ids, (size_t)nids};
+    }
+    moraine_projection fp = {cols, (size_t)nproj, kids, nkids};
+    moraine_cursor *fc = NULL, *dc = NULL;
+    int rc = moraine_scan_project(r->rd, "ducklake_data_file", table_id, at, &fp, &fc);
+    if (rc)
+        return raise_engine(L, rc);
+    if (ndel >= 0) {
+        moraine_projection dp = {delcols, (size_t)ndelp, NULL, 0};
+        rc = moraine_scan_project(r->rd, "ducklake_delete_file", table_id, at, &dp, &dc);
+        if (rc) {
+            moraine_cursor_close(fc);
+            return raise_engine(L, rc);
+        }
+    }
+    /* the arrays, on the stack from base: data file columns, delete file
+     * columns, then partition values and stats as they are met */
+    mb_state *st = (mb_state *)lua_newuserdata(L, sizeof *st); /* 5 */
+    memset(st, 0, sizeof *st);
+    luaL_checkstack(L, ncols + (ndel > 0 ? ndel : 0) + 8, "files_batch: too many columns");
+    int base = lua_gettop(L) + 1;
+    for (int i = 0; i < ncols; i++)
+        lua_newtable(L);
+    int dbase = lua_gettop(L) + 1;
+    for (int i = 0; i < ndel; i++)
+        lua_newtable(L);
+    lua_Integer n = 0, dupto = 0;
+    moraine_row row, kid, del;
+    int hd = dc ? moraine_cursor_next(dc, &del) : 0;
+    while (hd >= 0 && (rc = moraine_cursor_next(fc, &row)) == 1) {
+        n++;
+        for (int i = 0; i < ncols; i++) {
+            push_value(L, &row.vals[i]);
+            mb_set(L, base + i, n);
+        }
+        size_t which;
+        int kr;
+        while ((kr = moraine_cursor_child(fc, &which, &kid)) == 1) {
+            if ((int)which == pv_kid) {
+                if (kid.vals[0].type != MORAINE_INT || kid.vals[0].i < 0 || kid.vals[0].i >= MB_MAX_PV)
+                    raise_errf(L, MORAINE_EINVAL, "files_batch: partition_key_index outside 0..%d", MB_MAX_PV - 1);
+                int k = (int)kid.vals[0].i;
+                while (st->npv <= k) { /* a new key index: its array, false before */
+                    luaL_checkstack(L, 4, "files_batch: too many partition keys");
+                    lua_newtable(L);
+                    st->pv[st->npv].idx = lua_gettop(L);
+                    st->pv[st->npv].key = st->npv;
+                    st->pv[st->npv].upto = 0;
+                    st->npv++;
+                }
+                mb_slot *s = &st->pv[k];
+                if (s->upto == n) /* a key index twice in one file: the first wins */
+                    continue;
+                mb_fill(L, s->idx, 1, s->upto + 1, n - 1);
+                push_value(L, &kid.vals[1]);
+                mb_set(L, s->idx, n);
+                s->upto = n;
+            } else if ((int)which == st_kid) {
+                if (kid.vals[0].type != MORAINE_INT)
+                    raise_errf(L, MORAINE_EINVAL, "files_batch: a column stats row without an integer column_id");
+                mb_slot *s = NULL;
+                for (int j = 0; j < st->nst; j++)
+                    if (st->st[j].key == kid.vals[0].i)
+                        s = &st->st[j];
+                if (!s) {
+                    if (st->nst == MB_MAX_STATS)
+                        raise_errf(L, MORAINE_EINVAL, "files_batch: stats of more than %d columns: name the ones wanted", MB_MAX_STATS);
+                    luaL_checkstack(L, nstc + 4, "files_batch: too many stats columns");
+                    s = &st->st[st->nst++];
+                    s->idx = lua_gettop(L) + 1;
+                    s->key = kid.vals[0].i;
+                    s->upto = 0;
+                    for (int c = 0; c < nstc; c++)
+                        lua_newtable(L);
+                }
+                if (s->upto == n) /* a second stats row of one column in one file: the first wins */
+                    continue;
+                mb_fill(L, s->idx, nstc, s->upto + 1, n - 1);
+                for (int c = 0; c < nstc; c++) {
+                    push_value(L, &kid.vals[stpos[c]]);
+                    mb_set(L, s->idx + c, n);
+                }
+                s->upto = n;
+            }
+        }
+        if (kr < 0)
+            return raise_engine(L, kr);
+        /* the delete file of this data file (merged by data_file_id) */
+        if (dc) {
+            int64_t id = row.vals[idcol].type == MORAINE_INT ? row.vals[idcol].i : INT64_MIN;
+            while (hd == 1 && del.vals[0].type == MORAINE_INT && del.vals[0].i < id)
+                hd = moraine_cursor_next(dc, &del);
+            int first = 1;
+            while (hd == 1 && del.vals[0].type == MORAINE_INT && del.vals[0].i == id) {
+                if (first) {
+                    mb_fill(L, dbase, ndel, dupto + 1, n - 1);
+                    for (int c = 0; c < ndel; c++) {
+                        push_value(L, &del.vals[delpos[c]]);
+                        mb_set(L, dbase + c, n);
+                    }
+                    dupto = n;
+                    first = 0;
+                }
+                hd = moraine_cursor_next(dc, &del);
+            }
+        }
+    }
+    if (hd < 0)
+        rc = hd;
+    if (rc < 0)
+        return raise_engine(L, rc);
+    moraine_cursor_close(fc);
+    if (dc)
+        moraine_cursor_close(dc);
+    /* false up to n where a file had no such row */
+    for (int j = 0; j < st->npv; j++)
+        mb_fill(L, st->pv[j].idx, 1, st->pv[j].upto + 1, n);
+    for (int j = 0; j < st->nst; j++)
+        mb_fill(L, st->st[j].idx, nstc, st->st[j].upto + 1, n);
+    mb_fill(L, dbase, ndel, dupto + 1, n);
+    /* the answer */
+    lua_createtable(L, 0, 5);
+    int res = lua_gettop(L);
+    push_int64(L, n);
+    lua_setfield(L, res, "n");
+    lua_createtable(L, 0, ncols);
+    for (int i = 0; i < ncols; i++) {
+        lua_pushvalue(L, base + i);
+        lua_setfield(L, -2, cols[i]);
+    }
+    lua_setfield(L, res, "file");
+    if (want_pv) {
+        lua_createtable(L, st->npv, 0);
+        for (int j = 0; j < st->npv; j++) {
+            lua_pushvalue(L, st->pv[j].idx);
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, res, "partition_values");
+    }
+    if (want_st) {
+        lua_newtable(L);
+        for (int j = 0; j < nids; j++) { /* every column asked has its arrays, all false when no file has stats */
+            int found = 0;
+            for (int k = 0; k < st->nst; k++)
+                if (st->st[k].key == ids[j])
+                    found = 1;
+            if (found)
+                continue;
+            lua_createtable(L, 0, nstc);
+            for (int c = 0; c < nstc; c++) {
+                lua_createtable(L, (int)n, 0);
+                mb_fill(L, lua_gettop(L), 1, 1, n);
+                lua_setfield(L, -2, stnames[c]);
+            }
+            push_int64(L, ids[j]);
+            lua_insert(L, -2);
+            lua_settable(L, -3);
+        }
+        for (int k = 0; k < st->nst; k++) {
+            push_int64(L, st->st[k].key);
+            lua_createtable(L, 0, nstc);
+            for (int c = 0; c < nstc; c++) {
+                lua_pushvalue(L, st->st[k].idx + c);
+                lua_setfield(L, -2, stnames[c]);
+            }
+            lua_settable(L, -3);
+        }
+        lua_setfield(L, res, "stats");
+    }
+    if (ndel >= 0) {
+        lua_createtable(L, 0, ndel);
+        for (int c = 0; c < ndel; c++) {
+            lua_pushvalue(L, dbase + c);
+            lua_setfield(L, -2, delnames[c]);
+        }
+        lua_setfield(L, res, "delete_file");
+    }
+    return 1;
+}

@@ -1,0 +1,303 @@
+-- Specs of rd:files_batch (bindings/moraine_batch.c), the batch read of a
+-- table's data files as column arrays. The oracle is the row-at-a-time read:
+-- rd:files(T, S) with its children, and rd:scan("ducklake_delete_file") for
+-- the delete files. On every fixture catalog and on a generated one (verb
+-- commits with NULLs, empty strings, multibyte text, int64 extremes, a
+-- repartition and ended files), at every snapshot, for every table, random
+-- projections (columns in random order, partition values on or off, stats of
+-- all, none or random column_ids with random stats columns, delete-file
+-- columns) must give exactly what the row-at-a-time read gives, so a wrong
+-- projection fails.
+local moraine = require "moraine"
+local support = require "support"
+
+local has_ffi, ffi = pcall(require, "ffi")
+local INT64_MAX = has_ffi and (ffi.new("int64_t", 1) * 2 ^ 62 - 1) * 2 + 1 or math.maxinteger
+
+local function same(a, b)
+  if type(a) == "table" and type(b) == "table" then return a.json == b.json end
+  return a == b
+end
+
+local function show(v)
+  if v == moraine.null then return "NULL" end
+  if type(v) == "table" then return "json " .. tostring(v.json) end
+  if type(v) == "string" then return string.format("%q", v) end
+  return tostring(v)
+end
+
+-- a random subset of @list in a random order
+local function pick(list)
+  local out = {}
+  for _, v in ipairs(list) do
+    if math.random(2) == 1 then out[#out + 1] = v end
+  end
+  for i = #out, 2, -1 do
+    local j = math.random(i)
+    out[i], out[j] = out[j], out[i]
+  end
+  return out
+end
+
+local function colnames(db, rel)
+  local info = db:relation(rel)
+  return info and info.columns or {}
+end
+
+-- what files_batch must answer, built from the row-at-a-time read
+local function oracle(rd, T, S, o, file_cols)
+  local want = { n = 0, file = {}, partition_values = {}, stats = {}, delete_file = {} }
+  local cols = o.columns or file_cols
+  for _, c in ipairs(cols) do want.file[c] = {} end
+  local dels = {}
+  if o.delete_files then
+    for d in rd:scan("ducklake_delete_file", { at = S, table_id = T }) do
+      local id = d.data_file_id
+      local key = tostring(id)
+      if not dels[key] then dels[key] = d end -- the first in key order
+    end
+  end
+  local stat_ids
+  if type(o.stats) == "table" then
+    stat_ids = {}
+    for _, id in ipairs(o.stats) do stat_ids[tostring(id)] = id end
+  end
+  local stcols = o.stats_columns or { "min_value", "max_value" }
+  local n = 0
+  local pv_max = -1
+  local pv_rows, st_rows = {}, {}
+  for row, children in rd:files(T, S) do
+    n = n + 1
+    for _, c in ipairs(cols) do want.file[c][n] = row[c] end
+    local pv = {}
+    for _, k in ipairs(children.ducklake_file_partition_value or {}) do
+      local i = tonumber(k.partition_key_index)
+      if pv[i] == nil then pv[i] = k.partition_value end
+      if i > pv_max then pv_max = i end
+    end
+    pv_rows[n] = pv
+    local st = {}
+    for _, k in ipairs(children.ducklake_file_column_stats or {}) do
+      local key = tostring(k.column_id)
+      if (o.stats == true or (stat_ids and stat_ids[key] ~= nil)) and st[key] == nil then
+        st[key] = k
+        stat_ids = stat_ids or {}
+        if o.stats == true then stat_ids[key] = k.column_id end
+      end
+    end
+    st_rows[n] = st
+    if o.delete_files then
+      local d = dels[tostring(row.data_file_id)]
+      for _, c in ipairs(o.delete_files) do
+        want.delete_file[c] = want.delete_file[c] or {}
+        want.delete_file[c][n] = d and d[c] or false
+      end
+    end
+  end
+  want.n = n
+  for i = 0, pv_max do
+    local a = {}
+    for f = 1, n do
+      local v = pv_rows[f][i]
+      if v == nil then v = false end
+      a[f] = v
+    end
+    want.partition_values[i + 1] = a
+  end
+  for key, id in pairs(stat_ids or {}) do
+    local s = {}
+    for _, c in ipairs(stcols) do
+      s[c] = {}
+      for f = 1, n do
+        local r = st_rows[f][key]
+        s[c][f] = r and r[c] or false
+      end
+    end
+    want.stats[key] = { id = id, cols = s }
+  end
+  if o.delete_files then
+    for _, c in ipairs(o.delete_files) do want.delete_file[c] = want.delete_file[c] or {} end
+  end
+  return want
+end
+
+local function compare(db, rd, T, S, o, file_cols)
+  local got = rd:files_batch(T, S, o)
+  local want = oracle(rd, T, S, o, file_cols)
+  local where = string.format("table %s at %s", tostring(T), tostring(S))
+  assert.equal(want.n, tonumber(got.n), where .. ": n")
+  for c, a in pairs(want.file) do
+    local g = got.file[c]
+    assert.is_table(g, where .. ": column " .. c)
+    for i = 1, want.n do
+      assert.is_true(same(a[i], g[i]), string.format("%s: file %d column %s: %s, the row read %s", where, i, c, show(g[i]), show(a[i])))
+    end
+    assert.is_nil(g[want.n + 1])
+  end
+  local nfile = 0
+  for _ in pairs(got.file) do nfile = nfile + 1 end
+  assert.equal(#(o.columns or file_cols), nfile, where .. ": columns in the answer")
+  if o.partition_values == false then
+    assert.is_nil(got.partition_values)
+  else
+    assert.equal(#want.partition_values, #got.partition_values, where .. ": partition key indexes")
+    for k, a in ipairs(want.partition_values) do
+      for i = 1, want.n do
+        assert.is_true(same(a[i], got.partition_values[k][i]),
+          string.format("%s: file %d key %d: %s, the row read %s", where, i, k - 1, show(got.partition_values[k][i]), show(a[i])))
+      end
+    end
+  end
+  if not o.stats then
+    assert.is_nil(got.stats)
+  else
+    local ngot = 0
+    for id, s in pairs(got.stats) do
+      ngot = ngot + 1
+      local w = want.stats[tostring(id)]
+      if w == nil and type(o.stats) == "table" then
+        -- a column asked for that no file has stats of: all false
+        for _, a in pairs(s) do
+          for i = 1, want.n do assert.equal(false, a[i]) end
+        end
+      else
+        assert.is_table(w, where .. ": stats of column " .. tostring(id) .. " not in the row read")
+        for c, a in pairs(w.cols) do
+          for i = 1, want.n do
+            assert.is_true(same(a[i], s[c][i]), string.format("%s: file %d stats %s of column %s: %s, the row read %s", where, i, c,
+              tostring(id), show(s[c][i]), show(a[i])))
+          end
+        end
+      end
+    end
+    local nwant = 0
+    for _ in pairs(want.stats) do nwant = nwant + 1 end
+    assert.is_true(ngot >= nwant, where .. ": stats columns")
+  end
+  if o.delete_files then
+    for c, a in pairs(want.delete_file) do
+      for i = 1, want.n do
+        assert.is_true(same(a[i], got.delete_file[c][i]), string.format("%s: file %d delete file %s: %s, the row read %s", where, i, c,
+          show(got.delete_file[c][i]), show(a[i])))
+      end
+    end
+  else
+    assert.is_nil(got.delete_file)
+  end
+end
+
+local function random_opts(db)
+  local o = {}
+  if math.random(4) > 1 then o.columns = pick(colnames(db, "ducklake_data_file")) end
+  if math.random(3) == 1 then o.partition_values = false end
+  local r = math.random(4)
+  if r == 1 then
+    o.stats = true
+  elseif r == 2 then
+    o.stats = {}
+    for _ = 1, math.random(0, 4) do o.stats[#o.stats + 1] = math.random(0, 12) end
+  end
+  if math.random(2) == 1 then o.stats_columns = pick(colnames(db, "ducklake_file_column_stats")) end
+  if math.random(2) == 1 then o.delete_files = pick(colnames(db, "ducklake_delete_file")) end
+  return o
+end
+
+local function everywhere(db, rounds)
+  local file_cols = colnames(db, "ducklake_data_file")
+  local last = db:last_snapshot() or 0
+  local checked = 0
+  db:read(function(rd)
+    local tables = {}
+    for t in rd:scan("ducklake_table", { at = moraine.ALL }) do tables[tostring(t.table_id)] = t.table_id end
+    tables["none"] = 999999
+    for S = 0, last do
+      for _, T in pairs(tables) do
+        for _ = 1, rounds do
+          compare(db, rd, T, S, random_opts(db), file_cols)
+          checked = checked + 1
+        end
+      end
+    end
+  end)
+  return checked
+end
+
+describe("rd:files_batch", function()
+  local seed
+  before_each(function() seed = support.seed() end)
+  after_each(function() support.cleanup() end)
+
+  for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values", "s4_encrypted" }) do
+    it("answers what the row-at-a-time read answers on fixture " .. scenario, function()
+      local db = support.import_fixture(scenario)
+      local n = everywhere(db, 3)
+      assert.is_true(n > 0, "seed " .. seed)
+      db:close()
+    end)
+  end
+
+  it("answers what the row-at-a-time read answers on a generated catalog", function()
+    local db = moraine.open(support.tmpdir("batch"), { no_sync = true })
+    db:init("data/")
+    db:transaction(function(tx)
+      local cols = { { name = "a", type = "int64" }, { name = "b", type = "varchar" }, { name = "c", type = "timestamp" } }
+      tx:create_table("t", cols)
+      tx:create_table("u", cols)
+      tx:set_partitioning("t", { "a", "day(c)" })
+      tx:set_partitioning("u", { "b" })
+    end)
+    local strs = { "", "x", "a b", "9223372036854775807", "-9223372036854775808", "\u{e9}t\u{e9}" }
+    local function s() return math.random(4) == 1 and moraine.null or strs[math.random(#strs)] end
+    for round = 1, 14 do
+      local tname = round % 2 == 1 and "u" or "t"
+      if round == 7 then db:transaction(function(tx) tx:set_partitioning("t", { "b" }) end) end
+      local files = {}
+      for i = 1, 5 do
+        local npv = (tname == "u" or round >= 7) and 1 or 2
+        local pv = {}
+        for k = 1, npv do pv[k] = s() end
+        local stats = {}
+        for _, c in ipairs({ "a", "b", "c" }) do
+          if math.random(2) == 1 then
+            stats[#stats + 1] = { column = c, column_size_bytes = math.random(1000), value_count = 7, null_count = 0,
+              min_value = s(), max_value = s() }
+          end
+        end
+        files[i] = { path = string.format("f-%d-%d.parquet", round, i), record_count = i == 1 and INT64_MAX or i,
+          file_size_bytes = 100 + i, footer_size = 7, partition_values = pv, stats = stats }
+      end
+      local first
+      db:transaction(function(tx) first = tx:add_data_files(tname, files) end)
+      if round % 3 == 0 then
+        db:transaction(function(tx)
+          tx:add_delete_files(tname, { { data_file_id = first + 1, path = "d" .. round .. ".parquet", delete_count = 1, file_size_bytes = 10, footer_size = 5 } })
+        end)
+      end
+      if round % 4 == 0 then db:transaction(function(tx) tx:delete_files(tname, { first }) end) end
+    end
+    assert.is_true(everywhere(db, 6) > 0, "seed " .. seed)
+    db:close()
+  end)
+
+  it("refuses bad options, naming them", function()
+    local db = support.import_fixture("s1_evolution")
+    db:read(function(rd)
+      support.expect_err("EINVAL", "unknown option 'colums'", rd.files_batch, rd, 1, 1, { colums = { "path" } })
+      support.expect_err("ENOTFOUND", "no_such_column", rd.files_batch, rd, 1, 1, { columns = { "no_such_column" } })
+      support.expect_err("EINVAL", "'columns'[2]", rd.files_batch, rd, 1, 1, { columns = { "path", 3 } })
+      support.expect_err("EINVAL", "'stats'", rd.files_batch, rd, 1, 1, { stats = "min" })
+      support.expect_err("EINVAL", "'stats'[1]", rd.files_batch, rd, 1, 1, { stats = { "x" } })
+      support.expect_err("ENOTFOUND", "nope", rd.files_batch, rd, 1, 1, { stats = true, stats_columns = { "nope" } })
+      support.expect_err("ENOTFOUND", "nope", rd.files_batch, rd, 1, 1, { delete_files = { "nope" } })
+      -- the default snapshot is the newest, the default projection every column
+      local b = rd:files_batch(1)
+      local n = 0
+      for _ in rd:files(1) do n = n + 1 end
+      assert.equal(n, tonumber(b.n))
+      assert.is_table(b.file.path)
+      assert.is_table(b.partition_values)
+      assert.is_nil(b.stats)
+    end)
+    db:close()
+  end)
+end)
