@@ -175,11 +175,11 @@ $(BUILD)/bench/bench: bench/bench.c $(BUILD)/libmoraine.a engine/moraine.h
 
 $(BUILD)/bench/lua54/benchclock.so: bench/lclock.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_CFLAGS) -fPIC -shared -I$(LUA54_INC) -o $@ $<
+	$(CC) $(BENCH_CFLAGS) -fPIC -shared -I$(LUA54_INC) -o $@ $< -lsqlite3
 
 $(BUILD)/bench/luajit/benchclock.so: bench/lclock.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_CFLAGS) -fPIC -shared -I$(LUAJIT_INC) -o $@ $<
+	$(CC) $(BENCH_CFLAGS) -fPIC -shared -I$(LUAJIT_INC) -o $@ $< -lsqlite3
 
 # Install: library, header and pkg-config file; the Lua module for Lua 5.4 and
 # LuaJIT where each runtime looks by default ($(PREFIX)/lib/lua/5.x and

@@ -1227,12 +1227,15 @@ static void sq_commit_batch(void *p, int run)
 }
 
 static sqlite3 *sq_db;
+/* commits go to a copy (as moraine's do): the store stays as loaded for
+ * `bench interleave` and the Lua interleaved runs */
+static const char *sq_commit_path(void) { return store_dir(sq_indexed ? "sqlite-indexed-commits.db" : "sqlite-commits.db"); }
 static moraine_db *sq_reopen(int sync)
 {
     if (sq_db) sqlite3_close(sq_db);
     sq_db = NULL;
     if (sync < 0) return NULL;
-    sqcheck(NULL, sqlite3_open(sq_path(), &sq_db), "open");
+    sqcheck(NULL, sqlite3_open(sq_commit_path(), &sq_db), "open");
     sq_pragmas(sq_db, sync);
     return (moraine_db *)sq_db;
 }
@@ -1269,7 +1272,17 @@ static void run_sqlite(void)
     latency("d_attach", sq_query, &c);
     sqlite3_close(db);
     json_object_set_new(RESULTS, "peak_rss_serve_kb", json_integer(maxrss_kb()));
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", sq_path(), sq_commit_path());
+    if (system(cmd)) die("cannot copy the store");
     commits("sqlite", sq_reopen, sq_commit_batch, sq_mk);
+    char p[4400];
+    snprintf(p, sizeof p, "%s", sq_commit_path());
+    unlink(p);
+    snprintf(p, sizeof p, "%s-wal", sq_commit_path());
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", sq_commit_path());
+    unlink(p);
 }
 
 /* ---- interleaved: the (a) shapes of every in-process peer, A B C A B C ... ---- */
