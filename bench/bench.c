@@ -1272,8 +1272,9 @@ static void run_sqlite(void)
     latency("d_attach", sq_query, &c);
     sqlite3_close(db);
     json_object_set_new(RESULTS, "peak_rss_serve_kb", json_integer(maxrss_kb()));
-    char cmd[9000];
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", sq_path(), sq_commit_path());
+    char cmd[9000], from[4300];
+    snprintf(from, sizeof from, "%s", sq_path()); /* store_dir's buffer is static */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, sq_commit_path());
     if (system(cmd)) die("cannot copy the store");
     commits("sqlite", sq_reopen, sq_commit_batch, sq_mk);
     char p[4400];
