@@ -1443,6 +1443,41 @@ static void run_interleave(void)
  * projected reads) or rows (row at a time). */
 static void run_loop(const char *shape, int n)
 {
+    if (!strcmp(shape, "floor")) { /* the raw LMDB walk, no moraine handle (one env per file per process) */
+        fctx fc;
+        memset(&fc, 0, sizeof fc);
+        moraine_options o = {0};
+        o.read_only = 1;
+        moraine_db *db;
+        mcheck(moraine_open(store_dir("moraine"), &o, &db), "open moraine store");
+        moraine_relation_info ri;
+        mcheck(moraine_relation(db, "ducklake_data_file", &ri), "rel");
+        fc.rel_df = ri.id;
+        mcheck(moraine_relation(db, "ducklake_delete_file", &ri), "rel");
+        fc.rel_del = ri.id;
+        moraine_close(db);
+        lmdb_check(mdb_env_create(&fc.env), "env");
+        mdb_env_set_mapsize(fc.env, (size_t)64 << 30);
+        lmdb_check(mdb_env_open(fc.env, store_dir("moraine"), MDB_RDONLY, 0644), "open store");
+        MDB_txn *txn;
+        lmdb_check(mdb_txn_begin(fc.env, NULL, MDB_RDONLY, &txn), "txn");
+        lmdb_check(mdb_dbi_open(txn, NULL, 0, &fc.dbi), "dbi");
+        mdb_txn_abort(txn);
+        fc.S = M.last;
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+        double t = now();
+        uint64_t files = 0;
+        for (int i = 0; i < n; i++) files += f_files(&fc);
+        t = now() - t;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+        double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+        if (n < 1) n = 1;
+        fprintf(stderr, "loop floor: %d runs, %" PRIu64 " files each, %.3f ms per run (%.3f ms of CPU time)\n", n, files / (uint64_t)n, t * 1e3 / n,
+                cpu * 1e3 / n);
+        mdb_env_close(fc.env);
+        return;
+    }
     moraine_options o = {0};
     o.read_only = 1;
     moraine_db *db;
