@@ -2,9 +2,15 @@
  * crc32c.c — CRC-32C (Castagnoli) of stored values, so a flipped byte
  * anywhere in a value is detected before it is decoded (docs/codec.md).
  * Uses the SSE4.2 crc32 instruction when the CPU has it, a table otherwise;
- * both give the same result.
+ * both give the same result. The instruction's latency is three cycles and
+ * its throughput one per cycle, so for buffers of 192 bytes and more the
+ * hardware path runs three lanes of 64 bytes at once and joins them with a
+ * table that appends 64 zero bytes to a CRC (CRC-32C is linear:
+ * crc(c, A.B) = crc(crc(c, A), zeros(|B|)) ^ crc(0, B)); tests/c/test_codec.c
+ * checks every length against the table-driven CRC.
  */
 #include "internal.h"
+#include <pthread.h>
 #include <string.h>
 
 static uint32_t table[8][256];
@@ -41,8 +47,42 @@ static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t n)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define LANE 64
+static uint32_t shift_tab[4][256]; /* raw CRC register x -> that register after LANE zero bytes, byte by byte of x */
+static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
+
+static void build_shift(void)
+{
+    static const uint8_t zeros[LANE];
+    for (int k = 0; k < 4; k++)
+        for (uint32_t b = 0; b < 256; b++) shift_tab[k][b] = crc_sw(b << (8 * k), zeros, LANE);
+}
+
+static inline uint32_t shift_lane(uint32_t x)
+{
+    return shift_tab[0][x & 0xFF] ^ shift_tab[1][(x >> 8) & 0xFF] ^ shift_tab[2][(x >> 16) & 0xFF] ^ shift_tab[3][x >> 24];
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t n)
 {
+    if (n >= 3 * LANE) {
+        pthread_once(&shift_once, build_shift);
+        while (n >= 3 * LANE) {
+            uint64_t c0 = crc, c1 = 0, c2 = 0;
+            for (int i = 0; i < LANE; i += 8) {
+                uint64_t w0, w1, w2;
+                memcpy(&w0, p + i, 8);
+                memcpy(&w1, p + LANE + i, 8);
+                memcpy(&w2, p + 2 * LANE + i, 8);
+                c0 = __builtin_ia32_crc32di(c0, w0);
+                c1 = __builtin_ia32_crc32di(c1, w1);
+                c2 = __builtin_ia32_crc32di(c2, w2);
+            }
+            crc = shift_lane(shift_lane((uint32_t)c0) ^ (uint32_t)c1) ^ (uint32_t)c2;
+            p += 3 * LANE;
+            n -= 3 * LANE;
+        }
+    }
     uint64_t c = crc;
     while (n >= 8) {
         uint64_t w;
