@@ -152,6 +152,33 @@ out("| target | where it stands | |");
 out("|---|---:|---|");
 for (const l of t) out(l);
 out();
+// the interleaved runs of (a) (bench interleave, bench/lua_interleave.lua):
+// every ratio measured under the same load, min / median per entry
+const inter = `${work}/results/interleave.json`;
+if (existsSync(inter)) {
+  out("### (a) interleaved: the peers round-robin in one process");
+  out();
+  for (const f of ["interleave.md", "interleave_luajit.md", "interleave_lua54.md"]) {
+    const p = `${work}/results/${f}`;
+    if (existsSync(p)) {
+      out(readFileSync(p, "utf8").trimEnd());
+      out();
+    }
+  }
+  const J = JSON.parse(readFileSync(inter, "utf8"));
+  const m = (peer, shape) => J.entries.find((e) => e.peer === peer && e.shape === shape).median;
+  const fl = m("floor", "walk");
+  const ti = [];
+  const chk2 = (ok, what, val) => ti.push(`| ${what} | ${val} | ${ok ? "met" : "**missed**"} |`);
+  chk2(m("moraine_c_proj", "pv") <= 1.5 * fl, "(a) partition values, projected C within 1.5× of the floor", x(m("moraine_c_proj", "pv") / fl));
+  chk2(m("moraine_c_proj", "1col") <= 2 * fl, "(a) with one column's stats, projected C within 2× of the floor", x(m("moraine_c_proj", "1col") / fl));
+  chk2(m("sqlite_indexed", "all") >= 20 * m("moraine_c_proj", "all"), "(a) every column's stats, C ≥ 20× indexed SQLite",
+    x(m("sqlite_indexed", "all") / m("moraine_c_proj", "all")));
+  out("| target (interleaved, medians) | where it stands | |");
+  out("|---|---:|---|");
+  for (const l of ti) out(l);
+  out();
+}
 const text = lines.join("\n");
 console.log(text);
 writeFileSync(`${work}/results/table.md`, text + "\n");

@@ -5,7 +5,7 @@
 #   BENCH_TABLES (4) BENCH_FILES (40000) BENCH_PKEYS (3) BENCH_ERAS (4)
 #   BENCH_STATS (8) BENCH_SNAPSHOTS (0: files per table / 50) BENCH_COMPACT (0.3)
 #   BENCH_DELETES (0.02) BENCH_SEED (42) BENCH_RUNS (5) BENCH_IMPORT_RUNS (BENCH_RUNS)
-#   BENCH_WORK (bench/work/<sizes>)
+#   BENCH_WORK (bench/work/<sizes>) BENCH_INTERLEAVE_ROUNDS (21)
 # Any peer that cannot run stops the run with its reason.
 set -e
 build=${1:-build}
@@ -43,6 +43,13 @@ step "SQLite, DuckLake's schema as created"
 "$bin/bench" sqlite "$work" plain || fail "the SQLite peer failed"
 step "SQLite with table_id-first indexes"
 "$bin/bench" sqlite "$work" indexed || fail "the indexed SQLite peer failed"
+step "interleaved (a): raw LMDB floor, moraine C (projected, row at a time), indexed SQLite"
+"$bin/bench" interleave "$work" || fail "the interleaved C run failed"
+for rt in luajit lua5.4; do
+  step "interleaved (a) through Lua ($rt): rd:files_batch, rd:files, indexed SQLite"
+  sub=lua54; [ "$rt" = luajit ] && sub=luajit
+  LUA_CPATH="$root/$bin/$sub/?.so;;" sh scripts/run-lua.sh "$rt" "$build" bench/lua_interleave.lua "$work" || fail "the interleaved Lua run ($rt) failed"
+done
 step "DuckDB (@duckdb/node-api)"
 for ph in load serve commits; do
   node bench/duckdb_bench.mjs "$work" "$ph" || fail "the DuckDB peer failed ($ph)"
