@@ -50,7 +50,7 @@ local function rows()
     local n = 0
     for row, children in rd:files(T, LAST) do
       n = n + 1
-      local _ = children.ducklake_file_partition_value, children.ducklake_file_column_stats, dels[row.data_file_id]
+      local _, _, _ = children.ducklake_file_partition_value, children.ducklake_file_column_stats, dels[row.data_file_id]
     end
     return n
   end)

@@ -121,7 +121,7 @@ local function oracle(rd, T, S, o, file_cols)
   return want
 end
 
-local function compare(db, rd, T, S, o, file_cols)
+local function compare(rd, T, S, o, file_cols)
   local got = rd:files_batch(T, S, o)
   local want = oracle(rd, T, S, o, file_cols)
   local where = string.format("table %s at %s", tostring(T), tostring(S))
@@ -213,7 +213,7 @@ local function everywhere(db, rounds)
     for S = 0, last do
       for _, T in pairs(tables) do
         for _ = 1, rounds do
-          compare(db, rd, T, S, random_opts(db), file_cols)
+          compare(rd, T, S, random_opts(db), file_cols)
           checked = checked + 1
         end
       end
