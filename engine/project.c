@@ -132,8 +132,8 @@ static int in_sorted(const int64_t *v, size_t n, int64_t x)
 /* One pass over the cells: the same checks as mr_decode_row (docs/codec.md)
  * for the cells decoded; a cell not asked for is skipped by its length, its
  * bytes only bounds-checked (the value's checksum was verified before). */
-int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out,
-                       moraine_value *extra)
+static inline __attribute__((always_inline)) int decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
+                                                            moraine_value *out, moraine_value *extra)
 {
     const uint8_t *p = *pp;
     uint64_t u, n;
@@ -219,6 +219,12 @@ int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t 
     return 0;
 }
 
+int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out,
+                       moraine_value *extra)
+{
+    return decode_row(pr, pp, end, ord, out, extra);
+}
+
 void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len)
 {
     p->kp = children;
@@ -254,7 +260,7 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
         const mr_proj_rel *pr = &p->kids[p->kwhich];
         moraine_value m;
         child->raw = p->kp;
-        if ((rc = mr_proj_decode_row(pr, &p->kp, p->gend, &child->ord, p->kvals, pr->match_col >= 0 ? &m : NULL))) return rc;
+        if ((rc = decode_row(pr, &p->kp, p->gend, &child->ord, p->kvals, pr->match_col >= 0 ? &m : NULL))) return rc;
         p->kleft--;
         if (pr->match_col >= 0 && !(m.type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, m.i))) continue;
         child->raw_len = (size_t)(p->kp - child->raw);
