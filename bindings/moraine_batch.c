@@ -362,3 +362,174 @@ static int l_read_files_batch(lua_State *L)
     }
     return 1;
 }
+
+/* rd:scan_columns(name, opts) -> {n, columns, children} (see moraine.luadoc):
+ * the rows of any relation that is not a child, visible at S, as column
+ * arrays; children asked for as arrays too, with the index of their parent row. */
+static int l_read_scan_columns(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    const char *name = luaL_checkstring(L, 2);
+    if (!lua_isnoneornil(L, 3))
+        luaL_checktype(L, 3, LUA_TTABLE);
+    else {
+        lua_settop(L, 2);
+        lua_newtable(L);
+    }
+    lua_settop(L, 3);
+    const int opt = 3;
+    lua_pushnil(L);
+    while (lua_next(L, opt)) {
+        lua_pop(L, 1);
+        const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        if (!k || (strcmp(k, "at") && strcmp(k, "table_id") && strcmp(k, "columns") && strcmp(k, "children")))
+            raise_errf(L, MORAINE_EINVAL, "scan_columns: unknown option '%s' (expected at, table_id, columns, children)",
+                       k ? k : luaL_typename(L, -1));
+    }
+    int64_t scope = MORAINE_ANY_SCOPE, at;
+    lua_getfield(L, opt, "at");
+    if (lua_isnil(L, -1))
+        at = default_snapshot(L, r);
+    else if (!to_int64(L, -1, &at))
+        raise_errf(L, MORAINE_EINVAL, "scan_columns: option 'at' must be an integer snapshot id or moraine.ALL");
+    lua_pop(L, 1);
+    lua_getfield(L, opt, "table_id");
+    if (!lua_isnil(L, -1) && !to_int64(L, -1, &scope))
+        raise_errf(L, MORAINE_EINVAL, "scan_columns: option 'table_id' must be an integer");
+    lua_pop(L, 1);
+    moraine_relation_info ri;
+    int rc = moraine_relation(r->owner->db, name, &ri);
+    if (rc)
+        return raise_engine(L, rc);
+    const char *cols[MB_MAX_COLS];
+    int ncols = mb_names(L, opt, "columns", cols);
+    if (ncols < 0) {
+        if (ri.ncols > MB_MAX_COLS)
+            raise_errf(L, MORAINE_EINVAL, "scan_columns: %s has %zu columns: name the ones wanted", name, ri.ncols);
+        ncols = (int)ri.ncols;
+        for (int i = 0; i < ncols; i++)
+            cols[i] = ri.colnames[i];
+    }
+    /* children: name -> true (every column) or an array of column names */
+    enum { MAXK = 8 };
+    moraine_child_projection kids[MAXK];
+    const char *kcols[MAXK][MB_MAX_COLS];
+    int nkcols[MAXK];
+    int nk = 0;
+    lua_getfield(L, opt, "children");
+    if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) != LUA_TTABLE)
+            raise_errf(L, MORAINE_EINVAL, "scan_columns: option 'children' must be a table child relation -> true or column names");
+        int kidx = lua_gettop(L);
+        lua_pushnil(L);
+        while (lua_next(L, kidx)) {
+            if (lua_type(L, -2) != LUA_TSTRING)
+                raise_errf(L, MORAINE_EINVAL, "scan_columns: option 'children' must be keyed by child relation names");
+            if (nk == MAXK)
+                raise_errf(L, MORAINE_EINVAL, "scan_columns: at most %d child relations", MAXK);
+            const char *kn = lua_tostring(L, -2);
+            moraine_relation_info ki;
+            if (lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1) && moraine_relation(r->owner->db, kn, &ki) == 0) {
+                if (ki.ncols > MB_MAX_COLS)
+                    raise_errf(L, MORAINE_EINVAL, "scan_columns: %s has %zu columns: name the ones wanted", kn, ki.ncols);
+                nkcols[nk] = (int)ki.ncols;
+                for (int i = 0; i < nkcols[nk]; i++)
+                    kcols[nk][i] = ki.colnames[i];
+            } else if (lua_type(L, -1) == LUA_TTABLE) {
+                int n = (int)mr_rawlen(L, -1);
+                if (n > MB_MAX_COLS)
+                    raise_errf(L, MORAINE_EINVAL, "scan_columns: children.%s names %d columns (at most %d)", kn, n, MB_MAX_COLS);
+                for (int i = 0; i < n; i++) {
+                    lua_rawgeti(L, -1, i + 1);
+                    if (lua_type(L, -1) != LUA_TSTRING)
+                        raise_errf(L, MORAINE_EINVAL, "scan_columns: children.%s[%d] must be a column name", kn, i + 1);
+                    kcols[nk][i] = lua_tostring(L, -1); /* anchored by the options table */
+                    lua_pop(L, 1);
+                }
+                nkcols[nk] = n;
+            } else if (lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1)) {
+                nkcols[nk] = 0; /* the engine names the unknown relation */
+            } else {
+                raise_errf(L, MORAINE_EINVAL, "scan_columns: children.%s must be true or an array of column names", kn);
+            }
+            kids[nk] = (moraine_child_projection){kn, kcols[nk], (size_t)nkcols[nk], NULL, NULL, 0};
+            nk++;
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    moraine_projection pj = {cols, (size_t)ncols, kids, (size_t)nk};
+    moraine_cursor *c;
+    if ((rc = moraine_scan_project(r->rd, name, scope, at, &pj, &c)))
+        return raise_engine(L, rc);
+    int total = ncols + nk;
+    for (int k = 0; k < nk; k++)
+        total += nkcols[k] + 1;
+    luaL_checkstack(L, total + 8, "scan_columns: too many columns");
+    int base = lua_gettop(L) + 1;
+    for (int i = 0; i < ncols; i++)
+        lua_newtable(L);
+    int kbase[MAXK];
+    lua_Integer kn_rows[MAXK];
+    for (int k = 0; k < nk; k++) {
+        kbase[k] = lua_gettop(L) + 1; /* parent index, then its columns */
+        kn_rows[k] = 0;
+        for (int i = 0; i <= nkcols[k]; i++)
+            lua_newtable(L);
+    }
+    lua_Integer n = 0;
+    moraine_row row, kid;
+    while ((rc = moraine_cursor_next(c, &row)) == 1) {
+        n++;
+        for (int i = 0; i < ncols; i++) {
+            push_value(L, &row.vals[i]);
+            lua_rawseti(L, base + i, (int)n);
+        }
+        size_t which;
+        int kr;
+        while (nk && (kr = moraine_cursor_child(c, &which, &kid)) == 1) {
+            int k = (int)which;
+            lua_Integer m = ++kn_rows[k];
+            push_int64(L, n);
+            lua_rawseti(L, kbase[k], (int)m);
+            for (int i = 0; i < nkcols[k]; i++) {
+                push_value(L, &kid.vals[i]);
+                lua_rawseti(L, kbase[k] + 1 + i, (int)m);
+            }
+        }
+        if (nk && kr < 0)
+            return raise_engine(L, kr);
+    }
+    if (rc < 0)
+        return raise_engine(L, rc);
+    moraine_cursor_close(c);
+    lua_createtable(L, 0, 3);
+    int res = lua_gettop(L);
+    push_int64(L, n);
+    lua_setfield(L, res, "n");
+    lua_createtable(L, 0, ncols);
+    for (int i = 0; i < ncols; i++) {
+        lua_pushvalue(L, base + i);
+        lua_setfield(L, -2, cols[i]);
+    }
+    lua_setfield(L, res, "columns");
+    if (nk) {
+        lua_createtable(L, 0, nk);
+        for (int k = 0; k < nk; k++) {
+            lua_createtable(L, 0, 3);
+            push_int64(L, kn_rows[k]);
+            lua_setfield(L, -2, "n");
+            lua_pushvalue(L, kbase[k]);
+            lua_setfield(L, -2, "parent");
+            lua_createtable(L, 0, nkcols[k]);
+            for (int i = 0; i < nkcols[k]; i++) {
+                lua_pushvalue(L, kbase[k] + 1 + i);
+                lua_setfield(L, -2, kcols[k][i]);
+            }
+            lua_setfield(L, -2, "columns");
+            lua_setfield(L, -2, kids[k].relation);
+        }
+        lua_setfield(L, res, "children");
+    }
+    return 1;
+}

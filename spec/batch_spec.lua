@@ -222,6 +222,105 @@ local function everywhere(db, rounds)
   return checked
 end
 
+-- rd:scan_columns against rd:scan: every relation that is not a child, at
+-- every snapshot (and moraine.ALL), random columns, children random ones
+local function scan_columns_everywhere(db)
+  local rels = db:relations()
+  local kids_of = {}
+  for _, r in ipairs(rels) do
+    if r.placement == "child" and r.parent and #r.columns > 0 then
+      kids_of[r.parent] = kids_of[r.parent] or {}
+      table.insert(kids_of[r.parent], r)
+    end
+  end
+  local last = db:last_snapshot() or 0
+  local checked = 0
+  db:read(function(rd)
+    for _, r in ipairs(rels) do
+      if r.placement ~= "child" and #r.columns > 0 then
+        for _, S in ipairs({ 0, math.floor(last / 2), last, moraine.ALL }) do
+          local opts = { at = S }
+          local cols = r.columns
+          if math.random(3) > 1 then
+            cols = pick(r.columns)
+            opts.columns = cols
+          end
+          local kids = {}
+          for _, k in ipairs(kids_of[r.name] or {}) do
+            if math.random(3) > 1 then
+              local kc = math.random(2) == 1 and true or pick(k.columns)
+              opts.children = opts.children or {}
+              opts.children[k.name] = kc
+              kids[#kids + 1] = { name = k.name, cols = kc == true and k.columns or kc }
+            end
+          end
+          local got = rd:scan_columns(r.name, opts)
+          local n = 0
+          local kn = {}
+          for row, children in rd:scan(r.name, { at = S }) do
+            n = n + 1
+            for _, c in ipairs(cols) do
+              assert.is_true(same(row[c], got.columns[c][n]), string.format("%s at %s row %d column %s: %s, the row read %s", r.name,
+                tostring(S), n, c, show(got.columns[c][n]), show(row[c])))
+            end
+            for _, k in ipairs(kids) do
+              for _, kr in ipairs(children[k.name] or {}) do
+                kn[k.name] = (kn[k.name] or 0) + 1
+                local m = kn[k.name]
+                local g = got.children[k.name]
+                assert.equal(n, tonumber(g.parent[m]), r.name .. " child " .. k.name .. " row " .. m .. ": parent")
+                for _, c in ipairs(k.cols) do
+                  assert.is_true(same(kr[c], g.columns[c][m]), string.format("%s child %s row %d column %s: %s, the row read %s", r.name,
+                    k.name, m, c, show(g.columns[c][m]), show(kr[c])))
+                end
+              end
+            end
+          end
+          assert.equal(n, tonumber(got.n), r.name .. " at " .. tostring(S) .. ": rows")
+          for _, k in ipairs(kids) do
+            assert.equal(kn[k.name] or 0, tonumber(got.children[k.name].n), r.name .. ": rows of " .. k.name)
+          end
+          local ncols = 0
+          for _ in pairs(got.columns) do ncols = ncols + 1 end
+          assert.equal(#cols, ncols, r.name .. ": columns in the answer")
+          checked = checked + 1
+        end
+      end
+    end
+  end)
+  return checked
+end
+
+describe("rd:scan_columns", function()
+  local seed
+  before_each(function() seed = support.seed() end)
+  after_each(function() support.cleanup() end)
+
+  for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values", "s4_encrypted" }) do
+    it("answers what rd:scan answers on fixture " .. scenario, function()
+      local db = support.import_fixture(scenario)
+      for _ = 1, 3 do assert.is_true(scan_columns_everywhere(db) > 0, "seed " .. seed) end
+      db:close()
+    end)
+  end
+
+  it("refuses bad options, naming them", function()
+    local db = support.import_fixture("s1_evolution")
+    db:read(function(rd)
+      support.expect_err("EINVAL", "unknown option 'column'", rd.scan_columns, rd, "ducklake_table", { column = { "x" } })
+      support.expect_err("ENOTFOUND", "no_such", rd.scan_columns, rd, "no_such_table")
+      support.expect_err("ENOTFOUND", "nope", rd.scan_columns, rd, "ducklake_table", { columns = { "nope" } })
+      support.expect_err("EINVAL", "child relation", rd.scan_columns, rd, "ducklake_partition_column")
+      support.expect_err("ENOTFOUND", "ducklake_sort_expression", rd.scan_columns, rd, "ducklake_partition_info",
+        { children = { ducklake_sort_expression = true } })
+      support.expect_err("EINVAL", "children.ducklake_partition_column", rd.scan_columns, rd, "ducklake_partition_info",
+        { children = { ducklake_partition_column = 3 } })
+      support.expect_err("EINVAL", "'at'", rd.scan_columns, rd, "ducklake_table", { at = "x" })
+    end)
+    db:close()
+  end)
+end)
+
 describe("rd:files_batch", function()
   local seed
   before_each(function() seed = support.seed() end)
