@@ -10,7 +10,9 @@
 -- column 1), `all` (and the min/max of every column: DuckLake's file-list
 -- query when a scan needs every column's stats). moraine answers each through
 -- rd:files_batch (the columns DuckLake's query selects), and `all` also row
--- at a time (rd:files with its children, as bench/lua_bench.lua). Needs the
+-- at a time (rd:files with its children, as bench/lua_bench.lua); and (d), the
+-- whole catalog at S as ATTACH reads it, through rd:scan_columns, row at a
+-- time (as bench/lua_bench.lua) and SQLite's d.sql. Needs the
 -- stores of `bench moraine` and `bench sqlite WORK indexed`. Min and median of
 -- BENCH_INTERLEAVE_ROUNDS rounds (21); writes results/interleave_<runtime>.md.
 local moraine = require "moraine"
@@ -56,6 +58,52 @@ local function rows()
   end)
 end
 
+-- (d): every relation ATTACH reads at S, as bench/lua_bench.lua reads them
+-- (row at a time) and through rd:scan_columns with the children of the
+-- partition and sort specs; the count is rows plus child rows, as lua_bench's
+local RELS = { "ducklake_metadata", "ducklake_snapshot", "ducklake_schema", "ducklake_table", "ducklake_tag",
+  "ducklake_inlined_data_tables", "ducklake_column", "ducklake_column_tag", "ducklake_view", "ducklake_view_column_tag",
+  "ducklake_macro", "ducklake_macro_impl", "ducklake_macro_parameters", "ducklake_partition_info", "ducklake_sort_info",
+  "ducklake_table_stats", "ducklake_table_column_stats" }
+local have = {}
+for _, r in ipairs(db:relations()) do have[r.name] = r end
+local KIDS = {}
+for _, r in ipairs(db:relations()) do
+  if r.parent and r.parent ~= "ducklake_snapshot" and #r.columns > 0 then
+    KIDS[r.parent] = KIDS[r.parent] or {}
+    KIDS[r.parent][r.name] = true
+  end
+end
+local function attach_rows()
+  return db:read(function(rd)
+    local n = 0
+    for _, r in ipairs(RELS) do
+      if have[r] and #have[r].columns > 0 then
+        for _, children in rd:scan(r, { at = LAST }) do
+          n = n + 1
+          if r ~= "ducklake_snapshot" then
+            for _, kids in pairs(children) do n = n + #kids end
+          end
+        end
+      end
+    end
+    return n
+  end)
+end
+local function attach_batch()
+  return db:read(function(rd)
+    local n = 0
+    for _, r in ipairs(RELS) do
+      if have[r] and #have[r].columns > 0 then
+        local b = rd:scan_columns(r, { at = LAST, children = KIDS[r] })
+        n = n + tonumber(b.n)
+        for _, k in pairs(b.children or {}) do n = n + tonumber(k.n) end
+      end
+    end
+    return n
+  end)
+end
+
 local function sql(name)
   local text = slurp(work .. "/sql/sqlite/" .. name .. ".sql")
   return function() return (clock.sqlite_run(sq, text)) end
@@ -69,11 +117,23 @@ local E = {
   { peer = "moraine_" .. runtime .. "_batch", shape = "all", fn = batch(true) },
   { peer = "moraine_" .. runtime .. "_rows", shape = "all", fn = rows },
   { peer = "sqlite_indexed", shape = "all", fn = sql("a") },
+  { peer = "moraine_" .. runtime .. "_batch", shape = "d", fn = attach_batch },
+  { peer = "moraine_" .. runtime .. "_rows", shape = "d", fn = attach_rows },
+  { peer = "sqlite_indexed", shape = "d", fn = sql("d") },
 }
+local first = {}
 for _, e in ipairs(E) do
   e.rows = e.fn() -- warm-up
   e.t = {}
-  if e.rows ~= E[1].rows then error(string.format("%s/%s answered %d files, %s %d", e.peer, e.shape, e.rows, E[1].peer, E[1].rows)) end
+  local f = first[e.shape] or e
+  first[e.shape] = f
+  -- the moraine reads of one shape answer the same count; SQL's (d) answers its own rows
+  if e.shape ~= "d" and e.rows ~= f.rows then
+    error(string.format("%s/%s answered %d files, %s %d", e.peer, e.shape, e.rows, f.peer, f.rows))
+  end
+end
+if first.d and E[#E - 1].rows ~= first.d.rows then
+  error(string.format("(d): scan_columns counted %d rows, rd:scan %d", first.d.rows, E[#E - 1].rows))
 end
 for r = 1, R do
   for j = 1, #E do
@@ -105,13 +165,13 @@ local function fmt(s)
 end
 
 local out = {}
-out[#out + 1] = string.format("(a) through %s, table %d at snapshot %d (%d files), %d interleaved rounds; min / median\n", runtime, T, LAST,
-  E[1].rows, R)
+out[#out + 1] = string.format("through %s: (a) table %d at snapshot %d (%d files), (d) at snapshot %d, %d interleaved rounds; min / median\n",
+  runtime, T, LAST, E[1].rows, LAST, R)
 out[#out + 1] = "| shape | moraine batch (rd:files_batch) | moraine row at a time (rd:files) | SQLite indexed | SQLite idx ÷ batch |"
 out[#out + 1] = "|---|---:|---:|---:|---:|"
-local names = { pv = "partition values, no stats", ["1col"] = "partition values + min/max of one column",
-  all = "partition values + min/max of every column" }
-for _, shape in ipairs({ "pv", "1col", "all" }) do
+local names = { pv = "(a) partition values, no stats", ["1col"] = "(a) partition values + min/max of one column",
+  all = "(a) partition values + min/max of every column", d = "(d) the whole catalog at S, as ATTACH reads it (rd:scan_columns)" }
+for _, shape in ipairs({ "pv", "1col", "all", "d" }) do
   local b, w, s
   for _, e in ipairs(E) do
     if e.shape == shape then
