@@ -14,7 +14,7 @@ local support = require "support"
 local has_ffi, ffi = pcall(require, "ffi")
 -- a record_count past 2^53 (a cdata under LuaJIT); not near int64's end: the
 -- verbs add record counts into next_row_id unchecked
-local BIG = has_ffi and ffi.new("int64_t", 2 ^ 53) + 1 or (1 << 53) + 1
+local BIG = has_ffi and ffi.new("int64_t", 2 ^ 53) + 1 or math.tointeger(2 ^ 53) + 1
 
 local function same(a, b)
   if type(a) == "table" and type(b) == "table" then return a.json == b.json end
