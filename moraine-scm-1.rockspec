@@ -13,10 +13,11 @@
 -- Dependencies are the system's only, so the build works offline.
 -- `moraine.sql` (db:exec, moraine sql) needs LPeg (Debian: lua-lpeg;
 -- LuaRocks: lpeg), loaded on first use; the rest of the module runs without it.
--- `moraine.sqlite`'s import reads SQLite through LuaSQL (Debian:
--- lua-sql-sqlite3), its export does not; `moraine.sync` reads SQLite and
--- PostgreSQL through LuaSQL (lua-sql-sqlite3, lua-sql-postgres) when a source
--- of that kind is given; `moraine.http` runs inside OpenResty/nginx's Lua module.
+-- `moraine.sqlite`'s import and export_sqlite read and write SQLite through
+-- LuaSQL (Debian: lua-sql-sqlite3), its export_sql does not; `moraine.sync`
+-- reads and `moraine.push` writes SQLite and PostgreSQL through LuaSQL
+-- (lua-sql-sqlite3, lua-sql-postgres) when a source or target of that kind is
+-- given; `moraine.http` runs inside OpenResty/nginx's Lua module.
 rockspec_format = "3.0"
 package = "moraine"
 version = "scm-1"
@@ -85,6 +86,7 @@ build = {
     },
     ["moraine"] = "bindings/moraine.lua",
     ["moraine.sqlite"] = "bindings/moraine/sqlite.lua",
+    ["moraine.push"] = "bindings/moraine/push.lua",
     ["moraine.http"] = "bindings/moraine/http.lua",
     ["moraine.policy"] = "bindings/moraine/policy.lua",
     ["moraine.progress"] = "bindings/moraine/progress.lua",

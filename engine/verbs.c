@@ -1217,6 +1217,15 @@ static int add_file(model *m, tstate *t, const moraine_data_file *f, int64_t par
         return mr_err(MORAINE_EINVAL, "data file %s: file_size_bytes %lld is negative", f->path, (long long)f->file_size_bytes);
     if (f->footer_size < 0 && f->footer_size != INT64_MIN)
         return mr_err(MORAINE_EINVAL, "data file %s: footer_size %lld is negative", f->path, (long long)f->footer_size);
+    /* the table's stats (ducklake_table_stats) must stay within int64 */
+    int64_t sum;
+    if (__builtin_add_overflow(t->record_count, f->record_count, &sum) ||
+        (row_ids && __builtin_add_overflow(t->next_row_id, f->record_count, &sum)))
+        return mr_err(MORAINE_EINVAL, "data file %s: record_count %lld would take table %lld's record_count or next_row_id past 2^63-1",
+                      f->path, (long long)f->record_count, (long long)t->table_id);
+    if (__builtin_add_overflow(t->file_size_bytes, f->file_size_bytes, &sum))
+        return mr_err(MORAINE_EINVAL, "data file %s: file_size_bytes %lld would take table %lld's file_size_bytes past 2^63-1", f->path,
+                      (long long)f->file_size_bytes, (long long)t->table_id);
     for (size_t i = 0; i < f->nstats; i++) {
         const moraine_column_stats *st = &f->stats[i];
         const char *bad = st->column_size_bytes < 0 && st->column_size_bytes != INT64_MIN ? "column_size_bytes"

@@ -369,7 +369,7 @@ describe("moraine command", function()
       assert.truthy(exists(out .. "/ducklake_snapshot.ndjson"))
       local r = run({ "-c", catalog(S1), "export", out, "--format", "csv" })
       assert.are.equal(2, r.code, r.show)
-      assert.truthy(r.err:find("--format must be ndjson or sql", 1, true), r.show)
+      assert.truthy(r.err:find("--format must be ndjson, sql or sqlite", 1, true), r.show)
     end)
   end)
 

@@ -36,6 +36,31 @@ describe("verb path bad input", function()
     support.cleanup()
   end)
 
+  it("refuses a data file whose sizes would take the table's stats past 2^63-1", function()
+    local MAX = moraine.json_decode("9223372036854775807")
+    -- the table holds 2 rows and 2 bytes: one more byte than MAX - 2 overflows
+    refused(db, "EINVAL", function(tx)
+      tx:add_data_files("events", { { path = "big.parquet", record_count = 1, file_size_bytes = MAX - 1,
+        partition_values = { "eu" } } })
+    end, { "big.parquet", "file_size_bytes", "past 2^63-1" })
+    refused(db, "EINVAL", function(tx)
+      tx:add_data_files("events", { { path = "many.parquet", record_count = MAX - 1, file_size_bytes = 1,
+        partition_values = { "eu" } } })
+    end, { "many.parquet", "record_count", "past 2^63-1" })
+    -- within one transaction: the first file fits, the second does not
+    refused(db, "EINVAL", function(tx)
+      tx:add_data_files("events", {
+        { path = "fits.parquet", record_count = 1, file_size_bytes = MAX - 2, partition_values = { "eu" } },
+        { path = "over.parquet", record_count = 1, file_size_bytes = 1, partition_values = { "eu" } },
+      })
+    end, { "over.parquet", "file_size_bytes" })
+    -- up to the limit is fine
+    assert.is_not_nil(db:transaction(function(tx)
+      tx:add_data_files("events", { { path = "edge.parquet", record_count = 1, file_size_bytes = MAX - 2,
+        partition_values = { "eu" } } })
+    end))
+  end)
+
   it("refuses an unknown table", function()
     refused(db, "ENOTFOUND", function(tx) tx:set_sorting("nonesuch", { "id" }) end, { "nonesuch" })
   end)

@@ -306,6 +306,87 @@ end
 
 -- ---- export -------------------------------------------------------------------------
 
+-- The statements that create every relation of the catalog and insert its
+-- rows (every version, original order): emit("sql", text) without the
+-- final ";", emit("comment", text) for a table left out. Shared by
+-- export_sql (a script) and export_sqlite (a file); @who names the caller
+-- in errors; @progress as export_sql's.
+local function each_statement(db, progress, who, emit)
+  local relations = db:relations()
+  for ri, rel in ipairs(relations) do
+    local known = SCHEMA[rel.name]
+    local cols = rel.columns
+    if #cols == 0 and known then cols = known.columns end
+    if #cols == 0 then
+      emit("comment", rel.name .. ": no columns known and no rows; not created")
+    else
+      local entries
+      if progress then
+        -- read with progress: (rows read, 0) every 4096 rows (the total is not known yet)
+        entries = {}
+        db:read(function(rd)
+          for row, _, ord in rd:scan(rel.name, { at = moraine.ALL }) do
+            entries[#entries + 1] = { row = row, ord = ord }
+            if #entries % 4096 == 0 and progress(#entries, 0, rel.name, ri, #relations) == true then
+              raise("EINVAL", "%s: export cancelled", who)
+            end
+          end
+        end)
+      else
+        entries = db:scan(rel.name, { at = moraine.ALL })
+      end
+      -- the original row order (by ord, stable). Positions are usually
+      -- distinct and dense: then each entry goes straight to its place
+      -- (linear, no silent sort of a large table); otherwise a stable sort.
+      local placed, lo = {}, nil
+      for _, en in ipairs(entries) do
+        local o = tonumber(en.ord)
+        if lo == nil or o < lo then lo = o end
+      end
+      local dense = lo ~= nil
+      for _, en in ipairs(entries) do
+        local i = tonumber(en.ord) - lo + 1
+        if i > #entries or placed[i] then dense = false break end
+        placed[i] = en
+      end
+      if dense then
+        entries = placed
+      else
+        for i, en in ipairs(entries) do en.seq = i end
+        table.sort(entries, function(a, b)
+          if a.ord ~= b.ord then return a.ord < b.ord end
+          return a.seq < b.seq
+        end)
+      end
+      local defs, affs = {}, {}
+      for i, c in ipairs(cols) do
+        local ty = known and known.types[c] or infer_type(entries, c)
+        defs[i] = ident(c) .. " " .. ty
+        affs[i] = affinity(ty)
+      end
+      local tname = ident(rel.name)
+      emit("sql", "CREATE TABLE " .. tname .. " (" .. table.concat(defs, ", ") .. ")")
+      local lits = {}
+      local total = #entries
+      if progress and progress(0, total, rel.name, ri, #relations) == true then
+        raise("EINVAL", "%s: export cancelled", who)
+      end
+      for n, en in ipairs(entries) do
+        local row = en.row
+        for i, c in ipairs(cols) do
+          local v = row[c]
+          if v == nil then v = NULL end
+          lits[i] = literal(v, affs[i])
+        end
+        emit("sql", "INSERT INTO " .. tname .. " VALUES (" .. table.concat(lits, ", ", 1, #cols) .. ")")
+        if progress and (n % 1000 == 0 or n == total) and progress(n, total, rel.name, ri, #relations) == true then
+          raise("EINVAL", "%s: export cancelled", who)
+        end
+      end
+    end
+  end
+end
+
 --- Writes the catalog as a SQL script that creates DuckLake's tables in SQLite.
 -- For each relation of the catalog (in `db:relations()` order) a
 -- `CREATE TABLE name (col TYPE, ...)` with the columns in the catalog's order
@@ -351,7 +432,6 @@ function M.export_sql(db, path, opts)
     if type(v) ~= "function" then raise("EINVAL", "sqlite.export_sql: progress must be a function") end
     progress = v
   end
-  local relations = db:relations()
   local tmp = path .. ".tmp"
   -- a script holding keys is readable by its owner only: made 0600 before a byte is written
   if db:read(function(rd) return rd:secret_count() end) > 0 then moraine.create_private_file(tmp) end
@@ -359,86 +439,13 @@ function M.export_sql(db, path, opts)
   if not f then raise("EIO", "sqlite.export_sql: cannot write %s: %s", path, tostring(err)) end
   local function put(...)
     local ok, werr = f:write(...)
-    if not ok then
-      f:close()
-      os.remove(tmp)
-      raise("EIO", "sqlite.export_sql: cannot write %s: %s", path, tostring(werr))
-    end
+    if not ok then raise("EIO", "sqlite.export_sql: cannot write %s: %s", path, tostring(werr)) end
   end
   local ok, e = pcall(function()
     put("-- DuckLake catalog written by moraine ", moraine.version, " (moraine.sqlite.export_sql)\n", "BEGIN;\n")
-    for ri, rel in ipairs(relations) do
-      local known = SCHEMA[rel.name]
-      local cols = rel.columns
-      if #cols == 0 and known then cols = known.columns end
-      if #cols == 0 then
-        put("-- ", rel.name, ": no columns known and no rows; not created\n")
-      else
-        local entries
-        if progress then
-          -- read with progress: (rows read, 0) every 4096 rows (the total is not known yet)
-          entries = {}
-          db:read(function(rd)
-            for row, _, ord in rd:scan(rel.name, { at = moraine.ALL }) do
-              entries[#entries + 1] = { row = row, ord = ord }
-              if #entries % 4096 == 0 and progress(#entries, 0, rel.name, ri, #relations) == true then
-                raise("EINVAL", "sqlite.export_sql: export cancelled")
-              end
-            end
-          end)
-        else
-          entries = db:scan(rel.name, { at = moraine.ALL })
-        end
-        -- the original row order (by ord, stable). Positions are usually
-        -- distinct and dense: then each entry goes straight to its place
-        -- (linear, no silent sort of a large table); otherwise a stable sort.
-        local placed, lo = {}, nil
-        for _, en in ipairs(entries) do
-          local o = tonumber(en.ord)
-          if lo == nil or o < lo then lo = o end
-        end
-        local dense = lo ~= nil
-        for _, en in ipairs(entries) do
-          local i = tonumber(en.ord) - lo + 1
-          if i > #entries or placed[i] then dense = false break end
-          placed[i] = en
-        end
-        if dense then
-          entries = placed
-        else
-          for i, en in ipairs(entries) do en.seq = i end
-          table.sort(entries, function(a, b)
-            if a.ord ~= b.ord then return a.ord < b.ord end
-            return a.seq < b.seq
-          end)
-        end
-        local defs, affs = {}, {}
-        for i, c in ipairs(cols) do
-          local ty = known and known.types[c] or infer_type(entries, c)
-          defs[i] = ident(c) .. " " .. ty
-          affs[i] = affinity(ty)
-        end
-        local tname = ident(rel.name)
-        put("CREATE TABLE ", tname, " (", table.concat(defs, ", "), ");\n")
-        local lits = {}
-        local total = #entries
-        if progress and progress(0, total, rel.name, ri, #relations) == true then
-          raise("EINVAL", "sqlite.export_sql: export cancelled")
-        end
-        for n, en in ipairs(entries) do
-          local row = en.row
-          for i, c in ipairs(cols) do
-            local v = row[c]
-            if v == nil then v = NULL end
-            lits[i] = literal(v, affs[i])
-          end
-          put("INSERT INTO ", tname, " VALUES (", table.concat(lits, ", ", 1, #cols), ");\n")
-          if progress and (n % 1000 == 0 or n == total) and progress(n, total, rel.name, ri, #relations) == true then
-            raise("EINVAL", "sqlite.export_sql: export cancelled")
-          end
-        end
-      end
-    end
+    each_statement(db, progress, "sqlite.export_sql", function(kind, text)
+      if kind == "comment" then put("-- ", text, "\n") else put(text, ";\n") end
+    end)
     put("COMMIT;\n")
   end)
   if not ok then
@@ -497,6 +504,48 @@ local function query(con, path, sql)
   return rows
 end
 
+--- Reads rows of one table of an open LuaSQL SQLite connection, every value
+-- exact (see "How SQLite is read"): each column selected as `typeof(col)`
+-- and its value, INTEGER values as their decimal text made exact integers
+-- again, NULL as `moraine.null`, TEXT and BLOB as the string of their bytes,
+-- REAL as a float. `moraine.push` reads a target catalog with it.
+-- @param con a LuaSQL SQLite connection
+-- @tparam string tname the table
+-- @tparam {string,...} cols the columns to read, in that order
+-- @tparam[opt] string where a SQL condition (text after WHERE), or nil
+-- @tparam[opt] function each called once per row read, no arguments
+-- @tparam[opt] string path the file, named in errors (default "SQLite")
+-- @return array of rows, each an array of values in `cols` order
+-- @raise EINVAL (the file is not a SQLite database), EIO (any other SQLite
+--   error, with SQLite's message)
+function M.select_rows(con, tname, cols, where, each, path)
+  local sel = {}
+  for _, c in ipairs(cols) do
+    local q = sql_ident(c)
+    sel[#sel + 1] = "typeof(" .. q .. ")"
+    sel[#sel + 1] = "CASE typeof(" .. q .. ") WHEN 'integer' THEN CAST(" .. q .. " AS TEXT) ELSE " .. q .. " END"
+  end
+  local n = #cols
+  local rows = {}
+  for r, raw in ipairs(query(con, path or "SQLite", "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(tname)
+    .. (where and (" WHERE " .. where) or "") .. " ORDER BY rowid")) do
+    if each then each() end
+    local row = {}
+    for c = 1, n do
+      local ty, v = raw[2 * c - 1], raw[2 * c]
+      if ty == "null" then
+        row[c] = NULL
+      elseif ty == "integer" then
+        row[c] = parse_int(v)
+      else -- real: a float; text, blob: the string of their bytes
+        row[c] = v
+      end
+    end
+    rows[r] = row
+  end
+  return rows
+end
+
 -- Reads every ducklake_* table of the open database: an array of
 -- {name =, columns =, rows =} as db:import_rows takes them.
 -- @progress (may be nil) gets (rows read so far, 0) every 4096 rows and at
@@ -527,35 +576,14 @@ local function read_tables(con, path, progress)
   for _, name in ipairs(names) do
     local info = query(con, path, "PRAGMA table_info(" .. sql_quote(name) .. ")")
     table.sort(info, function(a, b) return tonumber(a[1]) < tonumber(b[1]) end)
-    local cols, sel = {}, {}
-    for i, c in ipairs(info) do
-      cols[i] = c[2]
-      local q = sql_ident(c[2])
-      sel[#sel + 1] = "typeof(" .. q .. ")"
-      sel[#sel + 1] = "CASE typeof(" .. q .. ") WHEN 'integer' THEN CAST(" .. q .. " AS TEXT) ELSE " .. q .. " END"
-    end
+    local cols = {}
+    for i, c in ipairs(info) do cols[i] = c[2] end
     local rows = {}
     if #cols > 0 then
-      local n = #cols
-      for r, raw in ipairs(query(con, path, "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(name)
-        .. " ORDER BY rowid")) do
+      rows = M.select_rows(con, name, cols, nil, function()
         nread = nread + 1
         tick(false)
-        local row = {}
-        for c = 1, n do
-          local ty, v = raw[2 * c - 1], raw[2 * c]
-          if ty == "null" then
-            row[c] = NULL
-          elseif ty == "integer" then
-            row[c] = parse_int(v)
-          elseif ty == "real" then
-            row[c] = v
-          else -- text, blob: the string of their bytes
-            row[c] = v
-          end
-        end
-        rows[r] = row
-      end
+      end, path)
     end
     tables[#tables + 1] = { name = name, columns = cols, rows = rows }
   end
@@ -621,6 +649,121 @@ function M.import(db, path, opts)
   env:close()
   if not ok then error(tables, 0) end
   return db:import_rows(tables, iopts)
+end
+
+-- ---- a SQLite catalog file ----------------------------------------------------------
+
+--- The SQL literal of a value for a column of declared type `decl_type`
+-- (e.g. "BIGINT", "UUID"), written as `export_sql` writes it (see "The SQL
+-- script of export_sql"): exact integers, NULL, TRUE/FALSE, strings whose
+-- bytes SQLite keeps. `moraine.push` writes a target's rows with it.
+-- @param v a row value (`moraine.null`, boolean, integer, float, string,
+--   or `{json = s}`)
+-- @tparam string decl_type the column's declared SQL type
+-- @treturn string the literal
+-- @raise EINVAL (a value with no SQL form, e.g. a function)
+function M.literal(v, decl_type)
+  return literal(v, affinity(decl_type))
+end
+
+--- Whether string `s` is valid UTF-8 (no overlong forms, no surrogates,
+-- nothing above U+10FFFF): the text PostgreSQL can hold, NUL aside.
+-- `moraine.push` refuses other bytes for a PostgreSQL target with it.
+-- @tparam string s
+-- @treturn boolean
+-- @function valid_utf8
+M.valid_utf8 = valid_utf8
+
+--- A table or column name as SQL writes it: bare when it is a plain
+-- identifier and no keyword, else double-quoted.
+-- @tparam string name
+-- @treturn string
+-- @function ident
+M.ident = ident
+
+--- LuaSQL's SQLite driver (`require "luasql.sqlite3"`).
+-- @return the driver module
+-- @raise a plain string error naming the Debian package when it is not installed
+function M.driver() return load_driver() end
+
+--- Writes the catalog as a new SQLite DuckLake catalog file that DuckLake
+-- can ATTACH (`ATTACH 'ducklake:sqlite:FILE'`): the statements of
+-- `export_sql` (same tables, DuckLake's column types, every row, same
+-- literals) run through LuaSQL's SQLite driver in one SQLite transaction on
+-- a new file `path .. ".tmp"`, renamed to `path` at the end, so the file
+-- appears whole or not at all (an existing `path` is replaced). Secret
+-- columns (encryption keys) are written exactly, as `export_sql` writes
+-- them; when the catalog holds any the file is created 0600
+-- (docs/security.md).
+-- @param db a catalog handle (`moraine.open`)
+-- @tparam string path the SQLite file to write
+-- @tparam[opt] table opts `progress` as for `export_sql`
+-- @return true
+-- @raise EIO (the file cannot be written, or SQLite refused a statement:
+--   the message names the file and SQLite's words), EINVAL (cancelled, an
+--   unknown option), the errors of `db:scan` and `db:relations`; a plain
+--   string error for arguments of the wrong type or when LuaSQL's driver is
+--   not installed
+function M.export_sqlite(db, path, opts)
+  if type(db) ~= "userdata" then
+    error("bad argument #1 to 'export_sqlite' (moraine catalog expected, got " .. type(db) .. ")", 2)
+  end
+  if type(path) ~= "string" then
+    error("bad argument #2 to 'export_sqlite' (string expected, got " .. type(path) .. ")", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("bad argument #3 to 'export_sqlite' (table or nil expected, got " .. type(opts) .. ")", 2)
+  end
+  local progress
+  for k, v in pairs(opts or {}) do
+    if k ~= "progress" then raise("EINVAL", "sqlite.export_sqlite: unknown option '%s'", tostring(k)) end
+    if type(v) ~= "function" then raise("EINVAL", "sqlite.export_sqlite: progress must be a function") end
+    progress = v
+  end
+  local driver = load_driver()
+  local tmp = path .. ".tmp"
+  os.remove(tmp)
+  local probe = io.open(tmp, "wb")
+  if not probe then raise("EIO", "sqlite.export_sqlite: cannot write %s", path) end
+  probe:close()
+  os.remove(tmp)
+  -- a file holding keys is readable by its owner only: created 0600 (empty: a valid SQLite
+  -- database) before SQLite writes a byte; SQLite gives its journal the same mode
+  if db:read(function(rd) return rd:secret_count() end) > 0 then moraine.create_private_file(tmp) end
+  local env = driver.sqlite3()
+  local con, cerr = env:connect(tmp)
+  if not con then
+    env:close()
+    os.remove(tmp)
+    raise("EIO", "sqlite.export_sqlite: cannot write %s: %s", path, tostring(cerr):gsub("^LuaSQL: ", ""))
+  end
+  local function exec(sql)
+    local r, err = con:execute(sql)
+    if not r then
+      raise("EIO", "sqlite.export_sqlite: %s: SQLite refused %s: %s", path, sql:sub(1, 120),
+        tostring(err):gsub("^LuaSQL: ", ""))
+    end
+  end
+  local ok, e = pcall(function()
+    exec("BEGIN")
+    each_statement(db, progress, "sqlite.export_sqlite", function(kind, text)
+      if kind == "sql" then exec(text) end
+    end)
+    exec("COMMIT")
+  end)
+  con:close()
+  env:close()
+  if not ok then
+    os.remove(tmp)
+    os.remove(tmp .. "-journal")
+    error(e, 0)
+  end
+  local renamed, rerr = os.rename(tmp, path)
+  if not renamed then
+    os.remove(tmp)
+    raise("EIO", "sqlite.export_sqlite: cannot write %s: %s", path, tostring(rerr))
+  end
+  return true
 end
 
 return M

@@ -1,0 +1,853 @@
+--- moraine.push — write moraine's own snapshots into a live SQL DuckLake
+-- catalog, as DuckLake itself would have written them.
+--
+--     local moraine = require "moraine"
+--     local push = require "moraine.push"
+--     local db = moraine.open("/srv/lake.moraine")   -- imported or synced from the target
+--     db:transaction(function(tx) tx:set_partitioning("events", { "hour(ts)" }) end)
+--     local r = push.push(db, "/srv/lake.sqlite")
+--     print(r.from, r.to, r.snapshots)               -- 20 21 1
+--
+-- ## What a push writes
+--
+-- The target is a SQLite DuckLake catalog file (the file DuckLake ATTACHes as
+-- `ducklake:sqlite:FILE`) or a PostgreSQL DuckLake catalog (`postgres:CONNINFO`
+-- with libpq's `host=... dbname=...` string, or a `postgres://` /
+-- `postgresql://` URI; LuaSQL's driver, Debian `lua-sql-postgres`). Its newest
+-- snapshot H must be one of moraine's
+-- own: the same `ducklake_snapshot` row (snapshot_time, schema_version,
+-- next_catalog_id, next_file_id) under the same id. That is how moraine
+-- knows where the target and the catalog part: the target was imported into
+-- moraine, or exported from it, or synced, or pushed to before. Every
+-- snapshot S moraine committed after H is then written in increasing order,
+-- each in ONE SQL transaction (SQLite `BEGIN IMMEDIATE`; PostgreSQL `BEGIN`
+-- then `LOCK TABLE ducklake_snapshot IN SHARE ROW EXCLUSIVE MODE`, so no other
+-- writer inserts a snapshot until COMMIT):
+--
+-- 1. the check: the target's newest snapshot is still the one before S
+--    (H, then each S pushed); else the transaction is rolled back and the
+--    push refused (see Concurrency);
+-- 2. DuckLake's `UPDATE ... SET end_snapshot = S` for every versioned row
+--    moraine ended at S that began before it (the row is found by all its
+--    other columns; exactly one live row must match, else ECONFLICT);
+-- 3. the `ducklake_snapshot` row of S and its `ducklake_snapshot_changes` row;
+-- 4. every row that begins at S (`end_snapshot` NULL, or S when moraine ended
+--    it in the same snapshot), each followed by its child rows
+--    (`ducklake_partition_column`, `ducklake_sort_expression`,
+--    `ducklake_file_column_stats`, `ducklake_file_partition_value`, ...); the
+--    `ducklake_schema_versions` rows of S; which rows these are and their
+--    values are moraine's, i.e. what its verbs wrote (docs/verbs.md);
+-- 5. in the last snapshot's transaction only: the tables that keep no history
+--    (`ducklake_table_stats`, `ducklake_table_column_stats`,
+--    `ducklake_metadata`, ...) made equal to moraine's (rows the target has
+--    and moraine does not are deleted by rowid or PostgreSQL's ctid, moraine's missing rows are
+--    inserted; equal tables are not touched). moraine keeps only their
+--    current rows, so intermediate snapshots of a push of several cannot carry
+--    DuckLake's intermediate counts.
+--
+-- Values are written as SQL literals: integers exact over int64, NULL distinct
+-- from the empty string, booleans TRUE/FALSE. SQLite: `moraine.sqlite.literal`,
+-- the same code as `export_sql`, which keeps any bytes of a string (a NUL byte
+-- or invalid UTF-8 as `CAST(X'..' AS VARCHAR)`). PostgreSQL: `'...'` typed by
+-- the column (session in UTC, standard_conforming_strings on); a NUL byte or
+-- invalid UTF-8, which PostgreSQL text cannot hold, is refused (EINVAL naming
+-- table, column and snapshot; that snapshot's transaction is rolled back).
+-- Values are read back from PostgreSQL as text made exact by column type. Columns are named in every
+-- INSERT; a column moraine has and the target lacks is refused (EINVAL,
+-- before anything is written) unless every value of it is NULL.
+--
+-- ## Kills and re-runs
+--
+-- Each snapshot is one SQL transaction, so a push killed at any point
+-- leaves the target with whole snapshots only (SQLite rolls back a
+-- half-written transaction when the file is next opened; PostgreSQL aborts
+-- the transaction of a connection that went away). Running push
+-- again starts from the target's newest snapshot, which is then one of
+-- moraine's, and finishes the job; a push with nothing left to write changes
+-- nothing.
+--
+-- ## Concurrency
+--
+-- DuckLake's writers append snapshots to the same catalog. If the target's
+-- newest snapshot is not one of moraine's (a DuckLake writer committed since
+-- moraine last read the target), or a writer commits between two of the
+-- push's transactions, the push is refused with ECONFLICT before that
+-- snapshot is written: the snapshots already pushed stay (each is whole),
+-- the target's new snapshot is named with its changes, and so is the first
+-- table both sides changed (by DuckLake's change list, `changes_made`) with
+-- moraine's snapshot that changed it. Rebasing moraine's snapshots onto the
+-- target's new head (new snapshot ids and ids from the counters, as DuckLake
+-- retries a commit) is not done here: bring the target's snapshots into a
+-- fresh catalog (`moraine import`), run the migration again, and push.
+--
+-- @module moraine.push
+
+local moraine = require "moraine"
+local sqlite = require "moraine.sqlite"
+
+local core = moraine.core
+local NULL = moraine.null
+
+local M = {}
+
+local function raise(code, fmt, ...)
+  core.raise(code, string.format(fmt, ...))
+end
+
+local function is_int(v)
+  if type(v) == "cdata" then return true end
+  if type(v) ~= "number" then return false end
+  if math.type then return math.type(v) == "integer" end
+  return v == math.floor(v)
+end
+
+local function int_text(v)
+  if type(v) == "cdata" then return (tostring(v):gsub("U?LL$", "")) end
+  if math.type then return tostring(v) end
+  return string.format("%.0f", v)
+end
+
+-- a value in a form that compares equal for equal SQL values (SQLite keeps
+-- booleans as 0/1)
+local function vkey(v)
+  if v == nil or v == NULL then return "n" end
+  local t = type(v)
+  if t == "boolean" then return v and "i1" or "i0" end
+  if is_int(v) then return "i" .. int_text(v) end
+  if t == "number" then return "f" .. string.format("%.17g", v) end
+  if t == "table" and type(v.json) == "string" then return "s" .. v.json end
+  return "s" .. tostring(v)
+end
+
+local function rowkey(vals, n)
+  local parts = {}
+  for i = 1, n do parts[i] = vkey(vals[i]) end
+  return table.concat(parts, "\0|")
+end
+
+-- a snapshot id as a Lua table key
+local function sid(v) return int_text(v) end
+
+local function sid_less(a, b)
+  if #a ~= #b then return #a < #b end -- non-negative ids: shorter is smaller
+  return a < b
+end
+
+-- "created_table:\"main\".\"t\",inserted_into_table:3" -> { {kind, value}, ... }
+local function parse_changes(s)
+  local out = {}
+  if type(s) ~= "string" then return out end
+  local i, n = 1, #s
+  while i <= n do
+    local j, inq = i, false
+    while j <= n do
+      local c = s:sub(j, j)
+      if c == '"' then inq = not inq
+      elseif c == "," and not inq then break end
+      j = j + 1
+    end
+    local item = s:sub(i, j - 1)
+    local kind, value = item:match("^([%w_]+):(.*)$")
+    if kind then out[#out + 1] = { kind = kind, value = value } end
+    i = j + 1
+  end
+  return out
+end
+
+-- the tables a change list touches: key -> change text ("t3" for a table id,
+-- "n<schema>.<name>" for a created table's name)
+local function touched(changes, names_by_id)
+  local t = {}
+  for _, c in ipairs(parse_changes(changes)) do
+    if c.kind:find("table", 1, true) then
+      if c.value:match("^%d+$") then
+        t["t" .. c.value] = c.kind .. ":" .. c.value
+        local nm = names_by_id[c.value]
+        if nm then t["n" .. nm] = c.kind .. ":" .. c.value end
+      else
+        t["n" .. c.value] = c.kind .. ":" .. c.value
+      end
+    end
+  end
+  return t
+end
+
+-- ---- the target -------------------------------------------------------------
+
+-- ---- SQLite ---------------------------------------------------------------------
+
+local function open_sqlite(path)
+  local f, err = io.open(path, "rb")
+  if not f then raise("EIO", "push: cannot open %s: %s", path, tostring(err)) end
+  local head = f:read(16)
+  f:close()
+  if head ~= "SQLite format 3\0" then
+    raise("EINVAL", "push: %s is not a SQLite database (no SQLite header)", path)
+  end
+  local driver = sqlite.driver()
+  local env = driver.sqlite3()
+  local con, cerr = env:connect(path)
+  if not con then
+    env:close()
+    raise("EIO", "push: cannot open %s: %s", path, (tostring(cerr):gsub("^LuaSQL: ", "")))
+  end
+  local t = { path = path, con = con, env = env, kind = "sqlite", rowid = "rowid" }
+  function t.exec(sql)
+    local r, e = con:execute(sql)
+    if not r then
+      raise("EIO", "push: %s: SQLite refused %s: %s", path, sql:sub(1, 160), (tostring(e):gsub("^LuaSQL: ", "")))
+    end
+    if type(r) == "userdata" then r:close() return 0 end
+    return r
+  end
+  function t.close()
+    pcall(con.close, con)
+    pcall(env.close, env)
+  end
+  -- rows of a table, values exact (moraine.sqlite's reader); the pseudo-column rowid as an integer
+  function t.select(name, cols, where)
+    return sqlite.select_rows(con, name, cols, where, nil, path)
+  end
+  function t.tables()
+    local out = {}
+    for _, r in ipairs(t.select("sqlite_master", { "name" }, "type = 'table' AND substr(name, 1, 9) = 'ducklake_'")) do
+      local cur = assert(con:execute("PRAGMA table_info('" .. r[1]:gsub("'", "''") .. "')"))
+      local list = {}
+      local row = cur:fetch({}, "a")
+      while row do
+        list[#list + 1] = { cid = tonumber(row.cid), name = row.name, type = row.type or "" }
+        row = cur:fetch({}, "a")
+      end
+      cur:close()
+      table.sort(list, function(x, y) return x.cid < y.cid end)
+      out[r[1]] = list
+    end
+    return out
+  end
+  function t.literal(v, decl) return sqlite.literal(v, decl) end
+  function t.eq(col, lit) return col .. " IS " .. lit end
+  -- BEGIN IMMEDIATE takes SQLite's write lock at once: the head read next is the newest
+  function t.begin() t.exec("BEGIN IMMEDIATE") end
+  function t.delete_row(name, rid) t.exec("DELETE FROM " .. sqlite.ident(name) .. " WHERE rowid = " .. int_text(rid)) end
+  t.exec("PRAGMA busy_timeout = 10000")
+  return t
+end
+
+-- ---- PostgreSQL -----------------------------------------------------------------
+
+local function pg_kind(decl)
+  local u = (decl or ""):lower()
+  if u == "bigint" or u == "integer" or u == "smallint" then return "int" end
+  if u == "boolean" then return "bool" end
+  if u == "double precision" or u == "real" then return "real" end
+  return "text"
+end
+
+local function open_postgres(spec)
+  local conninfo = spec:match("^postgres:(.*)$")
+  if spec:match("^postgres://") or spec:match("^postgresql://") then conninfo = spec end
+  local label = "PostgreSQL (" .. conninfo:gsub("password=%S*", "password=...") :gsub("://([^:@/]*):[^@/]*@", "://%1:...@") .. ")"
+  local ok, driver = pcall(require, "luasql.postgres")
+  if not ok then
+    error("moraine.push: LuaSQL's PostgreSQL driver (luasql.postgres) is not installed "
+      .. "(Debian: apt-get install lua-sql-postgres): " .. tostring(driver), 4)
+  end
+  local env = driver.postgres()
+  local con, cerr = env:connect(conninfo)
+  if not con then
+    env:close()
+    raise("EIO", "push: cannot connect to %s: %s", label, (tostring(cerr):gsub("^LuaSQL: ", "")))
+  end
+  local t = { path = label, con = con, env = env, kind = "postgres", rowid = "ctid" }
+  local kinds = {} -- table -> column -> kind, filled by t.tables
+  function t.exec(sql)
+    local r, e = con:execute(sql)
+    if not r then
+      raise("EIO", "push: %s refused %s: %s", label, sql:sub(1, 160), (tostring(e):gsub("^LuaSQL: ", "")))
+    end
+    if type(r) == "userdata" then r:close() return 0 end
+    return tonumber(r) or 0
+  end
+  function t.close()
+    pcall(con.close, con)
+    pcall(env.close, env)
+  end
+  local function all(sql)
+    local cur, e = con:execute(sql)
+    if not cur then
+      raise("EIO", "push: %s refused %s: %s", label, sql:sub(1, 160), (tostring(e):gsub("^LuaSQL: ", "")))
+    end
+    local rows = {}
+    local row = cur:fetch({}, "n")
+    while row do
+      rows[#rows + 1] = row
+      row = cur:fetch({}, "n")
+    end
+    cur:close()
+    return rows
+  end
+  -- every value selected as text (exact), turned into moraine's values by the column's type:
+  -- bigint an exact integer, boolean true/false, double a float, the rest strings; ctid its text
+  function t.select(name, cols, where)
+    local sel = {}
+    for i, c in ipairs(cols) do sel[i] = (c == "ctid" and "ctid" or sqlite.ident(c)) .. "::text" end
+    local rows = all("SELECT " .. table.concat(sel, ", ") .. " FROM " .. sqlite.ident(name)
+      .. (where and (" WHERE " .. where) or "") .. " ORDER BY ctid")
+    local k = kinds[name] or {}
+    for _, r in ipairs(rows) do
+      for i, c in ipairs(cols) do
+        local v = r[i]
+        if v == nil then
+          r[i] = NULL
+        elseif c ~= "ctid" then
+          local kind = k[c]
+          if kind == "int" then r[i] = #v <= 15 and tonumber(v) or moraine.json_decode(v)
+          elseif kind == "bool" then r[i] = (v == "t" or v == "true")
+          elseif kind == "real" then r[i] = tonumber(v) end
+        end
+      end
+    end
+    return rows
+  end
+  function t.tables()
+    local out = {}
+    for _, r in ipairs(all("SELECT table_name, column_name, data_type FROM information_schema.columns WHERE "
+      .. "table_schema = current_schema() AND table_name LIKE 'ducklake\\_%' ORDER BY table_name, ordinal_position")) do
+      out[r[1]] = out[r[1]] or {}
+      table.insert(out[r[1]], { name = r[2], type = r[3] })
+      kinds[r[1]] = kinds[r[1]] or {}
+      kinds[r[1]][r[2]] = pg_kind(r[3])
+    end
+    return out
+  end
+  -- PostgreSQL text holds neither a NUL byte nor invalid UTF-8 (the server's encoding, UTF8):
+  -- such a value is refused, naming where it is
+  function t.literal(v, _, where)
+    if v == nil or v == NULL then return "NULL" end
+    local ty = type(v)
+    if ty == "boolean" then return v and "TRUE" or "FALSE" end
+    if ty == "table" and type(v.json) == "string" then v, ty = v.json, "string" end
+    if ty == "string" then
+      if v:find("\0", 1, true) then
+        raise("EINVAL", "push: %s: %s holds a NUL byte, which PostgreSQL text cannot hold; nothing of its "
+          .. "snapshot written", label, where or "a value")
+      end
+      if not sqlite.valid_utf8(v) then
+        raise("EINVAL", "push: %s: %s holds bytes that are not valid UTF-8, which PostgreSQL text cannot hold; "
+          .. "nothing of its snapshot written", label, where or "a value")
+      end
+      return "'" .. v:gsub("'", "''") .. "'"
+    end
+    if is_int(v) then return int_text(v) end
+    if ty == "number" then
+      if v ~= v then return "'NaN'" end
+      if v == math.huge then return "'Infinity'" end
+      if v == -math.huge then return "'-Infinity'" end
+      return string.format("%.17g", v)
+    end
+    raise("EINVAL", "push: a value of type %s has no SQL form (%s)", ty, where or "?")
+  end
+  function t.eq(col, lit) return col .. " IS NOT DISTINCT FROM " .. lit end
+  -- the lock keeps every other writer of ducklake_snapshot out until COMMIT (a DuckLake writer's
+  -- INSERT waits, then fails on the primary key and retries on the new head)
+  function t.begin()
+    t.exec("BEGIN")
+    t.exec("LOCK TABLE ducklake_snapshot IN SHARE ROW EXCLUSIVE MODE")
+  end
+  function t.delete_row(name, rid)
+    t.exec("DELETE FROM " .. sqlite.ident(name) .. " WHERE ctid = '" .. tostring(rid):gsub("'", "''") .. "'::tid")
+  end
+  t.exec("SET TimeZone = 'UTC'")
+  t.exec("SET DateStyle = 'ISO, YMD'")
+  t.exec("SET extra_float_digits = 3")
+  t.exec("SET standard_conforming_strings = on")
+  return t
+end
+
+local function open_target(spec)
+  if type(spec) ~= "string" or spec == "" then
+    raise("EINVAL", "push: the target must be a SQLite DuckLake catalog file or postgres:CONNINFO, got %s",
+      tostring(spec))
+  end
+  if spec:match("^postgres:") or spec:match("^postgresql://") then return open_postgres(spec) end
+  return open_sqlite(spec)
+end
+
+-- ducklake_* tables of the target: name -> { columns = {...}, types = {col -> decl}, has = {col -> true} }
+local function target_tables(t)
+  local out = {}
+  for name, list in pairs(t.tables()) do
+    local info = { columns = {}, types = {}, has = {} }
+    for i, c in ipairs(list) do
+      info.columns[i] = c.name
+      info.types[c.name] = c.type
+      info.has[c.name] = true
+    end
+    out[name] = info
+  end
+  if not out.ducklake_snapshot or not out.ducklake_snapshot_changes then
+    raise("EINVAL", "push: %s is not a DuckLake catalog: it has no ducklake_snapshot%s table", t.path,
+      out.ducklake_snapshot and "_changes" or "")
+  end
+  return out
+end
+
+local SNAP_COLS = { "snapshot_id", "snapshot_time", "schema_version", "next_catalog_id", "next_file_id" }
+
+-- the target's snapshots above @above (all when nil), ascending: rows keyed by column
+local function target_snapshots(t, above)
+  local rows = t.select("ducklake_snapshot", SNAP_COLS, above and ("snapshot_id > " .. int_text(above)) or nil)
+  local out = {}
+  for i, r in ipairs(rows) do
+    local s = {}
+    for c, name in ipairs(SNAP_COLS) do s[name] = r[c] end
+    out[i] = s
+  end
+  table.sort(out, function(a, b) return sid_less(sid(a.snapshot_id), sid(b.snapshot_id)) end)
+  return out
+end
+
+local function target_head(t)
+  local r = t.select("ducklake_snapshot", { "snapshot_id" },
+    "snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)")
+  return r[1] and r[1][1] or nil
+end
+
+local function target_changes(t, id)
+  local r = t.select("ducklake_snapshot_changes", { "changes_made" }, "snapshot_id = " .. int_text(id))
+  return r[1] and r[1][1] or nil
+end
+
+-- ---- moraine's side -----------------------------------------------------------
+
+-- A snapshot_time as text without the trailing zeros of its fraction of a
+-- second: DuckDB and PostgreSQL write "15:51:38.29435+00" where moraine's
+-- verbs write "15:51:38.294350+00"; the same instant either way.
+local function trim_micros(v)
+  if type(v) ~= "string" then return v end
+  return (v:gsub("(%.%d-)0+([%+%-])", "%1%2"):gsub("%.([%+%-])", "%1"))
+end
+
+local function same_snapshot(a, b)
+  for _, c in ipairs(SNAP_COLS) do
+    local x, y = a[c], b[c]
+    if c == "snapshot_time" then x, y = trim_micros(x), trim_micros(y) end
+    if vkey(x) ~= vkey(y) then return false end
+  end
+  return true
+end
+
+-- Everything push needs from the catalog, in one read: snapshots (id text ->
+-- {row =, changes =}), ordered ids, relations, rows of every relation.
+local function read_catalog(db)
+  local cat = { snaps = {}, order = {}, rels = {}, rows = {}, names_by_id = {} }
+  db:read(function(rd)
+    for row, children in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
+      local ch = children.ducklake_snapshot_changes and children.ducklake_snapshot_changes[1]
+      cat.snaps[sid(row.snapshot_id)] = { row = row, changes = ch and ch.changes_made or NULL }
+      cat.order[#cat.order + 1] = sid(row.snapshot_id)
+    end
+    for _, rel in ipairs(db:relations()) do
+      cat.rels[#cat.rels + 1] = rel
+      if rel.placement ~= "child" then
+        local entries = {}
+        for row, children, ord in rd:scan(rel.name, { at = moraine.ALL }) do
+          entries[#entries + 1] = { row = row, children = children, ord = ord }
+        end
+        cat.rows[rel.name] = entries
+      end
+    end
+    for row in rd:scan("ducklake_table", { at = moraine.ALL }) do
+      local sch
+      for srow in rd:scan("ducklake_schema", { at = moraine.ALL }) do
+        if vkey(srow.schema_id) == vkey(row.schema_id) then sch = srow.schema_name end
+      end
+      cat.names_by_id[sid(row.table_id)] = '"' .. tostring(sch or "main") .. '"."' .. tostring(row.table_name) .. '"'
+    end
+  end)
+  table.sort(cat.order, sid_less)
+  return cat
+end
+
+-- ---- writing one snapshot -----------------------------------------------------
+
+local function columns_for(t, tinfo, name, cols, rows_of)
+  -- moraine's columns the target has; a moraine column the target lacks is
+  -- allowed only when no row written has a value in it
+  local out = {}
+  for _, c in ipairs(cols) do
+    if tinfo.has[c] then
+      out[#out + 1] = c
+    else
+      for _, row in ipairs(rows_of) do
+        local v = row[c]
+        if v ~= nil and v ~= NULL then
+          raise("EINVAL", "push: %s: table %s has no column %s, which moraine's rows use; nothing written",
+            t.path, name, c)
+        end
+      end
+    end
+  end
+  return out
+end
+
+local function insert_sql(t, name, cols, types, row, snap)
+  local lits = {}
+  for i, c in ipairs(cols) do
+    local v = row[c]
+    if v == nil then v = NULL end
+    lits[i] = t.literal(v, types[c] or "", name .. "." .. c .. " of a row of snapshot " .. snap)
+  end
+  local idents = {}
+  for i, c in ipairs(cols) do idents[i] = sqlite.ident(c) end
+  return "INSERT INTO " .. sqlite.ident(name) .. " (" .. table.concat(idents, ", ") .. ") VALUES ("
+    .. table.concat(lits, ", ") .. ")"
+end
+
+local function where_sql(t, cols, types, row, skip, what)
+  local parts = {}
+  for _, c in ipairs(cols) do
+    if c ~= skip then
+      local v = row[c]
+      if v == nil then v = NULL end
+      parts[#parts + 1] = t.eq(sqlite.ident(c), t.literal(v, types[c] or "", what .. "." .. c))
+    end
+  end
+  return table.concat(parts, " AND ")
+end
+
+-- The conflict error when the target's newest snapshot @head is not @expect.
+local function conflict(t, cat, expect, pending)
+  local news = target_snapshots(t, expect)
+  local first = news[1]
+  local mine = {}
+  for _, s in ipairs(pending) do mine[#mine + 1] = s end
+  local desc = {}
+  for i, s in ipairs(news) do
+    if i > 3 then desc[#desc + 1] = "..." break end
+    local ch = target_changes(t, s.snapshot_id)
+    desc[#desc + 1] = "snapshot " .. int_text(s.snapshot_id) .. " (" .. tostring(ch == NULL and "" or ch) .. ")"
+    local theirs = touched(ch, cat.names_by_id)
+    for _, m in ipairs(mine) do
+      local ours = touched(cat.snaps[m].changes, cat.names_by_id)
+      local keys = {}
+      for k in pairs(ours) do keys[#keys + 1] = k end
+      table.sort(keys, function(a, b) -- table ids first ("t" > "n"), then by text
+        if a:sub(1, 1) ~= b:sub(1, 1) then return a:sub(1, 1) == "t" end
+        return a < b
+      end)
+      for _, k in ipairs(keys) do
+        if theirs[k] then
+          local what = ours[k]
+          local label
+          if k:sub(1, 1) == "t" then
+            label = (cat.names_by_id[k:sub(2)] or "?") .. " (table_id " .. k:sub(2) .. ")"
+          else
+            label = k:sub(2)
+          end
+          raise("ECONFLICT", "push: %s moved on: its snapshot %s (%s) changed table %s, which moraine's "
+            .. "unpushed snapshot %s also changes (%s); nothing of snapshot %s was written (the target's newest "
+            .. "snapshot must be %s, moraine's last pushed or synced)", t.path, int_text(s.snapshot_id),
+            theirs[k], label, m, what, mine[1], expect and int_text(expect) or "?")
+        end
+      end
+    end
+  end
+  raise("ECONFLICT", "push: %s moved on: its newest snapshot is %s, not %s (moraine's last pushed or synced); "
+    .. "new there: %s; no table is changed by both sides, but push does not rebase yet; nothing of snapshot %s "
+    .. "was written", t.path, first and int_text(news[#news].snapshot_id) or "?", expect and int_text(expect) or "?",
+    table.concat(desc, ", "), pending[1] or "?")
+end
+
+--- Pushes moraine's snapshots after the target's newest one into the target
+-- DuckLake catalog (SQLite or PostgreSQL), one SQL transaction per snapshot
+-- (see the module's doc for what is written and how conflicts are found).
+-- @param db a catalog handle (`moraine.open`) holding the target's snapshots
+--   and moraine's own after them
+-- @tparam string target a SQLite DuckLake catalog file (DuckLake's
+--   `ATTACH 'ducklake:sqlite:FILE'`), or `postgres:CONNINFO`, or a
+--   `postgres://` / `postgresql://` URI
+-- @tparam[opt] table opts `progress(done, total, snapshot_id)`: called after
+--   each snapshot is committed in the target (`done` of `total` snapshots,
+--   `snapshot_id` an integer); returning `true` stops the push there
+--   (EINVAL "push cancelled"; the snapshots pushed so far stay, whole); an
+--   error it raises stops it too and is re-raised unchanged
+-- @return `{from = H, to = last, snapshots = n}`: the target's newest
+--   snapshot before (H) and after, and how many were written (0: the target
+--   was up to date, nothing written)
+-- @raise EINVAL (target not a SQLite file, not a DuckLake catalog, without
+--   snapshots, a moraine column the target lacks, a value PostgreSQL text
+--   cannot hold, an unknown option, cancelled), EIO (the file cannot be
+--   opened, the server cannot be reached, or the database refused a
+--   statement: its words), ECONFLICT (the target's newest snapshot
+--   is not moraine's: the target's snapshot and the table both changed are
+--   named; or a row to end is not live there), the errors of `db:read`; a
+--   plain string error for arguments of the wrong type or when LuaSQL's
+--   SQLite or PostgreSQL driver is not installed
+function M.push(db, target, opts)
+  if type(db) ~= "userdata" then
+    error("bad argument #1 to 'push' (moraine catalog expected, got " .. type(db) .. ")", 2)
+  end
+  if type(target) ~= "string" then
+    error("bad argument #2 to 'push' (string expected, got " .. type(target) .. ")", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("bad argument #3 to 'push' (table or nil expected, got " .. type(opts) .. ")", 2)
+  end
+  local progress
+  for k, v in pairs(opts or {}) do
+    if k ~= "progress" then raise("EINVAL", "push: unknown option '%s'", tostring(k)) end
+    if type(v) ~= "function" then raise("EINVAL", "push: progress must be a function, got %s", type(v)) end
+    progress = v
+  end
+  local t = open_target(target)
+  local ok, res = pcall(function()
+    local ttabs = target_tables(t)
+    local head = target_head(t)
+    if head == nil then
+      raise("EINVAL", "push: %s has no snapshot; write a whole catalog with moraine export --format sqlite", t.path)
+    end
+    local cat = read_catalog(db)
+    -- where the two part: the target's newest snapshot must be moraine's
+    local hrow = target_snapshots(t, nil)
+    local hk = sid(head)
+    local mine = cat.snaps[hk]
+    local pending = {}
+    for _, s in ipairs(cat.order) do
+      if sid_less(hk, s) then pending[#pending + 1] = s end
+    end
+    local head_row
+    for _, r in ipairs(hrow) do if sid(r.snapshot_id) == hk then head_row = r end end
+    if not mine or not same_snapshot(mine.row, head_row) then
+      -- the greatest snapshot both have alike
+      local common
+      for _, r in ipairs(hrow) do
+        local m = cat.snaps[sid(r.snapshot_id)]
+        if m and same_snapshot(m.row, r) then common = r.snapshot_id end
+      end
+      if common == nil then
+        raise("ECONFLICT", "push: %s and the catalog share no snapshot (the target's newest is %s): the catalog was "
+          .. "not imported or synced from it; nothing written", t.path, int_text(head))
+      end
+      pending = {}
+      for _, s in ipairs(cat.order) do
+        if sid_less(sid(common), s) then pending[#pending + 1] = s end
+      end
+      if #pending == 0 then
+        raise("ECONFLICT", "push: %s is ahead of the catalog (its newest snapshot %s, the catalog's %s); nothing "
+          .. "to push and nothing written (sync the catalog from it)", t.path, int_text(head), cat.order[#cat.order])
+      end
+      conflict(t, cat, common, pending)
+    end
+    if #pending == 0 then return { from = head, to = head, snapshots = 0 } end
+
+    -- plan: rows that begin / end at each pending snapshot
+    local is_pending = {}
+    for _, s in ipairs(pending) do is_pending[s] = true end
+    local begins, ends, rows_tables = {}, {}, {}
+    local children_of = {}
+    for _, rel in ipairs(cat.rels) do
+      if rel.placement == "child" and rel.parent then
+        children_of[rel.parent] = children_of[rel.parent] or {}
+        table.insert(children_of[rel.parent], rel)
+      end
+    end
+    for _, rel in ipairs(cat.rels) do
+      local name = rel.name
+      if rel.placement ~= "child" then
+        local has = {}
+        for _, c in ipairs(rel.columns) do has[c] = true end
+        local entries = cat.rows[name] or {}
+        -- ducklake_snapshot (placement "snapshot") is written from cat.snaps
+        if rel.placement ~= "snapshot" and has.begin_snapshot then
+          for _, en in ipairs(entries) do
+            local b = en.row.begin_snapshot
+            local bk = b ~= NULL and sid(b) or nil
+            if bk and is_pending[bk] then
+              begins[bk] = begins[bk] or {}
+              table.insert(begins[bk], { rel = rel, entry = en })
+            end
+            local e = en.row.end_snapshot
+            if e ~= nil and e ~= NULL and is_pending[sid(e)] and bk ~= sid(e) then
+              local ek = sid(e)
+              ends[ek] = ends[ek] or {}
+              table.insert(ends[ek], { rel = rel, entry = en })
+            end
+          end
+        elseif rel.placement ~= "snapshot" then
+          rows_tables[#rows_tables + 1] = rel
+        end
+      end
+    end
+    -- every table written must exist in the target; columns checked before anything is written
+    local cols_of = {}
+    local function check(rel, rows_of)
+      local ti = ttabs[rel.name]
+      if not ti then
+        if #rows_of == 0 then return nil end
+        raise("EINVAL", "push: %s has no table %s, which moraine has rows of; nothing written", t.path, rel.name)
+      end
+      local prev = cols_of[rel.name]
+      local cols = columns_for(t, ti, rel.name, rel.columns, rows_of)
+      if prev and #prev ~= #cols then cols = prev end
+      cols_of[rel.name] = cols
+      return cols
+    end
+    local by_rel = {}
+    for _, list in pairs(begins) do
+      for _, it in ipairs(list) do
+        by_rel[it.rel] = by_rel[it.rel] or {}
+        table.insert(by_rel[it.rel], it.entry.row)
+        for _, crel in ipairs(children_of[it.rel.name] or {}) do
+          by_rel[crel] = by_rel[crel] or {}
+          for _, crow in ipairs(it.entry.children[crel.name] or {}) do table.insert(by_rel[crel], crow) end
+        end
+      end
+    end
+    for _, list in pairs(ends) do
+      for _, it in ipairs(list) do
+        by_rel[it.rel] = by_rel[it.rel] or {}
+        table.insert(by_rel[it.rel], it.entry.row)
+      end
+    end
+    for _, rel in ipairs(rows_tables) do
+      by_rel[rel] = by_rel[rel] or {}
+      for _, en in ipairs(cat.rows[rel.name] or {}) do table.insert(by_rel[rel], en.row) end
+    end
+    for rel, rows_of in pairs(by_rel) do check(rel, rows_of) end
+    local snap_rel, changes_rel
+    for _, rel in ipairs(cat.rels) do
+      if rel.name == "ducklake_snapshot" then snap_rel = rel end
+      if rel.name == "ducklake_snapshot_changes" then changes_rel = rel end
+    end
+    local snap_rows = {}
+    for _, s in ipairs(pending) do snap_rows[#snap_rows + 1] = cat.snaps[s].row end
+    check(snap_rel, snap_rows)
+    local change_entries = {}
+    db:read(function(rd)
+      for row, children in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
+        if is_pending[sid(row.snapshot_id)] then
+          change_entries[sid(row.snapshot_id)] = children.ducklake_snapshot_changes or {}
+        end
+      end
+    end)
+    if changes_rel then
+      local all = {}
+      for _, list in pairs(change_entries) do for _, r in ipairs(list) do all[#all + 1] = r end end
+      check(changes_rel, all)
+    end
+
+    -- write, one transaction per snapshot
+    local expect = head
+    local done = 0
+    for i, s in ipairs(pending) do
+      local srow = cat.snaps[s].row
+      t.begin()
+      local wok, werr = pcall(function()
+        local now = target_head(t)
+        if vkey(now) ~= vkey(expect) then
+          local rest = {}
+          for j = i, #pending do rest[#rest + 1] = pending[j] end
+          conflict(t, cat, expect, rest)
+        end
+        local S = srow.snapshot_id
+        local Stext = int_text(S)
+        for _, it in ipairs(ends[s] or {}) do
+          local name = it.rel.name
+          local cols = cols_of[name]
+          local types = ttabs[name].types
+          local n = t.exec("UPDATE " .. sqlite.ident(name) .. " SET end_snapshot = " .. Stext .. " WHERE "
+            .. where_sql(t, cols, types, it.entry.row, "end_snapshot", name) .. " AND end_snapshot IS NULL")
+          if n ~= 1 then
+            -- the row named by its first columns (ids and begin_snapshot), never by a secret column
+            local ids = {}
+            for k = 1, math.min(3, #cols) do ids[k] = cols[k] .. " = " .. vkey(it.entry.row[cols[k]]):sub(2) end
+            raise("ECONFLICT", "push: %s: %s has %d live rows like the one moraine ended at snapshot %s (%s); "
+              .. "expected 1; nothing of snapshot %s written", t.path, name, n, Stext, table.concat(ids, ", "), Stext)
+          end
+        end
+        t.exec(insert_sql(t, "ducklake_snapshot", cols_of.ducklake_snapshot, ttabs.ducklake_snapshot.types, srow, Stext))
+        for _, crow in ipairs(change_entries[s] or {}) do
+          t.exec(insert_sql(t, "ducklake_snapshot_changes", cols_of.ducklake_snapshot_changes,
+            ttabs.ducklake_snapshot_changes.types, crow, Stext))
+        end
+        for _, it in ipairs(begins[s] or {}) do
+          local name = it.rel.name
+          local row = it.entry.row
+          local e = row.end_snapshot
+          if e ~= nil and e ~= NULL and sid(e) ~= s then -- ended by a later snapshot: live for now
+            local copy = {}
+            for k, v in pairs(row) do copy[k] = v end
+            copy.end_snapshot = NULL
+            row = copy
+          end
+          t.exec(insert_sql(t, name, cols_of[name], ttabs[name].types, row, Stext))
+          for _, crel in ipairs(children_of[name] or {}) do
+            for _, crow in ipairs(it.entry.children[crel.name] or {}) do
+              t.exec(insert_sql(t, crel.name, cols_of[crel.name], ttabs[crel.name].types, crow, Stext))
+            end
+          end
+        end
+        if i == #pending then
+          for _, rel in ipairs(rows_tables) do
+            local cols = cols_of[rel.name]
+            if cols then
+              local types = ttabs[rel.name].types
+              local want = {}
+              for _, en in ipairs(cat.rows[rel.name] or {}) do
+                local vals = {}
+                for c, col in ipairs(cols) do vals[c] = en.row[col] end
+                local k = rowkey(vals, #cols)
+                want[k] = want[k] or {}
+                table.insert(want[k], en.row)
+              end
+              local sel = { t.rowid }
+              for _, c in ipairs(cols) do sel[#sel + 1] = c end
+              local have = t.select(rel.name, sel)
+              local extra = {}
+              for _, r in ipairs(have) do
+                local vals = {}
+                for c = 1, #cols do vals[c] = r[c + 1] end
+                local k = rowkey(vals, #cols)
+                if want[k] and #want[k] > 0 then
+                  table.remove(want[k])
+                else
+                  extra[#extra + 1] = r[1]
+                end
+              end
+              for _, rid in ipairs(extra) do
+                t.delete_row(rel.name, rid)
+              end
+              for _, en in ipairs(cat.rows[rel.name] or {}) do
+                local vals = {}
+                for c, col in ipairs(cols) do vals[c] = en.row[col] end
+                local list = want[rowkey(vals, #cols)]
+                if list and #list > 0 then
+                  table.remove(list)
+                  t.exec(insert_sql(t, rel.name, cols, types, en.row, Stext))
+                end
+              end
+            end
+          end
+        end
+      end)
+      if not wok then
+        pcall(t.exec, "ROLLBACK")
+        error(werr, 0)
+      end
+      t.exec("COMMIT")
+      expect = srow.snapshot_id
+      done = done + 1
+      if progress and progress(done, #pending, srow.snapshot_id) == true then
+        raise("EINVAL", "push: push cancelled after snapshot %s (%d of %d pushed; they stay, whole)",
+          int_text(srow.snapshot_id), done, #pending)
+      end
+    end
+    return { from = head, to = expect, snapshots = done }
+  end)
+  t.close()
+  if not ok then error(res, 0) end
+  return res
+end
+
+return M

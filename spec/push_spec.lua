@@ -1,0 +1,492 @@
+-- Specs of moraine.push (bindings/moraine/push.lua), `moraine push` and
+-- moraine.sqlite.export_sqlite / `moraine export --format sqlite`.
+--
+-- Each real fixture is taken into a SQLite DuckLake catalog file
+-- (export_sqlite), that file is imported into a new moraine catalog, the
+-- example migrations (examples/*.lua) run there as verbs, and the result is
+-- pushed back into the file. The file is then read back with plain SQL
+-- (LuaSQL) and checked, table by table, against moraine's rows, and DuckLake's
+-- SQL filter (begin_snapshot <= S AND (end_snapshot IS NULL OR S <
+-- end_snapshot)) is run in SQLite at every snapshot against moraine's answer
+-- at that snapshot. A concurrent SQL writer appends a DuckLake-shaped
+-- snapshot between two of the push's transactions; a kill loop runs `moraine
+-- push` as a process and SIGKILLs it at random points.
+local moraine = require "moraine"
+local sqlite = require "moraine.sqlite"
+local push = require "moraine.push"
+local support = require "support"
+local push_support = require "push_support"
+
+local N = moraine.null
+local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
+local ROOT = os.getenv("PWD") or "."
+local FIX = support.FIXTURES
+local q = support.q
+
+local function istr(v)
+  if type(v) == "number" and not math.type then return string.format("%.0f", v) end
+  return (tostring(v):gsub("U?LL$", ""))
+end
+
+-- a value as text that is equal for equal SQL values (SQLite keeps booleans as 0/1)
+local function vkey(v)
+  if v == nil or v == N then return "NULL" end
+  if type(v) == "boolean" then return v and "1" or "0" end
+  if type(v) == "string" then return "'" .. v .. "'" end
+  if type(v) == "number" and math.type and math.type(v) == "float" then return string.format("%.17g", v) end
+  return istr(v)
+end
+
+local function env_con(path)
+  local driver = require "luasql.sqlite3"
+  local env = driver.sqlite3()
+  local con = assert(env:connect(path))
+  return con, env
+end
+
+-- column names of table @name in the SQLite file (declared order)
+local function sql_columns(con, name)
+  local cur = assert(con:execute("PRAGMA table_info('" .. name .. "')"))
+  local out, types = {}, {}
+  local row = cur:fetch({}, "a")
+  while row do
+    out[tonumber(row.cid) + 1] = row.name
+    types[row.name] = row.type
+    row = cur:fetch({}, "a")
+  end
+  cur:close()
+  return out, types
+end
+
+-- sorted row texts of a SELECT in SQLite over @cols (plain SQL; moraine.sqlite's
+-- exact reader turns integers into exact values)
+local function sql_rows(con, name, cols, where)
+  local out = {}
+  for _, r in ipairs(sqlite.select_rows(con, name, cols, where)) do
+    local parts = {}
+    for i = 1, #cols do parts[i] = vkey(r[i]) end
+    out[#out + 1] = table.concat(parts, "|")
+  end
+  table.sort(out)
+  return out
+end
+
+local function moraine_rows(entries, cols)
+  local out = {}
+  for _, e in ipairs(entries) do
+    local row = e.row or e
+    local parts = {}
+    for i, c in ipairs(cols) do parts[i] = vkey(row[c]) end
+    out[#out + 1] = table.concat(parts, "|")
+  end
+  table.sort(out)
+  return out
+end
+
+local function same_list(a, b, what)
+  if #a ~= #b then
+    assert.are.equal(#b, #a, what .. ": row count")
+  end
+  for i = 1, #a do
+    if a[i] ~= b[i] then assert.are.equal(b[i], a[i], what .. ": row " .. i) end
+  end
+end
+
+-- The whole check: every table of the target equals moraine's (every version),
+-- and DuckLake's filter at every snapshot gives moraine's rows.
+local function check_target(db, path)
+  local con, env = env_con(path)
+  local last = db:last_snapshot()
+  local nchecked = 0
+  for _, rel in ipairs(db:relations()) do
+    local cols = sql_columns(con, rel.name)
+    assert.is_true(#cols > 0, "target has table " .. rel.name)
+    same_list(sql_rows(con, rel.name, cols), moraine_rows(db:scan(rel.name, { at = moraine.ALL }), cols), rel.name)
+    local has = {}
+    for _, c in ipairs(cols) do has[c] = true end
+    if rel.placement ~= "child" and has.begin_snapshot and has.end_snapshot then
+      for s = 0, last do
+        local S = tostring(s)
+        same_list(sql_rows(con, rel.name, cols, "begin_snapshot <= " .. S .. " AND (end_snapshot IS NULL OR "
+          .. S .. " < end_snapshot)"), moraine_rows(db:scan(rel.name, { at = s }), cols), rel.name .. " at " .. S)
+        nchecked = nchecked + 1
+      end
+    end
+    if rel.parent == "ducklake_data_file" then
+      for s = 0, last do
+        local S = tostring(s)
+        local mine = {}
+        for _, e in ipairs(db:scan("ducklake_data_file", { at = s })) do
+          for _, c in ipairs(e.children[rel.name] or {}) do mine[#mine + 1] = c end
+        end
+        same_list(sql_rows(con, rel.name, cols, "data_file_id IN (SELECT data_file_id FROM ducklake_data_file "
+          .. "WHERE begin_snapshot <= " .. S .. " AND (end_snapshot IS NULL OR " .. S .. " < end_snapshot))"),
+          moraine_rows(mine, cols), rel.name .. " at " .. S)
+      end
+    end
+  end
+  con:close()
+  env:close()
+  assert.is_true(nchecked > 0)
+end
+
+-- a SQLite DuckLake catalog file from fixture @scenario, and a moraine catalog imported from it
+local function lake(scenario)
+  local src = support.import_fixture(scenario)
+  local file = support.tmpdir("lake") .. ".sqlite"
+  sqlite.export_sqlite(src, file)
+  src:close()
+  local db = moraine.open(support.tmpdir("cat"), { no_sync = true })
+  sqlite.import(db, file)
+  return db, file
+end
+
+local EVENT_COLS = push_support.EVENT_COLS
+local migrate = push_support.migrate
+
+after_each(function() support.cleanup() end)
+
+describe("moraine.sqlite.export_sqlite", function()
+  it("writes a SQLite DuckLake catalog file with DuckLake's schema that imports back to the same rows", function()
+    for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values", "s4_encrypted" }) do
+      local src = support.import_fixture(scenario)
+      local file = support.tmpdir("x") .. ".sqlite"
+      assert.is_true(sqlite.export_sqlite(src, file))
+      -- a catalog holding encryption keys gives a file readable by its owner only
+      local p = assert(io.popen("stat -c %a " .. q(file)))
+      local mode = p:read("*l")
+      p:close()
+      if scenario == "s4_encrypted" then assert.are.equal("600", mode) else assert.are_not.equal("600", mode) end
+      local con, env = env_con(file)
+      for name, types in pairs(sqlite.types) do
+        local cols, decl = sql_columns(con, name)
+        if #cols > 0 then
+          for _, c in ipairs(cols) do
+            -- PRAGMA table_info gives the type without the PRIMARY KEY constraint
+            assert.are.equal((types[c]:gsub(" PRIMARY KEY$", ""):gsub(" NOT NULL$", "")), decl[c], scenario .. ": " .. name .. "." .. c)
+          end
+        end
+      end
+      -- DuckLake's own tables are all there
+      for _, name in ipairs({ "ducklake_metadata", "ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_table",
+        "ducklake_column", "ducklake_data_file", "ducklake_schema_versions" }) do
+        assert.is_true(#sql_columns(con, name) > 0, scenario .. ": " .. name)
+      end
+      con:close()
+      env:close()
+      check_target(src, file)
+      local back = moraine.open(support.tmpdir("back"), { no_sync = true })
+      sqlite.import(back, file)
+      assert.are.same(support.dump(src), support.dump(back))
+      src:close()
+      back:close()
+    end
+  end)
+
+  it("refuses bad arguments and leaves no file behind on failure", function()
+    local src = support.import_fixture("s1_evolution")
+    assert.has_error(function() sqlite.export_sqlite(src, 3) end)
+    support.expect_err("EINVAL", "unknown option 'x'", sqlite.export_sqlite, src, support.tmpdir("y") .. ".db", { x = 1 })
+    local file = support.tmpdir("z") .. ".db"
+    support.expect_err("EINVAL", "export cancelled", sqlite.export_sqlite, src, file,
+      { progress = function() return true end })
+    assert.is_nil(io.open(file, "rb"))
+    assert.is_nil(io.open(file .. ".tmp", "rb"))
+    support.expect_err("EIO", "cannot write", sqlite.export_sqlite, src, "/nonexistent-dir/x.db")
+    src:close()
+  end)
+end)
+
+describe("moraine.push", function()
+  for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values", "s4_encrypted" }) do
+    it("pushes the example migrations on " .. scenario .. ": the target equals moraine at every snapshot", function()
+      local db, file = lake(scenario)
+      local before = db:last_snapshot()
+      local snaps = migrate(db)
+      assert.is_true(#snaps >= 10)
+      local seen = {}
+      local r = push.push(db, file, { progress = function(done, total, s)
+        seen[#seen + 1] = istr(s)
+        assert.are.equal(#snaps, total)
+        assert.are.equal(#seen, done)
+      end })
+      assert.are.equal(istr(before), istr(r.from))
+      assert.are.equal(istr(db:last_snapshot()), istr(r.to))
+      assert.are.equal(#snaps, r.snapshots)
+      for i, s in ipairs(snaps) do assert.are.equal(istr(s), seen[i]) end
+      check_target(db, file)
+      -- the 2^63-1 file size went through exactly
+      local con, env = env_con(file)
+      local rows = sqlite.select_rows(con, "ducklake_data_file", { "file_size_bytes" }, "path = 'h1.parquet'")
+      assert.are.equal("9223372036854775807", istr(rows[1][1]))
+      -- NULL and the empty commit message stay apart
+      local ch = sqlite.select_rows(con, "ducklake_snapshot_changes", { "author", "commit_message" },
+        "snapshot_id = " .. istr(snaps[2]))
+      assert.are.equal("admin", ch[1][1])
+      ch = sqlite.select_rows(con, "ducklake_snapshot_changes", { "author", "commit_message" },
+        "snapshot_id = " .. istr(snaps[5]))
+      assert.are.equal(N, ch[1][1])
+      assert.are.equal("", ch[1][2])
+      con:close()
+      env:close()
+      -- pushing again writes nothing
+      local again = push.push(db, file)
+      assert.are.equal(0, again.snapshots)
+      -- the pushed file imports back into the same catalog
+      local back = moraine.open(support.tmpdir("back"), { no_sync = true })
+      sqlite.import(back, file)
+      assert.are.same(support.dump(db), support.dump(back))
+      back:close()
+      db:close()
+    end)
+  end
+
+  it("refuses when a SQL writer appended a DuckLake snapshot during the push: table and snapshot named", function()
+    local db, file = lake("s1_evolution")
+    local snaps = migrate(db)
+    local con, env = env_con(file)
+    -- the writer: after moraine's first pushed snapshot, a DuckLake-shaped
+    -- snapshot that alters table events_2024 (which moraine's next snapshot also alters)
+    local e = support.expect_err("ECONFLICT", { "moved on", "events_2024", "altered_table" }, push.push, db, file,
+      { progress = function(done, _, s)
+        if done == 1 then
+          local tid = db:read(function(rd) return rd:table_id(nil, "events_2024") end)
+          local nid = istr(s + 1)
+          assert(con:execute("BEGIN IMMEDIATE"))
+          assert(con:execute("INSERT INTO ducklake_snapshot SELECT " .. nid .. ", '2026-01-01 00:00:00+00', "
+            .. "schema_version + 1, next_catalog_id, next_file_id FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
+          assert(con:execute("INSERT INTO ducklake_snapshot_changes VALUES (" .. nid .. ", 'altered_table:" .. istr(tid)
+            .. "', NULL, NULL, NULL)"))
+          assert(con:execute("COMMIT"))
+        end
+      end })
+    assert.truthy(e.message:find("snapshot " .. istr(snaps[1] + 1), 1, true), e.message)
+    -- the target: moraine's first snapshot and the writer's, each whole
+    local heads = sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" }, "snapshot_id >= " .. istr(snaps[1]))
+    assert.are.equal(2, #heads)
+    local changes = sqlite.select_rows(con, "ducklake_snapshot_changes", { "snapshot_id" },
+      "snapshot_id >= " .. istr(snaps[1]))
+    assert.are.equal(2, #changes)
+    -- a second push now refuses before writing anything, naming the writer's snapshot
+    support.expect_err("ECONFLICT", { "moved on", "snapshot " .. istr(snaps[1] + 1) }, push.push, db, file)
+    assert.are.equal(2, #sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" },
+      "snapshot_id >= " .. istr(snaps[1])))
+    con:close()
+    env:close()
+    db:close()
+  end)
+
+  it("two catalogs pushing to one target: one lands, the other is refused, nothing written twice", function()
+    local db, file = lake("s2_multi_table")
+    local dir2 = support.tmpdir("cat2")
+    local db2 = moraine.open(dir2, { no_sync = true })
+    sqlite.import(db2, file)
+    db:transaction(function(t) t:create_table("left_t", EVENT_COLS) end)
+    db2:transaction(function(t) t:create_table("right_t", EVENT_COLS) end)
+    assert.are.equal(1, push.push(db, file).snapshots)
+    support.expect_err("ECONFLICT", { "moved on", "push does not rebase" }, push.push, db2, file)
+    local con, env = env_con(file)
+    local names = sqlite.select_rows(con, "ducklake_table", { "table_name" }, "table_name IN ('left_t', 'right_t')")
+    assert.are.equal(1, #names)
+    assert.are.equal("left_t", names[1][1])
+    con:close()
+    env:close()
+    check_target(db, file)
+    db:close()
+    db2:close()
+  end)
+
+  it("refuses bad targets and options, writing nothing", function()
+    local db, file = lake("s1_evolution")
+    migrate(db)
+    assert.has_error(function() push.push(db, 7) end)
+    assert.has_error(function() push.push(db, file, 7) end)
+    support.expect_err("EINVAL", "unknown option 'zap'", push.push, db, file, { zap = true })
+    support.expect_err("EIO", "cannot open", push.push, db, support.tmpdir("none") .. ".sqlite")
+    local junk = support.tmpdir("junk")
+    support.write(junk, "not a database at all\n")
+    support.expect_err("EINVAL", "not a SQLite database", push.push, db, junk)
+    support.expect_err("EIO", "cannot connect to PostgreSQL", push.push, db,
+      "postgres:host=127.0.0.1 port=1 dbname=lake connect_timeout=5")
+    -- a SQLite file that is no DuckLake catalog
+    local other = support.tmpdir("other") .. ".sqlite"
+    local con, env = env_con(other)
+    assert(con:execute("CREATE TABLE t (a INTEGER)"))
+    con:close()
+    env:close()
+    support.expect_err("EINVAL", "not a DuckLake catalog", push.push, db, other)
+    -- a target lacking a column moraine's new rows use: refused before anything is written
+    con, env = env_con(file)
+    assert(con:execute("ALTER TABLE ducklake_snapshot_changes RENAME COLUMN author TO author_x"))
+    local n0 = #sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" })
+    support.expect_err("EINVAL", { "no column author", "nothing written" }, push.push, db, file)
+    assert.are.equal(n0, #sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" }))
+    con:close()
+    env:close()
+    -- a target whose row moraine ends is not live there any more: refused naming the row, nothing written
+    local db3, file3 = lake("s1_evolution")
+    db3:transaction(function(t) t:rename_column("events", "note", "remark") end)
+    con, env = env_con(file3)
+    assert(con:execute("UPDATE ducklake_column SET end_snapshot = 20 WHERE column_name = 'note' AND end_snapshot IS NULL"))
+    n0 = #sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" })
+    support.expect_err("ECONFLICT", { "ducklake_column has 0 live rows", "column_id = ", "nothing of snapshot 21 written" },
+      push.push, db3, file3)
+    assert.are.equal(n0, #sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" }))
+    con:close()
+    env:close()
+    db3:close()
+    -- a catalog that does not come from the target
+    local stranger = support.import_fixture("s3_edge_values")
+    stranger:transaction(function(t) t:create_table("s", EVENT_COLS) end)
+    support.expect_err("ECONFLICT", "share no snapshot", push.push, stranger, file)
+    stranger:close()
+    db:close()
+  end)
+end)
+
+describe("moraine push (the command)", function()
+  local function run(args)
+    local dir = support.tmpdir("run")
+    support.mkdir(dir)
+    local qargs = {}
+    for i, a in ipairs(args) do qargs[i] = q(a) end
+    os.execute(("cd %s && MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=%s sh scripts/moraine-dev %s >%s 2>%s; "
+      .. "echo $? >%s"):format(q(ROOT), RUNTIME, table.concat(qargs, " "), q(dir .. "/out"), q(dir .. "/err"),
+      q(dir .. "/rc")))
+    return { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
+      code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
+  end
+
+  it("exports --format sqlite, pushes, says up to date, refuses a missing target and an unknown format", function()
+    local cat = support.tmpdir("c")
+    local file = support.tmpdir("f") .. ".sqlite"
+    local r = run({ "-c", cat, "import", FIX .. "/s1_evolution/catalog" })
+    assert.are.equal(0, r.code, r.err)
+    r = run({ "-c", cat, "export", file })
+    assert.are.equal(0, r.code, r.err)
+    assert.truthy(r.out:find("(sqlite)", 1, true), r.out)
+    local db = moraine.open(cat, { no_sync = true })
+    local n = #migrate(db)
+    db:close()
+    r = run({ "-c", cat, "push", file })
+    assert.are.equal(0, r.code, r.err)
+    assert.truthy(r.out:find("pushed " .. n .. " snapshots to ", 1, true), r.out)
+    r = run({ "-c", cat, "push", file })
+    assert.are.equal(0, r.code, r.err)
+    assert.truthy(r.out:find("is up to date", 1, true), r.out)
+    r = run({ "-c", cat, "push", support.tmpdir("missing") })
+    assert.are.equal(1, r.code)
+    assert.truthy(r.err:find("no such file", 1, true), r.err)
+    r = run({ "-c", cat, "export", support.tmpdir("e") .. ".x", "--format", "parquet" })
+    assert.are.equal(2, r.code)
+    assert.truthy(r.err:find("ndjson, sql or sqlite", 1, true), r.err)
+    db = moraine.open(cat, { no_sync = true })
+    check_target(db, file)
+    db:close()
+  end)
+
+  it("two pushes racing as processes: one lands whole, the other is refused, nothing written twice", function()
+    local file = support.tmpdir("race") .. ".sqlite"
+    local src = support.import_fixture("s2_multi_table")
+    sqlite.export_sqlite(src, file)
+    src:close()
+    local cats = {}
+    for i, name in ipairs({ "left", "right" }) do
+      cats[i] = support.tmpdir(name)
+      local db = moraine.open(cats[i], { no_sync = true })
+      sqlite.import(db, file)
+      for j = 1, 40 do
+        db:transaction(function(t)
+          if j == 1 then t:create_table(name, EVENT_COLS) end
+          t:add_data_files(name, { { path = name .. j .. ".parquet", record_count = j, file_size_bytes = j } })
+        end)
+      end
+      db:close()
+    end
+    local dir = support.tmpdir("raceout")
+    support.mkdir(dir)
+    os.execute(("cd %s && for i in 1 2; do c=$([ $i = 1 ] && echo %s || echo %s); "
+      .. "(MORAINE_CATALOG= MORAINE_LUA=%s sh scripts/moraine-dev -c \"$c\" push %s >%s/out$i 2>&1; echo $? >%s/rc$i) & "
+      .. "done; wait"):format(q(ROOT), q(cats[1]), q(cats[2]), RUNTIME, q(file), q(dir), q(dir)))
+    local rc = { tonumber(support.read(dir .. "/rc1"):match("%d+")), tonumber(support.read(dir .. "/rc2"):match("%d+")) }
+    table.sort(rc)
+    assert.are.same({ 0, 1 }, rc, support.read(dir .. "/out1") .. support.read(dir .. "/out2"))
+    local loser = support.read(dir .. "/out1") .. support.read(dir .. "/out2")
+    assert.truthy(loser:find("ECONFLICT", 1, true), loser)
+    local con, env = env_con(file)
+    local names = sqlite.select_rows(con, "ducklake_table", { "table_name" }, "table_name IN ('left', 'right')")
+    con:close()
+    env:close()
+    assert.are.equal(1, #names)
+    local winner = moraine.open(names[1][1] == "left" and cats[1] or cats[2], { no_sync = true, read_only = true })
+    check_target(winner, file)
+    winner:close()
+  end)
+
+  it("a push killed at random points leaves whole snapshots and a re-run finishes the job", function()
+    local cat = support.tmpdir("k")
+    local file = support.tmpdir("kf") .. ".sqlite"
+    local db = support.import_fixture("s1_evolution")
+    sqlite.export_sqlite(db, file)
+    db:close()
+    db = moraine.open(cat, { no_sync = true })
+    sqlite.import(db, file)
+    local base = db:last_snapshot()
+    db:transaction(function(t) t:create_table("k", EVENT_COLS) end)
+    for i = 1, 120 do
+      db:transaction(function(t)
+        t:add_data_files("k", { { path = "k" .. i .. ".parquet", record_count = i, file_size_bytes = 1000 + i } })
+      end)
+    end
+    local last = db:last_snapshot()
+    db:close()
+    support.seed()
+    local kills, mid = 0, 0
+    local con, env = env_con(file)
+    local function head()
+      local rows = sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" },
+        "snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)")
+      return rows[1][1]
+    end
+    local function whole()
+      -- every snapshot has its changes row, and the data files are exactly one per snapshot pushed of table k
+      local snaps = #sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" }, "snapshot_id > " .. istr(base))
+      local changes = #sqlite.select_rows(con, "ducklake_snapshot_changes", { "snapshot_id" },
+        "snapshot_id > " .. istr(base))
+      local files = #sqlite.select_rows(con, "ducklake_data_file", { "data_file_id" },
+        "begin_snapshot > " .. istr(base))
+      assert.are.equal(snaps, changes, "snapshot and changes rows")
+      assert.are.equal(math.max(snaps - 1, 0), files, "one data file per snapshot after the first")
+    end
+    local out = support.tmpdir("kout")
+    -- the delay before SIGKILL is random in [wait, 2 * wait]; a kill that
+    -- landed before the push wrote anything (a slow start: a loaded machine,
+    -- a sanitizer build) doubles wait, up to 8 s
+    local wait = 0.05
+    for _ = 1, 20 do
+      if head() == last then break end
+      local before = head()
+      local delay = wait * (1 + math.random())
+      os.execute(("cd %s && (MORAINE_CATALOG= MORAINE_LUA=%s sh scripts/moraine-dev -c %s push %s >%s 2>&1 & "
+        .. "pid=$!; sleep %.3f; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null) >/dev/null 2>&1"):format(
+        q(ROOT), RUNTIME, q(cat), q(file), q(out), delay))
+      kills = kills + 1
+      whole()
+      local now = head()
+      if now ~= before and now ~= last then mid = mid + 1 end
+      if now == before then wait = math.min(wait * 2, 8) end
+    end
+    assert.is_true(kills > 0)
+    local r = push.push(moraine.open(cat, { no_sync = true, read_only = true }), file)
+    assert.is_true(r.snapshots >= 0)
+    assert.are.equal(istr(last), istr(head()))
+    whole()
+    con:close()
+    env:close()
+    db = moraine.open(cat, { no_sync = true, read_only = true })
+    check_target(db, file)
+    db:close()
+    -- at least one kill landed in the middle of a push (the target between its start and the end)
+    assert.is_true(mid > 0, "kills " .. kills .. ", none mid-push")
+  end)
+end)
