@@ -679,6 +679,21 @@ function M.push(db, target, opts)
         end
       end
     end
+    -- within a snapshot, each table's rows go in the order moraine holds them
+    -- (`ord`, the order DuckLake wrote them), not key order: a reader of the
+    -- target that reads in insertion order (an import, DuckLake's own scans by
+    -- rowid) then sees them as moraine's export does
+    local rel_pos = {}
+    for i, rel in ipairs(cat.rels) do rel_pos[rel] = i end
+    for _, list in pairs(begins) do
+      for i, it in ipairs(list) do it.seq = i end
+      table.sort(list, function(a, b)
+        if a.rel ~= b.rel then return rel_pos[a.rel] < rel_pos[b.rel] end
+        local oa, ob = a.entry.ord, b.entry.ord
+        if oa ~= nil and ob ~= nil and oa ~= ob then return oa < ob end
+        return a.seq < b.seq
+      end)
+    end
     -- every table written must exist in the target; columns checked before anything is written
     local cols_of = {}
     local function check(rel, rows_of)
