@@ -97,6 +97,7 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     { "seed_0015", 10, 'RENAME TO of table "My Col" (its path is its uuid)' },
     { "seed_0015", 35, "ALTER COLUMN Region TYPE BIGINT: column_type int64" },
     { "seed_0017", 2, "SET DEFAULT TIMESTAMP '...': an expression default CAST('...' AS TIMESTAMP)" },
+    { "seed_0018", 2, "SET DEFAULT DATE '...' on a column created with its table: accepted, an expression default" },
     { "seed_0017", 8, "SET DEFAULT 3.25 and DROP TABLE in one block" },
     { "seed_0026", 18, "DROP DEFAULT on a column without one still writes a new column version" },
     { "seed_0029", 9, 'COMMENT ON COLUMN "day"."My Col": a ducklake_column_tag row' },
@@ -123,6 +124,7 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     { "seed_0023", 37, "Bucket count must be positive", "bucket(0, ABC4)" },
     { "seed_0015", 20, "Cannot DROP NULL on column UserId - it has no NOT NULL constraint defined", "DROP NOT NULL of a nullable column" },
     { "seed_0007", 17, "Cannot SET NOT NULL on column camelCase - the column has NULL values", "SET NOT NULL where the stats say NULLs" },
+    { "seed_0020", 36, "We cannot add a column with a non-literal default value", "SET DEFAULT DATE '...' on a table renamed since its column was created" },
   }
   for _, c in ipairs(refusals) do
     it(c[1] .. " step " .. c[2] .. " is refused as DuckLake refuses it: " .. c[4], function() check_step(c[1], c[2], c[3]) end)
