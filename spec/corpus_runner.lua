@@ -190,10 +190,11 @@ end
 -- tables a data snapshot S touched. DuckLake's catalog holds only their last
 -- value: table_column_stats get it at every data snapshot (no verb reads
 -- them); table_stats get it at the table's last data change, and before that
--- are computed from the data files as DuckLake keeps them (record_count and
--- file_size_bytes summed over the files live at S, deletes not subtracted;
--- next_row_id one past the largest row id ever given), since the data verbs
--- of a later mixed block read next_row_id.
+-- are DuckLake's last value less what every file added after S added
+-- (record_count, file_size_bytes and next_row_id each less the files'
+-- record_count / file_size_bytes), since the data verbs of a later mixed
+-- block add to them. Counting forward from the fixture's files instead would
+-- miss the files a merge_adjacent_files deleted outright (seed_0024).
 -- @param db the catalog
 -- @param tx the staged commit of S
 -- @tparam table fx the fixture's tables
@@ -218,16 +219,20 @@ function R.write_stats(db, tx, fx, S, touched)
         if last_data_change(fx, T) == S or name == "ducklake_table_column_stats" then
           for _, row in ipairs(t.rows) do if row.table_id == T then put(row) end end
         elseif name == "ducklake_table_stats" then
-          local rc, nr, fs = 0, 0, 0
-          for _, f in ipairs(fx.ducklake_data_file.rows) do
-            if f.table_id == T and f.begin_snapshot <= S then
-              if f.end_snapshot == moraine.null or f.end_snapshot > S then
-                rc, fs = rc + f.record_count, fs + f.file_size_bytes
+          -- DuckLake's last value less what the files added after S added
+          -- (a merge_adjacent_files deletes the files it merged: a sum over
+          -- the fixture's files before S would miss them)
+          local final
+          for _, row in ipairs(t.rows) do if row.table_id == T then final = row end end
+          if final then
+            local rc, nr, fs = final.record_count, final.next_row_id, final.file_size_bytes
+            for _, f in ipairs(fx.ducklake_data_file.rows) do
+              if f.table_id == T and f.begin_snapshot > S then
+                rc, nr, fs = rc - f.record_count, nr - f.record_count, fs - f.file_size_bytes
               end
-              if f.row_id_start ~= moraine.null and f.row_id_start + f.record_count > nr then nr = f.row_id_start + f.record_count end
             end
+            put({ table_id = T, record_count = rc, next_row_id = nr, file_size_bytes = fs })
           end
-          put({ table_id = T, record_count = rc, next_row_id = nr, file_size_bytes = fs })
         end
       end
     end
