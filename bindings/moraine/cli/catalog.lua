@@ -382,4 +382,17 @@ function M.snapshot_arg(ctx, rd)
   return rd:last_snapshot()
 end
 
+--- Checks that the catalog handle has a method (an older build may lack it).
+-- @param db the catalog (closed when the method is missing)
+-- @tparam string name the method
+-- @tparam string what the command that needs it
+-- @raise a CLI error when it is missing
+function M.need_method(db, name, what)
+  local ok, f = pcall(function() return db[name] end)
+  if not ok or type(f) ~= "function" then
+    db:close()
+    fail(what .. " is not available in this build (db:" .. name .. " is missing)", "update moraine to a build that has db:" .. name)
+  end
+end
+
 return M
