@@ -321,6 +321,6 @@ difference ("no differences"), 1 when there are.]],
 -- with `follow`, `interval`), returning the exit status (compare: 1 when
 -- the two differ).
 -- @table run
-M.run = run
+M.run = { import = run.import, sync = run.sync, compare = run.compare }
 
 return M
