@@ -333,6 +333,7 @@ end
 -- output uses these words everywhere (tables, show, history); --json gives
 -- the SQL form (null when there are no keys) plus a fixed state field:
 -- partition_state "partitioned" | "reset" | "none", sort_state "sorted" | "none".
+
 --- The text of a partition spec with no keys.
 -- @field PART_RESET_TEXT
 M.PART_RESET_TEXT = "unpartitioned (reset)"
@@ -373,7 +374,7 @@ function M.join_path(base, row)
 end
 
 
---- The snapshot a read command works at: --at (checked) or the newest.
+--- The snapshot a read command works at: its at option (checked) or the newest.
 -- @tparam table ctx the command's context (`at`)
 -- @param rd a read transaction
 -- @return the snapshot id

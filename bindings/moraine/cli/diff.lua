@@ -31,10 +31,7 @@ local check_snapshot = catalog.check_snapshot
 
 local M = {}
 
---- The help of `moraine diff` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   diff = {
     synopsis = "moraine [-c DIR] diff S1 S2 [--summary] [--json]",
     summary = "what changed between two snapshots",
@@ -377,6 +374,11 @@ local function diff(ctx, a, b)
   end
   out:write("diff ", istr(s1), " -> ", istr(s2), ": ", diff_summary_text(changed, counts, s2), "\n")
 end
+
+--- The help of `moraine diff` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

@@ -18,10 +18,7 @@ local secret_count = catalog.secret_count
 
 local M = {}
 
---- The help of `moraine export` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   export = {
     synopsis = "moraine [-c DIR] export DEST [--format ndjson|sql|sqlite]",
     summary = "export the catalog as NDJSON files, a SQL script or a SQLite file",
@@ -47,7 +44,7 @@ table (sql, sqlite).]],
   },
 }
 
-local function export(ctx, dest)
+local function run_export(ctx, dest)
   local format = ctx.opts.format
   if format == nil then
     local low = dest:lower()
@@ -104,9 +101,14 @@ local function export(ctx, dest)
   end
 end
 
+--- The help of `moraine export` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
+
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).
 -- @table run
-M.run = { export = export }
+M.run = { export = run_export }
 
 return M

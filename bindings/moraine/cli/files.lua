@@ -25,10 +25,7 @@ local join_path = catalog.join_path
 
 local M = {}
 
---- The help of `moraine files` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   files = {
     synopsis = "moraine [-c DIR] files TABLE [--at S] [--table-id ID] [--json]",
     summary = "the data files of a table at a snapshot",
@@ -92,6 +89,11 @@ local function files(ctx, tname)
     { key = "record_count" }, { key = "file_size_bytes" }, { key = "path" }, { key = "delete_file" },
     { key = "delete_count" } }, rows)
 end
+
+--- The help of `moraine files` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

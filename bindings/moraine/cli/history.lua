@@ -38,10 +38,7 @@ local SORT_NONE_TEXT = catalog.SORT_NONE_TEXT
 
 local M = {}
 
---- The help of `moraine history` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   history = {
     synopsis = "moraine [-c DIR] history TABLE [--at S] [--table-id ID] [--svg FILE] [--json]",
     summary = "partition and sort spec timeline, and the mixed file layout",
@@ -307,6 +304,11 @@ local function history(ctx, tname)
     end
   end
 end
+
+--- The help of `moraine history` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

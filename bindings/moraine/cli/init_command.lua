@@ -16,10 +16,7 @@ local NO_CATALOG_HINT = catalog.NO_CATALOG_HINT
 
 local M = {}
 
---- The help of `moraine init` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   init = {
     synopsis = "moraine [-c DIR] init [--data-path PATH]",
     summary = "make a new DuckLake catalog",
@@ -53,6 +50,11 @@ local function init(ctx)
   end
   io.stdout:write("initialized a DuckLake catalog at ", ctx.dir, " (data path '", dp, "', snapshot 0)\n")
 end
+
+--- The help of `moraine init` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

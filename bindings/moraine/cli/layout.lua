@@ -19,10 +19,7 @@ local catalog = require "moraine.cli.catalog"
 local M = {}
 local NULL = moraine.null
 
---- The help of `moraine audit`, `moraine layout` and `moraine clustering`
--- (moraine.cli.help prints it; moraine.cli.main parses the command line by it).
--- @table help
-M.help = {
+local HELP = {
   audit = {
     synopsis = "moraine [-c DIR] audit [TABLE] [--at S] [--json]",
     summary = "check every live file's partition values against its own column bounds",
@@ -242,6 +239,11 @@ local function with_catalog(fn)
     return status
   end
 end
+
+--- The help of `moraine audit`, `moraine layout` and `moraine clustering`
+-- (moraine.cli.help prints it; moraine.cli.main parses the command line by it).
+-- @table help
+M.help = HELP
 
 --- The commands: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`, `opts`
 -- with `where`, `svg`, `share`; ... TABLE, COLUMNS), returning the exit status

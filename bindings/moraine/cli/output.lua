@@ -15,6 +15,9 @@ local istr = util.istr
 local M = {}
 
 local tty_cache = {}
+local json_scalar -- moraine.json_encode of one scalar (set by json_ready)
+-- progress is shown when stderr is a terminal, or with --progress (force_progress)
+local force_progress = false
 
 --- Whether a file descriptor is a terminal (MORAINE_FORCE_TTY=1: always).
 -- @tparam integer fd 1 (stdout) or 2 (stderr)
@@ -163,9 +166,7 @@ local OBJ = {}
 function M.obj(keys, vals) return setmetatable({ keys = keys, vals = vals }, OBJ) end
 local obj = M.obj
 
-local json_scalar
-
---- Makes JSON output ready (before a command with --json runs).
+--- Makes JSON output ready (before a command with the json option runs).
 -- @raise a CLI error when the build has no moraine.json_encode
 function M.json_ready()
   if json_scalar then return end
@@ -234,10 +235,8 @@ end
 
 -- ---- progress on stderr ------------------------------------------------------------------
 
--- Progress is shown when stderr is a terminal, or with --progress.
-local force_progress = false
-
---- Sets or reads whether progress shows when stderr is not a terminal (--progress).
+--- Sets or reads whether progress shows when stderr is not a terminal (the
+-- progress option).
 -- @tparam[opt] boolean on the new setting (nil: leave it)
 -- @treturn boolean the setting
 function M.force_progress(on)

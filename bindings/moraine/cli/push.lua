@@ -16,10 +16,7 @@ local open_read = catalog.open_read
 
 local M = {}
 
---- The help of `moraine push` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   push = {
     synopsis = "moraine [-c DIR] push TARGET",
     summary = "write the catalog's new snapshots into a SQL DuckLake catalog",
@@ -81,6 +78,11 @@ local function push(ctx, target)
       istr(res.to), "\n")
   end
 end
+
+--- The help of `moraine push` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

@@ -29,10 +29,7 @@ local M = {}
 
 local function pack(...) return { n = select("#", ...), ... } end
 
---- The help of `moraine repl` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   repl = {
     synopsis = "moraine [-c DIR] repl",
     summary = "a Lua prompt with the catalog open",
@@ -238,6 +235,11 @@ local function repl(ctx)
   if not interactive and failed > 0 then return 1 end
   return 0
 end
+
+--- The help of `moraine repl` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

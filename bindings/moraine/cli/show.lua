@@ -31,10 +31,7 @@ local SORT_NONE_TEXT = catalog.SORT_NONE_TEXT
 
 local M = {}
 
---- The help of `moraine show` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   show = {
     synopsis = "moraine [-c DIR] show TABLE [--at S] [--table-id ID] [--json]",
     summary = "one table: columns, partition spec, sort spec",
@@ -178,6 +175,11 @@ local function show(ctx, tname)
     out:write("\nsort spec: ", SORT_NONE_TEXT, "\n")
   end
 end
+
+--- The help of `moraine show` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

@@ -15,10 +15,7 @@ local open_read = catalog.open_read
 
 local M = {}
 
---- The help of `moraine snapshots` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   snapshots = {
     synopsis = "moraine [-c DIR] snapshots [--json]",
     summary = "list every snapshot with its changes",
@@ -58,6 +55,11 @@ local function snapshots(ctx)
   end
   print_table(cols_of(SNAPSHOT_COLS), rows)
 end
+
+--- The help of `moraine snapshots` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

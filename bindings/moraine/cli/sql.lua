@@ -15,10 +15,7 @@ local NO_CATALOG_HINT = catalog.NO_CATALOG_HINT
 
 local M = {}
 
---- The help of `moraine sql` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   sql = {
     synopsis = "moraine [-c DIR] sql STATEMENTS [--json]",
     summary = "run DuckLake DDL statements (a migration) through moraine's verbs",
@@ -66,6 +63,11 @@ local function sql(ctx, text)
     io.stdout:write("nothing to commit (no statement changed the catalog)\n")
   end
 end
+
+--- The help of `moraine sql` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

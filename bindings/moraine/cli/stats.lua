@@ -19,10 +19,7 @@ local need_method = catalog.need_method
 
 local M = {}
 
---- The help of `moraine stats` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   stats = {
     synopsis = "moraine [-c DIR] stats [--json]",
     summary = "entries and bytes per subspace and table",
@@ -73,6 +70,11 @@ local function stats(ctx)
   print_table({ { key = "sub_text", title = "subspace" }, { key = "relation", title = "table" }, { key = "entries" },
     { key = "key_bytes", title = "key bytes" }, { key = "value_bytes", title = "value bytes" } }, rows)
 end
+
+--- The help of `moraine stats` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

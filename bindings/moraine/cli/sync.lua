@@ -239,10 +239,7 @@ function run.compare(ctx, source)
 end
 
 
---- The help of `moraine import`, `moraine sync` and `moraine compare`
--- (moraine.cli.help prints it; moraine.cli.main parses the command line by it).
--- @table help
-M.help = {
+local HELP = {
   import = {
     synopsis = "moraine [-c DIR] import SOURCE",
     summary = "import a DuckLake catalog (NDJSON directory or SQLite file)",
@@ -316,6 +313,11 @@ difference ("no differences"), 1 when there are.]],
     args = { "SOURCE" },
   },
 }
+
+--- The help of `moraine import`, `moraine sync` and `moraine compare`
+-- (moraine.cli.help prints it; moraine.cli.main parses the command line by it).
+-- @table help
+M.help = HELP
 
 --- The commands: name -> function(ctx, SOURCE) (ctx: `dir`, `json`, `opts`
 -- with `follow`, `interval`), returning the exit status (compare: 1 when

@@ -27,10 +27,7 @@ local SORT_NONE_TEXT = catalog.SORT_NONE_TEXT
 
 local M = {}
 
---- The help of `moraine tables` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   tables = {
     synopsis = "moraine [-c DIR] tables [--at S] [--json]",
     summary = "list the tables with their partition and sort specs",
@@ -97,6 +94,11 @@ local function tables(ctx)
     { key = "partition", title = "partition spec" }, { key = "sort", title = "sort spec" },
     { key = "files", title = "live files" } }, rows)
 end
+
+--- The help of `moraine tables` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

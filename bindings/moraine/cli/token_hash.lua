@@ -8,10 +8,7 @@ local fail = errors.fail
 
 local M = {}
 
---- The help of `moraine token-hash` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   ["token-hash"] = {
     synopsis = "moraine token-hash < TOKEN",
     summary = "the SHA-256 of a bearer token, for a moraine.http policy",
@@ -46,6 +43,11 @@ local function token_hash()
   if not hex or #hex ~= 64 then fail("sha256sum did not answer", "install coreutils") end
   io.stdout:write(hex, "\n")
 end
+
+--- The help of `moraine token-hash` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).

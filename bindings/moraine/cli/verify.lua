@@ -26,10 +26,7 @@ local NO_CATALOG_HINT = catalog.NO_CATALOG_HINT
 
 local M = {}
 
---- The help of `moraine verify` (moraine.cli.help prints it; moraine.cli.main parses
--- the command line by it).
--- @table help
-M.help = {
+local HELP = {
   verify = {
     synopsis = "moraine [-c DIR] verify [--json]",
     summary = "check every keyspace invariant",
@@ -143,6 +140,11 @@ function verify_output(ctx, res, checked)
   end
   if #res > 0 then os.exit(1) end
 end
+
+--- The help of `moraine verify` (moraine.cli.help prints it; moraine.cli.main parses
+-- the command line by it).
+-- @table help
+M.help = HELP
 
 --- The command: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`,
 -- `opts`; ... the positional arguments), returning the exit status (nil: 0).
