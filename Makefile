@@ -196,6 +196,7 @@ LUA54_SHARE   ?= $(PREFIX)/share/lua/5.4
 LUAJIT_LIBDIR ?= $(LUA_CMOD_BASE)/5.1
 LUAJIT_SHARE  ?= $(PREFIX)/share/lua/5.1
 INSTALL_LUA_SRC := bindings/moraine.lua $(wildcard bindings/moraine/*.lua)
+INSTALL_CLI_SRC := $(wildcard bindings/moraine/cli/*.lua)
 
 MANDIR ?= $(PREFIX)/share/man
 
@@ -211,12 +212,14 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' moraine.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc
 	install -d $(DESTDIR)$(LUA54_LIBDIR)/moraine $(DESTDIR)$(LUAJIT_LIBDIR)/moraine \
-	  $(DESTDIR)$(LUA54_SHARE)/moraine $(DESTDIR)$(LUAJIT_SHARE)/moraine
+	  $(DESTDIR)$(LUA54_SHARE)/moraine $(DESTDIR)$(LUAJIT_SHARE)/moraine \
+	  $(DESTDIR)$(LUA54_SHARE)/moraine/cli $(DESTDIR)$(LUAJIT_SHARE)/moraine/cli
 	install -m 755 $(BUILD)/lua54/moraine/core.so $(DESTDIR)$(LUA54_LIBDIR)/moraine/core.so
 	install -m 755 $(BUILD)/luajit/moraine/core.so $(DESTDIR)$(LUAJIT_LIBDIR)/moraine/core.so
 	for share in $(DESTDIR)$(LUA54_SHARE) $(DESTDIR)$(LUAJIT_SHARE); do \
 	  install -m 644 bindings/moraine.lua $$share/moraine.lua || exit 1; \
 	  for f in $(filter bindings/moraine/%,$(INSTALL_LUA_SRC)); do install -m 644 $$f $$share/moraine/ || exit 1; done; \
+	  for f in $(INSTALL_CLI_SRC); do install -m 644 $$f $$share/moraine/cli/ || exit 1; done; \
 	done
 	@if [ -f scripts/moraine ]; then \
 	  echo "install scripts/moraine -> $(DESTDIR)$(PREFIX)/bin/moraine"; \
@@ -247,7 +250,9 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/include/moraine.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc $(DESTDIR)$(PREFIX)/bin/moraine \
 	  $(DESTDIR)$(LUA54_LIBDIR)/moraine/core.so $(DESTDIR)$(LUAJIT_LIBDIR)/moraine/core.so \
 	  $(DESTDIR)$(LUA54_SHARE)/moraine.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine.lua \
-	  $(DESTDIR)$(LUA54_SHARE)/moraine/*.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine/*.lua
+	  $(DESTDIR)$(LUA54_SHARE)/moraine/*.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine/*.lua \
+	  $(DESTDIR)$(LUA54_SHARE)/moraine/cli/*.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine/cli/*.lua
+	-rmdir $(DESTDIR)$(LUA54_SHARE)/moraine/cli $(DESTDIR)$(LUAJIT_SHARE)/moraine/cli 2>/dev/null
 	-rmdir $(DESTDIR)$(LUA54_LIBDIR)/moraine $(DESTDIR)$(LUAJIT_LIBDIR)/moraine \
 	  $(DESTDIR)$(LUA54_SHARE)/moraine $(DESTDIR)$(LUAJIT_SHARE)/moraine 2>/dev/null
 

@@ -17,7 +17,10 @@
 -- LuaSQL (Debian: lua-sql-sqlite3), its export_sql does not; `moraine.sync`
 -- reads and `moraine.push` writes SQLite and PostgreSQL through LuaSQL
 -- (lua-sql-sqlite3, lua-sql-postgres) when a source or target of that kind is
--- given; `moraine.http` runs inside OpenResty/nginx's Lua module.
+-- given; `moraine.http` runs inside OpenResty/nginx's Lua module. The
+-- `moraine` command (moraine.cli.*) parses its command line with argparse
+-- (Debian: lua-argparse; LuaRocks: argparse), like those not listed under
+-- dependencies, so that the build stays offline.
 rockspec_format = "3.0"
 package = "moraine"
 version = "scm-1"
@@ -91,11 +94,9 @@ build = {
     ["moraine.policy"] = "bindings/moraine/policy.lua",
     ["moraine.progress"] = "bindings/moraine/progress.lua",
     ["moraine.sync"] = "bindings/moraine/sync.lua",
-    ["moraine.sync_command"] = "bindings/moraine/sync_command.lua",
     ["moraine.audit"] = "bindings/moraine/audit.lua",
     ["moraine.clustering"] = "bindings/moraine/clustering.lua",
     ["moraine.layout"] = "bindings/moraine/layout.lua",
-    ["moraine.layout_cli"] = "bindings/moraine/layout_cli.lua",
     ["moraine.layout_http"] = "bindings/moraine/layout_http.lua",
     ["moraine.svg"] = "bindings/moraine/svg.lua",
     ["moraine.tablefiles"] = "bindings/moraine/tablefiles.lua",
@@ -103,6 +104,28 @@ build = {
     ["moraine.sql"] = "bindings/moraine/sql.lua",
     ["moraine.expr"] = "bindings/moraine/expr.lua",
     ["moraine.ident"] = "bindings/moraine/ident.lua",
+    ["moraine.cli.catalog"] = "bindings/moraine/cli/catalog.lua",
+    ["moraine.cli.diff"] = "bindings/moraine/cli/diff.lua",
+    ["moraine.cli.errors"] = "bindings/moraine/cli/errors.lua",
+    ["moraine.cli.export"] = "bindings/moraine/cli/export.lua",
+    ["moraine.cli.files"] = "bindings/moraine/cli/files.lua",
+    ["moraine.cli.help"] = "bindings/moraine/cli/help.lua",
+    ["moraine.cli.history"] = "bindings/moraine/cli/history.lua",
+    ["moraine.cli.init_command"] = "bindings/moraine/cli/init_command.lua",
+    ["moraine.cli.layout"] = "bindings/moraine/cli/layout.lua",
+    ["moraine.cli.main"] = "bindings/moraine/cli/main.lua",
+    ["moraine.cli.output"] = "bindings/moraine/cli/output.lua",
+    ["moraine.cli.push"] = "bindings/moraine/cli/push.lua",
+    ["moraine.cli.repl"] = "bindings/moraine/cli/repl.lua",
+    ["moraine.cli.show"] = "bindings/moraine/cli/show.lua",
+    ["moraine.cli.snapshots"] = "bindings/moraine/cli/snapshots.lua",
+    ["moraine.cli.sql"] = "bindings/moraine/cli/sql.lua",
+    ["moraine.cli.stats"] = "bindings/moraine/cli/stats.lua",
+    ["moraine.cli.sync"] = "bindings/moraine/cli/sync.lua",
+    ["moraine.cli.tables"] = "bindings/moraine/cli/tables.lua",
+    ["moraine.cli.token_hash"] = "bindings/moraine/cli/token_hash.lua",
+    ["moraine.cli.util"] = "bindings/moraine/cli/util.lua",
+    ["moraine.cli.verify"] = "bindings/moraine/cli/verify.lua",
   },
   install = {
     bin = { moraine = "scripts/moraine" },

@@ -3,7 +3,8 @@
 # target needs, when any is missing. Safe to run again: it does nothing when
 # all are present. As root, or through sudo.
 #
-#   demo      build tools, LMDB, jansson, Lua 5.4 and LuaJIT (make, make demo)
+#   demo      build tools, LMDB, jansson, Lua 5.4 and LuaJIT, LPeg, argparse (the
+#             moraine command's command line) (make, make demo)
 #   test      demo + busted, luassert, Penlight, SQLite and LuaSQL (sqlite3 and
 #             postgres), PostgreSQL (the sync tests start their own server), nginx with
 #             its Lua module, curl, luacheck, LDoc, luarocks, man, chromium
@@ -29,7 +30,7 @@
 # (the HTTP tests start their own nginx on a free port of 127.0.0.1).
 set -e
 
-DEMO="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev lua-lpeg"
+DEMO="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev lua-lpeg lua-argparse"
 LINT="lua-check"
 DOCS="lua-ldoc lua-markdown"
 TEST="$DEMO $LINT $DOCS git lua-busted lua-luassert lua-penlight sqlite3 lua-sql-sqlite3 postgresql lua-sql-postgres nginx-light libnginx-mod-http-lua curl luarocks man-db groff-base chromium"

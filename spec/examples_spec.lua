@@ -159,7 +159,7 @@ describe("moraine-scm-1.rockspec", function()
     p:close()
     for s in pairs(listed) do assert(io.open(s), s .. " is listed but missing"):close() end
     -- every Lua module of bindings/ is installed, under its require name
-    local p2 = assert(io.popen("cd bindings && ls moraine.lua moraine/*.lua"))
+    local p2 = assert(io.popen("cd bindings && ls moraine.lua moraine/*.lua moraine/cli/*.lua"))
     for f in p2:lines() do
       local name = f:gsub("%.lua$", ""):gsub("/", ".")
       assert.equal("bindings/" .. f, spec.build.modules[name], name .. " is not in the rockspec's modules")

@@ -162,10 +162,11 @@ describe("make docs (LDoc, config.ld)", function()
     db:transaction(function(tx) methods("tx", tx) end)
     db:read(function(rd) methods("rd", rd) end)
     db:close()
-    -- every module of bindings/moraine/: each field that is not private (_VERSION)
-    local p = assert(io.popen("ls bindings/moraine"))
+    -- every module of bindings/moraine/ and its folders (moraine.cli.*): each
+    -- field that is not private (_VERSION)
+    local p = assert(io.popen("cd bindings && find moraine -name '*.lua' | sort"))
     for f in p:lines() do
-      local name = "moraine." .. assert(f:match("^(.-)%.lua$"), f)
+      local name = assert(f:match("^(.-)%.lua$"), f):gsub("/", ".")
       want[name] = {}
       for k in pairs(require(name)) do
         if not k:find("^_") then want[name][#want[name] + 1] = k end

@@ -1,24 +1,25 @@
---- moraine.layout_cli — the `moraine audit`, `moraine layout` and
--- `moraine clustering` commands, and `--svg FILE` of `moraine history`.
+--- moraine.cli.layout — the advisory layout reports as commands: `moraine
+-- audit`, `moraine layout` and `moraine clustering`, and the picture of
+-- `moraine history --svg FILE`.
 --
--- The command files parse nothing themselves: scripts/moraine parses the
--- command line (`help` below gives each command's synopsis, options and
--- argument counts), opens the catalog read-only and calls `run(name, ctx,
--- db, tools, ...)`; the reports come from moraine.audit, moraine.layout and
--- moraine.clustering, the pictures from moraine.svg.
--- @module moraine.layout_cli
+-- Each command opens the catalog read-only; the reports come from
+-- moraine.audit, moraine.layout and moraine.clustering, the pictures from
+-- moraine.svg.
+-- @module moraine.cli.layout
 
 local moraine = require "moraine"
 local audit = require "moraine.audit"
 local layout = require "moraine.layout"
 local clustering = require "moraine.clustering"
 local svg = require "moraine.svg"
+local errors = require "moraine.cli.errors"
+local output = require "moraine.cli.output"
+local catalog = require "moraine.cli.catalog"
 
 local M = {}
 local NULL = moraine.null
 
---- The help entries of the three commands, in scripts/moraine's HELP form.
-M.help = {
+local HELP = {
   audit = {
     synopsis = "moraine [-c DIR] audit [TABLE] [--at S] [--json]",
     summary = "check every live file's partition values against its own column bounds",
@@ -91,12 +92,9 @@ N^(-1/k)), partly, or not (width 0.5 or more).]],
   },
 }
 
---- The commands in the order `moraine help` lists them.
-M.order = { "audit", "layout", "clustering" }
-
-local function write_file(path, text, tools)
+local function write_file(path, text)
   local f, err = io.open(path, "wb")
-  if not f then tools.fail("cannot write " .. path .. ": " .. tostring(err), "check the --svg path") end
+  if not f then errors.fail("cannot write " .. path .. ": " .. tostring(err), "check the --svg path") end
   f:write(text)
   f:close()
 end
@@ -120,8 +118,8 @@ local function table_arg(name)
   return name
 end
 
-local function cmd_audit(ctx, db, tools, tname)
-  local rep = tools.with_hint("see 'moraine tables' for the tables", audit.run, db, { table = table_arg(tname), at = ctx.at })
+local function cmd_audit(ctx, db, tname)
+  local rep = errors.with_hint("see 'moraine tables' for the tables", audit.run, db, { table = table_arg(tname), at = ctx.at })
   if ctx.json then
     io.stdout:write(moraine.json_encode(rep, { "snapshot", "files", "ok", "violations", "unchecked", "tables" }), "\n")
   else
@@ -139,7 +137,7 @@ local function cmd_audit(ctx, db, tools, tname)
             key = f.key_index == NULL and "-" or key_sql(f.transform, f.column), value = f.value,
             problem = f.problem }
         end
-        tools.print_table({ { key = "status" }, { key = "data_file_id", title = "file" }, { key = "partition_id", title = "spec" },
+        output.print_table({ { key = "status" }, { key = "data_file_id", title = "file" }, { key = "partition_id", title = "spec" },
           { key = "key" }, { key = "value" }, { key = "problem" } }, rows, { indent = "  " })
       end
     end
@@ -147,11 +145,11 @@ local function cmd_audit(ctx, db, tools, tname)
   return rep.violations > 0 and 1 or 0
 end
 
-local function cmd_layout(ctx, db, tools, tname)
-  if not ctx.opts.where then tools.usage_fail("layout needs --where PREDICATE (e.g. \"ts BETWEEN '2025-03-27' AND '2025-03-28'\")", "layout") end
-  local rep = tools.with_hint("see 'moraine layout --help' for the predicates it reads", layout.run, db,
+local function cmd_layout(ctx, db, tname)
+  if not ctx.opts.where then errors.usage_fail("layout needs --where PREDICATE (e.g. \"ts BETWEEN '2025-03-27' AND '2025-03-28'\")", "layout") end
+  local rep = errors.with_hint("see 'moraine layout --help' for the predicates it reads", layout.run, db,
     { table = table_arg(tname), where = ctx.opts.where, at = ctx.at })
-  if ctx.opts.svg then write_file(ctx.opts.svg, svg.layout(rep), tools) end
+  if ctx.opts.svg then write_file(ctx.opts.svg, svg.layout(rep)) end
   if ctx.json then
     io.stdout:write(moraine.json_encode(rep, { "snapshot", "schema", "table", "table_id", "column", "where",
       "live_partition_id", "eras", "total", "rewrite" }), "\n")
@@ -165,7 +163,7 @@ local function cmd_layout(ctx, db, tools, tname)
       files = e.files, rows = e.rows, after_partition = e.partition_files .. " (" .. e.partition_rows .. " rows)",
       read = e.read_files .. " (" .. e.read_rows .. " rows)" }
   end
-  tools.print_table({ { key = "spec" }, { key = "keys" }, { key = "live" }, { key = "files" }, { key = "rows" },
+  output.print_table({ { key = "spec" }, { key = "keys" }, { key = "live" }, { key = "files" }, { key = "rows" },
     { key = "after_partition", title = "after partition pruning" }, { key = "read", title = "after min/max: read" } },
     rows, { indent = "  " })
   local T, rw = rep.total, rep.rewrite
@@ -189,7 +187,7 @@ local function cmd_layout(ctx, db, tools, tname)
   return 0
 end
 
-local function cmd_clustering(ctx, db, tools, tname, columns)
+local function cmd_clustering(ctx, db, tname, columns)
   local cols
   if columns then
     cols = {}
@@ -198,11 +196,11 @@ local function cmd_clustering(ctx, db, tools, tname, columns)
   local share
   if ctx.opts.share then
     share = tonumber(ctx.opts.share)
-    if not share or share <= 0 or share > 1 then tools.usage_fail("--share expects a number in (0, 1], got '" .. ctx.opts.share .. "'", "clustering") end
+    if not share or share <= 0 or share > 1 then errors.usage_fail("--share expects a number in (0, 1], got '" .. ctx.opts.share .. "'", "clustering") end
   end
-  local rep = tools.with_hint("see 'moraine show TABLE' for its columns", clustering.run, db,
+  local rep = errors.with_hint("see 'moraine show TABLE' for its columns", clustering.run, db,
     { table = table_arg(tname), columns = cols, at = ctx.at, share = share })
-  if ctx.opts.svg then write_file(ctx.opts.svg, svg.clustering(rep), tools) end
+  if ctx.opts.svg then write_file(ctx.opts.svg, svg.clustering(rep)) end
   if ctx.json then
     rep.files = nil
     io.stdout:write(moraine.json_encode(rep, { "snapshot", "schema", "table", "table_id", "share", "columns",
@@ -224,26 +222,34 @@ local function cmd_clustering(ctx, db, tools, tname, columns)
   for _, e in ipairs(rep.eras) do
     if #rep.eras > 1 then add(e.partition_id and ("spec " .. e.partition_id) or "unpartitioned", e) end
   end
-  tools.print_table({ { key = "scope" }, { key = "files" }, { key = "column" }, { key = "width", title = "avg width" },
+  output.print_table({ { key = "scope" }, { key = "files" }, { key = "column" }, { key = "width", title = "avg width" },
     { key = "share", title = "share read" }, { key = "bound", title = "bound s+N^(-1/k)" }, { key = "verdict" } }, rows,
     { indent = "  " })
   out:write("\nexpected share of rows read, averaged over the columns: ", pct(t.share), " (bound ", pct(t.bound), ")\n")
   return 0
 end
 
-local RUN = { audit = cmd_audit, layout = cmd_layout, clustering = cmd_clustering }
-
---- Runs one of the commands.
--- @tparam string name "audit", "layout" or "clustering"
--- @tparam table ctx scripts/moraine's context (`json`, `at`, `opts` with
---   `where`, `svg`, `share`)
--- @param db the catalog, open read-only
--- @tparam table tools scripts/moraine's `print_table`, `fail`, `usage_fail`, `with_hint`
--- @param ... the positional arguments (TABLE, COLUMNS)
--- @treturn integer the exit status (audit: 1 when a violation is found)
-function M.run(name, ctx, db, tools, ...)
-  return RUN[name](ctx, db, tools, ...)
+-- runs fn(ctx, db, ...) with the catalog open read-only
+local function with_catalog(fn)
+  return function(ctx, ...)
+    local db = catalog.open_read(ctx.dir)
+    local ok, status = pcall(fn, ctx, db, ...)
+    db:close()
+    if not ok then error(status, 0) end
+    return status
+  end
 end
+
+--- The help of `moraine audit`, `moraine layout` and `moraine clustering`
+-- (moraine.cli.help prints it; moraine.cli.main parses the command line by it).
+-- @table help
+M.help = HELP
+
+--- The commands: name -> function(ctx, ...) (ctx: `dir`, `json`, `at`, `opts`
+-- with `where`, `svg`, `share`; ... TABLE, COLUMNS), returning the exit status
+-- (audit: 1 when a violation is found).
+-- @table run
+M.run = { audit = with_catalog(cmd_audit), layout = with_catalog(cmd_layout), clustering = with_catalog(cmd_clustering) }
 
 --- Writes the picture of `moraine history` with its svg option: the spec
 -- timeline and mixed layout of table `T` (a table_id) at snapshot `S`.
@@ -251,9 +257,9 @@ end
 -- @tparam integer T the table_id
 -- @tparam integer S the snapshot
 -- @tparam string path the file to write
--- @tparam table tools as for `run`
-function M.history_svg(db, T, S, path, tools)
-  write_file(path, svg.history(layout.history(db, { table = T, at = S })), tools)
+-- @raise a CLI error when the file cannot be written
+function M.history_svg(db, T, S, path)
+  write_file(path, svg.history(layout.history(db, { table = T, at = S })))
 end
 
 return M

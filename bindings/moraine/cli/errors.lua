@@ -1,0 +1,65 @@
+--- moraine.cli.errors — the errors the `moraine` command reports itself.
+--
+-- A command that fails raises a CLI error `{cli = true, message, hint,
+-- status}`; `moraine.cli.main` prints it on stderr as "moraine: MESSAGE"
+-- and "hint: HINT" and exits with its status (1, or 2 for a usage error).
+-- @module moraine.cli.errors
+
+local moraine = require "moraine"
+
+local M = {}
+
+local CliError = {}
+CliError.__index = CliError
+CliError.__tostring = function(e) return "moraine: " .. e.message end
+
+--- Raises a CLI error.
+-- @tparam string message what went wrong (printed after "moraine: ")
+-- @tparam[opt] string hint what to do about it (printed after "hint: ")
+-- @tparam[opt=1] integer status the exit status
+-- @raise always: the CLI error
+function M.fail(message, hint, status)
+  error(setmetatable({ cli = true, message = message, hint = hint, status = status or 1 }, CliError), 0)
+end
+
+--- Raises a usage error (exit status 2) whose hint points to the help.
+-- @tparam string message what is wrong with the command line
+-- @tparam[opt] string cmd the command whose help the hint names (nil: `moraine --help`)
+-- @raise always: the CLI error
+function M.usage_fail(message, cmd)
+  M.fail(message, cmd and ("see 'moraine " .. cmd .. " --help'") or "see 'moraine --help'", 2)
+end
+
+--- Whether a value is a CLI error (raised by `fail` or `usage_fail`).
+-- @param e any value
+-- @treturn boolean
+function M.is_cli(e)
+  return type(e) == "table" and getmetatable(e) == CliError
+end
+
+--- Runs `fn(...)`; a moraine error it raises becomes a CLI error with `hint`.
+-- @tparam string hint the hint of that error
+-- @tparam function fn the function
+-- @param ... its arguments
+-- @return what `fn` returns
+-- @raise a CLI error for a moraine error; any other error as it is
+function M.with_hint(hint, fn, ...)
+  local function finish(ok, ...)
+    if ok then return ... end
+    local e = ...
+    if moraine.is_error(e) then M.fail(e.code .. ": " .. tostring(e.message), hint) end
+    error(e, 0)
+  end
+  return finish(pcall(fn, ...))
+end
+
+--- The hint printed for a moraine error no command caught, by error code.
+-- @table CODE_HINTS
+M.CODE_HINTS = {
+  ECORRUPT = "the catalog is damaged; 'moraine verify' lists every damaged entry",
+  ELMDB = "the catalog's LMDB files could not be read; 'moraine verify' checks them",
+  EMAPFULL = "the catalog reached its maximum map size",
+  EREADONLY = "the catalog directory is read-only",
+}
+
+return M

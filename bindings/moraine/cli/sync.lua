@@ -1,0 +1,328 @@
+--- moraine.cli.sync — `moraine import`, `moraine sync` and `moraine compare`:
+-- a DuckLake catalog (PostgreSQL, SQLite or NDJSON) replayed into the catalog
+-- and compared with it (moraine.sync). import is sync into an empty catalog.
+-- @module moraine.cli.sync
+
+local moraine = require "moraine"
+local sync = require "moraine.sync"
+local errors = require "moraine.cli.errors"
+local util = require "moraine.cli.util"
+local output = require "moraine.cli.output"
+local catalog = require "moraine.cli.catalog"
+
+local M = {}
+
+local function core_raise(code, message) moraine.core.raise(code, message) end
+
+local HINT = "SOURCE is postgres:CONNINFO (or a postgres:// URI), a directory of <table>.ndjson files or a SQLite "
+  .. "DuckLake catalog; see 'moraine sync --help'"
+
+-- a row as one JSON object, its columns in the table's order
+local function row_json(row, columns)
+  local enc = moraine.json_encode
+  local parts = {}
+  for i, c in ipairs(columns) do
+    local v = row[c]
+    if v == nil then v = moraine.null end
+    local ok, text = pcall(function() return enc({ v }):sub(2, -2) end)
+    parts[i] = enc({ c }):sub(2, -2) .. ":" .. (ok and text or enc({ tostring(v) }):sub(2, -2))
+  end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
+-- the catalog to write (create: made when missing) or to read
+local function open_catalog(ctx, create)
+  if not create then return catalog.open_read(ctx.dir) end
+  if util.exists(ctx.dir) and not util.is_dir(ctx.dir) then
+    errors.fail(ctx.dir .. " is not a catalog directory (it is a file)", catalog.NO_CATALOG_HINT)
+  end
+  return errors.with_hint(catalog.NO_CATALOG_HINT, moraine.open, ctx.dir, { create = true })
+end
+
+local run = {}
+
+-- a line on stderr when the source expired snapshots the catalog still holds
+local function note_expired(r)
+  local gone = r.expired_at_source or {}
+  if #gone == 0 then return end
+  local ids = {}
+  for i = 1, math.min(#gone, 10) do ids[i] = util.istr(gone[i]) end
+  io.stderr:write(string.format("moraine: note: the source no longer has %d snapshot%s this catalog holds (%s%s): "
+    .. "expired there; sync does not replay expiry yet, 'moraine compare' shows the rows\n", #gone,
+    #gone == 1 and "" or "s", table.concat(ids, ", "), #gone > 10 and ", ..." or ""))
+end
+
+local function follow(ctx, source)
+  local text = ctx.opts.interval or "1"
+  local n, unit = text:match("^(%d*%.?%d+)(m?s?)$")
+  local secs = tonumber(n)
+  if secs and unit == "ms" then secs = secs / 1000 end
+  if not secs or secs <= 0 or (unit ~= "" and unit ~= "s" and unit ~= "ms") then
+    errors.usage_fail("--interval expects a positive number of seconds (2, 0.5, 500ms, 1s), got '" .. text .. "'", "sync")
+  end
+  local db = open_catalog(ctx, true)
+  local last_expired = 0
+  while true do
+    local t0 = moraine.clock()
+    local ok, r = pcall(sync.sync, db, source)
+    if ok then
+      if #r.expired_at_source ~= last_expired then
+        last_expired = #r.expired_at_source
+        note_expired(r)
+      end
+      if r.snapshots > 0 or r.rows_changed > 0 then
+        io.stdout:write(string.format("synced %d snapshots, last snapshot %s, %d rows of non-versioned tables "
+          .. "changed, in %.3f s\n", r.snapshots, r.to and util.istr(r.to) or "none", r.rows_changed, moraine.clock() - t0))
+        io.stdout:flush()
+      end
+    elseif moraine.is_error(r) and r.code ~= "EIO" then
+      db:close()
+      errors.fail(r.code .. ": " .. r.message, "the catalog keeps every snapshot it had; nothing of another writer was removed")
+    else
+      io.stderr:write("moraine: ", moraine.is_error(r) and (r.code .. ": " .. r.message) or tostring(r),
+        " (trying again in ", text, ")\n")
+    end
+    os.execute(string.format("sleep %.3f", secs))
+  end
+end
+
+function run.sync(ctx, source)
+  if ctx.opts.follow then return follow(ctx, source) end
+  if ctx.opts.interval then errors.usage_fail("--interval applies to --follow only", "sync") end
+  -- the source opened (connected, or its file checked) before the catalog is created
+  local sok, src = pcall(sync.source, source)
+  if not sok then
+    if moraine.is_error(src) then errors.fail(src.code .. ": " .. src.message, HINT) end
+    error(src, 0)
+  end
+  local db = open_catalog(ctx, true)
+  local before = db:last_snapshot()
+  local meter, finish = output.progress_meter("syncing", "snapshots")
+  local progress = meter and function(done, total) meter(done, total, "syncing") end
+  local ok, r = pcall(sync.sync, db, src, { progress = progress })
+  src:close()
+  finish(ok)
+  if not ok then
+    local last = db:last_snapshot()
+    db:close()
+    if moraine.is_error(r) then
+      local hint = "the catalog keeps every snapshot it had (last snapshot " .. (last and util.istr(last) or "none")
+        .. "); run the same command again to continue"
+      if last == before then hint = "nothing was changed" end
+      if r.code == "ECONFLICT" then hint = "another writer committed to the catalog; nothing of it was removed" end
+      if r.code == "EIO" then hint = HINT end
+      errors.fail(r.code .. ": " .. r.message, hint)
+    end
+    error(r, 0)
+  end
+  db:close()
+  note_expired(r)
+  io.stdout:write(string.format("synced %s into %s: %d snapshots replayed, last snapshot %s (was %s), "
+    .. "%d rows of non-versioned tables changed; DuckLake catalog version %s\n", r.source, ctx.dir, r.snapshots,
+    r.to and util.istr(r.to) or "none", r.from and util.istr(r.from) or "none", r.rows_changed, r.version or "unknown"))
+end
+
+-- moraine import: sync into an empty catalog (or one an earlier,
+-- interrupted import of the same source filled in part)
+function run.import(ctx, source)
+  local IMPORT_HINT = "SOURCE is a directory of <table>.ndjson files or a SQLite DuckLake catalog; "
+    .. "see 'moraine import --help'"
+  if not util.exists(source) then errors.fail("no such file or directory: " .. source, IMPORT_HINT) end
+  local kind
+  if util.is_dir(source) then
+    if not util.exists(source .. "/ducklake_snapshot.ndjson") then
+      errors.fail(source .. " is not a DuckLake catalog export: it holds no ducklake_snapshot.ndjson", IMPORT_HINT)
+    end
+    kind = "ndjson"
+  else
+    local f = io.open(source, "rb")
+    if not f then errors.fail("cannot read " .. source, IMPORT_HINT) end
+    local head = f:read(16)
+    f:close()
+    if head ~= "SQLite format 3\0" then
+      errors.fail(source .. " is neither a directory of <table>.ndjson files nor a SQLite database", IMPORT_HINT)
+    end
+    kind = "sqlite"
+  end
+  if util.exists(ctx.dir) and not util.is_dir(ctx.dir) then
+    errors.fail(ctx.dir .. " is not a catalog directory (it is a file)", catalog.NO_CATALOG_HINT)
+  end
+  -- read the whole source once before the catalog is created or touched
+  local meter, finish = output.progress_meter("importing", "snapshots")
+  local src
+  local ok, e = pcall(function()
+    src = sync.source(source)
+    src:begin()
+    local tables = src:tables()
+    if kind == "sqlite" and not (tables.ducklake_snapshot and tables.ducklake_metadata) then
+      core_raise("EINVAL", "sync: " .. source .. " is not a DuckLake catalog: it has no "
+        .. (tables.ducklake_snapshot and "ducklake_metadata" or "ducklake_snapshot") .. " table")
+    end
+    for _, t in ipairs(tables) do
+      for _ in src:select(t, nil) do end
+    end
+    src:finish()
+  end)
+  if not ok then
+    finish(false)
+    if src then src:close() end
+    if moraine.is_error(e) then errors.fail(e.code .. ": " .. e.message, "nothing was imported; fix " .. source .. " and retry") end
+    error(e, 0)
+  end
+  local db = open_catalog(ctx, true)
+  local before = db:last_snapshot()
+  local progress = meter and function(done, total) meter(done, total, "importing") end
+  local r
+  ok, r = pcall(sync.sync, db, src, { progress = progress })
+  finish(ok)
+  src:close()
+  if not ok then
+    local last = db:last_snapshot()
+    db:close()
+    if moraine.is_error(r) then
+      if r.code == "ECONFLICT" and r.message:find("no longer follows", 1, true) then
+        errors.fail("EEXIST: the catalog is not empty and is not an earlier import of " .. source .. " (catalog " .. ctx.dir
+          .. ": " .. r.message .. ")", "nothing was changed; import into a new catalog with -c NEWDIR")
+      end
+      if r.code == "EEXIST" then
+        -- (robust) a duplicate live key in the source: the message names the table and the row
+        errors.fail("EEXIST: " .. r.message, (last == before and "nothing was imported; " or ("snapshots up to "
+          .. util.istr(last) .. " were imported and stay; ")) .. source .. " holds two rows with the same key "
+          .. "(the message names the table and the row): fix the source and retry")
+      end
+      if last == before then
+        errors.fail(r.code .. ": " .. r.message, "nothing was imported; fix " .. source .. " and retry")
+      end
+      errors.fail(r.code .. ": " .. r.message, "snapshots up to " .. util.istr(last) .. " were imported and stay; "
+        .. "run the same import again to continue")
+    end
+    error(r, 0)
+  end
+  local ntables, nsnaps = #db:relations(), 0
+  db:read(function(rd)
+    for _ in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do nsnaps = nsnaps + 1 end
+  end)
+  db:close()
+  io.stdout:write(string.format("imported %s (%s, DuckLake catalog version %s) into %s: %d tables, %d snapshots, "
+    .. "last snapshot %s%s\n", source, kind, r.version or "unknown", ctx.dir, ntables, nsnaps, r.to and util.istr(r.to) or "none",
+    r.from == nil and "" or r.snapshots == 0 and " (it was complete: nothing to do)"
+      or (" (continued after snapshot " .. util.istr(r.from) .. ")")))
+end
+
+function run.compare(ctx, source)
+  local db = open_catalog(ctx, false)
+  local ok, d = pcall(sync.compare, db, source)
+  db:close()
+  if not ok then
+    if moraine.is_error(d) then errors.fail(d.code .. ": " .. d.message, HINT) end
+    error(d, 0)
+  end
+  if ctx.json then
+    local list = {}
+    for i, x in ipairs(d) do
+      list[i] = output.obj({ "table", "side", "count", "row" }, { table = x.table, side = x.side, count = x.count or 1,
+        row = x.row and output.obj(x.columns, x.row) or moraine.null })
+    end
+    output.print_json(output.obj({ "differences", "truncated" }, { differences = list, truncated = d.truncated == true }))
+  else
+    for _, x in ipairs(d) do
+      if x.missing_table then
+        io.stdout:write(x.table, "\t", x.side, "\t(the other side has no such table)\n")
+      else
+        io.stdout:write(x.table, "\t", x.side, "\t", tostring(x.count), "\t", row_json(x.row, x.columns), "\n")
+      end
+    end
+    if #d == 0 then io.stdout:write("no differences\n") end
+    if d.truncated then io.stdout:write("(more differences not shown)\n") end
+  end
+  return #d == 0 and 0 or 1
+end
+
+
+local HELP = {
+  import = {
+    synopsis = "moraine [-c DIR] import SOURCE",
+    summary = "import a DuckLake catalog (NDJSON directory or SQLite file)",
+    text = [[
+Imports a whole DuckLake catalog into an empty moraine catalog (created if
+missing): 'moraine sync' into an empty catalog. SOURCE is either a
+directory of <table>.ndjson files (one JSON object per line, as DuckDB
+exports a table; it must hold ducklake_snapshot.ndjson), or a SQLite
+DuckLake catalog file (recognised by its header "SQLite format 3"). Every
+file is read before the catalog is created or changed: a source that
+cannot be read leaves nothing behind. Each snapshot is then one
+transaction; if the import is interrupted (killed, or a row refused),
+the snapshots before stay and running the same import again continues
+where it stopped. A catalog that holds anything other than an earlier
+import of SOURCE is refused (EEXIST) and left unchanged; nothing another
+writer committed is ever removed. Progress goes to stderr on a terminal
+(or with --progress): snapshots imported, with the wall-clock time elapsed
+and, once it can be estimated, the time left.]],
+    options = {},
+    progress = true,
+    example = "moraine -c lake.moraine import exported-catalog/",
+    flags = {},
+    nargs = { 1, 1 },
+    args = { "SOURCE" },
+  },
+  sync = {
+    synopsis = "moraine [-c DIR] sync SOURCE [--follow [--interval SECONDS]]",
+    summary = "bring the catalog up to date with a DuckLake catalog (PostgreSQL, SQLite, NDJSON)",
+    text = [[
+Replays every snapshot of SOURCE newer than the catalog's last one, each
+as one transaction, reading SOURCE in one consistent snapshot (PostgreSQL:
+REPEATABLE READ; SQLite: one read transaction). SOURCE is postgres:CONNINFO
+(libpq's "host=... port=... dbname=... user=..."), a postgres:// or
+postgresql:// URI, a directory of <table>.ndjson files, or a SQLite DuckLake
+catalog. The catalog (created if missing) must be empty or hold what an
+earlier sync of the same SOURCE wrote: a catalog whose last snapshot is not
+SOURCE's is refused (ECONFLICT), and so is a round during which another
+writer commits; every snapshot already replayed stays, nothing another
+writer committed is removed. Interrupted at any point, running the same
+command again finishes the job. Rows SOURCE deleted or changed at or below
+the catalog's last snapshot (expiry, cleanup, compaction) are not replayed
+yet: 'moraine compare SOURCE' shows them. With --follow, sync runs again
+every --interval (default 1 second) until it is stopped, printing one line
+per round that replayed something; a source that cannot be read is
+reported and tried again next round; a conflict ends it (exit 1).]],
+    options = {
+      { "--follow", "keep syncing, one round every --interval" },
+      { "--interval SECONDS", "time between two rounds of --follow: 2, 0.5, 500ms, 1s (default 1s)" },
+    },
+    progress = true,
+    example = "moraine -c replica.moraine sync 'postgres:host=db1 dbname=lake user=reader' --follow --interval 2s",
+    flags = { ["--interval"] = "interval" },
+    switches = { ["--follow"] = "follow" },
+    nargs = { 1, 1 },
+    args = { "SOURCE" },
+  },
+  compare = {
+    synopsis = "moraine [-c DIR] compare SOURCE [--json]",
+    summary = "the rows that differ between the catalog and a DuckLake catalog",
+    text = [[
+Compares every table of the catalog with SOURCE (as for sync), every
+version of every row, exactly, and prints each row one side has and the
+other lacks: table, side ("catalog" or "source"), how many copies, the row
+as JSON. Row order is not compared. Exit status 0 when there is no
+difference ("no differences"), 1 when there are.]],
+    options = {},
+    json = true,
+    example = "moraine -c replica.moraine compare 'postgres:host=db1 dbname=lake user=reader'",
+    flags = {},
+    nargs = { 1, 1 },
+    args = { "SOURCE" },
+  },
+}
+
+--- The help of `moraine import`, `moraine sync` and `moraine compare`
+-- (moraine.cli.help prints it; moraine.cli.main parses the command line by it).
+-- @table help
+M.help = HELP
+
+--- The commands: name -> function(ctx, SOURCE) (ctx: `dir`, `json`, `opts`
+-- with `follow`, `interval`), returning the exit status (compare: 1 when
+-- the two differ).
+-- @table run
+M.run = { import = run.import, sync = run.sync, compare = run.compare }
+
+return M
