@@ -403,6 +403,34 @@ static int64_t *read_ids(lua_State *L, int aidx, const char *what, size_t *n_out
     return ids;
 }
 
+/* The common part of the verbs on a table: sets the top of the stack to
+ * @top (the verb's last argument) and reads the table name, argument 2, into
+ * *@schema and *@table (check_tbl: pushes one value that stays on the stack). */
+static void vtx_table(lua_State *L, int top, const char *verb, const char **schema, const char **table)
+{
+    lua_settop(L, top);
+    check_tbl(L, 2, verb, schema, table);
+}
+
+/* The start of the verbs (tbl, array): checks the tx, that argument 3 is a
+ * table, then reads the table name as vtx_table with top 3. Returns the tx. */
+static lvtx *vtx_table_array(lua_State *L, const char *verb, const char **schema, const char **table)
+{
+    lvtx *t = check_vtx(L);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    vtx_table(L, 3, verb, schema, table);
+    return t;
+}
+
+/* The end of a verb that returns nothing: raises the engine's error when
+ * @rc != 0, else returns 0 (no results). */
+static int vtx_done(lua_State *L, int rc)
+{
+    if (rc != 0)
+        return raise_engine(L, rc);
+    return 0;
+}
+
 /* tx:base() -> the base snapshot id */
 static int l_vtx_base(lua_State *L)
 {
@@ -416,20 +444,14 @@ static int l_vtx_create_schema(lua_State *L)
 {
     lvtx *t = check_vtx(L);
     const char *name = check_name(L, 2);
-    int rc = moraine_tx_create_schema(t->tx, name);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_done(L, moraine_tx_create_schema(t->tx, name));
 }
 
 /* tx:create_table(tbl, columns) -> table_id */
 static int l_vtx_create_table(lua_State *L)
 {
-    lvtx *t = check_vtx(L);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_settop(L, 3);
     const char *schema, *table;
-    check_tbl(L, 2, "create_table", &schema, &table);
+    lvtx *t = vtx_table_array(L, "create_table", &schema, &table);
     size_t n = array_len(L, 3);
     moraine_column_def *cols = (moraine_column_def *)scratch(L, n, sizeof *cols);
     char ctx[96];
@@ -450,18 +472,12 @@ static int l_vtx_create_table(lua_State *L)
 /* tx:add_column(tbl, column) */
 static int l_vtx_add_column(lua_State *L)
 {
-    lvtx *t = check_vtx(L);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_settop(L, 3);
     const char *schema, *table;
-    check_tbl(L, 2, "add_column", &schema, &table);
+    lvtx *t = vtx_table_array(L, "add_column", &schema, &table);
     moraine_column_def col;
     memset(&col, 0, sizeof col);
     read_column(L, 3, "add_column: column", &col);
-    int rc = moraine_tx_add_column(t->tx, schema, table, &col);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_done(L, moraine_tx_add_column(t->tx, schema, table, &col));
 }
 
 /* tx:rename_column(tbl, old, new, sort_keys?) */
@@ -472,45 +488,37 @@ static int l_vtx_rename_column(lua_State *L)
     const char *new_name = check_name(L, 4);
     if (!lua_isnoneornil(L, 5))
         luaL_checktype(L, 5, LUA_TTABLE);
-    lua_settop(L, 5);
     const char *schema, *table;
-    check_tbl(L, 2, "rename_column", &schema, &table);
+    vtx_table(L, 5, "rename_column", &schema, &table);
     const moraine_sort_key *keys = NULL;
     size_t n = 0;
     if (!lua_isnil(L, 5))
         keys = (const moraine_sort_key *)read_keys(L, 5, "rename_column: sort_keys", 1, &n);
-    int rc = moraine_tx_rename_column(t->tx, schema, table, old_name, new_name, keys, n);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_done(L, moraine_tx_rename_column(t->tx, schema, table, old_name, new_name, keys, n));
+}
+
+/* The verbs (tbl, name): the engine's verb @fn with the name (argument 3). */
+typedef int (*vtx_name_fn)(moraine_tx *tx, const char *schema, const char *table, const char *name);
+
+static int vtx_table_name(lua_State *L, const char *verb, vtx_name_fn fn)
+{
+    lvtx *t = check_vtx(L);
+    const char *name = check_name(L, 3);
+    const char *schema, *table;
+    vtx_table(L, 3, verb, &schema, &table);
+    return vtx_done(L, fn(t->tx, schema, table, name));
 }
 
 /* tx:drop_column(tbl, name) */
 static int l_vtx_drop_column(lua_State *L)
 {
-    lvtx *t = check_vtx(L);
-    const char *name = check_name(L, 3);
-    lua_settop(L, 3);
-    const char *schema, *table;
-    check_tbl(L, 2, "drop_column", &schema, &table);
-    int rc = moraine_tx_drop_column(t->tx, schema, table, name);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_table_name(L, "drop_column", moraine_tx_drop_column);
 }
 
 /* tx:rename_table(tbl, new_name) */
 static int l_vtx_rename_table(lua_State *L)
 {
-    lvtx *t = check_vtx(L);
-    const char *new_name = check_name(L, 3);
-    lua_settop(L, 3);
-    const char *schema, *table;
-    check_tbl(L, 2, "rename_table", &schema, &table);
-    int rc = moraine_tx_rename_table(t->tx, schema, table, new_name);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_table_name(L, "rename_table", moraine_tx_rename_table);
 }
 
 /* tx:alter_column(tbl, column, {type = s?, default = s?, default_type = s?,
@@ -521,9 +529,8 @@ static int l_vtx_alter_column(lua_State *L)
     lvtx *t = check_vtx(L);
     const char *column = check_name(L, 3);
     luaL_checktype(L, 4, LUA_TTABLE);
-    lua_settop(L, 4);
     const char *schema, *table;
-    check_tbl(L, 2, "alter_column", &schema, &table);
+    vtx_table(L, 4, "alter_column", &schema, &table);
     check_fields(L, 4, fields, "alter_column: change");
     moraine_column_alter a = {.nulls_allowed = -1};
     a.type = field_str(L, 4, "type", "alter_column: change", 0);
@@ -537,10 +544,7 @@ static int l_vtx_alter_column(lua_State *L)
     int has_nn = lua_type(L, -1) == LUA_TBOOLEAN;
     lua_pop(L, 1);
     if (has_nn) a.nulls_allowed = !field_bool(L, 4, "not_null", "alter_column: change", 0);
-    int rc = moraine_tx_alter_column(t->tx, schema, table, column, &a);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_done(L, moraine_tx_alter_column(t->tx, schema, table, column, &a));
 }
 
 /* tx:set_comment(tbl, column or nil, comment or nil) -- COMMENT ON */
@@ -549,39 +553,23 @@ static int l_vtx_set_comment(lua_State *L)
     lvtx *t = check_vtx(L);
     const char *column = lua_isnoneornil(L, 3) || is_null_at(L, 3) ? NULL : check_name(L, 3);
     const char *comment = lua_isnoneornil(L, 4) || is_null_at(L, 4) ? NULL : check_name(L, 4);
-    lua_settop(L, 4);
     const char *schema, *table;
-    check_tbl(L, 2, "set_comment", &schema, &table);
-    int rc = moraine_tx_set_comment(t->tx, schema, table, column, comment);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    vtx_table(L, 4, "set_comment", &schema, &table);
+    return vtx_done(L, moraine_tx_set_comment(t->tx, schema, table, column, comment));
 }
 
 /* tx:create_view(view, sql) / tx:drop_view(view) */
 static int l_vtx_create_view(lua_State *L)
 {
-    lvtx *t = check_vtx(L);
-    const char *sql = check_name(L, 3);
-    lua_settop(L, 3);
-    const char *schema, *view;
-    check_tbl(L, 2, "create_view", &schema, &view);
-    int rc = moraine_tx_create_view(t->tx, schema, view, sql);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_table_name(L, "create_view", moraine_tx_create_view);
 }
 
 static int l_vtx_drop_view(lua_State *L)
 {
     lvtx *t = check_vtx(L);
-    lua_settop(L, 2);
     const char *schema, *view;
-    check_tbl(L, 2, "drop_view", &schema, &view);
-    int rc = moraine_tx_drop_view(t->tx, schema, view);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    vtx_table(L, 2, "drop_view", &schema, &view);
+    return vtx_done(L, moraine_tx_drop_view(t->tx, schema, view));
 }
 
 enum { VT_DROP_TABLE, VT_CLEAR_PARTITIONING, VT_CLEAR_SORTING };
@@ -591,15 +579,11 @@ static int vtx_table_only(lua_State *L, int which)
 {
     static const char *const names[] = {"drop_table", "clear_partitioning", "clear_sorting"};
     lvtx *t = check_vtx(L);
-    lua_settop(L, 2);
     const char *schema, *table;
-    check_tbl(L, 2, names[which], &schema, &table);
-    int rc = which == VT_DROP_TABLE           ? moraine_tx_drop_table(t->tx, schema, table)
-             : which == VT_CLEAR_PARTITIONING ? moraine_tx_clear_partitioning(t->tx, schema, table)
-                                              : moraine_tx_clear_sorting(t->tx, schema, table);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    vtx_table(L, 2, names[which], &schema, &table);
+    return vtx_done(L, which == VT_DROP_TABLE           ? moraine_tx_drop_table(t->tx, schema, table)
+                       : which == VT_CLEAR_PARTITIONING ? moraine_tx_clear_partitioning(t->tx, schema, table)
+                                                        : moraine_tx_clear_sorting(t->tx, schema, table));
 }
 
 static int l_vtx_drop_table(lua_State *L)
@@ -617,46 +601,34 @@ static int l_vtx_clear_sorting(lua_State *L)
     return vtx_table_only(L, VT_CLEAR_SORTING);
 }
 
-/* tx:set_partitioning(tbl, keys) */
-static int l_vtx_set_partitioning(lua_State *L)
+/* tx:set_partitioning(tbl, keys) (@sort 0) / tx:set_sorting(tbl, keys) (@sort 1) */
+static int vtx_set_keys(lua_State *L, int sort)
 {
-    lvtx *t = check_vtx(L);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_settop(L, 3);
+    const char *verb = sort ? "set_sorting" : "set_partitioning";
     const char *schema, *table;
-    check_tbl(L, 2, "set_partitioning", &schema, &table);
+    lvtx *t = vtx_table_array(L, verb, &schema, &table);
     size_t n;
-    const moraine_partition_key *keys = (const moraine_partition_key *)read_keys(L, 3, "set_partitioning", 0, &n);
-    int rc = moraine_tx_set_partitioning(t->tx, schema, table, keys, n);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    const void *keys = read_keys(L, 3, verb, sort, &n);
+    return vtx_done(L, sort ? moraine_tx_set_sorting(t->tx, schema, table, (const moraine_sort_key *)keys, n)
+                            : moraine_tx_set_partitioning(t->tx, schema, table,
+                                                          (const moraine_partition_key *)keys, n));
 }
 
-/* tx:set_sorting(tbl, keys) */
+static int l_vtx_set_partitioning(lua_State *L)
+{
+    return vtx_set_keys(L, 0);
+}
+
 static int l_vtx_set_sorting(lua_State *L)
 {
-    lvtx *t = check_vtx(L);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_settop(L, 3);
-    const char *schema, *table;
-    check_tbl(L, 2, "set_sorting", &schema, &table);
-    size_t n;
-    const moraine_sort_key *keys = (const moraine_sort_key *)read_keys(L, 3, "set_sorting", 1, &n);
-    int rc = moraine_tx_set_sorting(t->tx, schema, table, keys, n);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_set_keys(L, 1);
 }
 
 /* tx:add_data_files(tbl, files) -> first data_file_id */
 static int l_vtx_add_data_files(lua_State *L)
 {
-    lvtx *t = check_vtx(L);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_settop(L, 3);
     const char *schema, *table;
-    check_tbl(L, 2, "add_data_files", &schema, &table);
+    lvtx *t = vtx_table_array(L, "add_data_files", &schema, &table);
     size_t n;
     const moraine_data_file *files = read_files(L, 3, "add_data_files: files", &n);
     int64_t first = -1;
@@ -673,33 +645,21 @@ static int l_vtx_add_data_files(lua_State *L)
 /* tx:add_delete_files(tbl, deletes) */
 static int l_vtx_add_delete_files(lua_State *L)
 {
-    lvtx *t = check_vtx(L);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_settop(L, 3);
     const char *schema, *table;
-    check_tbl(L, 2, "add_delete_files", &schema, &table);
+    lvtx *t = vtx_table_array(L, "add_delete_files", &schema, &table);
     size_t n;
     const moraine_delete_file *dels = read_deletes(L, 3, &n);
-    int rc = moraine_tx_add_delete_files(t->tx, schema, table, dels, n);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_done(L, moraine_tx_add_delete_files(t->tx, schema, table, dels, n));
 }
 
 /* tx:delete_files(tbl, ids) */
 static int l_vtx_delete_files(lua_State *L)
 {
-    lvtx *t = check_vtx(L);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_settop(L, 3);
     const char *schema, *table;
-    check_tbl(L, 2, "delete_files", &schema, &table);
+    lvtx *t = vtx_table_array(L, "delete_files", &schema, &table);
     size_t n;
     const int64_t *ids = read_ids(L, 3, "delete_files: ids", &n);
-    int rc = moraine_tx_delete_files(t->tx, schema, table, ids, n);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_done(L, moraine_tx_delete_files(t->tx, schema, table, ids, n));
 }
 
 /* tx:rewrite_files(tbl, input_ids, outputs) */
@@ -708,16 +668,12 @@ static int l_vtx_rewrite_files(lua_State *L)
     lvtx *t = check_vtx(L);
     luaL_checktype(L, 3, LUA_TTABLE);
     luaL_checktype(L, 4, LUA_TTABLE);
-    lua_settop(L, 4);
     const char *schema, *table;
-    check_tbl(L, 2, "rewrite_files", &schema, &table);
+    vtx_table(L, 4, "rewrite_files", &schema, &table);
     size_t nin, nout;
     const int64_t *ids = read_ids(L, 3, "rewrite_files: input_ids", &nin);
     const moraine_data_file *outs = read_files(L, 4, "rewrite_files: outputs", &nout);
-    int rc = moraine_tx_rewrite_files(t->tx, schema, table, ids, nin, outs, nout);
-    if (rc != 0)
-        return raise_engine(L, rc);
-    return 0;
+    return vtx_done(L, moraine_tx_rewrite_files(t->tx, schema, table, ids, nin, outs, nout));
 }
 
 int l_vtx_gc(lua_State *L)
