@@ -24,6 +24,8 @@ BUILD    ?= build
 
 ENGINE_SRC := $(sort $(wildcard engine/*.c))
 ENGINE_OBJ := $(ENGINE_SRC:engine/%.c=$(BUILD)/engine/%.o)
+BINDING_SRC := $(sort $(wildcard bindings/*.c))
+BINDING_HDR := bindings/moraine_binding.h
 CTEST_SRC  := $(sort $(wildcard tests/c/test_*.c))
 CTEST_BIN  := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 
@@ -80,16 +82,17 @@ $(SHLIB): $(ENGINE_OBJ)
 $(BUILD)/libmoraine.so.$(SOMAJOR) $(BUILD)/libmoraine.so: $(SHLIB)
 	ln -sf libmoraine.so.$(VERSION) $@
 
-# The Lua module: one C source, built once per runtime.
+# The Lua module: the C sources of bindings/ (one set for both runtimes),
+# built once per runtime into one shared object.
 lua: $(BUILD)/lua54/moraine/core.so $(BUILD)/luajit/moraine/core.so
 
-$(BUILD)/lua54/moraine/core.so: bindings/moraine_core.c bindings/moraine_batch.c $(ENGINE_OBJ) engine/moraine.h
+$(BUILD)/lua54/moraine/core.so: $(BINDING_SRC) $(BINDING_HDR) $(ENGINE_OBJ) engine/moraine.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -I$(LUA54_INC) -shared -o $@ bindings/moraine_core.c $(ENGINE_OBJ) $(LIBS)
+	$(CC) $(CFLAGS_ALL) -I$(LUA54_INC) -shared -o $@ $(BINDING_SRC) $(ENGINE_OBJ) $(LIBS)
 
-$(BUILD)/luajit/moraine/core.so: bindings/moraine_core.c bindings/moraine_batch.c $(ENGINE_OBJ) engine/moraine.h
+$(BUILD)/luajit/moraine/core.so: $(BINDING_SRC) $(BINDING_HDR) $(ENGINE_OBJ) engine/moraine.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -I$(LUAJIT_INC) -shared -o $@ bindings/moraine_core.c $(ENGINE_OBJ) $(LIBS)
+	$(CC) $(CFLAGS_ALL) -I$(LUAJIT_INC) -shared -o $@ $(BINDING_SRC) $(ENGINE_OBJ) $(LIBS)
 
 # Each test binary: rebuilt when its source, the library it links (and so any
 # engine source) or a header it reads changes.
@@ -297,8 +300,8 @@ $(FUZZ_BUILD)/verbs_lua.h: bindings/moraine.lua tests/fuzz/verbs_driver.lua
 	(cd tests/fuzz && xxd -i verbs_driver.lua) >> $@.tmp
 	mv $@.tmp $@
 
-$(FUZZ_BUILD)/fuzz_verbs: tests/fuzz/fuzz_verbs.c bindings/moraine_core.c $(FUZZ_BUILD)/verbs_lua.h $(FUZZ_DEPS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(LUA54_INC) -I$(FUZZ_BUILD) -o $@ tests/fuzz/fuzz_verbs.c bindings/moraine_core.c \
+$(FUZZ_BUILD)/fuzz_verbs: tests/fuzz/fuzz_verbs.c $(BINDING_SRC) $(BINDING_HDR) $(FUZZ_BUILD)/verbs_lua.h $(FUZZ_DEPS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(LUA54_INC) -I$(FUZZ_BUILD) -o $@ tests/fuzz/fuzz_verbs.c $(BINDING_SRC) \
 	  $(ENGINE_SRC) $(FUZZ_LIBS) -llua5.4
 
 $(FUZZ_BUILD)/seed_corpus: tests/fuzz/seed_corpus.c $(FUZZ_DEPS)

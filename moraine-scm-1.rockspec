@@ -64,7 +64,14 @@ build = {
   modules = {
     ["moraine.core"] = {
       sources = {
+        "bindings/moraine_batch.c",
         "bindings/moraine_core.c",
+        "bindings/moraine_db.c",
+        "bindings/moraine_json.c",
+        "bindings/moraine_read.c",
+        "bindings/moraine_staged.c",
+        "bindings/moraine_values.c",
+        "bindings/moraine_verbs.c",
         "engine/codec.c",
         "engine/commit.c",
         "engine/count.c",

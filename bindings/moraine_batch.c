@@ -1,12 +1,14 @@
 /*
  * moraine_batch.c — rd:files_batch, the batch read of a table's data files
- * as column arrays (included by moraine_core.c, whose helpers it uses).
+ * as column arrays, and rd:scan_columns (helpers: moraine_binding.h).
  *
  * One call walks the table's files at S through moraine_scan_project (only
  * the columns and child rows asked for are decoded) and fills one Lua array
  * per column: no table per file, no field names per cell. Delete files are
  * read through a second projected cursor, merged by data_file_id.
  */
+
+#include "moraine_binding.h"
 
 #define MB_MAX_PV 64     /* partition key indexes 0..63 */
 #define MB_MAX_STATS 256 /* columns with stats in one answer */
@@ -66,7 +68,7 @@ static int mb_names(lua_State *L, int opt, const char *key, const char **out)
 }
 
 /* rd:files_batch(table_id, at, opts) -> batch (see moraine.luadoc) */
-static int l_read_files_batch(lua_State *L)
+int l_read_files_batch(lua_State *L)
 {
     lread *r = check_read(L, 1);
     int64_t table_id = check_int(L, 2);
@@ -366,7 +368,7 @@ static int l_read_files_batch(lua_State *L)
 /* rd:scan_columns(name, opts) -> {n, columns, children} (see moraine.luadoc):
  * the rows of any relation that is not a child, visible at S, as column
  * arrays; children asked for as arrays too, with the index of their parent row. */
-static int l_read_scan_columns(lua_State *L)
+int l_read_scan_columns(lua_State *L)
 {
     lread *r = check_read(L, 1);
     const char *name = luaL_checkstring(L, 2);

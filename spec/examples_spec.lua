@@ -148,13 +148,13 @@ describe("moraine-scm-1.rockspec", function()
     return env
   end
 
-  it("names every engine/*.c and the files it installs exist", function()
+  it("names every engine/*.c and bindings/*.c, and the files it installs exist", function()
     local spec = rockspec()
     assert.equal("moraine", spec.package)
     local mod = spec.build.modules["moraine.core"]
     local listed = {}
     for _, s in ipairs(mod.sources) do listed[s] = true end
-    local p = assert(io.popen("ls engine/*.c bindings/moraine_core.c"))
+    local p = assert(io.popen("ls engine/*.c bindings/*.c"))
     for f in p:lines() do assert.is_true(listed[f] == true, f .. " is not in the rockspec's sources") end
     p:close()
     for s in pairs(listed) do assert(io.open(s), s .. " is listed but missing"):close() end

@@ -4,7 +4,7 @@
  *
  * For every input: a fresh lua_State with the standard libraries;
  * package.preload["moraine.core"] = luaopen_moraine_core (bindings/
- * moraine_core.c is compiled into this target), package.preload["moraine"]
+ * moraine_*.c are compiled into this target), package.preload["moraine"]
  * = bindings/moraine.lua, and the driver tests/fuzz/verbs_driver.lua is run
  * with the input (a Lua string) and a fresh, empty work directory (under
  * /dev/shm when it exists), removed with everything in it after the run. Both Lua sources are embedded at build time
