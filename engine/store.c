@@ -570,6 +570,21 @@ static int env_open(const char *path, const moraine_options *o, mr_env **out)
     if (!mrc) mrc = mdb_env_set_mapsize(e->env, o->map_size);
     if (!mrc) mrc = mdb_env_set_maxreaders(e->env, 512);
     unsigned flags = MDB_NOTLS | (o->read_only ? MDB_RDONLY : 0) | (o->no_sync ? MDB_NOSYNC : 0);
+    if (!mrc && o->read_only) {
+        /* A process that created the catalog was stopped before LMDB wrote
+         * its first pages: data.mdb is empty. LMDB read-only says only "Bad
+         * file descriptor"; say what it is (nothing was ever committed). */
+        char dpath[4096];
+        struct stat dst;
+        if (snprintf(dpath, sizeof dpath, "%s/data.mdb", path) < (int)sizeof dpath && stat(dpath, &dst) == 0 &&
+            dst.st_size == 0) {
+            mdb_env_close(e->env);
+            free(e);
+            return mr_err(MORAINE_EIO, "%s: cannot open catalog read-only: its data.mdb is empty (the process that "
+                          "created it stopped before anything was committed); a write (init, import, sync) sets it up",
+                          path);
+        }
+    }
     if (!mrc) mrc = mdb_env_open(e->env, path, flags, 0600); /* new data.mdb and lock.mdb: owner only (docs/security.md) */
     int fd;
     struct stat st;
