@@ -136,7 +136,10 @@ end
 -- @treturn boolean
 function M.has(src, name)
   if src.relation then return src:relation(name) ~= nil end
-  local ok, e = pcall(function() for _ in src:scan(name, { at = moraine.ALL }) do break end end)
+  local ok, e = pcall(function()
+    local f, st, c = src:scan(name, { at = moraine.ALL })
+    f(st, c)
+  end)
   if ok then return true end
   if moraine.is_error(e) and e.code == "ENOTFOUND" then return false end
   error(e, 0)

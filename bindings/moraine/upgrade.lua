@@ -28,7 +28,7 @@ local versions = require "moraine.catalog_version"
 
 local M = {}
 local NULL = moraine.null
-local raise = moraine.core.raise
+local function raise(code, fmt, ...) moraine.core.raise(code, string.format(fmt, ...)) end
 
 local function is_null(v) return v == nil or v == NULL end
 local function key(v) return tostring(v):match("^(-?%d+)") or tostring(v) end
@@ -341,7 +341,7 @@ end
 
 local CATALOG_FILES = { "data.mdb", "lock.mdb" }
 
-local function export_files(dir, names)
+local function export_files(names)
   local files = {}
   for _, n in ipairs(names) do files[#files + 1] = n .. ".ndjson" end
   return files
@@ -490,7 +490,7 @@ function M.upgrade(path, opts)
     local okl, e = pcall(function() m = load_model(db, export) end)
     local names = {}
     for _, rel in ipairs(db:relations()) do names[#names + 1] = rel.name end
-    remove_dir(export, export_files(export, names))
+    remove_dir(export, export_files(names))
     if not okl then error(e, 0) end
     M.migrate(m, from)
     local result = { from = from, to = versions.CURRENT, tables = #m.names, notes = notes }
