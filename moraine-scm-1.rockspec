@@ -103,6 +103,9 @@ build = {
     ["moraine.sql"] = "bindings/moraine/sql.lua",
     ["moraine.expr"] = "bindings/moraine/expr.lua",
     ["moraine.ident"] = "bindings/moraine/ident.lua",
+    ["moraine.catalog_version"] = "bindings/moraine/catalog_version.lua",
+    ["moraine.upgrade"] = "bindings/moraine/upgrade.lua",
+    ["moraine.upgrade_cli"] = "bindings/moraine/upgrade_cli.lua",
   },
   install = {
     bin = { moraine = "scripts/moraine" },
