@@ -9,8 +9,7 @@ local upgrade = require "moraine.upgrade"
 
 local M = {}
 
---- The help entry of `moraine upgrade`, in scripts/moraine's HELP form.
-M.help = {
+local HELP = {
   synopsis = "moraine [-c DIR] upgrade [--dry-run] [--json]",
   summary = "migrate an old DuckLake catalog (v0.1 on) to the current catalog version",
   text = [[
@@ -34,6 +33,9 @@ process may have the catalog open meanwhile. docs/upgrade.md.]],
   json = true,
   nargs = { 0, 0 },
 }
+
+--- The help entry of `moraine upgrade`, in scripts/moraine's HELP form.
+M.help = HELP
 
 --- Runs `moraine upgrade` on `ctx.dir`.
 -- @tparam table ctx scripts/moraine's context: `dir`, `json`, `opts.dry_run`
