@@ -133,6 +133,9 @@ build = {
     ["moraine.cli.token_hash"] = "bindings/moraine/cli/token_hash.lua",
     ["moraine.cli.util"] = "bindings/moraine/cli/util.lua",
     ["moraine.cli.verify"] = "bindings/moraine/cli/verify.lua",
+    ["moraine.cli.upgrade"] = "bindings/moraine/cli/upgrade.lua",
+    ["moraine.catalog_version"] = "bindings/moraine/catalog_version.lua",
+    ["moraine.upgrade"] = "bindings/moraine/upgrade.lua",
   },
   install = {
     bin = { moraine = "scripts/moraine" },

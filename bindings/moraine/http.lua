@@ -55,6 +55,7 @@
 -- @module moraine.http
 
 local moraine = require "moraine"
+local catalog_version = require "moraine.catalog_version"
 local policy_mod = require "moraine.policy"
 
 local ngx = ngx
@@ -219,6 +220,11 @@ local function columns_at(rd, table_id, s)
     by_id[row.column_id] = row.column_name
   end
   table.sort(cols, function(a, b) return a.column_order < b.column_order end)
+  if catalog_version.of(rd) == "0.1" then
+    -- v0.1: a partition key's column_id is the column's position (docs/upgrade.md)
+    by_id = {}
+    for i, c in ipairs(catalog_version.top_level_columns(rd, table_id, s)) do by_id[i - 1] = c.column_name end
+  end
   return cols, by_id
 end
 
@@ -344,7 +350,8 @@ local function get_history(rd, args, name, acc)
       pparts[#pparts + 1] = partition_json(spec, names)
     end
   end
-  for spec, children in rd:scan("ducklake_sort_info", { at = moraine.ALL, table_id = t.table_id }) do
+  for spec, children in catalog_version.scan_if_present(rd, "ducklake_sort_info",
+      { at = moraine.ALL, table_id = t.table_id }) do
     if as_of(spec) then
       spec.expressions = children.ducklake_sort_expression or {}
       sparts[#sparts + 1] = sort_json(spec)

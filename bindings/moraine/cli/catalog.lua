@@ -15,6 +15,7 @@ local fail, with_hint = errors.fail, errors.with_hint
 local istr, key, is_null, num, exists, is_dir = util.istr, util.key, util.is_null, util.num, util.exists, util.is_dir
 local cell = output.cell
 
+local catalog_version = require "moraine.catalog_version"
 local M = {}
 
 -- ---- opening the catalog -------------------------------------------------------------------
@@ -260,15 +261,17 @@ function M.resolve_table(rd, name, S, what)
   fail("no table '" .. name .. "' at snapshot " .. istr(S) .. " (tables: " .. list_names(tabs) .. ")", hint)
 end
 
---- The names of the columns of a table visible at a snapshot.
+--- The names a partition spec's stored `column_id`s stand for, for the
+-- columns of a table visible at a snapshot: column_id -> name, except in a
+-- DuckLake v0.1 catalog, where ducklake_partition_column.column_id is the
+-- column's position (0-based) among the table's top-level columns
+-- (moraine.catalog_version.partition_names).
 -- @param rd a read transaction
 -- @param T the table_id
 -- @param S the snapshot
--- @treturn table column_id (as `util.key`) -> name
+-- @treturn table stored column_id (as `util.key`) -> name
 function M.column_names(rd, T, S)
-  local names = {}
-  for c in rd:scan("ducklake_column", { at = S, table_id = T }) do names[key(c.column_id)] = c.column_name end
-  return names
+  return catalog_version.partition_names(rd, T, S, catalog_version.of(rd))
 end
 
 local function ident(n)

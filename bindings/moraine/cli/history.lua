@@ -7,6 +7,7 @@ local errors = require "moraine.cli.errors"
 local util = require "moraine.cli.util"
 local output = require "moraine.cli.output"
 local catalog = require "moraine.cli.catalog"
+local catalog_version = require "moraine.catalog_version"
 local layout_cmd = require "moraine.cli.layout"
 
 local NULL = moraine.null
@@ -164,7 +165,7 @@ local function history(ctx, tname)
           never_visible = state_of(p) == "never visible", state = state_of(p) }
       end
     end
-    for s, ch in rd:scan("ducklake_sort_info", { at = ALL, table_id = T }) do
+    for s, ch in catalog_version.scan_if_present(rd, "ducklake_sort_info", { at = ALL, table_id = T }) do
       s.expressions = ch.ducklake_sort_expression or {}
       table.sort(s.expressions, function(a, b) return num(a.sort_key_index) < num(b.sort_key_index) end)
       if seen_by(s) then

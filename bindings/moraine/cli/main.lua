@@ -26,7 +26,8 @@ local M = {}
 -- The commands in the order `moraine help` lists them, each with the module
 -- that holds its help entry and its code.
 local COMMANDS = {
-  { "init", "moraine.cli.init_command" }, { "import", "moraine.cli.sync" }, { "sync", "moraine.cli.sync" },
+  { "init", "moraine.cli.init_command" }, { "import", "moraine.cli.sync" }, { "upgrade", "moraine.cli.upgrade" },
+  { "sync", "moraine.cli.sync" },
   { "compare", "moraine.cli.sync" }, { "export", "moraine.cli.export" }, { "push", "moraine.cli.push" },
   { "sql", "moraine.cli.sql" }, { "snapshots", "moraine.cli.snapshots" }, { "tables", "moraine.cli.tables" },
   { "show", "moraine.cli.show" }, { "files", "moraine.cli.files" }, { "history", "moraine.cli.history" },

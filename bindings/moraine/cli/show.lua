@@ -73,9 +73,8 @@ local function show(ctx, tname)
     for c in rd:scan("ducklake_column", { at = S, table_id = t.id }) do cols[#cols + 1] = c end
     table.sort(cols, function(a, b) return num(a.column_order) < num(b.column_order) end)
     -- STRUCT fields (parent_column set) nest under their parent column
-    local names, byid, crow = {}, {}, {}
+    local names, byid, crow = catalog.column_names(rd, t.id, S), {}, {}
     for _, c in ipairs(cols) do
-      names[key(c.column_id)] = c.column_name
       byid[key(c.column_id)] = { column_id = c.column_id, name = c.column_name, type = c.column_type,
         nullable = c.nulls_allowed, default = c.default_value, children = {} }
     end

@@ -6,6 +6,7 @@ local errors = require "moraine.cli.errors"
 local util = require "moraine.cli.util"
 local output = require "moraine.cli.output"
 local catalog = require "moraine.cli.catalog"
+local catalog_version = require "moraine.catalog_version"
 
 local NULL = moraine.null
 local with_hint = errors.with_hint
@@ -54,12 +55,18 @@ local function stats(ctx)
   local db = open_read(ctx.dir)
   need_method(db, "stats", "stats")
   local rows, total = collect_stats(db)
+  local ver = catalog_version.of(db)
   db:close()
+  if catalog_version.compare(ver or "", catalog_version.CURRENT) ~= 0 then
+    io.stderr:write("note: DuckLake catalog version ", catalog_version.describe(ver), "\n")
+  end
   if ctx.json then
     local arr = {}
     for i, r in ipairs(rows) do arr[i] = obj(STATS_COLS, r) end
-    return print_json(obj({ "stats", "total" }, { stats = arr, total = obj({ "entries", "key_bytes", "value_bytes" }, total) }))
+    return print_json(obj({ "stats", "total", "version" }, { stats = arr,
+      total = obj({ "entries", "key_bytes", "value_bytes" }, total), version = ver or NULL }))
   end
+  if output.isatty(1) then io.stdout:write("DuckLake catalog version ", catalog_version.describe(ver), "\n") end
   local SUB = { C = "current", H = "history", S = "snapshot", R = "rows", M = "meta", N = "counts" }
   for _, r in ipairs(rows) do
     r.sub_text = r.subspace .. (SUB[r.subspace] and (" (" .. SUB[r.subspace] .. ")") or "")

@@ -6,10 +6,10 @@ local moraine = require "moraine"
 local util = require "moraine.cli.util"
 local output = require "moraine.cli.output"
 local catalog = require "moraine.cli.catalog"
+local catalog_version = require "moraine.catalog_version"
 
 local NULL = moraine.null
 local istr = util.istr
-local key = util.key
 local is_null = util.is_null
 local print_table = output.print_table
 local obj = output.obj
@@ -55,11 +55,11 @@ local TABLES_COLS = { "schema", "table", "table_id", "columns", "partition_id", 
   "partition_state", "sort_id", "sort", "sort_state", "files" }
 
 local function table_summary(rd, t, S)
-  local names, ncols = {}, 0
+  local ncols = 0
   for c in rd:scan("ducklake_column", { at = S, table_id = t.id }) do
-    names[key(c.column_id)] = c.column_name
     if is_null(c.parent_column) then ncols = ncols + 1 end -- STRUCT fields are not columns of the table
   end
+  local names = catalog.column_names(rd, t.id, S)
   local p = rd:partition_spec(t.id, S)
   local s = rd:sort_spec(t.id, S)
   local nfiles = 0
@@ -73,12 +73,16 @@ end
 
 local function tables(ctx)
   local db = open_read(ctx.dir)
-  local rows, S = {}, nil
+  local rows, S, ver = {}, nil, nil
   db:read(function(rd)
     S = snapshot_arg(ctx, rd)
+    ver = catalog_version.of(rd)
     for _, t in ipairs(tables_at(rd, S)) do rows[#rows + 1] = table_summary(rd, t, S) end
   end)
   db:close()
+  if catalog_version.compare(ver or "", catalog_version.CURRENT) ~= 0 then
+    io.stderr:write("note: DuckLake catalog version ", catalog_version.describe(ver), "\n")
+  end
   if ctx.json then
     local arr = {}
     for i, r in ipairs(rows) do arr[i] = obj(TABLES_COLS, r) end
@@ -89,7 +93,9 @@ local function tables(ctx)
     elseif r.partition_state == "none" then r.partition = PART_NONE_TEXT end
     if r.sort == NULL then r.sort = SORT_NONE_TEXT end
   end
-  if isatty(1) then io.stdout:write("tables at snapshot ", istr(S), "\n") end
+  if isatty(1) then
+    io.stdout:write("tables at snapshot ", istr(S), ", DuckLake catalog version ", catalog_version.describe(ver), "\n")
+  end
   print_table({ { key = "schema" }, { key = "table" }, { key = "table_id" }, { key = "columns" },
     { key = "partition", title = "partition spec" }, { key = "sort", title = "sort spec" },
     { key = "files", title = "live files" } }, rows)
