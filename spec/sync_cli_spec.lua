@@ -64,6 +64,18 @@ local function spawn(args)
   end
   return {
     pid = pid,
+    -- true once the process' stdout so far holds @text (30 s at most)
+    printed = function(text)
+      local t0 = moraine.clock()
+      repeat
+        local f = io.open(dir .. "/out", "rb")
+        local out = f and f:read("*a") or ""
+        if f then f:close() end
+        if out:find(text, 1, true) then return true end
+        os.execute("sleep 0.05")
+      until moraine.clock() - t0 > 30
+      return false
+    end,
     wait = function()
       while not io.open(dir .. "/rc") do os.execute("sleep 0.05") end
       return { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
@@ -273,6 +285,8 @@ describe("moraine sync and compare", function()
       assert.is_true(wait_for(15), "the follower never reached snapshot 15")
       pg.load(c, S2, nil)
       assert.is_true(wait_for(25), "the follower never reached snapshot 25")
+      -- the round's line comes after its last commit: wait for it before the kill
+      assert.is_true(p.printed("last snapshot 25,"), "the follower never said it reached snapshot 25")
       os.execute("kill " .. p.pid)
       local r = p.wait()
       assert.truthy(r.out:find("last snapshot 4,", 1, true), r.out .. r.err)
