@@ -855,6 +855,128 @@ local function expired_at_source(db, src, tables, from)
   return gone
 end
 
+-- ---- history rewrites ------------------------------------------------------------
+-- What the source changed at or below the catalog's last snapshot @from, found
+-- by comparing the two sides' versions table by table (see "How sync replays
+-- the past"). A version's form is its row (a source row's end_snapshot above
+-- @from read as NULL: the catalog learns of that end when it replays the
+-- snapshot) followed by the forms of its children, sorted.
+
+-- the child tables of each parent table, by parent name
+local CHILDREN_OF = {}
+for child, c in pairs(CHILD) do
+  CHILDREN_OF[c.parent] = CHILDREN_OF[c.parent] or {}
+  table.insert(CHILDREN_OF[c.parent], child)
+end
+for _, l in pairs(CHILDREN_OF) do table.sort(l) end
+
+local function children_form(kids, tables)
+  if not kids or #kids == 0 then return "" end
+  local forms = {}
+  for i, k in ipairs(kids) do
+    local t = tables[k.name]
+    forms[i] = k.name .. "\2" .. M.row_form(k.row, t and t.columns or {})
+  end
+  table.sort(forms)
+  return "\1" .. table.concat(forms, "\1")
+end
+
+-- The version's key in its parent's terms: the values of @cols, joined.
+local function key_form(row, cols)
+  local k = {}
+  for i, c in ipairs(cols) do k[i] = vform(row[c]) end
+  return table.concat(k, "\0")
+end
+
+-- The rewrites of one table @t: deletes (catalog versions the source lacks)
+-- appended to @out.deletes, inserts (source versions the catalog lacks, with
+-- their children) to @out.inserts.
+local function table_rewrites(db, src, tables, t, from, out)
+  local name, cols = t.name, t.columns
+  local snapshot = t.placement == "snapshot"
+  local bcol = snapshot and "snapshot_id" or "begin_snapshot"
+  local kids_of = {}
+  for _, child in ipairs(CHILDREN_OF[name] or {}) do
+    local ct = tables[child]
+    if ct then kids_of[#kids_of + 1] = ct end
+  end
+  -- the catalog's versions, by form
+  local have, nhave = {}, 0
+  if db:relation(name) then
+    db:read(function(rd)
+      for row, children, ord in rd:scan(name, { at = moraine.ALL }) do
+        local kids = {}
+        for _, ct in ipairs(kids_of) do
+          for _, k in ipairs(children and children[ct.name] or {}) do kids[#kids + 1] = { name = ct.name, row = k } end
+        end
+        local f = M.row_form(row, cols) .. children_form(kids, tables)
+        local l = have[f]
+        if not l then
+          l = {}
+          have[f] = l
+        end
+        l[#l + 1] = { row = row, ord = ord }
+        nhave = nhave + 1
+      end
+    end)
+  end
+  -- the source's children of versions at or below from, by parent key and begin
+  local kids = {}
+  for _, ct in ipairs(kids_of) do
+    local c = CHILD[ct.name]
+    for row, pos, pb in src:select(ct, { kind = "child", parent = name, keys = c.keys, parent_column = bcol,
+      lo = -1, hi = from }) do
+      local pk = key_form(row, c.keys) .. "\0" .. vform(pb)
+      local l = kids[pk]
+      if not l then
+        l = {}
+        kids[pk] = l
+      end
+      l[#l + 1] = { name = ct.name, row = row, ord = pos }
+    end
+  end
+  local pkeys = #kids_of > 0 and CHILD[kids_of[1].name].keys or nil
+  for row, pos in src:select(t, { kind = "id", column = bcol, lo = -1, hi = from }) do
+    local r = row
+    if not snapshot and row.end_snapshot ~= NULL and ilt(from, row.end_snapshot) then
+      r = {}
+      for k, v in pairs(row) do r[k] = v end
+      r.end_snapshot = NULL
+    end
+    local mine = pkeys and kids[key_form(r, pkeys) .. "\0" .. vform(r[bcol])] or nil
+    local f = M.row_form(r, cols) .. children_form(mine, tables)
+    local l = have[f]
+    if l and #l > 0 then
+      l[#l] = nil
+    else
+      local ch = {}
+      for i, k in ipairs(mine or {}) do ch[i] = { name = k.name, row = k.row, ord = k.ord } end
+      out.inserts[#out.inserts + 1] = { name = name, row = r, ord = pos, children = ch }
+    end
+  end
+  if nhave > 0 then
+    for _, l in pairs(have) do
+      for _, e in ipairs(l) do out.deletes[#out.deletes + 1] = { name = name, row = e.row, ord = e.ord } end
+    end
+  end
+end
+
+-- Every rewrite of the round (nil @from: none), deletes first in table order.
+local function plan_rewrites(db, src, tables, from)
+  local out = { deletes = {}, inserts = {} }
+  if from == nil then return out end
+  for _, t in ipairs(tables) do
+    if t.placement == "temporal" or t.placement == "snapshot" then table_rewrites(db, src, tables, t, from, out) end
+  end
+  return out
+end
+
+-- Applies @plan inside the write transaction @tx (before any staged row).
+local function apply_rewrites(tx, plan)
+  for _, d in ipairs(plan.deletes) do tx:delete_version(d.name, d.row, d.ord) end
+  for _, e in ipairs(plan.inserts) do tx:insert_version(e.name, e.row, e.ord, e.children) end
+end
+
 -- The source's DuckLake catalog version: the value of its ducklake_metadata
 -- row with key 'version' (and no scope), or nil.
 local function catalog_version(src, tables)
@@ -913,6 +1035,9 @@ function M.sync(db, source, opts)
       local expected = from
       local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label,
         expired_at_source = expired_at_source(db, src, tables, from), version = catalog_version(src, tables) }
+      local rewrites = plan_rewrites(db, src, tables, from)
+      result.history_deleted, result.history_inserted = #rewrites.deletes, #rewrites.inserts
+      local rewrites_pending = #rewrites.deletes + #rewrites.inserts > 0
       -- defines the source's tables the catalog lacks; returns the set of
       -- those it had before
       local function define_all(tx)
@@ -959,12 +1084,14 @@ function M.sync(db, source, opts)
           commit(id, function(tx)
             check_expected(id)
             local existed = define_all(tx)
+            if rewrites_pending then apply_rewrites(tx, rewrites) end
             for _, e in ipairs(p.ends) do tx:end_row(e.t.name, e.row) end
             for _, e in ipairs(p.snaps) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.inserts) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.children) do tx:insert(e.t.name, e.row, e.pos) end
             if n == #ids then result.rows_changed = reconcile_rows(db, tx, src, tables, existed) end
           end, partial and { partial = true } or nil)
+          rewrites_pending = false
           expected = id
           result.snapshots = result.snapshots + 1
           if opts.progress and opts.progress(n, #ids) == true then
@@ -978,10 +1105,11 @@ function M.sync(db, source, opts)
         for _, t in ipairs(tables) do
           if not db:relation(t.name) then need_define = true end
         end
-        if need_define or rows_differ(db, src, tables) then
+        if need_define or rewrites_pending or rows_differ(db, src, tables) then
           commit(nil, function(tx)
             check_expected(nil)
             local existed = define_all(tx)
+            if rewrites_pending then apply_rewrites(tx, rewrites) end
             result.rows_changed = reconcile_rows(db, tx, src, tables, existed)
           end)
         end
