@@ -65,14 +65,39 @@
 -- committed before stays: every commit is a whole source snapshot. Running
 -- sync again continues from the catalog's last snapshot.
 --
+-- ## How sync replays the past
+--
+-- DuckLake also changes rows at or below a catalog's last snapshot:
+-- `ducklake_expire_snapshots` deletes snapshot rows and the versions no
+-- remaining snapshot sees (an ended version with no snapshot in
+-- [begin_snapshot, end_snapshot)), with their children;
+-- `ducklake_merge_adjacent_files` deletes the merged files outright and
+-- inserts the new one with the first source's `begin_snapshot`; a DELETE that
+-- replaces a delete file inserts the new one with the old one's begin;
+-- `ducklake_cleanup_old_files` deletes rows of the non-versioned
+-- `ducklake_files_scheduled_for_deletion`. Each round finds these by
+-- comparing, for every versioned table and `ducklake_snapshot`, the
+-- catalog's versions with the source's versions whose `begin_snapshot`
+-- (`snapshot_id`) is at or below the catalog's last snapshot L: a version is
+-- its row (a source end above L read as NULL, as the catalog holds it until
+-- it replays that end) with its children. What the catalog has and the source
+-- lacks is deleted (`tx:delete_version`, which checks the stored version
+-- equals it), what the source has and the catalog lacks is inserted with its
+-- children (`tx:insert_version`), all in the round's first write transaction
+-- (the first commit id's, or one snapshot-less commit when there is none),
+-- before its staged rows and after its check of the catalog's last snapshot.
+-- Non-versioned tables are made equal in the round's last commit, as before.
+-- Memory: the comparison holds one table (its versions' forms and its
+-- children) of each side at a time, as `compare` does, and every round reads
+-- all versions at or below L once from both sides; the rewrites found are
+-- held until the commit. Assumed of DuckLake: the parents that have children
+-- (data files, partition and sort specs, snapshots) have one version per key.
+--
 -- ## What it does not replay (yet)
 --
--- Rows the source deleted or changed in place at or below the catalog's last
--- snapshot (DuckLake's `ducklake_expire_snapshots`, `ducklake_cleanup_old_files`,
--- `ducklake_merge_adjacent_files`, `ducklake_rewrite_data_files`) are not
--- replayed: the staged path cannot delete a versioned row nor insert one at
--- a past snapshot. `compare` shows them (side "catalog" for rows the source
--- deleted, "source" for rows it added in the past).
+-- A table DuckLake drops from its catalog (the inlined-data tables of a
+-- table an expiry removed): `compare` shows it, the catalog keeps it. Loose
+-- child rows (whose parent is absent) are not compared by the rewrite step.
 --
 -- @module moraine.sync
 
@@ -1000,9 +1025,11 @@ end
 -- @return a table `{from = catalog's last snapshot before (nil: none), to =
 --   its last after, snapshots = commit ids replayed, rows_changed =
 --   non-versioned rows put or deleted, source = source label,
---   expired_at_source = the snapshot ids the catalog holds and the source no
---   longer has (expired there; not replayed: see "What it does not replay"),
---   sorted, empty when none; version = the source's DuckLake catalog version,
+--   expired_at_source = the snapshot ids the catalog held and the source no
+--   longer has (expired there; this round deleted them), sorted, empty when
+--   none; history_deleted, history_inserted = versions (and snapshot rows)
+--   at or below the catalog's last snapshot this round deleted and inserted
+--   as the source did (see "How sync replays the past"); version = the source's DuckLake catalog version,
 --   its ducklake_metadata 'version' value, e.g. "0.1" or "1.1-dev1", or nil)`.
 --   Any catalog version is copied row for row as stored (an old catalog is
 --   not migrated: v0.1's ducklake_partition_column.column_id stays a position)
@@ -1013,7 +1040,10 @@ end
 --   source has none: "... another writer committed it"), EINVAL (a table's columns differ between catalog and
 --   source; cancelled; unknown option), the errors of `source`, of the source's
 --   queries (EIO naming the query), of `db:commit` and the staged path
---   (ESNAPSHOT, EEXIST, ENOTLIVE naming table and row)
+--   (ESNAPSHOT, EEXIST, ENOTLIVE naming table and row), of the history
+--   rewrites (`staged:delete_version` ENOTFOUND / EINVAL when the catalog's
+--   version is not the one the round read, `staged:insert_version` EEXIST;
+--   nothing of that commit is written)
 function M.sync(db, source, opts)
   opts = opts or {}
   for k in pairs(opts) do
