@@ -334,7 +334,7 @@ describe("moraine.sync", function()
       assert.is_true(r.history_deleted >= 2)
       assert_same(db, conn)
       db:read(function(rd)
-        for row in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do assert.is_true(row.snapshot_id > 2) end
+        for row in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do assert.is_true(row.snapshot_id ~= 1 and row.snapshot_id ~= 2) end
       end)
       db:close()
     end)
