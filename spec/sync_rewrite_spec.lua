@@ -176,7 +176,7 @@ local function assert_reads(db, c, source)
   src:close()
   db:read(function(rd)
     for _, sr in ipairs(snaps) do
-      local s = math.tointeger(tonumber(sr[1]))
+      local s = tonumber(sr[1])
       for _, name in ipairs(VERSIONED) do
         local t = tables[name]
         if t then
