@@ -77,6 +77,7 @@ build = {
         "engine/count.c",
         "engine/crc32c.c",
         "engine/error.c",
+        "engine/history_rewrite.c",
         "engine/ident.c",
         "engine/json.c",
         "engine/key.c",

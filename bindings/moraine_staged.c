@@ -261,6 +261,79 @@ static int l_tx_delete_row(lua_State *L)
     return 0;
 }
 
+/* History rewrites (moraine_txn_delete_version, _delete_snapshot,
+ * _insert_version): a sync replaying what DuckLake changed in the past. */
+static int l_tx_delete_version(lua_State *L)
+{
+    ltxn *t = tx_enter(L);
+    const char *name = check_name(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    int64_t ord = opt_int(L, 4, -1);
+    lua_settop(L, 4);
+    moraine_relation_info info;
+    tx_relation(L, t, name, &info);
+    moraine_value *vals = row_values(L, t, 3, &info, 0);
+    int rc = moraine_txn_delete_version(t->txn, name, vals, info.ncols, ord);
+    if (rc != 0)
+        return tx_fail_engine(L, t, rc);
+    tx_leave(t);
+    return 0;
+}
+
+static int l_tx_delete_snapshot(lua_State *L)
+{
+    ltxn *t = tx_enter(L);
+    int64_t id = check_int(L, 2);
+    int rc = moraine_txn_delete_snapshot(t->txn, id);
+    if (rc != 0)
+        return tx_fail_engine(L, t, rc);
+    tx_leave(t);
+    return 0;
+}
+
+/* tx:insert_version(name, row, ord, children): children an array of
+ * {name = child table, row = row, ord = position or nil} */
+static int l_tx_insert_version(lua_State *L)
+{
+    ltxn *t = tx_enter(L);
+    const char *name = check_name(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    int64_t ord = opt_int(L, 4, -1);
+    if (!lua_isnoneornil(L, 5)) luaL_checktype(L, 5, LUA_TTABLE);
+    lua_settop(L, 5);
+    moraine_relation_info info;
+    tx_relation(L, t, name, &info);
+    moraine_value *vals = row_values(L, t, 3, &info, 0);
+    size_t n = lua_isnil(L, 5) ? 0 : mr_rawlen(L, 5);
+    moraine_child_row *kids = (moraine_child_row *)lua_newuserdata(L, (n ? n : 1) * sizeof *kids);
+    for (size_t i = 0; i < n; i++) {
+        luaL_checkstack(L, 8, "too many children");
+        lua_rawgeti(L, 5, (int)i + 1);
+        int e = lua_gettop(L);
+        if (lua_type(L, e) != LUA_TTABLE)
+            tx_failf(L, t, MORAINE_EINVAL, "%s: child %d is not a table {name =, row =, ord =}", name, (int)i + 1);
+        lua_getfield(L, e, "name");
+        if (lua_type(L, -1) != LUA_TSTRING)
+            tx_failf(L, t, MORAINE_EINVAL, "%s: child %d has no table name (field 'name')", name, (int)i + 1);
+        kids[i].name = lua_tostring(L, -1);
+        moraine_relation_info cinfo;
+        tx_relation(L, t, kids[i].name, &cinfo);
+        lua_getfield(L, e, "row");
+        if (lua_type(L, -1) != LUA_TTABLE)
+            tx_failf(L, t, MORAINE_EINVAL, "%s: child %d has no row (field 'row')", name, (int)i + 1);
+        kids[i].row = row_values(L, t, lua_gettop(L), &cinfo, 0);
+        kids[i].ncols = cinfo.ncols;
+        lua_getfield(L, e, "ord");
+        kids[i].ord = opt_int(L, lua_gettop(L), -1);
+        /* the name, row table and value array stay on the stack until the call returns */
+    }
+    int rc = moraine_txn_insert_version(t->txn, name, vals, info.ncols, ord, kids, n);
+    if (rc != 0)
+        return tx_fail_engine(L, t, rc);
+    tx_leave(t);
+    return 0;
+}
+
 int l_txn_gc(lua_State *L)
 {
     ltxn *t = (ltxn *)lua_touserdata(L, 1);
@@ -332,4 +405,6 @@ int l_db_commit(lua_State *L)
 
 const luaL_Reg txn_methods[] = {{"define", l_tx_define},         {"insert", l_tx_insert},
                                        {"end_row", l_tx_end_row},       {"put_row", l_tx_put_row},
-                                       {"delete_row", l_tx_delete_row}, {NULL, NULL}};
+                                       {"delete_row", l_tx_delete_row}, {"delete_version", l_tx_delete_version},
+                                       {"delete_snapshot", l_tx_delete_snapshot}, {"insert_version", l_tx_insert_version},
+                                       {NULL, NULL}};

@@ -1157,3 +1157,15 @@ void mr_txn_forget(moraine_txn *txn)
     txn->db->writer = NULL;
     txn_free(txn);
 }
+
+/* ---- for engine/history_rewrite.c (the transaction's internals stay here) ---- */
+
+MDB_txn *mr_txn_lmdb(moraine_txn *txn) { return txn->t; }
+MDB_dbi mr_txn_dbi(moraine_txn *txn) { return txn->db->dbi; }
+const mr_bounds *mr_txn_bounds(moraine_txn *txn) { return &txn->bounds; }
+int64_t mr_txn_snapshot(moraine_txn *txn) { return txn->snapshot; }
+int mr_txn_usable(moraine_txn *txn) { return usable(txn); }
+int mr_txn_fail(moraine_txn *txn, int rc) { return fail(txn, rc); }
+size_t mr_txn_staged(moraine_txn *txn) { return txn->nlist; }
+int mr_txn_count(moraine_txn *txn, const mr_rel *r, const uint8_t *k, size_t n, int delta) { return count_entry(txn, r, k, n, delta); }
+int mr_txn_take_ord(moraine_txn *txn, mr_rel *r, int64_t ord, int64_t *out) { return take_ord(txn, r, ord, out); }

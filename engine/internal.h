@@ -245,6 +245,17 @@ static inline int mr_value_ok(const mr_bounds *b, const MDB_val *v)
     return p <= b->map + b->file_len && v->mv_size <= (size_t)(b->map + b->file_len - p);
 }
 
+/* a staged commit's internals, for engine/history_rewrite.c (defined in commit.c) */
+MDB_txn *mr_txn_lmdb(moraine_txn *txn);
+MDB_dbi mr_txn_dbi(moraine_txn *txn);
+const mr_bounds *mr_txn_bounds(moraine_txn *txn);
+int64_t mr_txn_snapshot(moraine_txn *txn);
+int mr_txn_usable(moraine_txn *txn);           /* 0, or EINVAL / ETXN (the commit already failed) */
+int mr_txn_fail(moraine_txn *txn, int rc);     /* marks the commit failed with @rc (nothing will be written) */
+size_t mr_txn_staged(moraine_txn *txn);        /* staged rows collected so far (pending entries) */
+int mr_txn_count(moraine_txn *txn, const mr_rel *r, const uint8_t *k, size_t n, int delta); /* counts an entry written/deleted */
+int mr_txn_take_ord(moraine_txn *txn, mr_rel *r, int64_t ord, int64_t *out); /* ord -1: the next free one */
+
 /* ---- project.c: projected decoding (moraine_scan_project) ---- */
 typedef struct {
     mr_rel *rel;

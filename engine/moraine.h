@@ -320,6 +320,79 @@ int moraine_txn_partial(moraine_txn *txn, int partial);
 /** moraine_txn_abort - discard everything of @txn and free it. NULL is a no-op. */
 void moraine_txn_abort(moraine_txn *txn);
 
+/* ---- history rewrites (engine/history_rewrite.c) ------------------------------
+ * DuckLake changes its past in place: ducklake_expire_snapshots deletes
+ * snapshot rows and the versions only they saw, ducklake_merge_adjacent_files
+ * deletes the merged files and inserts the new one with the first source's
+ * begin_snapshot, a DELETE that replaces a delete file inserts the new one with
+ * the old one's begin_snapshot. A sync replays these exactly with the three
+ * calls below, inside a staged commit (with a snapshot id or
+ * MORAINE_NO_SNAPSHOT), before any insert or end of that commit (they write
+ * straight into the LMDB transaction; staged rows are collected until commit):
+ * a call made after one returns MORAINE_ETXN. Each call is checked; a failed
+ * call fails the whole commit (nothing is written). Only history at or below
+ * the catalog's last committed snapshot L is rewritten: a catalog without a
+ * snapshot has none (MORAINE_ESNAPSHOT). */
+
+/** A child row given with the version it belongs to (moraine_txn_insert_version). */
+typedef struct {
+    const char *name;          /* the child relation, e.g. "ducklake_file_column_stats" */
+    const moraine_value *row;  /* its values in the child's column order */
+    size_t ncols;
+    int64_t ord;               /* its position in its table (>= 0), or -1 to append */
+} moraine_child_row;
+
+/**
+ * moraine_txn_delete_version - delete one stored version of a temporal row,
+ * with its embedded children, or one ducklake_snapshot row with its
+ * ducklake_snapshot_changes (DuckLake: DELETE FROM ..., not an end).
+ * @row: every column of the version as stored. Its key columns, begin_snapshot
+ *   and end_snapshot find it (end NULL: the live version; else the ended one
+ *   with that end); for ducklake_snapshot, its snapshot_id. Every other
+ *   column must equal the stored one (the row is the catalog's own, e.g. from
+ *   a scan), so a stale or mistaken row deletes nothing.
+ * @ord: the row's position; it identifies the version only for a relation
+ *   keyed by position (a temporal table moraine does not know), else ignored.
+ * Returns 0, MORAINE_ENOTFOUND (table not defined; no version with this key,
+ * begin and end), MORAINE_EINVAL (a placement other than temporal or snapshot,
+ * wrong column count or types, the stored version differs in a column: named),
+ * MORAINE_ESNAPSHOT (begin_snapshot or end_snapshot not an integer at or below
+ * L; the snapshot row of L itself, which DuckLake never expires), MORAINE_ETXN
+ * (after an insert or end in this commit, or the commit already failed),
+ * MORAINE_ECORRUPT, MORAINE_ELMDB.
+ */
+int moraine_txn_delete_version(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord);
+
+/**
+ * moraine_txn_delete_snapshot - delete the ducklake_snapshot row of snapshot
+ * @snapshot_id (below L) with its ducklake_snapshot_changes: the snapshot
+ * expired (ducklake_expire_snapshots). The versions that began or ended at it
+ * stay. Returns 0, MORAINE_ENOTFOUND (no such snapshot row), MORAINE_ESNAPSHOT
+ * (@snapshot_id is L or above it), MORAINE_ETXN, MORAINE_ELMDB.
+ */
+int moraine_txn_delete_snapshot(moraine_txn *txn, int64_t snapshot_id);
+
+/**
+ * moraine_txn_insert_version - insert one version of a temporal row (or one
+ * ducklake_snapshot row) at or below L, with its children.
+ * @row: every column. begin_snapshot is an integer at or below L;
+ *   end_snapshot NULL makes it the live version (current subspace: no live
+ *   version of its key may exist), an integer from begin_snapshot to L an
+ *   ended one (history: no version with the same key, begin and end may
+ *   exist). A ducklake_snapshot row: snapshot_id at or below L, not stored.
+ * @ord: its position in its table (>= 0) or -1 to append.
+ * @children: @nchildren rows of child relations of @name (e.g. a data file's
+ *   column stats and partition values; a snapshot's changes), each with the
+ *   parent's key in its key columns; embedded in the version.
+ * Returns 0, MORAINE_ENOTFOUND (table not defined), MORAINE_EINVAL (placement,
+ * column count or types, a child of another table or of another key, a key
+ * column not an integer, string or NULL, a key longer than LMDB's limit),
+ * MORAINE_ESNAPSHOT (begin or end not at or below L, end below begin),
+ * MORAINE_EEXIST (the version's place is taken), MORAINE_ETXN, MORAINE_ELMDB.
+ */
+int moraine_txn_insert_version(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord,
+                               const moraine_child_row *children, size_t nchildren);
+
 /* ---- reads ------------------------------------------------------------------- */
 typedef struct moraine_read moraine_read;
 typedef struct moraine_cursor moraine_cursor;

@@ -65,14 +65,39 @@
 -- committed before stays: every commit is a whole source snapshot. Running
 -- sync again continues from the catalog's last snapshot.
 --
+-- ## How sync replays the past
+--
+-- DuckLake also changes rows at or below a catalog's last snapshot:
+-- `ducklake_expire_snapshots` deletes snapshot rows and the versions no
+-- remaining snapshot sees (an ended version with no snapshot in
+-- [begin_snapshot, end_snapshot)), with their children;
+-- `ducklake_merge_adjacent_files` deletes the merged files outright and
+-- inserts the new one with the first source's `begin_snapshot`; a DELETE that
+-- replaces a delete file inserts the new one with the old one's begin;
+-- `ducklake_cleanup_old_files` deletes rows of the non-versioned
+-- `ducklake_files_scheduled_for_deletion`. Each round finds these by
+-- comparing, for every versioned table and `ducklake_snapshot`, the
+-- catalog's versions with the source's versions whose `begin_snapshot`
+-- (`snapshot_id`) is at or below the catalog's last snapshot L: a version is
+-- its row (a source end above L read as NULL, as the catalog holds it until
+-- it replays that end) with its children. What the catalog has and the source
+-- lacks is deleted (`tx:delete_version`, which checks the stored version
+-- equals it), what the source has and the catalog lacks is inserted with its
+-- children (`tx:insert_version`), all in the round's first write transaction
+-- (the first commit id's, or one snapshot-less commit when there is none),
+-- before its staged rows and after its check of the catalog's last snapshot.
+-- Non-versioned tables are made equal in the round's last commit, as before.
+-- Memory: the comparison holds one table (its versions' forms and its
+-- children) of each side at a time, as `compare` does, and every round reads
+-- all versions at or below L once from both sides; the rewrites found are
+-- held until the commit. Assumed of DuckLake: the parents that have children
+-- (data files, partition and sort specs, snapshots) have one version per key.
+--
 -- ## What it does not replay (yet)
 --
--- Rows the source deleted or changed in place at or below the catalog's last
--- snapshot (DuckLake's `ducklake_expire_snapshots`, `ducklake_cleanup_old_files`,
--- `ducklake_merge_adjacent_files`, `ducklake_rewrite_data_files`) are not
--- replayed: the staged path cannot delete a versioned row nor insert one at
--- a past snapshot. `compare` shows them (side "catalog" for rows the source
--- deleted, "source" for rows it added in the past).
+-- A table DuckLake drops from its catalog (the inlined-data tables of a
+-- table an expiry removed): `compare` shows it, the catalog keeps it. Loose
+-- child rows (whose parent is absent) are not compared by the rewrite step.
 --
 -- @module moraine.sync
 
@@ -855,6 +880,128 @@ local function expired_at_source(db, src, tables, from)
   return gone
 end
 
+-- ---- history rewrites ------------------------------------------------------------
+-- What the source changed at or below the catalog's last snapshot @from, found
+-- by comparing the two sides' versions table by table (see "How sync replays
+-- the past"). A version's form is its row (a source row's end_snapshot above
+-- @from read as NULL: the catalog learns of that end when it replays the
+-- snapshot) followed by the forms of its children, sorted.
+
+-- the child tables of each parent table, by parent name
+local CHILDREN_OF = {}
+for child, c in pairs(CHILD) do
+  CHILDREN_OF[c.parent] = CHILDREN_OF[c.parent] or {}
+  table.insert(CHILDREN_OF[c.parent], child)
+end
+for _, l in pairs(CHILDREN_OF) do table.sort(l) end
+
+local function children_form(kids, tables)
+  if not kids or #kids == 0 then return "" end
+  local forms = {}
+  for i, k in ipairs(kids) do
+    local t = tables[k.name]
+    forms[i] = k.name .. "\2" .. M.row_form(k.row, t and t.columns or {})
+  end
+  table.sort(forms)
+  return "\1" .. table.concat(forms, "\1")
+end
+
+-- The version's key in its parent's terms: the values of @cols, joined.
+local function key_form(row, cols)
+  local k = {}
+  for i, c in ipairs(cols) do k[i] = vform(row[c]) end
+  return table.concat(k, "\0")
+end
+
+-- The rewrites of one table @t: deletes (catalog versions the source lacks)
+-- appended to @out.deletes, inserts (source versions the catalog lacks, with
+-- their children) to @out.inserts.
+local function table_rewrites(db, src, tables, t, from, out)
+  local name, cols = t.name, t.columns
+  local snapshot = t.placement == "snapshot"
+  local bcol = snapshot and "snapshot_id" or "begin_snapshot"
+  local kids_of = {}
+  for _, child in ipairs(CHILDREN_OF[name] or {}) do
+    local ct = tables[child]
+    if ct then kids_of[#kids_of + 1] = ct end
+  end
+  -- the catalog's versions, by form
+  local have, nhave = {}, 0
+  if db:relation(name) then
+    db:read(function(rd)
+      for row, children, ord in rd:scan(name, { at = moraine.ALL }) do
+        local kids = {}
+        for _, ct in ipairs(kids_of) do
+          for _, k in ipairs(children and children[ct.name] or {}) do kids[#kids + 1] = { name = ct.name, row = k } end
+        end
+        local f = M.row_form(row, cols) .. children_form(kids, tables)
+        local l = have[f]
+        if not l then
+          l = {}
+          have[f] = l
+        end
+        l[#l + 1] = { row = row, ord = ord }
+        nhave = nhave + 1
+      end
+    end)
+  end
+  -- the source's children of versions at or below from, by parent key and begin
+  local kids = {}
+  for _, ct in ipairs(kids_of) do
+    local c = CHILD[ct.name]
+    for row, pos, pb in src:select(ct, { kind = "child", parent = name, keys = c.keys, parent_column = bcol,
+      lo = -1, hi = from }) do
+      local pk = key_form(row, c.keys) .. "\0" .. vform(pb)
+      local l = kids[pk]
+      if not l then
+        l = {}
+        kids[pk] = l
+      end
+      l[#l + 1] = { name = ct.name, row = row, ord = pos }
+    end
+  end
+  local pkeys = #kids_of > 0 and CHILD[kids_of[1].name].keys or nil
+  for row, pos in src:select(t, { kind = "id", column = bcol, lo = -1, hi = from }) do
+    local r = row
+    if not snapshot and row.end_snapshot ~= NULL and ilt(from, row.end_snapshot) then
+      r = {}
+      for k, v in pairs(row) do r[k] = v end
+      r.end_snapshot = NULL
+    end
+    local mine = pkeys and kids[key_form(r, pkeys) .. "\0" .. vform(r[bcol])] or nil
+    local f = M.row_form(r, cols) .. children_form(mine, tables)
+    local l = have[f]
+    if l and #l > 0 then
+      l[#l] = nil
+    else
+      local ch = {}
+      for i, k in ipairs(mine or {}) do ch[i] = { name = k.name, row = k.row, ord = k.ord } end
+      out.inserts[#out.inserts + 1] = { name = name, row = r, ord = pos, children = ch }
+    end
+  end
+  if nhave > 0 then
+    for _, l in pairs(have) do
+      for _, e in ipairs(l) do out.deletes[#out.deletes + 1] = { name = name, row = e.row, ord = e.ord } end
+    end
+  end
+end
+
+-- Every rewrite of the round (nil @from: none), deletes first in table order.
+local function plan_rewrites(db, src, tables, from)
+  local out = { deletes = {}, inserts = {} }
+  if from == nil then return out end
+  for _, t in ipairs(tables) do
+    if t.placement == "temporal" or t.placement == "snapshot" then table_rewrites(db, src, tables, t, from, out) end
+  end
+  return out
+end
+
+-- Applies @plan inside the write transaction @tx (before any staged row).
+local function apply_rewrites(tx, plan)
+  for _, d in ipairs(plan.deletes) do tx:delete_version(d.name, d.row, d.ord) end
+  for _, e in ipairs(plan.inserts) do tx:insert_version(e.name, e.row, e.ord, e.children) end
+end
+
 -- The source's DuckLake catalog version: the value of its ducklake_metadata
 -- row with key 'version' (and no scope), or nil.
 local function catalog_version(src, tables)
@@ -878,9 +1025,11 @@ end
 -- @return a table `{from = catalog's last snapshot before (nil: none), to =
 --   its last after, snapshots = commit ids replayed, rows_changed =
 --   non-versioned rows put or deleted, source = source label,
---   expired_at_source = the snapshot ids the catalog holds and the source no
---   longer has (expired there; not replayed: see "What it does not replay"),
---   sorted, empty when none; version = the source's DuckLake catalog version,
+--   expired_at_source = the snapshot ids the catalog held and the source no
+--   longer has (expired there; this round deleted them), sorted, empty when
+--   none; history_deleted, history_inserted = versions (and snapshot rows)
+--   at or below the catalog's last snapshot this round deleted and inserted
+--   as the source did (see "How sync replays the past"); version = the source's DuckLake catalog version,
 --   its ducklake_metadata 'version' value, e.g. "0.1" or "1.1-dev1", or nil)`.
 --   Any catalog version is copied row for row as stored (an old catalog is
 --   not migrated: v0.1's ducklake_partition_column.column_id stays a position)
@@ -891,7 +1040,10 @@ end
 --   source has none: "... another writer committed it"), EINVAL (a table's columns differ between catalog and
 --   source; cancelled; unknown option), the errors of `source`, of the source's
 --   queries (EIO naming the query), of `db:commit` and the staged path
---   (ESNAPSHOT, EEXIST, ENOTLIVE naming table and row)
+--   (ESNAPSHOT, EEXIST, ENOTLIVE naming table and row), of the history
+--   rewrites (`staged:delete_version` ENOTFOUND / EINVAL when the catalog's
+--   version is not the one the round read, `staged:insert_version` EEXIST;
+--   nothing of that commit is written)
 function M.sync(db, source, opts)
   opts = opts or {}
   for k in pairs(opts) do
@@ -913,6 +1065,9 @@ function M.sync(db, source, opts)
       local expected = from
       local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label,
         expired_at_source = expired_at_source(db, src, tables, from), version = catalog_version(src, tables) }
+      local rewrites = plan_rewrites(db, src, tables, from)
+      result.history_deleted, result.history_inserted = #rewrites.deletes, #rewrites.inserts
+      local rewrites_pending = #rewrites.deletes + #rewrites.inserts > 0
       -- defines the source's tables the catalog lacks; returns the set of
       -- those it had before
       local function define_all(tx)
@@ -959,12 +1114,14 @@ function M.sync(db, source, opts)
           commit(id, function(tx)
             check_expected(id)
             local existed = define_all(tx)
+            if rewrites_pending then apply_rewrites(tx, rewrites) end
             for _, e in ipairs(p.ends) do tx:end_row(e.t.name, e.row) end
             for _, e in ipairs(p.snaps) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.inserts) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.children) do tx:insert(e.t.name, e.row, e.pos) end
             if n == #ids then result.rows_changed = reconcile_rows(db, tx, src, tables, existed) end
           end, partial and { partial = true } or nil)
+          rewrites_pending = false
           expected = id
           result.snapshots = result.snapshots + 1
           if opts.progress and opts.progress(n, #ids) == true then
@@ -978,10 +1135,11 @@ function M.sync(db, source, opts)
         for _, t in ipairs(tables) do
           if not db:relation(t.name) then need_define = true end
         end
-        if need_define or rows_differ(db, src, tables) then
+        if need_define or rewrites_pending or rows_differ(db, src, tables) then
           commit(nil, function(tx)
             check_expected(nil)
             local existed = define_all(tx)
+            if rewrites_pending then apply_rewrites(tx, rewrites) end
             result.rows_changed = reconcile_rows(db, tx, src, tables, existed)
           end)
         end

@@ -48,7 +48,7 @@ local function note_expired(r)
   local ids = {}
   for i = 1, math.min(#gone, 10) do ids[i] = util.istr(gone[i]) end
   io.stderr:write(string.format("moraine: note: the source no longer has %d snapshot%s this catalog holds (%s%s): "
-    .. "expired there; sync does not replay expiry yet, 'moraine compare' shows the rows\n", #gone,
+    .. "expired there; sync deletes them and the rows only they saw, as DuckLake did\n", #gone,
     #gone == 1 and "" or "s", table.concat(ids, ", "), #gone > 10 and ", ..." or ""))
 end
 
