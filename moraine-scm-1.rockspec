@@ -102,6 +102,7 @@ build = {
     ["moraine.policy"] = "bindings/moraine/policy.lua",
     ["moraine.progress"] = "bindings/moraine/progress.lua",
     ["moraine.sync"] = "bindings/moraine/sync.lua",
+    ["moraine.sync_source"] = "bindings/moraine/sync_source.lua",
     ["moraine.audit"] = "bindings/moraine/audit.lua",
     ["moraine.clustering"] = "bindings/moraine/clustering.lua",
     ["moraine.layout"] = "bindings/moraine/layout.lua",

@@ -1,0 +1,603 @@
+--- moraine.sync_source — the DuckLake catalogs `moraine.sync` reads: a
+-- directory of NDJSON files (DuckDB's export), a SQLite DuckLake catalog, or a
+-- PostgreSQL DuckLake catalog; and the value forms sync and compare share.
+--
+-- ## Sources
+--
+-- `sync.source(spec)` opens one: `postgres:CONNINFO` (libpq's
+-- `host=... port=... dbname=... user=...` string) or a `postgres://` /
+-- `postgresql://` URI is PostgreSQL (LuaSQL's driver, Debian package
+-- `lua-sql-postgres`); a directory is NDJSON; any other path is a SQLite file
+-- (`lua-sql-sqlite3`, opened read-only). Every source has one interface
+-- (`begin`, `finish`, `tables`, `commit_ids`, `select`, `close`), and a round
+-- of `sync` or `compare` reads it between one `begin` and one `finish`:
+--
+-- - PostgreSQL: `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`: every query
+--   of the round sees the catalog as of its first query (one snapshot of the
+--   database, whatever DuckLake's writers commit meanwhile);
+-- - SQLite: `BEGIN` (a read transaction: SQLite keeps its view, or in
+--   rollback-journal mode keeps writers out, until `COMMIT`);
+-- - NDJSON: the files, each read once per round when first needed and kept
+--   for the round (a directory of files has no transactions; a file rewritten
+--   during a round is read as it was when first opened). This source holds the
+--   tables it has read in memory; the SQL sources do not.
+--
+-- Values are exact: PostgreSQL values are read as text and BIGINT turned into
+-- exact integers (int64 on Lua 5.4; on LuaJIT a number within +-2^53, else an
+-- int64_t cdata), BOOLEAN `t`/`f` into booleans; SQLite integers are read as
+-- their decimal text (`CAST(col AS TEXT)`) for the same reason, its BOOLEAN
+-- columns (0/1) become booleans where DuckLake's schema says BOOLEAN
+-- (moraine.sqlite's `types`), TEXT and BLOB values are their bytes, whole.
+--
+-- @module moraine.sync_source
+
+local moraine = require "moraine"
+local sqlite = require "moraine.sqlite"
+
+local core = moraine.core
+local NULL = moraine.null
+
+local M = {}
+
+local function raise(code, fmt, ...)
+  core.raise(code, string.format(fmt, ...))
+end
+
+-- ---- DuckLake's tables: placement --------------------------------------------------
+-- The child tables of DuckLake's catalog, their parent and the columns that
+-- match the parent's key (docs/keyspace.md; engine/tables.c).
+local CHILD = {
+  ducklake_snapshot_changes = { parent = "ducklake_snapshot", keys = { "snapshot_id" } },
+  ducklake_file_column_stats = { parent = "ducklake_data_file", keys = { "table_id", "data_file_id" } },
+  ducklake_file_variant_stats = { parent = "ducklake_data_file", keys = { "table_id", "data_file_id" } },
+  ducklake_file_partition_value = { parent = "ducklake_data_file", keys = { "table_id", "data_file_id" } },
+  ducklake_partition_column = { parent = "ducklake_partition_info", keys = { "table_id", "partition_id" } },
+  ducklake_sort_expression = { parent = "ducklake_sort_info", keys = { "table_id", "sort_id" } },
+}
+
+-- "snapshot", "temporal", "child" or "rows", as the engine places the table
+-- (a table it does not know: temporal when it has begin_snapshot and
+-- end_snapshot, rows otherwise).
+local function placement(name, columns)
+  if name == "ducklake_snapshot" then return "snapshot" end
+  if CHILD[name] then return "child" end
+  local has = {}
+  for _, c in ipairs(columns) do has[c] = true end
+  if has.begin_snapshot and has.end_snapshot then return "temporal" end
+  return "rows"
+end
+
+
+-- ---- values -------------------------------------------------------------------------
+
+local function is_int(v)
+  if type(v) == "cdata" then return true end
+  if type(v) ~= "number" then return false end
+  if math.type then return math.type(v) == "integer" end
+  return v == math.floor(v) and v > -2 ^ 63 and v < 2 ^ 63
+end
+
+local function int_text(v)
+  if type(v) == "cdata" then return (tostring(v):gsub("U?LL$", "")) end
+  if math.type then return tostring(v) end
+  if v == 0 then return "0" end
+  return string.format("%.0f", v)
+end
+
+-- decimal integer text -> an exact integer
+local function parse_int(s)
+  if #s <= 15 then return math.tointeger and math.tointeger(tonumber(s)) or tonumber(s) end
+  return moraine.json_decode(s)
+end
+
+-- One value as a canonical string: two values are the same DuckLake value
+-- exactly when their forms are equal (NULL, integer, boolean, real, string
+-- are told apart; an integral real and an integer are not, as LuaJIT cannot).
+local function vform(v)
+  if v == nil or v == NULL then return "N" end
+  local t = type(v)
+  if t == "boolean" then return v and "T" or "F" end
+  if t == "string" then return "S" .. #v .. ":" .. v end
+  if t == "table" and type(v.json) == "string" then return "S" .. #v.json .. ":" .. v.json end
+  if is_int(v) then return "I" .. int_text(v) end
+  if t == "number" then
+    if v ~= v then return "RNaN" end
+    return "R" .. string.format("%.17g", v)
+  end
+  return "?" .. tostring(v)
+end
+
+
+-- comparison of two exact integers (number or int64 cdata)
+local function ilt(a, b)
+  if type(a) == type(b) then return a < b end
+  return moraine.int64(a) < moraine.int64(b)
+end
+
+local function inum(v) -- an exact integer to a key usable in a Lua table
+  return int_text(v)
+end
+
+-- ---- SQL sources (SQLite, PostgreSQL) -------------------------------------------------
+
+local function sql_ident(s) return '"' .. s:gsub('"', '""') .. '"' end
+
+local function sql_int(v) return int_text(v) end
+
+-- The WHERE clause of a filter (see source:select)
+local function sql_where(f, alias)
+  if not f then return "" end
+  local a = alias and (alias .. ".") or ""
+  if f.kind == "id" then
+    return string.format(" WHERE %s%s > %s AND %s%s <= %s", a, sql_ident(f.column), sql_int(f.lo), a,
+      sql_ident(f.column), sql_int(f.hi))
+  elseif f.kind == "versions" then
+    return string.format(" WHERE (%sbegin_snapshot > %s AND %sbegin_snapshot <= %s) OR "
+      .. "(%send_snapshot > %s AND %send_snapshot <= %s)", a, sql_int(f.lo), a, sql_int(f.hi), a, sql_int(f.lo), a,
+      sql_int(f.hi))
+  end
+  error("sql_where: unknown filter " .. tostring(f.kind))
+end
+
+-- Makes a SQL source from a LuaSQL connection and a dialect table:
+-- dialect.list_tables(src) -> names; dialect.columns(src, name) -> {{name, kind}}
+-- (kind "int", "bool", "real", "text", "any"); dialect.select_list(col, kind, alias)
+-- -> SQL expressions; dialect.convert(raw, i, kind) -> value, consumed.
+local function sql_source(kind, label, con, env, dialect)
+  local src = { kind = kind, label = label, con = con, env = env }
+
+  function src:exec(sql)
+    local cur, err = self.con:execute(sql)
+    if not cur and tostring(err):find("not a database", 1, true) then
+      raise("EINVAL", "sync: %s is not a SQLite database (%s)", self.label, tostring(err):gsub("^LuaSQL: ", ""))
+    end
+    if not cur then
+      raise("EIO", "sync: %s source %s: %s (in: %s)", self.kind, self.label, tostring(err):gsub("^LuaSQL: ", ""),
+        sql:sub(1, 200))
+    end
+    return cur
+  end
+
+  function src:all(sql)
+    local cur = self:exec(sql)
+    local rows = {}
+    if type(cur) ~= "userdata" then return rows end
+    local r = cur:fetch({}, "n")
+    while r do
+      rows[#rows + 1] = r
+      r = cur:fetch({}, "n")
+    end
+    cur:close()
+    return rows
+  end
+
+  function src:begin()
+    self:exec(dialect.begin_sql)
+    self.tables_cache = nil
+  end
+
+  function src:finish()
+    self:exec("COMMIT")
+    self.tables_cache = nil
+  end
+
+  function src:close()
+    if self.con then pcall(self.con.close, self.con) end
+    if self.env then pcall(self.env.close, self.env) end
+    self.con, self.env = nil, nil
+  end
+
+  function src:tables()
+    if self.tables_cache then return self.tables_cache end
+    local list = {}
+    for _, name in ipairs(dialect.list_tables(self)) do
+      local cols, kinds = {}, {}
+      for i, c in ipairs(dialect.columns(self, name)) do
+        cols[i] = c[1]
+        kinds[c[1]] = c[2]
+      end
+      list[#list + 1] = { name = name, columns = cols, kinds = kinds, placement = placement(name, cols) }
+      list[name] = list[#list]
+    end
+    self.tables_cache = list
+    return list
+  end
+
+  -- rows of @t for filter @f: an iterator of (row, pos, extra) where extra is
+  -- the parent's begin_snapshot for a child filter
+  function src:select(t, f)
+    local sel = {}
+    local alias = "t"
+    for _, c in ipairs(t.columns) do
+      for _, e in ipairs(dialect.select_list(c, t.kinds[c], alias)) do sel[#sel + 1] = e end
+    end
+    sel[#sel + 1] = dialect.position(alias)
+    local sql
+    if f and f.kind == "child" then
+      local on = {}
+      for i, k in ipairs(f.keys) do on[i] = "p." .. sql_ident(k) .. " = t." .. sql_ident(k) end
+      local pcol = f.parent_column
+      sel[#sel + 1] = "CAST(p." .. sql_ident(pcol) .. " AS TEXT)"
+      sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t JOIN "
+        .. sql_ident(f.parent) .. " p ON " .. table.concat(on, " AND ")
+        .. string.format(" WHERE p.%s > %s AND p.%s <= %s", sql_ident(pcol), sql_int(f.lo), sql_ident(pcol),
+          sql_int(f.hi))
+    else
+      sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t" .. sql_where(f, alias)
+    end
+    sql = sql .. " ORDER BY " .. dialect.order(alias)
+    local cur = self:exec(sql)
+    local ncols = #t.columns
+    return function()
+      local raw = cur:fetch({}, "n")
+      if not raw then
+        cur:close()
+        return nil
+      end
+      local row, i = {}, 1
+      for _, c in ipairs(t.columns) do
+        local v, used = dialect.convert(raw, i, t.kinds[c])
+        row[c] = v
+        i = i + used
+      end
+      local pos = -1
+      if raw[i] ~= nil then pos = parse_int(raw[i]) end
+      local extra = raw[i + 1] and parse_int(raw[i + 1]) or nil
+      assert(ncols == #t.columns)
+      return row, pos, extra
+    end
+  end
+
+  -- sorted commit ids above @after (nil: all)
+  function src:commit_ids(after)
+    local parts = {}
+    local cond = after and (" > " .. sql_int(after)) or " IS NOT NULL"
+    for _, t in ipairs(self:tables()) do
+      if t.placement == "snapshot" then
+        parts[#parts + 1] = "SELECT snapshot_id AS id FROM " .. sql_ident(t.name) .. " WHERE snapshot_id" .. cond
+      elseif t.placement == "temporal" then
+        parts[#parts + 1] = "SELECT begin_snapshot AS id FROM " .. sql_ident(t.name) .. " WHERE begin_snapshot" .. cond
+        parts[#parts + 1] = "SELECT end_snapshot AS id FROM " .. sql_ident(t.name) .. " WHERE end_snapshot" .. cond
+      end
+    end
+    if #parts == 0 then return {} end
+    local ids = {}
+    for _, r in ipairs(self:all("SELECT CAST(id AS TEXT) FROM (" .. table.concat(parts, " UNION ")
+      .. ") u ORDER BY u.id")) do
+      ids[#ids + 1] = parse_int(r[1])
+    end
+    return ids
+  end
+
+  return src
+end
+
+-- SQL type name (lower case) -> value kind
+local function kind_of_decl(decl)
+  local u = (decl or ""):lower()
+  if u == "bigint" or u == "int8" or u == "integer" or u == "int4" or u == "int" or u == "smallint"
+    or u == "int2" or u:find("bigint", 1, true) then
+    return "int"
+  end
+  if u == "boolean" or u == "bool" then return "bool" end
+  if u == "double precision" or u == "float8" or u == "real" or u == "float4" or u == "double" then return "real" end
+  return "text"
+end
+
+local function open_postgres(conninfo)
+  local ok, driver = pcall(require, "luasql.postgres")
+  if not ok then
+    error("moraine.sync: LuaSQL's PostgreSQL driver (luasql.postgres) is not installed "
+      .. "(Debian: apt-get install lua-sql-postgres): " .. tostring(driver), 3)
+  end
+  local env = driver.postgres()
+  local con, err = env:connect(conninfo)
+  if not con then
+    env:close()
+    raise("EIO", "sync: cannot connect to PostgreSQL (%s): %s", conninfo, tostring(err):gsub("^LuaSQL: ", ""))
+  end
+  local label = conninfo
+  local dialect = {
+    begin_sql = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+  }
+  function dialect.list_tables(src)
+    local names = {}
+    for _, r in ipairs(src:all("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+      .. "current_schema() AND table_type = 'BASE TABLE' AND table_name LIKE 'ducklake\\_%' ORDER BY table_name")) do
+      names[#names + 1] = r[1]
+    end
+    return names
+  end
+  function dialect.columns(src, name)
+    local cols = {}
+    for _, r in ipairs(src:all("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = "
+      .. "current_schema() AND table_name = '" .. name:gsub("'", "''") .. "' ORDER BY ordinal_position")) do
+      cols[#cols + 1] = { r[1], kind_of_decl(r[2]) }
+    end
+    return cols
+  end
+  function dialect.select_list(col, _, alias)
+    return { alias .. "." .. sql_ident(col) .. "::text" }
+  end
+  function dialect.position() return "NULL" end -- PostgreSQL has no row order: rows are appended (-1)
+  function dialect.order(alias) return alias .. ".ctid" end
+  function dialect.convert(raw, i, kind)
+    local s = raw[i]
+    if s == nil then return NULL, 1 end
+    if kind == "int" then return parse_int(s), 1 end
+    if kind == "bool" then return s == "t" or s == "true", 1 end
+    if kind == "real" then return tonumber(s), 1 end
+    return s, 1
+  end
+  local src = sql_source("postgres", label, con, env, dialect)
+  src:exec("SET TimeZone = 'UTC'")
+  src:exec("SET DateStyle = 'ISO, YMD'")
+  src:exec("SET extra_float_digits = 3")
+  return src
+end
+
+local function file_uri(path)
+  return "file:" .. path:gsub("[%%?#]", function(c) return string.format("%%%02X", c:byte()) end) .. "?mode=ro"
+end
+
+local function open_sqlite(path)
+  local ok, driver = pcall(require, "luasql.sqlite3")
+  if not ok then
+    error("moraine.sync: LuaSQL's SQLite driver (luasql.sqlite3) is not installed "
+      .. "(Debian: apt-get install lua-sql-sqlite3): " .. tostring(driver), 3)
+  end
+  local f, ferr = io.open(path, "rb")
+  if not f then raise("EIO", "sync: cannot open %s: %s", path, tostring(ferr)) end
+  local head = f:read(16)
+  f:close()
+  if head ~= "SQLite format 3\0" then
+    raise("EINVAL", "sync: %s is neither a directory of NDJSON files nor a SQLite database", path)
+  end
+  local env = driver.sqlite3()
+  local con, err = env:connect(file_uri(path))
+  if not con then
+    env:close()
+    raise("EIO", "sync: cannot open %s: %s", path, tostring(err):gsub("^LuaSQL: ", ""))
+  end
+  local types = sqlite.types
+  local dialect = { begin_sql = "BEGIN" }
+  function dialect.list_tables(src)
+    local names = {}
+    for _, r in ipairs(src:all("SELECT name FROM sqlite_master WHERE type = 'table' "
+      .. "AND substr(name, 1, 9) = 'ducklake_' ORDER BY name")) do
+      names[#names + 1] = r[1]
+    end
+    return names
+  end
+  function dialect.columns(src, name)
+    local info = src:all("PRAGMA table_info('" .. name:gsub("'", "''") .. "')")
+    table.sort(info, function(a, b) return tonumber(a[1]) < tonumber(b[1]) end)
+    local cols = {}
+    local known = types[name]
+    for i, c in ipairs(info) do
+      local decl = known and known[c[2]] or c[3]
+      cols[i] = { c[2], kind_of_decl(decl) == "bool" and "bool" or "any" }
+    end
+    return cols
+  end
+  function dialect.select_list(col, _, alias)
+    local q = alias .. "." .. sql_ident(col)
+    return { "typeof(" .. q .. ")", "CASE typeof(" .. q .. ") WHEN 'integer' THEN CAST(" .. q .. " AS TEXT) ELSE "
+      .. q .. " END" }
+  end
+  function dialect.position(alias) return "CAST(" .. alias .. ".rowid AS TEXT)" end
+  function dialect.order(alias) return alias .. ".rowid" end
+  function dialect.convert(raw, i, kind)
+    local ty, v = raw[i], raw[i + 1]
+    if ty == "null" then return NULL, 2 end
+    if ty == "integer" then
+      local n = parse_int(v)
+      if kind == "bool" and (n == 0 or n == 1) then return n == 1, 2 end
+      return n, 2
+    end
+    if ty == "real" then return tonumber(v), 2 end
+    return v, 2
+  end
+  local src = sql_source("sqlite", path, con, env, dialect)
+  -- positions: rowid - 1 (the file's row order, as sqlite.import keeps it)
+  local select = src.select
+  function src.select(self, t, filter)
+    local it = select(self, t, filter)
+    return function()
+      local row, pos, extra = it()
+      if row == nil then return nil end
+      return row, pos - 1, extra
+    end
+  end
+  return src
+end
+
+-- ---- NDJSON source ---------------------------------------------------------------------
+
+local function open_ndjson(dir)
+  local src = { kind = "ndjson", label = dir }
+  local function list()
+    local names = {}
+    local p = io.popen("ls -1 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+    if not p then raise("EIO", "sync: cannot list %s", dir) end
+    for line in p:lines() do
+      local n = line:match("^(ducklake_[%w_]+)%.ndjson$") or line:match("^(ducklake_[%w_]+)%.json$")
+      if n then names[#names + 1] = { n, line } end
+    end
+    p:close()
+    table.sort(names, function(a, b) return a[1] < b[1] end)
+    return names
+  end
+  local cache
+  function src.begin()
+    cache = {}
+    src.tables_cache = nil
+  end
+  function src.finish()
+    cache = nil
+    src.tables_cache = nil
+  end
+  function src.close() cache = nil end
+  local function load(t)
+    if not cache[t.name] then
+      local rows = moraine.read_ndjson(dir .. "/" .. t.file)
+      cache[t.name] = rows
+    end
+    return cache[t.name]
+  end
+  function src.tables()
+    if src.tables_cache then return src.tables_cache end
+    local out = {}
+    local columns = sqlite.columns
+    for _, e in ipairs(list()) do
+      local name = e[1]
+      local rows, cols = moraine.read_ndjson(dir .. "/" .. e[2])
+      cache[name] = rows
+      if #cols == 0 and columns[name] then cols = columns[name] end
+      local t = { name = name, file = e[2], columns = cols, kinds = {}, placement = placement(name, cols) }
+      out[#out + 1] = t
+      out[name] = t
+    end
+    if #out == 0 then raise("EIO", "sync: %s holds no ducklake_*.ndjson file", dir) end
+    src.tables_cache = out
+    return out
+  end
+  local function within(v, lo, hi)
+    if v == nil or v == NULL then return false end
+    return ilt(lo, v) and not ilt(hi, v)
+  end
+  function src.select(_, t, f)
+    local rows = load(t)
+    local match
+    if f and f.kind == "id" then
+      match = function(r) return within(r[f.column], f.lo, f.hi) end
+    elseif f and f.kind == "versions" then
+      match = function(r) return within(r.begin_snapshot, f.lo, f.hi) or within(r.end_snapshot, f.lo, f.hi) end
+    elseif f and f.kind == "child" then
+      -- the child rows indexed by their parent key once per round; then each
+      -- batch looks up the children of the parents that begin in it
+      local idx = cache["#children:" .. t.name]
+      if not idx then
+        idx = {}
+        for i, r in ipairs(rows) do
+          local k = {}
+          for j, c in ipairs(f.keys) do k[j] = vform(r[c]) end
+          k = table.concat(k, "\0")
+          local l = idx[k]
+          if not l then
+            l = {}
+            idx[k] = l
+          end
+          l[#l + 1] = i
+        end
+        cache["#children:" .. t.name] = idx
+      end
+      local ptab = src.tables()[f.parent]
+      local picked, begins = {}, {}
+      for _, p in ipairs(ptab and load(ptab) or {}) do
+        if within(p[f.parent_column], f.lo, f.hi) then
+          local k = {}
+          for i, c in ipairs(f.keys) do k[i] = vform(p[c]) end
+          for _, i in ipairs(idx[table.concat(k, "\0")] or {}) do
+            if not begins[i] then picked[#picked + 1] = i end
+            begins[i] = p[f.parent_column]
+          end
+        end
+      end
+      table.sort(picked)
+      local n = 0
+      return function()
+        n = n + 1
+        local i = picked[n]
+        if i == nil then return nil end
+        local r = rows[i]
+        for _, c in ipairs(t.columns) do
+          if r[c] == nil then r[c] = NULL end
+        end
+        return r, i - 1, begins[i]
+      end
+    else
+      match = function() return true end
+    end
+    local i = 0
+    return function()
+      while true do
+        i = i + 1
+        local r = rows[i]
+        if r == nil then return nil end
+        if match(r) then
+          for _, c in ipairs(t.columns) do
+            if r[c] == nil then r[c] = NULL end
+          end
+          return r, i - 1
+        end
+      end
+    end
+  end
+  function src.commit_ids(_, after)
+    local seen, ids = {}, {}
+    local function add(v)
+      if v == nil or v == NULL then return end
+      if after ~= nil and not ilt(after, v) then return end
+      local k = inum(v)
+      if not seen[k] then
+        seen[k] = true
+        ids[#ids + 1] = v
+      end
+    end
+    for _, t in ipairs(src.tables()) do
+      if t.placement == "snapshot" then
+        for _, r in ipairs(load(t)) do add(r.snapshot_id) end
+      elseif t.placement == "temporal" then
+        for _, r in ipairs(load(t)) do
+          add(r.begin_snapshot)
+          add(r.end_snapshot)
+        end
+      end
+    end
+    table.sort(ids, ilt)
+    return ids
+  end
+  return src
+end
+
+--- Opens a source (see "Sources").
+-- @tparam string spec `postgres:CONNINFO`, a `postgres://` or
+--   `postgresql://` URI, a directory of NDJSON files, or a SQLite file
+-- @return a source object (methods `begin`, `finish`, `tables`,
+--   `commit_ids`, `select`, `close`; fields `kind` "postgres", "sqlite" or
+--   "ndjson" and `label`)
+-- @raise EIO (cannot connect, open or read; the message names the source),
+--   EINVAL (a file that is not a SQLite database); a plain string error when
+--   the LuaSQL driver needed is not installed or `spec` is not a string
+function M.open(spec)
+  if type(spec) ~= "string" then
+    error("bad argument #1 to 'source' (string expected, got " .. type(spec) .. ")", 2)
+  end
+  local conninfo = spec:match("^postgres:(.*)$")
+  if spec:match("^postgres://") or spec:match("^postgresql://") then conninfo = spec end
+  if conninfo then return open_postgres(conninfo) end
+  local ok, lfs_or_dir = pcall(function()
+    local p = io.open(spec .. "/.", "rb")
+    if p then p:close() return true end
+    return false
+  end)
+  if ok and lfs_or_dir then return open_ndjson(spec) end
+  return open_sqlite(spec)
+end
+
+--- The child tables of DuckLake's catalog: name -> `{parent =, keys =}` (the
+-- parent table and the columns that match the parent's key).
+M.CHILD = CHILD
+--- `placement(name, columns)`: "snapshot", "temporal", "child" or "rows", as
+-- the engine places a table.
+M.placement = placement
+--- `vform(v)`: one value's canonical string (two values are the same DuckLake
+-- value exactly when their forms are equal).
+M.vform = vform
+--- `ilt(a, b)`: a < b for two exact integers (number or int64 cdata).
+M.ilt = ilt
+--- `inum(v)`: an exact integer as a string usable as a Lua table key.
+M.inum = inum
+
+return M
