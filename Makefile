@@ -271,7 +271,7 @@ FUZZ_CC       ?= clang
 FUZZ_BUILD    ?= build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_JOBS     ?= 2
-FUZZ_TARGETS  ?= key record ndjson verbs ident
+FUZZ_TARGETS  ?= key record ndjson verbs ident sql
 FUZZ_FIXTURES ?= tests/fixtures/ducklake
 FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
                  -fno-sanitize-recover=undefined -Iengine -Itests/fuzz
@@ -302,6 +302,17 @@ $(FUZZ_BUILD)/verbs_lua.h: bindings/moraine.lua tests/fuzz/verbs_driver.lua
 
 $(FUZZ_BUILD)/fuzz_verbs: tests/fuzz/fuzz_verbs.c $(BINDING_SRC) $(BINDING_HDR) $(FUZZ_BUILD)/verbs_lua.h $(FUZZ_DEPS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(LUA54_INC) -I$(FUZZ_BUILD) -o $@ tests/fuzz/fuzz_verbs.c $(BINDING_SRC) \
+	  $(ENGINE_SRC) $(FUZZ_LIBS) -llua5.4
+
+# The Lua sources of the sql target, embedded (xxd -i: ident_lua, expr_lua, sql_lua, sql_driver_lua).
+$(FUZZ_BUILD)/sql_lua.h: bindings/moraine/ident.lua bindings/moraine/expr.lua bindings/moraine/sql.lua tests/fuzz/sql_driver.lua
+	@mkdir -p $(dir $@)
+	(cd bindings/moraine && xxd -i ident.lua && xxd -i expr.lua && xxd -i sql.lua) > $@.tmp
+	(cd tests/fuzz && xxd -i sql_driver.lua) >> $@.tmp
+	mv $@.tmp $@
+
+$(FUZZ_BUILD)/fuzz_sql: tests/fuzz/fuzz_sql.c $(BINDING_SRC) $(BINDING_HDR) $(FUZZ_BUILD)/sql_lua.h $(FUZZ_DEPS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(LUA54_INC) -I$(FUZZ_BUILD) -o $@ tests/fuzz/fuzz_sql.c $(BINDING_SRC) \
 	  $(ENGINE_SRC) $(FUZZ_LIBS) -llua5.4
 
 $(FUZZ_BUILD)/seed_corpus: tests/fuzz/seed_corpus.c $(FUZZ_DEPS)

@@ -67,6 +67,9 @@ local is_kw, is_op = M.is_kw, M.is_op
 function M.parse_type(c)
   local t = peek(c)
   if not t or (t.kind ~= "id" and t.kind ~= "qid") then perr(t, "expected a type name") end
+  -- a quoted name is a type only when it is a plain word ("int" is INTEGER);
+  -- anything else would render as text no parser reads back (found by fuzz_sql)
+  if not t.v:match("^[%a_][%w_]*$") then perr(t, "unsupported type name") end
   c.i = c.i + 1
   local name = t.v:upper()
   if name == "DOUBLE" and is_kw(peek(c), "PRECISION") then c.i = c.i + 1 end

@@ -15,7 +15,12 @@
  *   ndjson/  one seed per fixture file of every fixture catalog: the index of
  *            its table in ndjson_tables.h, then the file's bytes;
  *   verbs/   a few hand-written op sequences (see verbs_driver.lua) and some
- *            pseudo-random byte strings.
+ *            pseudo-random byte strings;
+ *   sql/     every statement line of the corpus scenarios
+ *            (<fixtures>/corpus/<seed>/scenario.sql) that is DDL (CREATE,
+ *            ALTER, DROP, COMMENT), as mode byte 0x00 + the line (see
+ *            sql_driver.lua), and the parenthesised list of each SET SORTED BY
+ *            / SET PARTITIONED BY as mode 0x02 + the list.
  * Returns 0, or 1 with a message.
  */
 #include "moraine.h"
@@ -161,6 +166,44 @@ static void seed_ndjson(const char *fixtures, const char *out)
     printf("seed_corpus: %zu ndjson seeds from %s\n", n, fixtures);
 }
 
+static void seed_sql(const char *fixtures, const char *out)
+{
+    char dir[4096], cdir[4096];
+    snprintf(dir, sizeof dir, "%s/sql", out);
+    snprintf(cdir, sizeof cdir, "%s/corpus", fixtures);
+    mkdir_p(dir);
+    DIR *d = opendir(cdir);
+    if (!d) return; /* no corpus beside the fixtures: no seeds, the target still runs */
+    struct dirent *de;
+    size_t n = 0;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s/scenario.sql", cdir, de->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        char line[8192];
+        while (fgets(line, sizeof line, f)) {
+            size_t len = strcspn(line, "\n");
+            line[len] = 0;
+            if (strncmp(line, "CREATE", 6) && strncmp(line, "ALTER", 5) && strncmp(line, "DROP", 4) &&
+                strncmp(line, "COMMENT", 7))
+                continue;
+            unsigned char mode = 0;
+            write_seed(dir, "q", n++, &mode, 1, line, len);
+            const char *by = strstr(line, " BY (");
+            const char *end = strrchr(line, ')');
+            if (by && end && end > by + 5) {
+                mode = 2;
+                write_seed(dir, "q", n++, &mode, 1, by + 5, (size_t)(end - (by + 5)));
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    printf("seed_corpus: %zu sql seeds from %s\n", n, cdir);
+}
+
 /* Hand-written op sequences for verbs_driver.lua. Ops: 0 commit, 1 abort,
  * 2 nested, 3 create_table, 4 create_schema, 5 add_column, 6 rename_column,
  * 7 drop_column, 8 rename_table, 9 drop_table, 10 set_partitioning,
@@ -231,5 +274,6 @@ int main(int argc, char **argv)
     seed_lmdb(argv[1], argv[2]);
     seed_ndjson(argv[1], argv[2]);
     seed_verbs(argv[2]);
+    seed_sql(argv[1], argv[2]);
     return 0;
 }
