@@ -76,6 +76,8 @@ build = {
         "engine/secrets.c",
         "engine/store.c",
         "engine/tables.c",
+        "engine/txn.c",
+        "engine/txn_rows.c",
         "engine/verbs_catalog.c",
         "engine/verbs_column.c",
         "engine/verbs_commit.c",
