@@ -41,13 +41,10 @@ int mv_do_add_column(model *m, verb *v)
         mv_orow_free(&c);
         return rc;
     }
-    orow *pc = realloc(t->cols, (t->ncols + 1) * sizeof *pc);
-    if (!pc) {
+    if ((rc = mv_take_row(&t->cols, &t->ncols, &c))) {
         mv_orow_free(&c);
-        return mr_err(MORAINE_ENOMEM, "out of memory");
+        return rc;
     }
-    t->cols = pc;
-    t->cols[t->ncols++] = c;
     t->max_column_id++;
     t->max_order++;
     t->altered = t->schema_row = 1;

@@ -123,16 +123,8 @@ static int add_file(model *m, tstate *t, const moraine_data_file *f, int64_t par
         if (!rc) rc = mv_emit_insert(m, &st);
         mv_orow_free(&st);
     }
-    if (!rc) {
-        /* keep it: later verbs of this transaction see it (drop_table ends it) */
-        orow *a = realloc(t->added, (t->nadded + 1) * sizeof *a);
-        if (!a) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-        else {
-            t->added = a;
-            t->added[t->nadded++] = d;
-            d.v = NULL;
-        }
-    }
+    /* keep it: later verbs of this transaction see it (drop_table ends it) */
+    if (!rc) rc = mv_take_row(&t->added, &t->nadded, &d);
     if (d.v) mv_orow_free(&d);
     free(cids);
     if (id_out) *id_out = id;
@@ -333,15 +325,7 @@ int mv_do_add_deletes(model *m, verb *v)
             if (d->row_group_count > 0) mv_orow_set_int(&r, "row_group_count", d->row_group_count);
             if (!rc) rc = mv_emit_insert(m, &r);
         }
-        if (!rc) {
-            orow *a = realloc(t->added_dels, (t->nadded_dels + 1) * sizeof *a);
-            if (!a) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-            else {
-                t->added_dels = a;
-                t->added_dels[t->nadded_dels++] = r;
-                r.v = NULL;
-            }
-        }
+        if (!rc) rc = mv_take_row(&t->added_dels, &t->nadded_dels, &r);
         if (r.v) mv_orow_free(&r);
         if (!rc) rc = note_deleted(t, d->data_file_id);
     }

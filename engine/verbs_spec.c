@@ -56,15 +56,7 @@ int mv_replace_sort(model *m, tstate *t, const moraine_sort_key *keys, size_t n)
         if (!rc) rc = mv_orow_set_str(&e, "sort_direction", keys[i].sort_direction ? keys[i].sort_direction : "ASC");
         if (!rc) rc = mv_orow_set_str(&e, "null_order", keys[i].null_order ? keys[i].null_order : "NULLS_LAST");
         if (!rc) rc = mv_emit_insert(m, &e);
-        if (!rc) {
-            orow *p = realloc(t->skeys, (t->nskeys + 1) * sizeof *p);
-            if (!p) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-            else {
-                t->skeys = p;
-                t->skeys[t->nskeys++] = e;
-                e.v = NULL;
-            }
-        }
+        if (!rc) rc = mv_take_row(&t->skeys, &t->nskeys, &e);
         if (e.v) mv_orow_free(&e);
     }
     return rc;
@@ -144,15 +136,7 @@ int mv_do_set_partitioning(model *m, verb *v)
         mv_orow_set_int(&c, "column_id", cids[i]);
         rc = mv_orow_set_str(&c, "transform", v->pkeys[i].transform);
         if (!rc) rc = mv_emit_insert(m, &c);
-        if (!rc) {
-            orow *pc = realloc(t->pcols, (t->npcols + 1) * sizeof *pc);
-            if (!pc) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-            else {
-                t->pcols = pc;
-                t->pcols[t->npcols++] = c;
-                c.v = NULL;
-            }
-        }
+        if (!rc) rc = mv_take_row(&t->pcols, &t->npcols, &c);
         if (c.v) mv_orow_free(&c);
     }
     free(cids);

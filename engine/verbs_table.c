@@ -106,15 +106,7 @@ int mv_do_create_table(model *m, verb *v)
         orow c;
         if ((rc = mv_column_row(m, t, &v->cols[i], (int64_t)i + 1, (int64_t)i + 1, 0, &c))) break;
         rc = mv_emit_insert(m, &c);
-        if (!rc) {
-            orow *pc = realloc(t->cols, (t->ncols + 1) * sizeof *pc);
-            if (!pc) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-            else {
-                t->cols = pc;
-                t->cols[t->ncols++] = c;
-                c.v = NULL;
-            }
-        }
+        if (!rc) rc = mv_take_row(&t->cols, &t->ncols, &c);
         if (c.v) mv_orow_free(&c);
     }
     t->max_column_id = t->max_order = (int64_t)v->ncols;
