@@ -1,7 +1,9 @@
 /*
  * store.c — the catalog handle: opening LMDB, the meta subspace, and the
  * relation descriptors (which tables a catalog has, with which columns, in
- * which order, placed where).
+ * which order, placed where). It calls nothing of the write transaction's
+ * files (txn.c, txn_rows.c, commit.c); the two handle calls that go through
+ * the open transaction, moraine_relation and moraine_close, are in txn.c.
  */
 #include "internal.h"
 #include <errno.h>
