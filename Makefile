@@ -26,6 +26,7 @@ ENGINE_SRC := $(sort $(wildcard engine/*.c))
 ENGINE_OBJ := $(ENGINE_SRC:engine/%.c=$(BUILD)/engine/%.o)
 BINDING_SRC := $(sort $(wildcard bindings/*.c))
 BINDING_HDR := bindings/moraine_binding.h
+ENGINE_HDR := $(sort $(wildcard engine/*.h))
 CTEST_SRC  := $(sort $(wildcard tests/c/test_*.c))
 CTEST_BIN  := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 
@@ -69,7 +70,7 @@ SHLIB := $(BUILD)/libmoraine.so.$(VERSION)
 
 lib: $(BUILD)/libmoraine.a $(SHLIB) $(BUILD)/libmoraine.so.$(SOMAJOR) $(BUILD)/libmoraine.so
 
-$(BUILD)/engine/%.o: engine/%.c engine/moraine.h engine/internal.h
+$(BUILD)/engine/%.o: engine/%.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -276,7 +277,7 @@ FUZZ_FIXTURES ?= tests/fixtures/ducklake
 FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
                  -fno-sanitize-recover=undefined -Iengine -Itests/fuzz
 FUZZ_LIBS     := -llmdb -ljansson -lpthread -lm
-FUZZ_DEPS     := $(ENGINE_SRC) engine/moraine.h engine/internal.h $(wildcard tests/fuzz/*.h)
+FUZZ_DEPS     := $(ENGINE_SRC) $(ENGINE_HDR) $(wildcard tests/fuzz/*.h)
 
 .PHONY: fuzz fuzz-deps
 fuzz: fuzz-deps

@@ -2,8 +2,13 @@
  * internal.h — shared by the engine's source files; not installed.
  * One concept per file: error.c (messages), key.c (tuple keys), codec.c
  * (values), tables.c (DuckLake's tables and their placement), store.c
- * (catalog handle and relation descriptors), commit.c (staged commits),
- * read.c (temporal reads), ndjson.c (import/export).
+ * (catalog handle and relation descriptors), txn.c, txn_rows.c and commit.c
+ * (staged commits: the transaction, its rows, its commit; txn_internal.h),
+ * read.c (temporal reads), ndjson.c (import/export), verbs_*.c (the verb
+ * path; verbs_internal.h).
+ *
+ * The calls go one way: store.c calls nothing of the transaction's files;
+ * they call store.c; the verbs, ndjson.c and the readers call both.
  */
 #ifndef MORAINE_INTERNAL_H
 #define MORAINE_INTERNAL_H
@@ -188,18 +193,14 @@ struct moraine_db {
 
 /* MORAINE_EFORK unless @db is used in the process that opened it. */
 int mr_same_process(moraine_db *db);
-/* frees a transaction inherited across fork without touching LMDB */
-void mr_txn_forget(moraine_txn *txn);
+/* frees handle @db (its share of the environment when @release_env), after
+ * its open commit was ended (moraine_close, txn.c) */
+void mr_db_free(moraine_db *db, int release_env);
 
 mr_rel *mr_rel_by_name(moraine_db *db, const char *name);
 int mr_rels_add(moraine_db *db, mr_rel *r);
-mr_rel *mr_txn_rel(moraine_txn *txn, const char *name);
-int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord_hint);
 int mr_clear_catalog(moraine_db *db);
 int mr_catalog_empty(moraine_db *db);
-/* an import's intermediate commit may lack its ducklake_snapshot row (expired snapshots) */
-void mr_txn_partial_snapshot(moraine_txn *txn, int partial);
-int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols);
 mr_rel *mr_rel_by_id(moraine_db *db, uint64_t id);
 int mr_load_relations(moraine_db *db, MDB_txn *t);
 int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out);
@@ -210,7 +211,17 @@ void mr_rel_free(mr_rel *r);
 int mr_rel_encode(mr_buf *b, const mr_rel *r, const mr_buf *key); /* the descriptor's value, sealed under @key */
 int mr_check_value(const mr_rel *r, const moraine_value *row, size_t ncols, int64_t ord);
 
-/* key helpers (commit.c and read.c) */
+/* ---- txn.c, txn_rows.c, commit.c: the staged write transaction ---- */
+/* frees a transaction inherited across fork without touching LMDB (txn.c) */
+void mr_txn_forget(moraine_txn *txn);
+/* relation @name as the transaction sees it: its own definitions first (txn.c) */
+mr_rel *mr_txn_rel(moraine_txn *txn, const char *name);
+int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord_hint); /* txn_rows.c */
+int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols);                  /* txn_rows.c */
+/* an import's intermediate commit may lack its ducklake_snapshot row (expired snapshots; commit.c) */
+void mr_txn_partial_snapshot(moraine_txn *txn, int partial);
+
+/* key helpers (store.c; for the transaction and read.c) */
 int mr_current_key(mr_buf *b, const mr_rel *r, const moraine_value *row, int64_t ord);
 int mr_history_key(mr_buf *b, const mr_rel *r, const moraine_value *row, int64_t ord);
 int mr_rows_key(mr_buf *b, const mr_rel *r, int64_t ord);
@@ -245,7 +256,7 @@ static inline int mr_value_ok(const mr_bounds *b, const MDB_val *v)
     return p <= b->map + b->file_len && v->mv_size <= (size_t)(b->map + b->file_len - p);
 }
 
-/* a staged commit's internals, for engine/history_rewrite.c (defined in commit.c) */
+/* a staged commit's internals, for engine/history_rewrite.c (defined in txn.c and txn_rows.c) */
 MDB_txn *mr_txn_lmdb(moraine_txn *txn);
 MDB_dbi mr_txn_dbi(moraine_txn *txn);
 const mr_bounds *mr_txn_bounds(moraine_txn *txn);

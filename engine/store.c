@@ -1,7 +1,9 @@
 /*
  * store.c — the catalog handle: opening LMDB, the meta subspace, and the
  * relation descriptors (which tables a catalog has, with which columns, in
- * which order, placed where).
+ * which order, placed where). It calls nothing of the write transaction's
+ * files (txn.c, txn_rows.c, commit.c); the two handle calls that go through
+ * the open transaction, moraine_relation and moraine_close, are in txn.c.
  */
 #include "internal.h"
 #include <errno.h>
@@ -382,17 +384,6 @@ mr_rel *mr_rel_by_name(moraine_db *db, const char *name)
 
 mr_rel *mr_rel_by_id(moraine_db *db, uint64_t id) { return id < db->capid ? db->byid[id] : NULL; }
 
-int moraine_relation(moraine_db *db, const char *name, moraine_relation_info *out)
-{
-    if (!db || !name || !out) return mr_err(MORAINE_EINVAL, "moraine_relation: NULL argument");
-    pthread_mutex_lock(&db->mu);
-    mr_rel *r = db->writer ? mr_txn_rel(db->writer, name) : NULL;
-    if (!r) r = mr_rel_by_name(db, name);
-    if (r) *out = r->info;
-    pthread_mutex_unlock(&db->mu);
-    return r ? 0 : mr_err(MORAINE_ENOTFOUND, "the catalog has no table '%s'", name);
-}
-
 int moraine_relation_at(moraine_db *db, size_t i, moraine_relation_info *out)
 {
     pthread_mutex_lock(&db->mu);
@@ -732,23 +723,12 @@ fail:
     return rc;
 }
 
-void moraine_close(moraine_db *db)
+/* Frees handle @db: its share of the environment (@release_env; not for a
+ * handle inherited across fork), its descriptors and itself. The handle's
+ * open commit is the caller's to end first (moraine_close, txn.c). */
+void mr_db_free(moraine_db *db, int release_env)
 {
-    if (!db) return;
-    if (db->pid != getpid()) {
-        /* A handle inherited across fork: LMDB's environment belongs to the
-         * process that opened it (its reader slots, its locks). Closing it
-         * here would release the parent's reader slot, so only this
-         * process's memory of the handle is freed; the environment's own
-         * memory and file descriptors stay with this process until it ends. */
-        if (db->writer) mr_txn_forget(db->writer);
-        rels_clear(db);
-        pthread_mutex_destroy(&db->mu);
-        free(db);
-        return;
-    }
-    if (db->writer) moraine_txn_abort(db->writer);
-    env_release(db->sh);
+    if (release_env) env_release(db->sh);
     rels_clear(db);
     pthread_mutex_destroy(&db->mu);
     free(db);

@@ -505,7 +505,7 @@ describe("verbs binding", function()
     end)
 
     -- Fails while moraine_tx_delete_files/rewrite_files/add_delete_files only
-    -- find the table's first live data file (engine/verbs.c live_files).
+    -- find the table's first live data file (engine/verbs_files.c live_files).
     it("delete_files, add_delete_files and rewrite_files find any live file of the table", function()
       local tid = with_events()
       local first

@@ -38,7 +38,7 @@ local function expect_refusal(code, fn, ...)
 end
 
 -- DuckLake numbers a transaction's catalog ids at commit, the entries it
--- touched last first (engine/verbs.c, plan_ids): the model hands out
+-- touched last first (engine/verbs_commit.c, plan_ids): the model hands out
 -- placeholders and numbers them when the transaction commits.
 local function touch(m, tname)
   m.touched = m.touched or {}

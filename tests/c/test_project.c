@@ -316,7 +316,7 @@ static void generated(char *tmpl, size_t n)
             memset(&f[i], 0, sizeof f[i]);
             snprintf(paths[i], sizeof paths[i], "f-%d-%d.parquet", round, i);
             f[i].path = paths[i];
-            /* large, but a table's sums of them must fit: engine/verbs.c adds
+            /* large, but a table's sums of them must fit: engine/verbs_files.c adds
              * record_count to next_row_id and the table's record_count unchecked */
             f[i].record_count = i == 0 ? (INT64_C(1) << 40) + 1 : i;
             f[i].file_size_bytes = 100 + i;

@@ -1,5 +1,5 @@
 /*
- * fuzz_verbs.c — libFuzzer target for the verb path (engine/verbs.c and the
+ * fuzz_verbs.c — libFuzzer target for the verb path (engine/verbs_*.c and the
  * staged commits behind it), driven from Lua 5.4 through the binding.
  *
  * For every input: a fresh lua_State with the standard libraries;

@@ -1,0 +1,94 @@
+/*
+ * txn_internal.h — shared by the staged write transaction's files only (not
+ * installed): txn.c (state, pending entries, begin, abort), txn_rows.c (row
+ * operations) and commit.c (the commit). internal.h declares what the rest
+ * of the engine calls (mr_txn_rel, mr_txn_end_at, mr_txn_discard, ...).
+ * Errors: int-returning functions return 0 or a MORAINE_E* code with the
+ * message set (mr_err), unless they say otherwise.
+ */
+#ifndef MORAINE_TXN_INTERNAL_H
+#define MORAINE_TXN_INTERNAL_H
+
+#include "internal.h"
+
+/* A child group of a pending entry: the encoded rows of one child relation. */
+typedef struct {
+    uint32_t rel_id;
+    uint64_t nrows;
+    mr_buf bytes;
+} group;
+
+typedef struct pending {
+    mr_buf ident;        /* current-subspace key (snapshot key for snapshots) */
+    mr_buf target;       /* where the value goes at commit */
+    int delete_current;  /* the row was live in the store: delete ident at commit */
+    int ended;           /* target is a history key */
+    int from_store;      /* loaded from the store (the stored row is represented here) */
+    int discarded;       /* inserted by this commit and taken back: never written */
+    struct pending *prev; /* older entry with the same identity in this commit */
+    int history_noover;  /* refuse to overwrite an existing history version */
+    mr_rel *rel;
+    int64_t ord;
+    moraine_value *vals;
+    size_t ncols;
+    uint8_t *store;      /* owned bytes the string values point into */
+    group *groups;
+    size_t ngroups;
+} pending;
+
+struct moraine_txn {
+    moraine_db *db;
+    MDB_txn *t;
+    mr_bounds bounds;
+    int64_t snapshot;
+    int failed;
+    char failmsg[1024];
+    pending **list;      /* in creation order */
+    size_t nlist, caplist;
+    pending **slots;     /* hash: identity -> newest pending entry */
+    size_t nslots, used;
+    mr_rel **defs;       /* relations defined by this commit */
+    size_t ndefs;
+    int64_t *next_ord;   /* per relation id, -1 = not loaded */
+    int *ord_dirty;
+    size_t nord;
+    int64_t next_rel_id;
+    int64_t new_gen;     /* rels_gen written by this commit (when it defines tables) */
+    int partial_snapshot; /* an import's commit that may lack its ducklake_snapshot row */
+    mr_counts counts;    /* entries added (+) and removed (-) per counted key range (count.c) */
+    mr_buf kb, kb2;      /* key scratch */
+};
+
+/* ---- txn.c ---- */
+
+/* Counts an entry written (+1) or deleted (-1) under key @k of relation @r. ENOMEM. */
+int mr_txn_count_entry(moraine_txn *txn, const mr_rel *r, const uint8_t *k, size_t n, int delta);
+/* mdb_put that counts a new entry: with @flags 0 an existing entry is
+ * replaced (not counted again), with MDB_NOOVERWRITE it is MDB_KEYEXIST.
+ * Returns an LMDB code (MDB_PANIC when counting failed). */
+int mr_txn_put_counted(moraine_txn *txn, const mr_rel *r, MDB_val *k, MDB_val *v, unsigned flags);
+/* Marks the transaction failed with @rc and the current message (the first
+ * failure is kept); returns @rc. */
+int mr_txn_fail(moraine_txn *txn, int rc);
+/* EINVAL for NULL, ETXN once the transaction failed, else 0. */
+int mr_txn_usable(moraine_txn *txn);
+/* The hash slot of identity key @k: its newest entry's, or the empty slot it would take. */
+pending **mr_pending_slot(moraine_txn *txn, const uint8_t *k, size_t n);
+/* The newest entry with identity @k (children attach to it), or NULL. */
+pending *mr_pending_lookup(moraine_txn *txn, const mr_buf *k);
+/* The live entry among those with the same identity as @head, or NULL. */
+pending *mr_pending_live(pending *head);
+/* Whether the stored row under this identity was loaded into the commit. */
+int mr_pending_store_seen(pending *head);
+/* Frees entry @e (NULL: nothing). */
+void mr_pending_free(pending *e);
+/* Registers a new pending entry under its identity key (newest wins). ENOMEM. */
+int mr_pending_add(moraine_txn *txn, pending *e);
+/* A new entry of relation @r at row position @ord, or NULL (out of memory). */
+pending *mr_pending_new(mr_rel *r, int64_t ord);
+/* Marks the environment's writer gone (commit or abort ended it). */
+void mr_writer_done(mr_env *sh);
+/* Frees the transaction's memory (not its LMDB transaction). */
+void mr_txn_free(moraine_txn *txn);
+
+#endif

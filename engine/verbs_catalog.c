@@ -1,0 +1,459 @@
+/*
+ * verbs_catalog.c — the verbs' model of the catalog (docs/verbs.md): owned
+ * rows, the model loaded at a snapshot (schemas, then each table on first
+ * use: its columns, partition and sort specs), identifier lookups (schema,
+ * table, column; DuckDB's case-insensitive names), and the rows a verb
+ * emits into the staged commit (new, ended, taken back).
+ */
+#include "verbs_internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+/* ---- owned rows ---- */
+
+void mv_orow_free(orow *r)
+{
+    if (!r->v) return;
+    for (size_t i = 0; i < r->rel->ncols; i++)
+        if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    free(r->v);
+    r->v = NULL;
+}
+
+int mv_orow_from(orow *r, const moraine_relation_info *rel, const moraine_value *vals)
+{
+    r->rel = rel;
+    r->v = calloc(rel->ncols ? rel->ncols : 1, sizeof *r->v);
+    if (!r->v) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < rel->ncols; i++) {
+        r->v[i] = vals ? vals[i] : (moraine_value){.type = MORAINE_NULL};
+        if (vals && (vals[i].type == MORAINE_STR || vals[i].type == MORAINE_JSON)) {
+            char *s = malloc(vals[i].len + 1);
+            if (!s) {
+                for (size_t j = 0; j < i; j++)
+                    if (r->v[j].type == MORAINE_STR || r->v[j].type == MORAINE_JSON) free((char *)r->v[j].s);
+                free(r->v);
+                r->v = NULL;
+                return mr_err(MORAINE_ENOMEM, "out of memory");
+            }
+            if (vals[i].len) memcpy(s, vals[i].s, vals[i].len);
+            s[vals[i].len] = 0;
+            r->v[i].s = s;
+        }
+    }
+    return 0;
+}
+
+static int col_of(const orow *r, const char *name)
+{
+    int i = moraine_column_index(r->rel, name);
+    return i;
+}
+
+void mv_orow_set_int(orow *r, const char *name, int64_t v)
+{
+    int i = col_of(r, name);
+    if (i < 0) return; /* a catalog without the column: nothing to set */
+    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    r->v[i] = (moraine_value){.type = MORAINE_INT, .i = v};
+}
+
+void mv_orow_set_bool(orow *r, const char *name, int v)
+{
+    int i = col_of(r, name);
+    if (i < 0) return;
+    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    r->v[i] = (moraine_value){.type = MORAINE_BOOL, .i = v != 0};
+}
+
+void mv_orow_set_null(orow *r, const char *name)
+{
+    int i = col_of(r, name);
+    if (i < 0) return;
+    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    r->v[i] = (moraine_value){.type = MORAINE_NULL};
+}
+
+int mv_orow_set_str(orow *r, const char *name, const char *s)
+{
+    if (!s) {
+        mv_orow_set_null(r, name);
+        return 0;
+    }
+    int i = col_of(r, name);
+    if (i < 0) return 0;
+    /* every text a verb stores must be exportable: NDJSON, SQL and the HTTP
+     * answers carry UTF-8 only (C strings hold no NUL; the Lua binding
+     * refuses one) */
+    if (!mr_utf8_valid(s, strlen(s))) {
+        char shown[200];
+        size_t o = 0;
+        for (const unsigned char *p = (const unsigned char *)s; *p && o + 5 < sizeof shown && p - (const unsigned char *)s < 60; p++)
+            o += (size_t)snprintf(shown + o, sizeof shown - o, *p >= 0x20 && *p < 0x7F && *p != '\\' ? "%c" : "\\x%02x", *p);
+        shown[o] = 0;
+        return mr_err(MORAINE_EINVAL, "%s '%s' is not valid UTF-8, which the catalog's exports (NDJSON, SQL, JSON) need: refused",
+                      name, shown);
+    }
+    char *c = strdup(s);
+    if (!c) return mr_err(MORAINE_ENOMEM, "out of memory");
+    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    r->v[i] = (moraine_value){.type = MORAINE_STR, .s = c, .len = strlen(c)};
+    return 0;
+}
+
+int64_t mv_orow_int(const orow *r, const char *name, int64_t dflt)
+{
+    int i = col_of(r, name);
+    return i >= 0 && r->v[i].type == MORAINE_INT ? r->v[i].i : dflt;
+}
+
+int mv_orow_is_null(const orow *r, const char *name)
+{
+    int i = col_of(r, name);
+    return i < 0 || r->v[i].type == MORAINE_NULL;
+}
+
+const char *mv_orow_str(const orow *r, const char *name)
+{
+    int i = col_of(r, name);
+    return i >= 0 && r->v[i].type == MORAINE_STR ? r->v[i].s : NULL;
+}
+
+
+/* ---- the model ---- */
+
+int mv_id_in(const int64_t *ids, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id) return 1;
+    return 0;
+}
+
+int mv_id_push(int64_t **ids, size_t *n, int64_t id)
+{
+    int64_t *p = realloc(*ids, (*n + 1) * sizeof *p);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    *ids = p;
+    p[(*n)++] = id;
+    return 0;
+}
+
+const moraine_relation_info *mv_rel(model *m, const char *name)
+{
+    moraine_relation_info info;
+    if (moraine_relation(m->db, name, &info)) return NULL;
+    /* moraine_relation copies the info struct; its pointers are stable: find the stored one */
+    pthread_mutex_lock(&m->db->mu);
+    mr_rel *r = m->db->writer ? mr_txn_rel(m->db->writer, name) : NULL;
+    if (!r) r = mr_rel_by_name(m->db, name);
+    pthread_mutex_unlock(&m->db->mu);
+    return r ? &r->info : NULL;
+}
+
+int mv_need_rel(model *m, const char *name, const moraine_relation_info **out)
+{
+    *out = mv_rel(m, name);
+    if (!*out || (*out)->ncols == 0) return mr_err(MORAINE_ENOTFOUND, "the catalog has no table %s (is it a DuckLake catalog? see moraine_init)", name);
+    return 0;
+}
+
+static void tstate_free(tstate *t)
+{
+    if (t->row.rel) mv_orow_free(&t->row);
+    for (size_t i = 0; i < t->ncols; i++) mv_orow_free(&t->cols[i]);
+    free(t->cols);
+    if (t->part.rel) mv_orow_free(&t->part);
+    for (size_t i = 0; i < t->npcols; i++) mv_orow_free(&t->pcols[i]);
+    free(t->pcols);
+    if (t->sort.rel) mv_orow_free(&t->sort);
+    for (size_t i = 0; i < t->nskeys; i++) mv_orow_free(&t->skeys[i]);
+    free(t->skeys);
+    free(t->deleted_files);
+    free(t->ended);
+    free(t->ended_dels);
+    for (size_t i = 0; i < t->nadded; i++) mv_orow_free(&t->added[i]);
+    free(t->added);
+    for (size_t i = 0; i < t->nadded_dels; i++) mv_orow_free(&t->added_dels[i]);
+    free(t->added_dels);
+    for (size_t i = 0; i < t->ntags; i++) mv_orow_free(&t->tags[i]);
+    free(t->tags);
+}
+
+void mv_model_free(model *m)
+{
+    for (size_t i = 0; i < m->ntables; i++) tstate_free(&m->tables[i]);
+    free(m->tables);
+    for (size_t i = 0; i < m->nschemas; i++) mv_orow_free(&m->schemas[i].row);
+    free(m->schemas);
+    for (size_t i = 0; i < m->ncreated_schema_names; i++) free(m->created_schema_names[i]);
+    free(m->created_schema_names);
+    for (size_t i = 0; i < m->nviews; i++) mv_orow_free(&m->views[i]);
+    free(m->views);
+    free(m->dropped_views);
+    free(m->created_views);
+    if (m->snaprow.rel) mv_orow_free(&m->snaprow);
+    if (m->rd) moraine_read_end(m->rd);
+    memset(m, 0, sizeof *m);
+}
+
+/* Appends a copy of a row to an array of owned rows. */
+int mv_push_row(orow **arr, size_t *n, const moraine_relation_info *r, const moraine_value *vals)
+{
+    orow *p = realloc(*arr, (*n + 1) * sizeof *p);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    *arr = p;
+    int rc = mv_orow_from(&p[*n], r, vals);
+    if (!rc) (*n)++;
+    return rc;
+}
+
+/* Moves owned row @r onto the end of an array of owned rows. */
+int mv_take_row(orow **arr, size_t *n, orow *r)
+{
+    orow *p = realloc(*arr, (*n + 1) * sizeof *p);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    *arr = p;
+    p[(*n)++] = *r;
+    r->v = NULL;
+    return 0;
+}
+
+/* Builds the model as of snapshot @at (MORAINE_ALL_VERSIONS: the newest). */
+int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
+{
+    memset(m, 0, sizeof *m);
+    m->db = db;
+    m->stx = stx;
+    int rc = moraine_read_begin(db, &m->rd);
+    if (rc) return rc;
+    int64_t last;
+    rc = moraine_read_last_snapshot(m->rd, &last);
+    if (rc < 0) return rc;
+    if (rc == 0) return mr_err(MORAINE_EINVAL, "the catalog holds no snapshot: initialise it first (moraine_init / moraine init)");
+    if (at != MORAINE_ALL_VERSIONS && at < last) last = at; /* a transaction's own base, not what came after it */
+    m->base = last;
+    m->snap = last + 1;
+    moraine_cursor *c;
+    moraine_row row;
+    /* the base's ducklake_snapshot row: its counters (one key lookup) */
+    int found = mr_snapshot_row(m->rd, last, &row);
+    if (found < 0) return found;
+    if (found && (rc = mv_orow_from(&m->snaprow, row.rel, row.vals))) return rc;
+    if (!found) return mr_err(MORAINE_ENOTFOUND, "the catalog has no ducklake_snapshot row for its last snapshot %lld", (long long)last);
+    m->next_catalog_id = mv_orow_int(&m->snaprow, "next_catalog_id", 0);
+    m->next_file_id = mv_orow_int(&m->snaprow, "next_file_id", 0);
+    m->schema_version = mv_orow_int(&m->snaprow, "schema_version", 0);
+    /* live schemas */
+    if ((rc = moraine_scan_open(m->rd, "ducklake_schema", MORAINE_ANY_SCOPE, last, &c))) return rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1) {
+        sstate *p = realloc(m->schemas, (m->nschemas + 1) * sizeof *p);
+        if (!p) {
+            rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            break;
+        }
+        m->schemas = p;
+        sstate *s = &m->schemas[m->nschemas];
+        memset(s, 0, sizeof *s);
+        if ((rc = mv_orow_from(&s->row, row.rel, row.vals))) break;
+        s->schema_id = mv_orow_int(&s->row, "schema_id", -1);
+        s->live = 1;
+        m->nschemas++;
+    }
+    moraine_cursor_close(c);
+    return rc < 0 ? rc : 0;
+}
+
+int mv_model_init(model *m, moraine_db *db, moraine_txn *stx) { return mv_model_init_at(m, db, stx, MORAINE_ALL_VERSIONS); }
+
+sstate *mv_find_schema(model *m, const char *name)
+{
+    if (!name) name = "main";
+    for (size_t i = 0; i < m->nschemas; i++) {
+        const char *n = mv_orow_str(&m->schemas[i].row, "schema_name");
+        if (m->schemas[i].live && n && mr_ident_eq(n, name)) return &m->schemas[i]; /* DuckDB: case-insensitive */
+    }
+    return NULL;
+}
+
+sstate *mv_schema_by_id(model *m, int64_t id)
+{
+    for (size_t i = 0; i < m->nschemas; i++)
+        if (m->schemas[i].schema_id == id) return &m->schemas[i];
+    return NULL;
+}
+
+/* Loads the state of table @table_id (live at the model's start) into the model. */
+static int load_table(model *m, const orow *trow, tstate **out)
+{
+    tstate *p = realloc(m->tables, (m->ntables + 1) * sizeof *p);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    m->tables = p;
+    tstate *t = &m->tables[m->ntables];
+    memset(t, 0, sizeof *t);
+    int rc = mv_orow_from(&t->row, trow->rel, trow->v);
+    if (rc) return rc;
+    m->ntables++;
+    t->live = 1;
+    t->table_id = mv_orow_int(&t->row, "table_id", -1);
+    t->schema_id = mv_orow_int(&t->row, "schema_id", -1);
+    t->stats_ord = -1;
+    moraine_cursor *c;
+    moraine_row row;
+    /* columns: live ones, and the largest column_id and column_order ever used */
+    if ((rc = moraine_scan_open(m->rd, "ducklake_column", t->table_id, MORAINE_ALL_VERSIONS, &c))) return rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1) {
+        int ic = moraine_column_index(row.rel, "column_id"), io = moraine_column_index(row.rel, "column_order");
+        int ie = moraine_column_index(row.rel, "end_snapshot"), ib = moraine_column_index(row.rel, "begin_snapshot");
+        if (ic >= 0 && row.vals[ic].type == MORAINE_INT && row.vals[ic].i > t->max_column_id) t->max_column_id = row.vals[ic].i;
+        if (io >= 0 && row.vals[io].type == MORAINE_INT && row.vals[io].i > t->max_order) t->max_order = row.vals[io].i;
+        if (ie >= 0 && row.vals[ie].type == MORAINE_NULL && ib >= 0 && row.vals[ib].type == MORAINE_INT && row.vals[ib].i <= m->base &&
+            (rc = mv_push_row(&t->cols, &t->ncols, row.rel, row.vals)))
+            break;
+    }
+    moraine_cursor_close(c);
+    if (rc < 0) return rc;
+    /* live partition spec and sort spec with their children */
+    const char *specs[2] = {"ducklake_partition_info", "ducklake_sort_info"};
+    for (int k = 0; k < 2; k++) {
+        if (!mv_rel(m, specs[k])) continue;
+        if ((rc = moraine_scan_open(m->rd, specs[k], t->table_id, m->base, &c))) return rc;
+        while ((rc = moraine_cursor_next(c, &row)) == 1) {
+            orow *spec = k == 0 ? &t->part : &t->sort;
+            if (spec->rel) mv_orow_free(spec);
+            if ((rc = mv_orow_from(spec, row.rel, row.vals))) break;
+            moraine_children it;
+            moraine_row child;
+            moraine_row_children(m->rd, &row, &it);
+            while ((rc = moraine_children_next(&it, &child)) == 1) {
+                if (k == 0) rc = mv_push_row(&t->pcols, &t->npcols, child.rel, child.vals);
+                else rc = mv_push_row(&t->skeys, &t->nskeys, child.rel, child.vals);
+                if (rc) break;
+            }
+            moraine_children_free(&it);
+            if (rc < 0) break;
+        }
+        moraine_cursor_close(c);
+        if (rc < 0) return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+/* Finds table schema.name live in the model (loading it on first use). */
+int mv_find_table(model *m, const char *schema, const char *name, tstate **out)
+{
+    if (!name) return mr_err(MORAINE_EINVAL, "no table name given");
+    sstate *s = mv_find_schema(m, schema);
+    if (!s) return mr_err(MORAINE_ENOTFOUND, "no schema \"%s\"", schema ? schema : "main");
+    for (size_t i = 0; i < m->ntables; i++) {
+        tstate *t = &m->tables[i];
+        const char *n = t->row.rel ? mv_orow_str(&t->row, "table_name") : NULL;
+        if (t->live && t->schema_id == s->schema_id && n && mr_ident_eq(n, name)) {
+            *out = t;
+            return 0;
+        }
+    }
+    /* not in the model: look among the tables live at the base */
+    moraine_cursor *c;
+    moraine_row row;
+    int rc = moraine_scan_open(m->rd, "ducklake_table", MORAINE_ANY_SCOPE, m->base, &c);
+    if (rc) return rc;
+    orow found = {0};
+    while ((rc = moraine_cursor_next(c, &row)) == 1) {
+        int in = moraine_column_index(row.rel, "table_name"), is = moraine_column_index(row.rel, "schema_id");
+        if (in < 0 || is < 0) continue;
+        if (row.vals[is].type == MORAINE_INT && row.vals[is].i == s->schema_id && row.vals[in].type == MORAINE_STR &&
+            mr_ident_eqn(row.vals[in].s, row.vals[in].len, name)) {
+            rc = mv_orow_from(&found, row.rel, row.vals);
+            break;
+        }
+    }
+    moraine_cursor_close(c);
+    if (rc < 0) return rc;
+    if (!found.rel) return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\"", schema ? schema : "main", name);
+    /* a table the model knows as dropped or renamed in this transaction is not live */
+    int64_t id = mv_orow_int(&found, "table_id", -1);
+    for (size_t i = 0; i < m->ntables; i++) {
+        if (m->tables[i].table_id == id) {
+            mv_orow_free(&found);
+            return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\" (dropped or renamed in this transaction)", schema ? schema : "main", name);
+        }
+    }
+    rc = load_table(m, &found, out);
+    mv_orow_free(&found);
+    return rc;
+}
+
+int mv_find_column(tstate *t, const char *name)
+{
+    for (size_t i = 0; i < t->ncols; i++) {
+        const char *n = mv_orow_str(&t->cols[i], "column_name");
+        if (n && name && mr_ident_eq(n, name)) return (int)i; /* DuckDB: case-insensitive */
+    }
+    return -1;
+}
+
+/* ---- emitting rows ---- */
+
+int mv_emit_insert(model *m, const orow *r)
+{
+    if (!m->stx) return 0;
+    return moraine_txn_insert(m->stx, r->rel->name, r->v, r->rel->ncols, -1);
+}
+
+static int emit_end(model *m, const orow *r)
+{
+    if (!m->stx) return 0;
+    return moraine_txn_end(m->stx, r->rel->name, r->v, r->rel->ncols);
+}
+
+/* A new row of @relname with begin_snapshot = the snapshot being written. */
+int mv_new_row(model *m, const char *relname, orow *out)
+{
+    const moraine_relation_info *r;
+    int rc = mv_need_rel(m, relname, &r);
+    if (!rc) rc = mv_orow_from(out, r, NULL);
+    if (!rc) mv_orow_set_int(out, "begin_snapshot", m->snap);
+    return rc;
+}
+
+void mv_uuid7(char out[37])
+{
+    uint8_t b[16];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+        for (size_t i = 0; i < sizeof b; i++) b[i] = (uint8_t)(rand() & 0xFF);
+    }
+    for (int i = 0; i < 6; i++) b[i] = (uint8_t)(ms >> (40 - 8 * i));
+    b[6] = (uint8_t)(0x70 | (b[6] & 0x0F));
+    b[8] = (uint8_t)(0x80 | (b[8] & 0x3F));
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+             b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* Ends a live row in the model and the store. */
+int mv_end_row(model *m, orow *r)
+{
+    int rc = emit_end(m, r);
+    if (!rc) mv_orow_set_int(r, "end_snapshot", m->snap);
+    return rc;
+}
+
+/* Ends a live row; a column or table version this same transaction wrote is
+ * taken back instead: DuckLake writes only the net change, and two such
+ * versions would both begin and end at the new snapshot. */
+int mv_retire_row(model *m, orow *r)
+{
+    if (mv_orow_int(r, "begin_snapshot", -1) == m->snap &&
+        (strcmp(r->rel->name, "ducklake_column") == 0 || strcmp(r->rel->name, "ducklake_table") == 0)) {
+        int rc = m->stx ? mr_txn_discard(m->stx, r->rel->name, r->v, r->rel->ncols) : 0;
+        if (!rc) mv_orow_set_int(r, "end_snapshot", m->snap);
+        return rc;
+    }
+    return mv_end_row(m, r);
+}

@@ -1,0 +1,417 @@
+/*
+ * verbs_files.c — the verbs on a table's data and delete files, applied to
+ * the model: add_data_files (with partition values, column stats and the
+ * table's stats), add_delete_files, delete_files and rewrite_files
+ * (compaction), over the files live at the base and those this transaction
+ * added or ended before.
+ */
+#include "verbs_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+static int load_stats(model *m, tstate *t)
+{
+    if (t->stats_loaded) return 0;
+    t->stats_loaded = 1;
+    if (!mv_rel(m, "ducklake_table_stats")) return 0;
+    moraine_cursor *c;
+    moraine_row row;
+    int rc = moraine_scan_open(m->rd, "ducklake_table_stats", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c);
+    if (rc) return rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1) {
+        int it = moraine_column_index(row.rel, "table_id");
+        if (it >= 0 && row.vals[it].type == MORAINE_INT && row.vals[it].i == t->table_id) {
+            int ir = moraine_column_index(row.rel, "record_count"), in = moraine_column_index(row.rel, "next_row_id"),
+                isz = moraine_column_index(row.rel, "file_size_bytes");
+            t->record_count = ir >= 0 && row.vals[ir].type == MORAINE_INT ? row.vals[ir].i : 0;
+            t->next_row_id = in >= 0 && row.vals[in].type == MORAINE_INT ? row.vals[in].i : 0;
+            t->file_size_bytes = isz >= 0 && row.vals[isz].type == MORAINE_INT ? row.vals[isz].i : 0;
+            t->stats_ord = row.ord;
+        }
+    }
+    moraine_cursor_close(c);
+    return rc < 0 ? rc : 0;
+}
+
+/* Inserts one data file with its partition values and stats. */
+static int add_file(model *m, tstate *t, const moraine_data_file *f, int64_t partition_id, int has_pid, const char *const *values, size_t nvalues,
+                    int row_ids, int64_t *id_out)
+{
+    if (!f->path || !*f->path) return mr_err(MORAINE_EINVAL, "a data file needs a path");
+    if (f->record_count < 0) return mr_err(MORAINE_EINVAL, "data file %s: record_count is negative", f->path);
+    if (f->file_size_bytes < 0)
+        return mr_err(MORAINE_EINVAL, "data file %s: file_size_bytes %lld is negative", f->path, (long long)f->file_size_bytes);
+    if (f->footer_size < 0 && f->footer_size != INT64_MIN)
+        return mr_err(MORAINE_EINVAL, "data file %s: footer_size %lld is negative", f->path, (long long)f->footer_size);
+    /* the table's stats (ducklake_table_stats) must stay within int64 */
+    int64_t sum;
+    if (__builtin_add_overflow(t->record_count, f->record_count, &sum) ||
+        (row_ids && __builtin_add_overflow(t->next_row_id, f->record_count, &sum)))
+        return mr_err(MORAINE_EINVAL, "data file %s: record_count %lld would take table %lld's record_count or next_row_id past 2^63-1",
+                      f->path, (long long)f->record_count, (long long)t->table_id);
+    if (__builtin_add_overflow(t->file_size_bytes, f->file_size_bytes, &sum))
+        return mr_err(MORAINE_EINVAL, "data file %s: file_size_bytes %lld would take table %lld's file_size_bytes past 2^63-1", f->path,
+                      (long long)f->file_size_bytes, (long long)t->table_id);
+    for (size_t i = 0; i < f->nstats; i++) {
+        const moraine_column_stats *st = &f->stats[i];
+        const char *bad = st->column_size_bytes < 0 && st->column_size_bytes != INT64_MIN ? "column_size_bytes"
+                          : st->value_count < 0 && st->value_count != INT64_MIN       ? "value_count"
+                          : st->null_count < 0 && st->null_count != INT64_MIN         ? "null_count"
+                                                                                      : NULL;
+        if (bad) return mr_err(MORAINE_EINVAL, "data file %s: statistics of column \"%s\": %s is negative", f->path, st->column ? st->column : "", bad);
+    }
+    int rc;
+    int64_t *cids = calloc(f->nstats ? f->nstats : 1, sizeof *cids);
+    if (!cids) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < f->nstats; i++) {
+        int ci = mv_find_column(t, f->stats[i].column);
+        if (ci < 0) {
+            free(cids);
+            return mr_err(MORAINE_ENOTFOUND, "data file %s: statistics name column \"%s\", which table \"%s\" does not have", f->path,
+                          f->stats[i].column ? f->stats[i].column : "", mv_orow_str(&t->row, "table_name"));
+        }
+        cids[i] = mv_orow_int(&t->cols[ci], "column_id", -1);
+    }
+    orow d;
+    if ((rc = mv_new_row(m, "ducklake_data_file", &d))) {
+        free(cids);
+        return rc;
+    }
+    int64_t id = m->next_file_id++;
+    mv_orow_set_int(&d, "data_file_id", id);
+    mv_orow_set_int(&d, "table_id", t->table_id);
+    mv_orow_set_null(&d, "file_order");
+    rc = mv_orow_set_str(&d, "path", f->path);
+    mv_orow_set_bool(&d, "path_is_relative", !f->path_is_absolute);
+    if (!rc) rc = mv_orow_set_str(&d, "file_format", f->file_format ? f->file_format : "parquet");
+    mv_orow_set_int(&d, "record_count", f->record_count);
+    mv_orow_set_int(&d, "file_size_bytes", f->file_size_bytes);
+    if (f->footer_size == INT64_MIN) mv_orow_set_null(&d, "footer_size");
+    else mv_orow_set_int(&d, "footer_size", f->footer_size);
+    if (row_ids) {
+        mv_orow_set_int(&d, "row_id_start", t->next_row_id);
+        t->next_row_id += f->record_count;
+    }
+    if (has_pid) mv_orow_set_int(&d, "partition_id", partition_id);
+    if (f->row_group_count > 0) mv_orow_set_int(&d, "row_group_count", f->row_group_count);
+    t->record_count += f->record_count;
+    t->file_size_bytes += f->file_size_bytes;
+    if (!rc) rc = mv_emit_insert(m, &d);
+    for (size_t i = 0; !rc && i < nvalues; i++) {
+        orow pv;
+        if ((rc = mv_new_row(m, "ducklake_file_partition_value", &pv))) break;
+        mv_orow_set_int(&pv, "data_file_id", id);
+        mv_orow_set_int(&pv, "table_id", t->table_id);
+        mv_orow_set_int(&pv, "partition_key_index", (int64_t)i);
+        rc = mv_orow_set_str(&pv, "partition_value", values[i]);
+        if (!rc) rc = mv_emit_insert(m, &pv);
+        mv_orow_free(&pv);
+    }
+    for (size_t i = 0; !rc && i < f->nstats; i++) {
+        const moraine_column_stats *s = &f->stats[i];
+        orow st;
+        if ((rc = mv_new_row(m, "ducklake_file_column_stats", &st))) break;
+        mv_orow_set_int(&st, "data_file_id", id);
+        mv_orow_set_int(&st, "table_id", t->table_id);
+        mv_orow_set_int(&st, "column_id", cids[i]);
+        if (s->column_size_bytes != INT64_MIN) mv_orow_set_int(&st, "column_size_bytes", s->column_size_bytes);
+        if (s->value_count != INT64_MIN) mv_orow_set_int(&st, "value_count", s->value_count);
+        if (s->null_count != INT64_MIN) mv_orow_set_int(&st, "null_count", s->null_count);
+        rc = mv_orow_set_str(&st, "min_value", s->min_value);
+        if (!rc) rc = mv_orow_set_str(&st, "max_value", s->max_value);
+        if (s->contains_nan >= 0) mv_orow_set_bool(&st, "contains_nan", s->contains_nan);
+        if (!rc) rc = mv_emit_insert(m, &st);
+        mv_orow_free(&st);
+    }
+    /* keep it: later verbs of this transaction see it (drop_table ends it) */
+    if (!rc) rc = mv_take_row(&t->added, &t->nadded, &d);
+    if (d.v) mv_orow_free(&d);
+    free(cids);
+    if (id_out) *id_out = id;
+    return rc;
+}
+
+int mv_do_add_files(model *m, verb *v)
+{
+    tstate *t;
+    int rc = mv_find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    if ((rc = load_stats(m, t))) return rc;
+    int has_pid = t->part.rel && t->npcols > 0;
+    int64_t pid = has_pid ? mv_orow_int(&t->part, "partition_id", -1) : 0;
+    size_t want = has_pid ? t->npcols : 0;
+    for (size_t i = 0; i < v->nfiles; i++)
+        if (v->files[i].npartition_values != want)
+            return mr_err(MORAINE_EINVAL, "add_data_files: file %zu (%s) has %zu partition values; the live partition spec of \"%s\" has %zu keys", i,
+                          v->files[i].path ? v->files[i].path : "", v->files[i].npartition_values, v->table, want);
+    for (size_t i = 0; !rc && i < v->nfiles; i++) {
+        int64_t id;
+        rc = add_file(m, t, &v->files[i], pid, has_pid, v->files[i].partition_values, v->files[i].npartition_values, 1, &id);
+        if (!rc && i == 0 && v->ids) v->ids[0] = id;
+    }
+    if (!rc && v->nfiles) t->inserted = 1;
+    return rc;
+}
+
+/* The live data files (and their live delete files) of @t with the given ids. */
+typedef struct {
+    orow file;
+    orow del;
+    char **values;
+    size_t nvalues;
+} live_file;
+
+static void live_files_free(live_file *lf, size_t n)
+{
+    for (size_t i = 0; lf && i < n; i++) {
+        if (lf[i].file.rel) mv_orow_free(&lf[i].file);
+        if (lf[i].del.rel) mv_orow_free(&lf[i].del);
+        for (size_t k = 0; k < lf[i].nvalues; k++) free(lf[i].values[k]);
+        free(lf[i].values);
+    }
+    free(lf);
+}
+
+static int live_files(model *m, tstate *t, const int64_t *ids, size_t n, live_file **out)
+{
+    live_file *lf = calloc(n ? n : 1, sizeof *lf);
+    if (!lf) return mr_err(MORAINE_ENOMEM, "out of memory");
+    moraine_cursor *c = NULL;
+    moraine_row row;
+    int rc = moraine_scan_open(m->rd, "ducklake_data_file", t->table_id, m->base, &c);
+    while (!rc) {
+        int nx = moraine_cursor_next(c, &row);
+        if (nx <= 0) {
+            rc = nx;
+            break;
+        }
+        int ic = moraine_column_index(row.rel, "data_file_id");
+        for (size_t i = 0; !rc && i < n; i++) {
+            if (row.vals[ic].type != MORAINE_INT || row.vals[ic].i != ids[i] || lf[i].file.rel) continue;
+            if ((rc = mv_orow_from(&lf[i].file, row.rel, row.vals))) break;
+            moraine_children it;
+            moraine_row ch;
+            moraine_row_children(m->rd, &row, &it);
+            int r2;
+            while ((r2 = moraine_children_next(&it, &ch)) == 1) {
+                if (strcmp(ch.rel->name, "ducklake_file_partition_value") != 0) continue;
+                int iv = moraine_column_index(ch.rel, "partition_value");
+                char **vs = realloc(lf[i].values, (lf[i].nvalues + 1) * sizeof *vs);
+                if (!vs) {
+                    r2 = mr_err(MORAINE_ENOMEM, "out of memory");
+                    break;
+                }
+                lf[i].values = vs;
+                vs[lf[i].nvalues++] = ch.vals[iv].type == MORAINE_STR ? strndup(ch.vals[iv].s, ch.vals[iv].len) : NULL;
+            }
+            moraine_children_free(&it);
+            if (r2 < 0) rc = r2;
+        }
+    }
+    if (c) moraine_cursor_close(c);
+    if (rc < 0) {
+        live_files_free(lf, n);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t a = 0; !lf[i].file.rel && a < t->nadded; a++)
+            if (mv_orow_int(&t->added[a], "data_file_id", -1) == ids[i] && mv_orow_is_null(&t->added[a], "end_snapshot")) {
+                live_files_free(lf, n);
+                return mr_err(MORAINE_EINVAL, "data file %lld was added by this transaction: delete or rewrite it in a later one", (long long)ids[i]);
+            }
+        if (lf[i].file.rel && mv_id_in(t->ended, t->nended, ids[i])) {
+            live_files_free(lf, n);
+            return mr_err(MORAINE_ENOTFOUND, "data file %lld is no longer live: this transaction ended it", (long long)ids[i]);
+        }
+        if (!lf[i].file.rel) {
+            live_files_free(lf, n);
+            return mr_err(MORAINE_ENOTFOUND, "data file %lld is not a live file of table \"%s\"", (long long)ids[i], mv_orow_str(&t->row, "table_name"));
+        }
+        for (size_t j = 0; j < i; j++)
+            if (ids[j] == ids[i]) {
+                live_files_free(lf, n);
+                return mr_err(MORAINE_EINVAL, "data file %lld is named twice", (long long)ids[i]);
+            }
+    }
+    if (mv_rel(m, "ducklake_delete_file")) {
+        c = NULL;
+        rc = moraine_scan_open(m->rd, "ducklake_delete_file", t->table_id, m->base, &c);
+        while (!rc) {
+            int nx = moraine_cursor_next(c, &row);
+            if (nx <= 0) {
+                rc = nx;
+                break;
+            }
+            int id = moraine_column_index(row.rel, "data_file_id"), idd = moraine_column_index(row.rel, "delete_file_id");
+            if (idd >= 0 && row.vals[idd].type == MORAINE_INT && mv_id_in(t->ended_dels, t->nended_dels, row.vals[idd].i)) continue;
+            for (size_t i = 0; !rc && i < n; i++)
+                if (row.vals[id].type == MORAINE_INT && row.vals[id].i == ids[i] && !lf[i].del.rel) rc = mv_orow_from(&lf[i].del, row.rel, row.vals);
+        }
+        /* a delete file this transaction added replaces the base's */
+        for (size_t i = 0; !rc && i < n; i++)
+            for (size_t a = 0; !rc && a < t->nadded_dels; a++)
+                if (mv_orow_int(&t->added_dels[a], "data_file_id", -1) == ids[i]) {
+                    if (lf[i].del.rel) mv_orow_free(&lf[i].del);
+                    rc = mv_orow_from(&lf[i].del, t->added_dels[a].rel, t->added_dels[a].v);
+                }
+        if (c) moraine_cursor_close(c);
+        if (rc < 0) {
+            live_files_free(lf, n);
+            return rc;
+        }
+    }
+    *out = lf;
+    return 0;
+}
+
+/* Ends a file's live delete file @del, whether the base's or one this transaction added. */
+static int end_delete_file(model *m, tstate *t, orow *del)
+{
+    int64_t id = mv_orow_int(del, "delete_file_id", -1);
+    for (size_t a = 0; a < t->nadded_dels; a++) {
+        if (mv_orow_int(&t->added_dels[a], "delete_file_id", -2) == id) {
+            int rc = mv_end_row(m, &t->added_dels[a]);
+            mv_orow_free(&t->added_dels[a]);
+            t->added_dels[a] = t->added_dels[--t->nadded_dels];
+            return rc;
+        }
+    }
+    int rc = mv_end_row(m, del);
+    return rc ? rc : mv_id_push(&t->ended_dels, &t->nended_dels, id);
+}
+
+static int note_deleted(tstate *t, int64_t id)
+{
+    int64_t *p = realloc(t->deleted_files, (t->ndeleted_files + 1) * sizeof *p);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    t->deleted_files = p;
+    p[t->ndeleted_files++] = id;
+    return 0;
+}
+
+int mv_do_add_deletes(model *m, verb *v)
+{
+    tstate *t;
+    int rc = mv_find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    int64_t *ids = calloc(v->ndels ? v->ndels : 1, sizeof *ids);
+    if (!ids) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < v->ndels; i++) ids[i] = v->dels[i].data_file_id;
+    live_file *lf = NULL;
+    rc = live_files(m, t, ids, v->ndels, &lf);
+    free(ids);
+    if (rc) return rc;
+    for (size_t i = 0; !rc && i < v->ndels; i++) {
+        const moraine_delete_file *d = &v->dels[i];
+        if (!d->path || !*d->path) rc = mr_err(MORAINE_EINVAL, "a delete file needs a path");
+        else if (d->delete_count < 0) rc = mr_err(MORAINE_EINVAL, "delete file %s: delete_count %lld is negative", d->path, (long long)d->delete_count);
+        else if (d->file_size_bytes < 0)
+            rc = mr_err(MORAINE_EINVAL, "delete file %s: file_size_bytes %lld is negative", d->path, (long long)d->file_size_bytes);
+        else if (d->footer_size < 0 && d->footer_size != INT64_MIN)
+            rc = mr_err(MORAINE_EINVAL, "delete file %s: footer_size %lld is negative", d->path, (long long)d->footer_size);
+        if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del); /* replaced by the new delete file */
+        orow r = {0};
+        if (!rc) rc = mv_new_row(m, "ducklake_delete_file", &r);
+        if (!rc) {
+            mv_orow_set_int(&r, "delete_file_id", m->next_file_id++);
+            mv_orow_set_int(&r, "table_id", t->table_id);
+            mv_orow_set_int(&r, "data_file_id", d->data_file_id);
+            rc = mv_orow_set_str(&r, "path", d->path);
+            mv_orow_set_bool(&r, "path_is_relative", 1);
+            if (!rc) rc = mv_orow_set_str(&r, "format", d->format ? d->format : "parquet");
+            mv_orow_set_int(&r, "delete_count", d->delete_count);
+            mv_orow_set_int(&r, "file_size_bytes", d->file_size_bytes);
+            mv_orow_set_int(&r, "footer_size", d->footer_size);
+            if (d->row_group_count > 0) mv_orow_set_int(&r, "row_group_count", d->row_group_count);
+            if (!rc) rc = mv_emit_insert(m, &r);
+        }
+        if (!rc) rc = mv_take_row(&t->added_dels, &t->nadded_dels, &r);
+        if (r.v) mv_orow_free(&r);
+        if (!rc) rc = note_deleted(t, d->data_file_id);
+    }
+    live_files_free(lf, v->ndels);
+    if (!rc && v->ndels) t->deleted = 1;
+    return rc;
+}
+
+int mv_do_delete_files(model *m, verb *v)
+{
+    tstate *t;
+    int rc = mv_find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    live_file *lf = NULL;
+    if ((rc = live_files(m, t, v->ids, v->nids, &lf))) return rc;
+    if ((rc = load_stats(m, t))) {
+        live_files_free(lf, v->nids);
+        return rc;
+    }
+    for (size_t i = 0; !rc && i < v->nids; i++) {
+        /* DuckLake: ending whole files takes their rows and bytes out of the table stats */
+        t->record_count -= mv_orow_int(&lf[i].file, "record_count", 0);
+        t->file_size_bytes -= mv_orow_int(&lf[i].file, "file_size_bytes", 0);
+        t->stats_dirty = 1;
+        rc = mv_end_row(m, &lf[i].file);
+        if (!rc) rc = mv_id_push(&t->ended, &t->nended, v->ids[i]);
+        if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del);
+        if (!rc) rc = note_deleted(t, v->ids[i]);
+    }
+    live_files_free(lf, v->nids);
+    if (!rc && v->nids) t->deleted = 1;
+    return rc;
+}
+
+static int same_values(const live_file *a, const live_file *b)
+{
+    if (a->nvalues != b->nvalues) return 0;
+    for (size_t i = 0; i < a->nvalues; i++) {
+        if (!a->values[i] || !b->values[i]) {
+            if (a->values[i] != b->values[i]) return 0;
+        } else if (strcmp(a->values[i], b->values[i]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int mv_do_rewrite(model *m, verb *v)
+{
+    tstate *t;
+    int rc = mv_find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    if (v->nids == 0) return mr_err(MORAINE_EINVAL, "rewrite_files: no input files");
+    live_file *lf = NULL;
+    if ((rc = live_files(m, t, v->ids, v->nids, &lf))) return rc;
+    int64_t pid = mv_orow_int(&lf[0].file, "partition_id", INT64_MIN);
+    int has_pid = !mv_orow_is_null(&lf[0].file, "partition_id");
+    for (size_t i = 1; !rc && i < v->nids; i++) {
+        int hp = !mv_orow_is_null(&lf[i].file, "partition_id");
+        if (hp != has_pid || (hp && mv_orow_int(&lf[i].file, "partition_id", INT64_MIN) != pid))
+            rc = mr_err(MORAINE_EINVAL, "rewrite_files: data files %lld and %lld were written under different partition specs; a merge must not cross "
+                        "partitions", (long long)v->ids[0], (long long)v->ids[i]);
+        else if (!same_values(&lf[0], &lf[i]))
+            rc = mr_err(MORAINE_EINVAL, "rewrite_files: data files %lld and %lld have different partition values; a merge must not cross partitions",
+                        (long long)v->ids[0], (long long)v->ids[i]);
+    }
+    for (size_t i = 0; !rc && i < v->nfiles; i++)
+        if (v->files[i].npartition_values && v->files[i].npartition_values != lf[0].nvalues)
+            rc = mr_err(MORAINE_EINVAL, "rewrite_files: output %zu has %zu partition values, the inputs' spec has %zu", i, v->files[i].npartition_values,
+                        lf[0].nvalues);
+    if (!rc) rc = load_stats(m, t);
+    for (size_t i = 0; !rc && i < v->nids; i++) {
+        /* DuckLake recomputes the table stats: the inputs' rows and bytes leave, the outputs' come in */
+        t->record_count -= mv_orow_int(&lf[i].file, "record_count", 0);
+        t->file_size_bytes -= mv_orow_int(&lf[i].file, "file_size_bytes", 0);
+        rc = mv_end_row(m, &lf[i].file);
+        if (!rc) rc = mv_id_push(&t->ended, &t->nended, v->ids[i]);
+        if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del);
+    }
+    for (size_t i = 0; !rc && i < v->nfiles; i++) {
+        const moraine_data_file *f = &v->files[i];
+        const char *const *vals = f->npartition_values ? f->partition_values : (const char *const *)lf[0].values;
+        /* DuckLake: compaction outputs carry no row_id_start */
+        rc = add_file(m, t, f, pid, has_pid, vals, lf[0].nvalues, 0, NULL);
+    }
+    live_files_free(lf, v->nids);
+    if (!rc) t->compacted = 1;
+    return rc;
+}

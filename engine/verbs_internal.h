@@ -1,0 +1,250 @@
+/*
+ * verbs_internal.h — shared by the verb path's files only (not installed,
+ * not part of moraine.h); docs/verbs.md and docs/ducklake-behaviour.md
+ * describe the path:
+ *
+ *   verbs_catalog.c  the model: owned rows, the catalog loaded at a
+ *                    snapshot, identifier lookups, rows emitted
+ *   verbs_table.c    schemas, tables, views, comments
+ *   verbs_column.c   columns
+ *   verbs_spec.c     partition and sort specs
+ *   verbs_files.c    data and delete files
+ *   verbs_tx.c       the transaction: verbs recorded and checked (moraine_tx_*)
+ *   verbs_commit.c   the commit: conflicts, catalog ids, the snapshot
+ *   verbs_init.c     moraine_init
+ *
+ * A verb transaction records logical verbs. Each verb is checked when it is
+ * called, by applying it to a model of the catalog (the tables it touches, as
+ * of the base snapshot plus the verbs before it); the commit applies them
+ * again to a model of the newest snapshot, emitting DuckLake's rows.
+ *
+ * The names these files share begin with mv_; everything used by one file
+ * only is static there. Errors: every int-returning function returns 0 or a
+ * MORAINE_E* code with the message set (mr_err), unless it says otherwise.
+ */
+#ifndef MORAINE_VERBS_INTERNAL_H
+#define MORAINE_VERBS_INTERNAL_H
+
+#include "internal.h"
+
+/* ---- owned rows (verbs_catalog.c) ---- */
+
+/* A row of relation @rel whose values (and strings) the row owns; v NULL: none. */
+typedef struct {
+    const moraine_relation_info *rel;
+    moraine_value *v;
+} orow;
+
+/* Frees the row's values (a row without values: nothing). */
+void mv_orow_free(orow *r);
+/* Copies @vals (rel->ncols values; NULL: all NULL) into @r. ENOMEM. */
+int mv_orow_from(orow *r, const moraine_relation_info *rel, const moraine_value *vals);
+/* Set column @name (a column the catalog lacks: nothing is set). */
+void mv_orow_set_int(orow *r, const char *name, int64_t v);
+void mv_orow_set_bool(orow *r, const char *name, int v);
+void mv_orow_set_null(orow *r, const char *name);
+/* Sets column @name to a copy of @s (NULL: NULL). EINVAL when @s is not
+ * valid UTF-8, ENOMEM. */
+int mv_orow_set_str(orow *r, const char *name, const char *s);
+/* Column @name's integer, or @dflt when absent or not an integer. */
+int64_t mv_orow_int(const orow *r, const char *name, int64_t dflt);
+/* 1 when column @name is NULL or absent. */
+int mv_orow_is_null(const orow *r, const char *name);
+/* Column @name's string (owned by the row), or NULL when absent or not a string. */
+const char *mv_orow_str(const orow *r, const char *name);
+
+/* ---- verbs, recorded (verbs_tx.c) ---- */
+
+enum {
+    V_CREATE_SCHEMA, V_CREATE_TABLE, V_ADD_COLUMN, V_RENAME_COLUMN, V_DROP_COLUMN, V_RENAME_TABLE, V_DROP_TABLE,
+    V_SET_PARTITIONING, V_SET_SORTING, V_CLEAR_SORTING, V_ADD_FILES, V_ADD_DELETES, V_DELETE_FILES, V_REWRITE,
+    V_ALTER_COLUMN, V_SET_COMMENT, V_CREATE_VIEW, V_DROP_VIEW
+};
+
+typedef struct {
+    int kind;
+    char *schema, *table, *a, *b;
+    moraine_column_def *cols;
+    size_t ncols;
+    moraine_partition_key *pkeys;
+    size_t npk;
+    moraine_sort_key *skeys;
+    size_t nsk;
+    int has_skeys;
+    moraine_data_file *files;
+    size_t nfiles;
+    moraine_delete_file *dels;
+    size_t ndels;
+    int64_t *ids;
+    size_t nids;
+    moraine_column_alter alt; /* V_ALTER_COLUMN */
+    void **owned;
+    size_t nowned, capowned;
+} verb;
+
+/* ---- the model (verbs_catalog.c) ---- */
+
+/* A table the model has loaded or created: its live rows and what this
+ * transaction did to it. */
+typedef struct {
+    int64_t table_id, schema_id;
+    orow row;              /* live ducklake_table row (rel NULL when none) */
+    int live;
+    orow *cols;            /* live column rows */
+    size_t ncols;
+    int64_t max_column_id, max_order;
+    orow part;             /* live partition spec (rel NULL when none) */
+    orow *pcols;
+    size_t npcols;
+    orow sort;
+    orow *skeys;
+    size_t nskeys;
+    int stats_loaded, stats_dirty;
+    int64_t record_count, next_row_id, file_size_bytes, stats_ord;
+    int created, inserted, deleted, altered, dropped, compacted, renamed, schema_row;
+    int64_t *deleted_files; /* data files this transaction deletes from */
+    size_t ndeleted_files;
+    /* what this transaction did to files, so later verbs see it (docs/verbs.md) */
+    int64_t *ended, *ended_dels; /* data / delete file ids live at the base, ended here */
+    size_t nended, nended_dels;
+    orow *added, *added_dels;    /* data / delete files added here and still live */
+    size_t nadded, nadded_dels;
+    orow *tags;                  /* 'comment' rows of ducklake_tag / ducklake_column_tag (loaded on first use) */
+    size_t ntags;
+    int tags_loaded;
+} tstate;
+
+typedef struct {
+    int64_t schema_id;
+    orow row;
+    int live, created;
+} sstate;
+
+typedef struct {
+    moraine_db *db;
+    moraine_read *rd;      /* the snapshot the model starts from */
+    moraine_txn *stx;      /* emitting rows (commit), or NULL (checking) */
+    int64_t base, snap;    /* snapshot read; snapshot being written */
+    orow snaprow;          /* the base snapshot's ducklake_snapshot row */
+    int64_t next_catalog_id, next_file_id, schema_version;
+    int schema_changed;
+    sstate *schemas;
+    size_t nschemas;
+    tstate *tables;
+    size_t ntables;
+    char **created_schema_names;
+    size_t ncreated_schema_names;
+    orow *views;           /* ducklake_view rows live at the base or written here (loaded on first use) */
+    size_t nviews;
+    int views_loaded;
+    int64_t *dropped_views, *created_views; /* view_ids, for the change list */
+    size_t ndropped_views, ncreated_views;
+} model;
+
+/* 1 when @id is among the @n @ids. */
+int mv_id_in(const int64_t *ids, size_t n, int64_t id);
+/* Appends @id to the array *ids of *n ids. ENOMEM. */
+int mv_id_push(int64_t **ids, size_t *n, int64_t id);
+/* The catalog's relation @name (the open commit's definitions first), or NULL. */
+const moraine_relation_info *mv_rel(model *m, const char *name);
+/* mv_rel, ENOTFOUND (a catalog that is not DuckLake's) when it is missing. */
+int mv_need_rel(model *m, const char *name, const moraine_relation_info **out);
+/* Frees the model and ends its read; the model is zeroed. */
+void mv_model_free(model *m);
+/* Appends a copy of a row to an array of owned rows. ENOMEM. */
+int mv_push_row(orow **arr, size_t *n, const moraine_relation_info *r, const moraine_value *vals);
+/* Moves owned row @r onto the end of an array of owned rows (r->v becomes
+ * NULL: the array owns it). ENOMEM (then @r is still the caller's). */
+int mv_take_row(orow **arr, size_t *n, orow *r);
+/* Builds the model as of snapshot @at (MORAINE_ALL_VERSIONS: the newest),
+ * emitting into @stx (NULL: checking only). EINVAL when the catalog holds no
+ * snapshot, ENOTFOUND without its ducklake_snapshot row, read errors. The
+ * caller frees the model (mv_model_free) on failure too. */
+int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at);
+/* mv_model_init_at of the newest snapshot. */
+int mv_model_init(model *m, moraine_db *db, moraine_txn *stx);
+/* The live schema @name (NULL: "main"), or NULL. */
+sstate *mv_find_schema(model *m, const char *name);
+/* The schema with id @id (live or not), or NULL. */
+sstate *mv_schema_by_id(model *m, int64_t id);
+/* Finds table schema.name live in the model (loading it on first use) into
+ * *out. EINVAL without a name, ENOTFOUND, read errors. */
+int mv_find_table(model *m, const char *schema, const char *name, tstate **out);
+/* The index of @t's live column @name in t->cols, or -1. */
+int mv_find_column(tstate *t, const char *name);
+
+/* ---- emitting rows (verbs_catalog.c) ---- */
+
+/* Inserts row @r into the staged commit (checking model: nothing). */
+int mv_emit_insert(model *m, const orow *r);
+/* A new row of @relname with begin_snapshot = the snapshot being written.
+ * ENOTFOUND when the catalog lacks the table, ENOMEM. */
+int mv_new_row(model *m, const char *relname, orow *out);
+/* A UUIDv7 as 36 characters and a NUL. */
+void mv_uuid7(char out[37]);
+/* Ends a live row in the model and the store. */
+int mv_end_row(model *m, orow *r);
+/* Ends a live row; a column or table version this same transaction wrote is
+ * taken back instead. */
+int mv_retire_row(model *m, orow *r);
+
+/* ---- verbs applied to the model ----
+ * Each checks verb @v against the model and applies it (emitting rows when
+ * the model has a staged commit). Errors: EINVAL (bad arguments), ENOTFOUND
+ * (no such schema, table, column, view or file), EEXIST (the name is taken),
+ * ENOMEM, read and staged-commit errors. */
+
+/* verbs_table.c */
+int mv_do_create_schema(model *m, verb *v);
+int mv_do_create_table(model *m, verb *v);
+int mv_do_rename_table(model *m, verb *v);
+int mv_do_drop_table(model *m, verb *v);
+int mv_do_set_comment(model *m, verb *v);
+int mv_do_view(model *m, verb *v); /* V_CREATE_VIEW and V_DROP_VIEW */
+
+/* verbs_column.c */
+/* The ducklake_column row of column @d of @t with column_id @id and
+ * column_order @order (@adding: its default is initial_default too) into
+ * *out. EINVAL without a name or type. */
+int mv_column_row(model *m, tstate *t, const moraine_column_def *d, int64_t id, int64_t order, int adding, orow *out);
+int mv_do_add_column(model *m, verb *v);
+int mv_do_rename_column(model *m, verb *v);
+int mv_do_drop_column(model *m, verb *v);
+int mv_do_alter_column(model *m, verb *v);
+
+/* verbs_spec.c */
+/* Checks sort key @k (the @i-th): EINVAL for an empty expression, a
+ * direction other than ASC/DESC, a null order other than NULLS_FIRST/NULLS_LAST. */
+int mv_sort_key_check(const moraine_sort_key *k, size_t i);
+/* Ends the live sort spec of @t and, when keys are given, inserts a new one. */
+int mv_replace_sort(model *m, tstate *t, const moraine_sort_key *keys, size_t n);
+int mv_do_set_partitioning(model *m, verb *v);
+int mv_do_set_sorting(model *m, verb *v); /* V_SET_SORTING and V_CLEAR_SORTING */
+
+/* verbs_files.c */
+int mv_do_add_files(model *m, verb *v);
+int mv_do_add_deletes(model *m, verb *v);
+int mv_do_delete_files(model *m, verb *v);
+int mv_do_rewrite(model *m, verb *v);
+
+/* ---- the transaction (verbs_tx.c) ---- */
+
+struct moraine_tx {
+    moraine_db *db;
+    model m;            /* the checking model */
+    verb *verbs;
+    size_t nverbs;
+    char *author, *message, *extra;
+    int has_info;
+};
+
+/* Applies verb @v to model @m: the verb's family function. EINVAL for an
+ * unknown kind, else what that function returns. */
+int mv_apply(model *m, verb *v);
+
+/* ---- the commit (verbs_commit.c) ---- */
+
+/* The current time as DuckLake writes snapshot_time: "YYYY-MM-DD HH:MM:SS.ffffff+00". */
+void mv_now_text(char *out, size_t n);
+
+#endif
