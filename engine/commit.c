@@ -60,6 +60,7 @@ struct moraine_txn {
     int64_t next_rel_id;
     int64_t new_gen;     /* rels_gen written by this commit (when it defines tables) */
     int partial_snapshot; /* an import's commit that may lack its ducklake_snapshot row */
+    int rewind;          /* history rewrites may reach up to snapshot - 1 (moraine_txn_rewind) */
     mr_counts counts;    /* entries added (+) and removed (-) per counted key range (count.c) */
     mr_buf kb, kb2;      /* key scratch */
 };
@@ -1164,6 +1165,8 @@ MDB_txn *mr_txn_lmdb(moraine_txn *txn) { return txn->t; }
 MDB_dbi mr_txn_dbi(moraine_txn *txn) { return txn->db->dbi; }
 const mr_bounds *mr_txn_bounds(moraine_txn *txn) { return &txn->bounds; }
 int64_t mr_txn_snapshot(moraine_txn *txn) { return txn->snapshot; }
+int mr_txn_rewinding(moraine_txn *txn) { return txn->rewind; }
+void mr_txn_set_rewind(moraine_txn *txn, int on) { txn->rewind = on; }
 int mr_txn_usable(moraine_txn *txn) { return usable(txn); }
 int mr_txn_fail(moraine_txn *txn, int rc) { return fail(txn, rc); }
 size_t mr_txn_staged(moraine_txn *txn) { return txn->nlist; }
