@@ -559,6 +559,211 @@ local function conflict(t, cat, expect, pending)
     table.concat(desc, ", "), pending[1] or "?")
 end
 
+-- ---- making the catalog equal the target after a rebase ------------------------
+
+-- The catalog's snapshots above @C replaced by the target's snapshots (C, head]
+-- in ONE LMDB write transaction (db:commit(head, fn, {rewind = true}),
+-- moraine_txn_rewind): the versions that began above C are deleted, the ones
+-- ended above C live again, the snapshot rows above C go; then the target's
+-- versions and snapshot rows of (C, head) are inserted as history, the ones of
+-- head staged as its commit, and the tables without history made the
+-- target's. A kill leaves the catalog before (its own snapshots) or after
+-- (equal to the target). Values are read through moraine.sync_source, as a
+-- sync reads them, in one consistent read of the target.
+
+--- Makes the catalog equal the target above their common snapshot C: the
+-- catalog's own snapshots above C (pushed to the target under new ids by a
+-- rebase, or written there by nobody) are replaced by the target's snapshots
+-- (C, head], in one LMDB write transaction (`db:commit(head, fn, {rewind =
+-- true})`); a kill leaves the catalog as it was or equal to the target.
+-- DuckLake: a retried commit takes the new head's ids, so the catalog must
+-- take them too (docs/push.md, "Rebase").
+-- @param db a catalog handle whose snapshots up to C are the target's
+-- @tparam string spec the target, as for @{push}
+-- @param C the common snapshot id (integer)
+-- @param head the target's newest snapshot id (integer), above the
+--   catalog's last
+-- @return nil
+-- @raise ECONFLICT (the target ended a row the catalog does not hold live,
+--   or has no snapshot `head`), EINVAL (the target has a table the catalog
+--   lacks), the errors of `moraine.sync_source.open` and of `db:commit` and
+--   its history rewrites (ESNAPSHOT, ENOTFOUND, EEXIST); nothing changes then
+function M.realign(db, spec, C, head)
+  local sync_source = require "moraine.sync_source"
+  local CHILD, vform, inum = sync_source.CHILD, sync_source.vform, sync_source.inum
+  local src = sync_source.open(spec)
+  local function gt(a, b) return sync_source.ilt(b, a) end
+  local function row_form(row, cols)
+    local parts = {}
+    for i, c in ipairs(cols) do parts[i] = c .. "=" .. vform(row[c]) end
+    return table.concat(parts, "\0")
+  end
+  local ok, err = pcall(function()
+    src:begin()
+    local ok2, e2 = pcall(function()
+      local tables = src:tables()
+      local versions, snaps, rowtabs = {}, {}, {}
+      local kids = {} -- parent name -> key form .. begin -> {{name =, row =}, ...}
+      for _, tt in ipairs(tables) do
+        if tt.placement == "temporal" then
+          for row, pos in src:select(tt, { kind = "versions", lo = C, hi = head }) do
+            versions[#versions + 1] = { t = tt, row = row, pos = pos }
+          end
+        elseif tt.placement == "snapshot" then
+          for row, pos in src:select(tt, { kind = "id", column = "snapshot_id", lo = C, hi = head }) do
+            snaps[#snaps + 1] = { t = tt, row = row, pos = pos }
+          end
+        elseif tt.placement == "rows" then
+          rowtabs[#rowtabs + 1] = tt
+        end
+      end
+      for _, tt in ipairs(tables) do
+        local c = CHILD[tt.name]
+        if c and tables[c.parent] then
+          local pcol = c.parent == "ducklake_snapshot" and "snapshot_id" or "begin_snapshot"
+          for row, _, pb in src:select(tt, { kind = "child", parent = c.parent, keys = c.keys, parent_column = pcol,
+            lo = C, hi = head }) do
+            local parts = {}
+            for i, k in ipairs(c.keys) do parts[i] = vform(row[k]) end
+            local k = c.parent .. "\0" .. table.concat(parts, "\0") .. "\0" .. inum(pb)
+            kids[k] = kids[k] or {}
+            table.insert(kids[k], { name = tt.name, row = row })
+          end
+        end
+      end
+      local function children_of(name, row, begin)
+        local out = {}
+        for child, c in pairs(CHILD) do
+          if c.parent == name then
+            local parts = {}
+            for i, k in ipairs(c.keys) do parts[i] = vform(row[k]) end
+            local k = name .. "\0" .. table.concat(parts, "\0") .. "\0" .. inum(begin)
+            for _, kr in ipairs(kids[k] or {}) do if kr.name == child then out[#out + 1] = kr end end
+          end
+        end
+        return out
+      end
+      local rows_now = {}
+      for _, tt in ipairs(rowtabs) do
+        local list = {}
+        for row in src:select(tt, nil) do list[#list + 1] = row end
+        rows_now[tt.name] = list
+      end
+      -- the catalog's side: versions above C, and the live versions of rows begun at or below C
+      local mine = db:read(function(rd)
+        local out = { drop = {}, revive = {}, snaps = {}, live = {}, rows = {} }
+        for _, rel in ipairs(db:relations()) do
+          if rel.placement == "temporal" then
+            local cols = {}
+            for _, c in ipairs(rel.columns) do if c ~= "end_snapshot" then cols[#cols + 1] = c end end
+            for row, children, ord in rd:scan(rel.name, { at = moraine.ALL }) do
+              local b, e = row.begin_snapshot, row.end_snapshot
+              local kl = {}
+              for cn, list in pairs(children or {}) do
+                for _, cr in ipairs(list) do kl[#kl + 1] = { name = cn, row = cr } end
+              end
+              local form = rel.name .. "\1" .. row_form(row, cols)
+              if gt(b, C) then
+                out.drop[#out.drop + 1] = { name = rel.name, row = row, ord = ord }
+              elseif e ~= NULL and gt(e, C) then
+                out.drop[#out.drop + 1] = { name = rel.name, row = row, ord = ord }
+                local live = {}
+                for k, v in pairs(row) do live[k] = v end
+                live.end_snapshot = NULL
+                out.revive[#out.revive + 1] = { name = rel.name, row = live, ord = ord, children = kl }
+                out.live[form] = out.revive[#out.revive]
+              elseif e == NULL then
+                out.live[form] = { name = rel.name, row = row, ord = ord, children = kl }
+              end
+            end
+          elseif rel.placement == "snapshot" then
+            for row in rd:scan(rel.name, { at = moraine.ALL }) do
+              if gt(row.snapshot_id, C) then out.snaps[#out.snaps + 1] = row.snapshot_id end
+            end
+          elseif rel.placement == "rows" then
+            local list = {}
+            for _, _, ord in rd:scan(rel.name, { at = moraine.ALL }) do list[#list + 1] = ord end
+            out.rows[rel.name] = list
+          end
+        end
+        return out
+      end)
+      for _, tt in ipairs(rowtabs) do
+        if not db:relation(tt.name) and #rows_now[tt.name] > 0 then
+          raise("EINVAL", "push: %s has table %s, which the catalog lacks; the catalog was not changed", src.label,
+            tt.name)
+        end
+      end
+      local ends, inserts, head_snap = {}, {}, nil
+      db:commit(head, function(tx)
+        for _, d in ipairs(mine.drop) do tx:delete_version(d.name, d.row, d.ord) end
+        for _, id in ipairs(mine.snaps) do tx:delete_snapshot(id) end
+        for _, r in ipairs(mine.revive) do tx:insert_version(r.name, r.row, r.ord, r.children) end
+        for _, sn in ipairs(snaps) do
+          local ch = children_of("ducklake_snapshot", sn.row, sn.row.snapshot_id)
+          if inum(sn.row.snapshot_id) == inum(head) then
+            head_snap = { row = sn.row, pos = sn.pos, children = ch }
+          else
+            tx:insert_version("ducklake_snapshot", sn.row, -1, ch)
+          end
+        end
+        for _, v in ipairs(versions) do
+          local name, row = v.t.name, v.row
+          local b, e = row.begin_snapshot, row.end_snapshot
+          local ends_at_head = e ~= NULL and inum(e) == inum(head)
+          if not gt(b, C) then -- began at or below C: the catalog holds it live
+            local cols = {}
+            for _, c in ipairs(v.t.columns) do if c ~= "end_snapshot" then cols[#cols + 1] = c end end
+            local l = mine.live[name .. "\1" .. row_form(row, cols)]
+            if not l then
+              raise("ECONFLICT", "push: %s ended a %s row the catalog does not hold live; the catalog was not changed",
+                src.label, name)
+            end
+            if ends_at_head then
+              ends[#ends + 1] = { name = name, row = row }
+            else
+              tx:delete_version(name, l.row, l.ord)
+              tx:insert_version(name, row, l.ord, l.children)
+            end
+          elseif inum(b) == inum(head) then
+            inserts[#inserts + 1] = { name = name, row = row, pos = v.pos,
+              children = children_of(name, row, b) }
+          else
+            local ins = row
+            if ends_at_head then
+              ins = {}
+              for k, x in pairs(row) do ins[k] = x end
+              ins.end_snapshot = NULL
+              ends[#ends + 1] = { name = name, row = row }
+            end
+            tx:insert_version(name, ins, -1, children_of(name, row, b))
+          end
+        end
+        for _, en in ipairs(ends) do tx:end_row(en.name, en.row) end
+        if not head_snap then
+          raise("ECONFLICT", "push: %s has no snapshot %s; the catalog was not changed", src.label, inum(head))
+        end
+        tx:insert("ducklake_snapshot", head_snap.row)
+        for _, c in ipairs(head_snap.children) do tx:insert(c.name, c.row) end
+        for _, it in ipairs(inserts) do
+          tx:insert(it.name, it.row)
+          for _, c in ipairs(it.children) do tx:insert(c.name, c.row) end
+        end
+        for _, tt in ipairs(rowtabs) do
+          if db:relation(tt.name) then
+            for _, ord in ipairs(mine.rows[tt.name] or {}) do tx:delete_row(tt.name, ord) end
+            for i, row in ipairs(rows_now[tt.name]) do tx:put_row(tt.name, row, i - 1) end
+          end
+        end
+      end, { rewind = true })
+    end)
+    pcall(src.finish, src)
+    if not ok2 then error(e2, 0) end
+  end)
+  src:close()
+  if not ok then error(err, 0) end
+end
+
 --- Pushes moraine's snapshots after the target's newest one into the target
 -- DuckLake catalog (SQLite or PostgreSQL), one SQL transaction per snapshot
 -- (see the module's doc for what is written and how conflicts are found).
