@@ -52,7 +52,9 @@ local function push(ctx, target)
   if not ok or type(pushmod) ~= "table" then
     fail("push is not available in this build (module moraine.push is missing)", "install moraine's Lua modules")
   end
-  local db = open_read(ctx.dir)
+  -- read-write: a rebase makes the catalog take the target's new snapshots and ids (push.realign)
+  open_read(ctx.dir):close()
+  local db = moraine.open(ctx.dir, { create = false })
   local meter, finish = progress_meter("pushing", "snapshots")
   local shown = is_pg and "PostgreSQL" or target
   local pok, res = pcall(pushmod.push, db, target, { progress = meter and function(done, total, s)
