@@ -440,12 +440,20 @@ local function read_catalog(db)
         cat.rows[rel.name] = entries
       end
     end
+    -- a table's name: its newest version's (a renamed table goes by its last name)
+    local newest = {}
     for row in rd:scan("ducklake_table", { at = moraine.ALL }) do
+      local k = sid(row.table_id)
+      if not newest[k] or not sid_less(sid(row.begin_snapshot), sid(newest[k].begin_snapshot)) then
+        newest[k] = row
+      end
+    end
+    for k, row in pairs(newest) do
       local sch
       for srow in rd:scan("ducklake_schema", { at = moraine.ALL }) do
         if vkey(srow.schema_id) == vkey(row.schema_id) then sch = srow.schema_name end
       end
-      cat.names_by_id[sid(row.table_id)] = '"' .. tostring(sch or "main") .. '"."' .. tostring(row.table_name) .. '"'
+      cat.names_by_id[k] = '"' .. tostring(sch or "main") .. '"."' .. tostring(row.table_name) .. '"'
     end
   end)
   table.sort(cat.order, sid_less)
