@@ -63,22 +63,31 @@
 -- half-written transaction when the file is next opened; PostgreSQL aborts
 -- the transaction of a connection that went away). Running push
 -- again starts from the target's newest snapshot, which is then one of
--- moraine's, and finishes the job; a push with nothing left to write changes
--- nothing.
+-- moraine's (or finds the rebased snapshots written before, see below), and
+-- finishes the job; a push with nothing left to write changes nothing.
 --
--- ## Concurrency
+-- ## Concurrency: the rebase
 --
 -- DuckLake's writers append snapshots to the same catalog. If the target's
 -- newest snapshot is not one of moraine's (a DuckLake writer committed since
--- moraine last read the target), or a writer commits between two of the
--- push's transactions, the push is refused with ECONFLICT before that
--- snapshot is written: the snapshots already pushed stay (each is whole),
--- the target's new snapshot is named with its changes, and so is the first
--- table both sides changed (by DuckLake's change list, `changes_made`) with
--- moraine's snapshot that changed it. Rebasing moraine's snapshots onto the
--- target's new head (new snapshot ids and ids from the counters, as DuckLake
--- retries a commit) is not done here: bring the target's snapshots into a
--- fresh catalog (`moraine import`), run the migration again, and push.
+-- moraine last read the target), push finds C, the newest snapshot both hold
+-- alike, and rebases moraine's snapshots after C onto the target's head H as
+-- DuckLake retries a commit (DuckLake: DuckLakeTransaction::FlushChanges,
+-- DuckLakeTransactionState::CheckForConflicts): snapshot ids move by H - C,
+-- the catalog ids moraine took (schema, table, view, partition, sort, macro)
+-- go on from H's next_catalog_id, its file ids (data, delete file, mapping)
+-- from H's next_file_id, its schema versions from H's; table stats are kept
+-- per table (moraine's for the tables it changed). It refuses (ECONFLICT,
+-- before anything is written, naming the target's snapshot, the table and
+-- moraine's snapshot) when both sides changed one table, view, schema or
+-- macro (two inserts into one table included, which DuckLake lets commit),
+-- created or renamed to one name, or changed a table without history. After
+-- writing, the catalog takes the target's snapshots and ids (@{realign}, one
+-- LMDB commit). A writer committing between two of the push's transactions
+-- makes the push start again on the new head (up to 10 times). A re-run after
+-- a kill finds the snapshots an earlier push already wrote (same snapshot
+-- row, to the microsecond, and change list, renumbered) and writes only the
+-- rest: never a snapshot twice. docs/push.md has the whole rule.
 --
 -- @module moraine.push
 
@@ -1109,10 +1118,14 @@ function M.realign(db, spec, C, head)
 end
 
 --- Pushes moraine's snapshots after the target's newest one into the target
--- DuckLake catalog (SQLite or PostgreSQL), one SQL transaction per snapshot
--- (see the module's doc for what is written and how conflicts are found).
+-- DuckLake catalog (SQLite or PostgreSQL), one SQL transaction per snapshot,
+-- rebased onto the target's head when it moved on (see the module's doc for
+-- what is written, the rebase and its conflict rule).
+-- DuckLake: the rows are those its statements write; a rebase renumbers them
+-- as its retried commit does (FlushChanges, CheckForConflicts).
 -- @param db a catalog handle (`moraine.open`) holding the target's snapshots
---   and moraine's own after them
+--   up to some snapshot and moraine's own after them; writable when the
+--   target moved on (the rebase makes the catalog take the target's ids)
 -- @tparam string target a SQLite DuckLake catalog file (DuckLake's
 --   `ATTACH 'ducklake:sqlite:FILE'`), or `postgres:CONNINFO`, or a
 --   `postgres://` / `postgresql://` URI
@@ -1121,16 +1134,23 @@ end
 --   `snapshot_id` an integer); returning `true` stops the push there
 --   (EINVAL "push cancelled"; the snapshots pushed so far stay, whole); an
 --   error it raises stops it too and is re-raised unchanged
--- @return `{from = H, to = last, snapshots = n}`: the target's newest
---   snapshot before (H) and after, and how many were written (0: the target
---   was up to date, nothing written)
+-- @return `{from = H, to = last, snapshots = n, rebased = bool}`: the
+--   target's newest snapshot before (H) and after, how many were written (0:
+--   the target was up to date, nothing written), and whether they were
+--   rebased (the catalog then holds the target's snapshots and ids up to `to`)
 -- @raise EINVAL (target not a SQLite file, not a DuckLake catalog, without
 --   snapshots, a moraine column the target lacks, a value PostgreSQL text
 --   cannot hold, an unknown option, cancelled), EIO (the file cannot be
 --   opened, the server cannot be reached, or the database refused a
---   statement: its words), ECONFLICT (the target's newest snapshot
---   is not moraine's: the target's snapshot and the table both changed are
---   named; or a row to end is not live there), the errors of `db:read`; a
+--   statement: its words), ECONFLICT (the target moved on and a snapshot of
+--   it changed a table moraine's also change: the target's snapshot, the
+--   table and moraine's snapshot named, nothing written; a table without
+--   history differs on both sides; the target shares no snapshot with the
+--   catalog or is ahead of it; a row to end is not live there; writers kept
+--   committing during 10 attempts), EINVAL also for rows in a table a rebase
+--   does not renumber (inlined data), the errors of `db:read` and of
+--   @{realign} (EREADONLY for a read-only handle after a rebase: the target
+--   is written, run push again with a writable one); a
 --   plain string error for arguments of the wrong type or when LuaSQL's
 --   SQLite or PostgreSQL driver is not installed
 function M.push(db, target, opts)
