@@ -355,15 +355,18 @@ int l_db_commit(lua_State *L)
     ldb *d = check_db(L, 1);
     int64_t snap = opt_int(L, 2, MORAINE_NO_SNAPSHOT);
     luaL_checktype(L, 3, LUA_TFUNCTION);
-    /* opts: {partial = true}: an intermediate commit of a replay (moraine_txn_partial) */
-    int partial = 0;
+    /* opts: {partial = true}: an intermediate commit of a replay (moraine_txn_partial);
+     * {rewind = true}: its history rewrites reach below its own snapshot (moraine_txn_rewind) */
+    int partial = 0, rewind = 0;
     if (!lua_isnoneornil(L, 4)) {
         luaL_checktype(L, 4, LUA_TTABLE);
         lua_pushnil(L);
         while (lua_next(L, 4)) {
-            if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "partial") != 0 || !lua_isboolean(L, -1))
-                return raise_errf(L, MORAINE_EINVAL, "db:commit: the only option is partial (a boolean)");
-            partial = lua_toboolean(L, -1);
+            const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+            if ((strcmp(k, "partial") != 0 && strcmp(k, "rewind") != 0) || !lua_isboolean(L, -1))
+                return raise_errf(L, MORAINE_EINVAL, "db:commit: the only option is partial (a boolean) or rewind (a boolean)");
+            if (k[0] == 'p') partial = lua_toboolean(L, -1);
+            else rewind = lua_toboolean(L, -1);
             lua_pop(L, 1);
         }
     }
@@ -377,6 +380,10 @@ int l_db_commit(lua_State *L)
     }
     d->txn = t;
     if (partial) moraine_txn_partial(t->txn, 1);
+    if (rewind && (rc = moraine_txn_rewind(t->txn)) != 0) {
+        txn_abort(t);
+        return raise_engine(L, rc);
+    }
     lua_pushvalue(L, 3);
     lua_pushvalue(L, 4);
     if (lua_pcall(L, 1, 0, 0) != LUA_OK) {

@@ -44,6 +44,21 @@ static int prelude(moraine_txn *txn, const char *name, mr_rel **rel, int64_t *la
     int have = mr_meta_get_int(mr_txn_lmdb(txn), mr_txn_dbi(txn), "last_snapshot", last);
     if (have < 0) return have;
     if (!have) return mr_err(MORAINE_ESNAPSHOT, "the catalog has no snapshot yet: there is no history to rewrite");
+    /* a rewinding commit of snapshot S rewrites up to S - 1 (moraine_txn_rewind); S > last (commit.c) */
+    if (mr_txn_rewinding(txn)) *last = mr_txn_snapshot(txn) - 1;
+    return 0;
+}
+
+int moraine_txn_rewind(moraine_txn *txn)
+{
+    if (!txn) return mr_err(MORAINE_EINVAL, "moraine_txn_rewind: no transaction");
+    int rc = mr_txn_usable(txn);
+    if (rc) return rc;
+    if (mr_txn_snapshot(txn) == MORAINE_NO_SNAPSHOT)
+        return mr_txn_fail(txn, mr_err(MORAINE_EINVAL, "a rewinding commit needs a snapshot id: it becomes the catalog's last"));
+    if (mr_txn_staged(txn))
+        return mr_txn_fail(txn, mr_err(MORAINE_ETXN, "history rewrites come first in a commit: this one already staged rows (insert, end)"));
+    mr_txn_set_rewind(txn, 1);
     return 0;
 }
 
@@ -96,7 +111,7 @@ int moraine_txn_delete_version(moraine_txn *txn, const char *name, const moraine
     mr_describe_row(r, row, ncols, desc, sizeof desc);
     if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
         if ((rc = past_snapshot(r, row, r->keycols[0], INT64_MIN, last, desc))) return mr_txn_fail(txn, rc);
-        if (row[r->keycols[0]].i == last)
+        if (row[r->keycols[0]].i == last && !mr_txn_rewinding(txn))
             return mr_txn_fail(txn, mr_err(MORAINE_ESNAPSHOT, "ducklake_snapshot row %s: snapshot %lld is the catalog's last, which "
                                            "DuckLake never expires", desc, (long long)last));
     } else {
@@ -142,7 +157,7 @@ int moraine_txn_delete_snapshot(moraine_txn *txn, int64_t snapshot_id)
     int64_t last = 0;
     int rc = prelude(txn, "ducklake_snapshot", &r, &last);
     if (rc) return txn ? mr_txn_fail(txn, rc) : rc;
-    if (snapshot_id >= last)
+    if (snapshot_id > last || (snapshot_id == last && !mr_txn_rewinding(txn)))
         return mr_txn_fail(txn, mr_err(MORAINE_ESNAPSHOT, "snapshot %lld is %s the catalog's last snapshot %lld: %s", (long long)snapshot_id,
                                        snapshot_id == last ? "" : "above", (long long)last,
                                        snapshot_id == last ? "DuckLake never expires its newest snapshot" : "only history at or below it is rewritten"));

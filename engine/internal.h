@@ -261,6 +261,8 @@ MDB_txn *mr_txn_lmdb(moraine_txn *txn);
 MDB_dbi mr_txn_dbi(moraine_txn *txn);
 const mr_bounds *mr_txn_bounds(moraine_txn *txn);
 int64_t mr_txn_snapshot(moraine_txn *txn);
+int mr_txn_rewinding(moraine_txn *txn);        /* moraine_txn_rewind was called on it */
+void mr_txn_set_rewind(moraine_txn *txn, int on);
 int mr_txn_usable(moraine_txn *txn);           /* 0, or EINVAL / ETXN (the commit already failed) */
 int mr_txn_fail(moraine_txn *txn, int rc);     /* marks the commit failed with @rc (nothing will be written) */
 size_t mr_txn_staged(moraine_txn *txn);        /* staged rows collected so far (pending entries) */

@@ -317,6 +317,21 @@ int moraine_txn_commit(moraine_txn *txn);
  */
 int moraine_txn_partial(moraine_txn *txn, int partial);
 
+/**
+ * moraine_txn_rewind - let the history rewrites of @txn (a commit with a
+ * snapshot id S) reach every snapshot below S instead of the catalog's last
+ * one L: versions and ducklake_snapshot rows with ids in (L, S) may be
+ * inserted, and L's own snapshot row deleted. It is how a catalog whose
+ * snapshots above some C were replaced elsewhere (a push rebased them onto a
+ * DuckLake catalog that moved on; DuckLake's retried commit takes new ids)
+ * is made equal to that catalog in ONE LMDB transaction: delete its versions
+ * above C, insert the other catalog's, commit S, the other's newest. The
+ * commit still needs S's ducklake_snapshot row and S above L.
+ * Returns 0, MORAINE_EINVAL (NULL @txn; a commit without snapshot id), or
+ * MORAINE_ETXN (rows already staged: rewrites come first).
+ */
+int moraine_txn_rewind(moraine_txn *txn);
+
 /** moraine_txn_abort - discard everything of @txn and free it. NULL is a no-op. */
 void moraine_txn_abort(moraine_txn *txn);
 

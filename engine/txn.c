@@ -359,6 +359,8 @@ MDB_dbi mr_txn_dbi(moraine_txn *txn) { return txn->db->dbi; }
 const mr_bounds *mr_txn_bounds(moraine_txn *txn) { return &txn->bounds; }
 int64_t mr_txn_snapshot(moraine_txn *txn) { return txn->snapshot; }
 size_t mr_txn_staged(moraine_txn *txn) { return txn->nlist; }
+int mr_txn_rewinding(moraine_txn *txn) { return txn->rewind; }
+void mr_txn_set_rewind(moraine_txn *txn, int on) { txn->rewind = on; }
 int mr_txn_count(moraine_txn *txn, const mr_rel *r, const uint8_t *k, size_t n, int delta)
 {
     return mr_txn_count_entry(txn, r, k, n, delta);

@@ -55,6 +55,7 @@ struct moraine_txn {
     int64_t next_rel_id;
     int64_t new_gen;     /* rels_gen written by this commit (when it defines tables) */
     int partial_snapshot; /* an import's commit that may lack its ducklake_snapshot row */
+    int rewind;          /* history rewrites may reach up to snapshot - 1 (moraine_txn_rewind) */
     mr_counts counts;    /* entries added (+) and removed (-) per counted key range (count.c) */
     mr_buf kb, kb2;      /* key scratch */
 };

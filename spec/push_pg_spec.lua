@@ -126,6 +126,32 @@ local function count(c, sql)
   return n
 end
 
+-- Another DuckLake writer's snapshot, as DuckLake writes an INSERT: the
+-- snapshot row with next_file_id taken by one data file of table @tid, the
+-- file, the table's stats moved on, the change list.
+local function foreign_insert(w, tid, path)
+  local T = istr(tid)
+  local head = "(SELECT max(snapshot_id) FROM ducklake_snapshot)"
+  pg.exec(w, "BEGIN")
+  pg.exec(w, "LOCK TABLE ducklake_snapshot IN SHARE ROW EXCLUSIVE MODE")
+  pg.exec(w, "INSERT INTO ducklake_snapshot SELECT snapshot_id + 1, now(), schema_version, next_catalog_id, "
+    .. "next_file_id + 1 FROM ducklake_snapshot WHERE snapshot_id = " .. head)
+  pg.exec(w, "INSERT INTO ducklake_data_file (data_file_id, table_id, begin_snapshot, end_snapshot, path, "
+    .. "path_is_relative, file_format, record_count, file_size_bytes, footer_size, row_id_start) SELECT "
+    .. "next_file_id - 1, " .. T .. ", snapshot_id, NULL, '" .. path .. "', true, 'parquet', 3, 30, 0, "
+    .. "(SELECT next_row_id FROM ducklake_table_stats WHERE table_id = " .. T .. ") FROM ducklake_snapshot "
+    .. "WHERE snapshot_id = " .. head)
+  pg.exec(w, "UPDATE ducklake_table_stats SET record_count = record_count + 3, next_row_id = next_row_id + 3, "
+    .. "file_size_bytes = file_size_bytes + 30 WHERE table_id = " .. T)
+  pg.exec(w, "INSERT INTO ducklake_snapshot_changes VALUES (" .. head .. ", 'inserted_into_table:" .. T
+    .. "', NULL, NULL, NULL)")
+  pg.exec(w, "COMMIT")
+end
+
+local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
+local ROOT = os.getenv("PWD") or "."
+local q = support.q
+
 describe("moraine.push into PostgreSQL", function()
   local server, c
   lazy_setup(function()
@@ -212,4 +238,201 @@ describe("moraine.push into PostgreSQL", function()
         db:close()
       end
     end)
+  it("rebases onto other writers' snapshots of other tables, before and during the push; the catalog takes "
+    .. "the target's ids", function()
+    pg.load(c, FIX .. "/s2_multi_table/catalog")
+    local target = "postgres:" .. server.conninfo
+    local db = moraine.open(support.tmpdir("synced"), { no_sync = true })
+    sync.sync(db, target)
+    local orders = db:read(function(rd) return rd:table_id("sales", "orders") end)
+    local snaps = {}
+    snaps[1] = db:transaction(function(t) t:create_table("mine_t", push_support.EVENT_COLS) end)
+    for i = 1, 3 do
+      snaps[#snaps + 1] = db:transaction(function(t)
+        t:add_data_files("mine_t", { { path = "m" .. i .. ".parquet", record_count = i, file_size_bytes = 10 * i,
+          stats = { { column = "id", value_count = i, null_count = 0, min_value = "1", max_value = tostring(i) } } } })
+      end)
+    end
+    snaps[#snaps + 1] = db:transaction(function(t) t:set_sorting({ schema = "sales", table = "clients" }, { "name" }) end)
+    local w = pg.connect(server.conninfo)
+    foreign_insert(w, orders, "f1.parquet")
+    local r = push.push(db, target, { progress = function(done)
+      if done == 1 then foreign_insert(w, orders, "f2.parquet") end
+    end })
+    w:close()
+    assert.is_true(r.rebased)
+    assert.are.equal(#snaps, r.snapshots)
+    -- the catalog is the server's now: both writers' snapshots, moraine's renumbered
+    assert.are.equal(istr(snaps[#snaps] + 2), istr(db:last_snapshot()))
+    assert.are.equal(istr(db:last_snapshot()), istr(r.to))
+    assert.are.same({}, db:verify())
+    check_target(db, c)
+    assert.are.equal(2, count(c, "SELECT count(*) FROM ducklake_data_file WHERE path IN ('f1.parquet', 'f2.parquet') "
+      .. "AND table_id = " .. istr(orders)))
+    assert.are.equal(3, count(c, "SELECT count(*) FROM ducklake_data_file WHERE path LIKE 'm_.parquet'"))
+    -- orders' stats are the other writer's (moraine did not touch it), mine_t's moraine's
+    assert.are.equal(1, count(c, "SELECT count(*) FROM ducklake_table_stats t JOIN ducklake_table n ON "
+      .. "n.table_id = t.table_id AND n.end_snapshot IS NULL WHERE n.table_name = 'mine_t' AND t.record_count = 6"))
+    assert.are.equal(0, push.push(db, target).snapshots)
+    db:close()
+  end)
+
+  it("refuses to rebase onto another writer's snapshot of a table moraine also changed: table and snapshot named, "
+    .. "nothing written", function()
+    pg.load(c, FIX .. "/s2_multi_table/catalog")
+    local target = "postgres:" .. server.conninfo
+    local db = moraine.open(support.tmpdir("synced"), { no_sync = true })
+    sync.sync(db, target)
+    local clients = db:read(function(rd) return rd:table_id("sales", "clients") end)
+    db:transaction(function(t) t:create_table("mine_t", push_support.EVENT_COLS) end)
+    local S = db:transaction(function(t) t:set_sorting({ schema = "sales", table = "clients" }, { "name" }) end)
+    local w = pg.connect(server.conninfo)
+    foreign_insert(w, clients, "f1.parquet")
+    w:close()
+    local n0 = count(c, "SELECT count(*) FROM ducklake_snapshot")
+    local before = support.dump(db)
+    support.expect_err("ECONFLICT", { "moved on", "its snapshot " .. istr(n0 - 1), '"sales"."clients"',
+      "inserted_into_table:" .. istr(clients), "unpushed snapshot " .. istr(S), "nothing written" }, push.push, db, target)
+    assert.are.equal(n0, count(c, "SELECT count(*) FROM ducklake_snapshot"))
+    assert.are.equal(0, count(c, "SELECT count(*) FROM ducklake_table WHERE table_name = 'mine_t'"))
+    assert.are.same(before, support.dump(db))
+    db:close()
+  end)
+
+  -- two catalogs synced from the server, pushed as two processes at once
+  local function pushes(cats, target)
+    local dir = support.tmpdir("raceout")
+    support.mkdir(dir)
+    local cmd = {}
+    for i, cat in ipairs(cats) do
+      cmd[#cmd + 1] = ("(MORAINE_CATALOG= MORAINE_LUA=%s sh scripts/moraine-dev -c %s push %s >%s/out%d 2>&1; "
+        .. "echo $? >%s/rc%d) &"):format(RUNTIME, q(cat), q(target), q(dir), i, q(dir), i)
+    end
+    os.execute("cd " .. q(ROOT) .. " && " .. table.concat(cmd, " ") .. " wait")
+    local out, rc = {}, {}
+    for i = 1, #cats do
+      out[i] = support.read(dir .. "/out" .. i)
+      rc[i] = tonumber(support.read(dir .. "/rc" .. i):match("%d+"))
+    end
+    return rc, table.concat(out, "\n")
+  end
+
+  it("two pushes racing as processes: both land when their tables differ, one is refused when they share one; "
+    .. "nothing written twice", function()
+    for _, shared in ipairs({ false, true }) do
+      pg.load(c, FIX .. "/s2_multi_table/catalog")
+      local target = "postgres:" .. server.conninfo
+      local cats = {}
+      for i, name in ipairs({ "left", "right" }) do
+        cats[i] = support.tmpdir(name)
+        local db = moraine.open(cats[i], { no_sync = true })
+        sync.sync(db, target)
+        for j = 1, 30 do
+          db:transaction(function(t)
+            if j == 1 then t:create_table(name, push_support.EVENT_COLS) end
+            t:add_data_files(name, { { path = name .. j .. ".parquet", record_count = j, file_size_bytes = j } })
+          end)
+        end
+        if shared then
+          db:transaction(function(t) t:set_sorting({ schema = "sales", table = "clients" }, { name == "left" and "name" or "country" }) end)
+        end
+        db:close()
+      end
+      local rc, out = pushes(cats, target)
+      local won = { rc[1] == 0, rc[2] == 0 }
+      local files = count(c, "SELECT count(*) FROM ducklake_data_file WHERE path LIKE 'left%' OR path LIKE 'right%'")
+      assert.are.equal(files, count(c, "SELECT count(DISTINCT path) FROM ducklake_data_file WHERE path LIKE 'left%' "
+        .. "OR path LIKE 'right%'"))
+      if shared then
+        table.sort(rc)
+        assert.are.same({ 0, 1 }, rc, out)
+        assert.truthy(out:find("ECONFLICT", 1, true), out)
+        assert.truthy(out:find('"sales"."clients"', 1, true), out)
+      else
+        assert.are.same({ 0, 0 }, rc, out)
+        assert.are.equal(60, files)
+      end
+      -- the catalog that pushed last is the server, table by table and at every snapshot
+      local head = count(c, "SELECT max(snapshot_id) FROM ducklake_snapshot")
+      local last
+      for i = 1, 2 do
+        local db = moraine.open(cats[i], { no_sync = true, read_only = true })
+        if won[i] and istr(db:last_snapshot()) == istr(head) then last = db else db:close() end
+      end
+      assert.is_truthy(last, out)
+      assert.are.same({}, last:verify())
+      check_target(last, c)
+      last:close()
+    end
+  end)
+
+  it("a push that rebases, killed at random points and meeting another writer midway, leaves whole snapshots; "
+    .. "a re-run finishes", function()
+    pg.load(c, FIX .. "/s2_multi_table/catalog")
+    local target = "postgres:" .. server.conninfo
+    local cat = support.tmpdir("k")
+    local db = moraine.open(cat, { no_sync = true })
+    sync.sync(db, target)
+    local base = db:last_snapshot()
+    local orders = db:read(function(rd) return rd:table_id("sales", "orders") end)
+    local NK = 300
+    db:transaction(function(t) t:create_table("k", push_support.EVENT_COLS) end)
+    for i = 1, NK do
+      db:transaction(function(t)
+        t:add_data_files("k", { { path = "k" .. i .. ".parquet", record_count = i, file_size_bytes = 1000 + i } })
+      end)
+    end
+    db:close()
+    local w = pg.connect(server.conninfo)
+    foreign_insert(w, orders, "f0.parquet")
+    local function kfiles() return count(c, "SELECT count(*) FROM ducklake_data_file WHERE path LIKE 'k%'") end
+    local function whole()
+      -- every snapshot has its changes row; each of moraine's inserts has exactly its file
+      assert.are.equal(count(c, "SELECT count(*) FROM ducklake_snapshot WHERE snapshot_id > " .. istr(base)),
+        count(c, "SELECT count(*) FROM ducklake_snapshot_changes WHERE snapshot_id > " .. istr(base)))
+      assert.are.equal(kfiles(), count(c, "SELECT count(*) FROM ducklake_snapshot_changes sc WHERE sc.changes_made = "
+        .. "'inserted_into_table:' || (SELECT table_id FROM ducklake_table WHERE table_name = 'k')"))
+      assert.are.equal(kfiles(), count(c, "SELECT count(DISTINCT path) FROM ducklake_data_file WHERE path LIKE 'k%'"))
+    end
+    support.seed()
+    local out = support.tmpdir("kout")
+    local kills, mid, foreigns = 0, 0, 1
+    local wait = 0.05
+    for _ = 1, 40 do
+      if kfiles() == NK then break end
+      local before = kfiles()
+      local delay = wait * (1 + math.random())
+      os.execute(("cd %s && (MORAINE_CATALOG= MORAINE_LUA=%s sh scripts/moraine-dev -c %s push %s >%s 2>&1 & "
+        .. "pid=$!; sleep %.3f; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null) >/dev/null 2>&1"):format(
+        q(ROOT), RUNTIME, q(cat), q(target), q(out), delay))
+      kills = kills + 1
+      whole()
+      local now = kfiles()
+      if now ~= before and now ~= NK then
+        mid = mid + 1
+        -- another writer after a part of the push: the re-run rebases the rest onto it
+        if foreigns < 3 then
+          foreigns = foreigns + 1
+          foreign_insert(w, orders, "f" .. foreigns .. ".parquet")
+        end
+      end
+      -- a kill before anything was written: wait longer next time (in small steps: a PostgreSQL
+      -- push is fast, the window between its first write and its last is narrow)
+      if now == before then wait = math.min(wait * 1.3, 8) end
+    end
+    w:close()
+    assert.is_true(kills > 0)
+    db = moraine.open(cat, { no_sync = true })
+    push.push(db, target)
+    whole()
+    assert.are.equal(NK, kfiles())
+    assert.are.equal(foreigns, count(c, "SELECT count(*) FROM ducklake_data_file WHERE path LIKE 'f_.parquet'"))
+    assert.are.equal(istr(count(c, "SELECT max(snapshot_id) FROM ducklake_snapshot")), istr(db:last_snapshot()))
+    assert.are.equal(istr(base + 1 + NK + foreigns), istr(db:last_snapshot()))
+    assert.are.same({}, db:verify())
+    check_target(db, c)
+    assert.are.equal(0, push.push(db, target).snapshots)
+    db:close()
+    assert.is_true(mid > 0, "kills " .. kills .. ", none mid-push")
+  end)
 end)

@@ -63,22 +63,31 @@
 -- half-written transaction when the file is next opened; PostgreSQL aborts
 -- the transaction of a connection that went away). Running push
 -- again starts from the target's newest snapshot, which is then one of
--- moraine's, and finishes the job; a push with nothing left to write changes
--- nothing.
+-- moraine's (or finds the rebased snapshots written before, see below), and
+-- finishes the job; a push with nothing left to write changes nothing.
 --
--- ## Concurrency
+-- ## Concurrency: the rebase
 --
 -- DuckLake's writers append snapshots to the same catalog. If the target's
 -- newest snapshot is not one of moraine's (a DuckLake writer committed since
--- moraine last read the target), or a writer commits between two of the
--- push's transactions, the push is refused with ECONFLICT before that
--- snapshot is written: the snapshots already pushed stay (each is whole),
--- the target's new snapshot is named with its changes, and so is the first
--- table both sides changed (by DuckLake's change list, `changes_made`) with
--- moraine's snapshot that changed it. Rebasing moraine's snapshots onto the
--- target's new head (new snapshot ids and ids from the counters, as DuckLake
--- retries a commit) is not done here: bring the target's snapshots into a
--- fresh catalog (`moraine import`), run the migration again, and push.
+-- moraine last read the target), push finds C, the newest snapshot both hold
+-- alike, and rebases moraine's snapshots after C onto the target's head H as
+-- DuckLake retries a commit (DuckLake: DuckLakeTransaction::FlushChanges,
+-- DuckLakeTransactionState::CheckForConflicts): snapshot ids move by H - C,
+-- the catalog ids moraine took (schema, table, view, partition, sort, macro)
+-- go on from H's next_catalog_id, its file ids (data, delete file, mapping)
+-- from H's next_file_id, its schema versions from H's; table stats are kept
+-- per table (moraine's for the tables it changed). It refuses (ECONFLICT,
+-- before anything is written, naming the target's snapshot, the table and
+-- moraine's snapshot) when both sides changed one table, view, schema or
+-- macro (two inserts into one table included, which DuckLake lets commit),
+-- created or renamed to one name, or changed a table without history. After
+-- writing, the catalog takes the target's snapshots and ids (@{realign}, one
+-- LMDB commit). A writer committing between two of the push's transactions
+-- makes the push start again on the new head (up to 10 times). A re-run after
+-- a kill finds the snapshots an earlier push already wrote (same snapshot
+-- row, to the microsecond, and change list, renumbered) and writes only the
+-- rest: never a snapshot twice. docs/push.md has the whole rule.
 --
 -- @module moraine.push
 
@@ -152,24 +161,6 @@ local function parse_changes(s)
     i = j + 1
   end
   return out
-end
-
--- the tables a change list touches: key -> change text ("t3" for a table id,
--- "n<schema>.<name>" for a created table's name)
-local function touched(changes, names_by_id)
-  local t = {}
-  for _, c in ipairs(parse_changes(changes)) do
-    if c.kind:find("table", 1, true) then
-      if c.value:match("^%d+$") then
-        t["t" .. c.value] = c.kind .. ":" .. c.value
-        local nm = names_by_id[c.value]
-        if nm then t["n" .. nm] = c.kind .. ":" .. c.value end
-      else
-        t["n" .. c.value] = c.kind .. ":" .. c.value
-      end
-    end
-  end
-  return t
 end
 
 -- ---- the target -------------------------------------------------------------
@@ -443,8 +434,9 @@ local function read_catalog(db)
   local cat = { snaps = {}, order = {}, rels = {}, rows = {}, names_by_id = {} }
   db:read(function(rd)
     for row, children in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
-      local ch = children.ducklake_snapshot_changes and children.ducklake_snapshot_changes[1]
-      cat.snaps[sid(row.snapshot_id)] = { row = row, changes = ch and ch.changes_made or NULL }
+      local list = children.ducklake_snapshot_changes or {}
+      local ch = list[1]
+      cat.snaps[sid(row.snapshot_id)] = { row = row, changes = ch and ch.changes_made or NULL, change_rows = list }
       cat.order[#cat.order + 1] = sid(row.snapshot_id)
     end
     for _, rel in ipairs(db:relations()) do
@@ -457,12 +449,20 @@ local function read_catalog(db)
         cat.rows[rel.name] = entries
       end
     end
+    -- a table's name: its newest version's (a renamed table goes by its last name)
+    local newest = {}
     for row in rd:scan("ducklake_table", { at = moraine.ALL }) do
+      local k = sid(row.table_id)
+      if not newest[k] or not sid_less(sid(row.begin_snapshot), sid(newest[k].begin_snapshot)) then
+        newest[k] = row
+      end
+    end
+    for k, row in pairs(newest) do
       local sch
       for srow in rd:scan("ducklake_schema", { at = moraine.ALL }) do
         if vkey(srow.schema_id) == vkey(row.schema_id) then sch = srow.schema_name end
       end
-      cat.names_by_id[sid(row.table_id)] = '"' .. tostring(sch or "main") .. '"."' .. tostring(row.table_name) .. '"'
+      cat.names_by_id[k] = '"' .. tostring(sch or "main") .. '"."' .. tostring(row.table_name) .. '"'
     end
   end)
   table.sort(cat.order, sid_less)
@@ -516,54 +516,616 @@ local function where_sql(t, cols, types, row, skip, what)
   return table.concat(parts, " AND ")
 end
 
--- The conflict error when the target's newest snapshot @head is not @expect.
-local function conflict(t, cat, expect, pending)
-  local news = target_snapshots(t, expect)
-  local first = news[1]
-  local mine = {}
-  for _, s in ipairs(pending) do mine[#mine + 1] = s end
-  local desc = {}
-  for i, s in ipairs(news) do
-    if i > 3 then desc[#desc + 1] = "..." break end
-    local ch = target_changes(t, s.snapshot_id)
-    desc[#desc + 1] = "snapshot " .. int_text(s.snapshot_id) .. " (" .. tostring(ch == NULL and "" or ch) .. ")"
-    local theirs = touched(ch, cat.names_by_id)
-    for _, m in ipairs(mine) do
-      local ours = touched(cat.snaps[m].changes, cat.names_by_id)
-      local keys = {}
-      for k in pairs(ours) do keys[#keys + 1] = k end
-      table.sort(keys, function(a, b) -- table ids first ("t" > "n"), then by text
-        if a:sub(1, 1) ~= b:sub(1, 1) then return a:sub(1, 1) == "t" end
-        return a < b
-      end)
-      for _, k in ipairs(keys) do
-        if theirs[k] then
-          local what = ours[k]
-          local label
-          if k:sub(1, 1) == "t" then
-            label = (cat.names_by_id[k:sub(2)] or "?") .. " (table_id " .. k:sub(2) .. ")"
-          else
-            label = k:sub(2)
-          end
-          raise("ECONFLICT", "push: %s moved on: its snapshot %s (%s) changed table %s, which moraine's "
-            .. "unpushed snapshot %s also changes (%s); nothing of snapshot %s was written (the target's newest "
-            .. "snapshot must be %s, moraine's last pushed or synced)", t.path, int_text(s.snapshot_id),
-            theirs[k], label, m, what, mine[1], expect and int_text(expect) or "?")
+-- ---- rebasing moraine's unpushed snapshots onto the target's new head ------------
+--
+-- DuckLake retries a commit whose snapshot id was taken by another writer: it
+-- reads the new head, checks the other writers' changes against its own
+-- (DuckLakeTransaction::CheckForConflicts, src/storage/ducklake_transaction.cpp)
+-- and, when they do not conflict, writes its snapshot again above the new head
+-- with the ids re-assigned from the head's counters (next_catalog_id for
+-- schema, table, view, partition, sort and macro ids; next_file_id for data,
+-- delete file and mapping ids). moraine keeps rows, not the statements that
+-- made them, so a rebase renumbers the rows: a renumbering is a list of
+-- anchors {m = moraine's snapshot row, t = the target's snapshot row it lands
+-- on}; an id moraine allocated after anchor m moves by the difference of the
+-- two rows' counters (snapshot ids above m by t.snapshot_id - m.snapshot_id,
+-- catalog ids from m.next_catalog_id by the next_catalog_id difference, file
+-- ids likewise, schema versions of the snapshots above m by the schema_version
+-- difference). Ids below every anchor (the objects both sides share) stay.
+
+local SNAP_ID_COLS = { snapshot_id = true, begin_snapshot = true, end_snapshot = true }
+local CATALOG_ID_COLS = { schema_id = true, table_id = true, view_id = true, partition_id = true, sort_id = true,
+  macro_id = true, object_id = true }
+local FILE_ID_COLS = { data_file_id = true, delete_file_id = true, mapping_id = true }
+-- the tables a rebase knows how to renumber (DuckLake 0.3/0.4's catalog); a
+-- catalog with rows in any other (inlined data tables) is not rebased
+local KNOWN = {}
+for _, n in ipairs({ "ducklake_metadata", "ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_schema",
+  "ducklake_table", "ducklake_view", "ducklake_column", "ducklake_macro", "ducklake_macro_impl",
+  "ducklake_macro_parameters", "ducklake_data_file", "ducklake_delete_file", "ducklake_files_scheduled_for_deletion",
+  "ducklake_inlined_data_tables", "ducklake_column_mapping", "ducklake_name_mapping", "ducklake_table_stats",
+  "ducklake_table_column_stats", "ducklake_file_column_stats", "ducklake_file_variant_stats",
+  "ducklake_partition_info", "ducklake_partition_column", "ducklake_file_partition_value", "ducklake_sort_info",
+  "ducklake_sort_expression", "ducklake_tag", "ducklake_column_tag", "ducklake_schema_versions",
+  "ducklake_view_column_tag" }) do KNOWN[n] = true end
+-- tables without history kept per table: moraine's rows for the tables its
+-- snapshots changed, the target's for the others
+local PER_TABLE = { ducklake_table_stats = true, ducklake_table_column_stats = true }
+
+local MAX_ATTEMPTS = 10
+
+local function is_val(v) return v ~= nil and v ~= NULL end
+
+-- an integer from a snapshot-id key or an id's text, exact on both runtimes
+local function int_of(text) return moraine.json_decode(text) end
+
+local function renumbering(anchors)
+  local R = {}
+  local function last(test)
+    for i = #anchors, 1, -1 do if test(anchors[i]) then return anchors[i] end end
+  end
+  function R.snap(v)
+    if not is_int(v) then return v end
+    local a = last(function(x) return v > x.m.snapshot_id end)
+    if not a then return v end
+    return v + (a.t.snapshot_id - a.m.snapshot_id)
+  end
+  function R.cat(v)
+    if not is_int(v) then return v end
+    local a = last(function(x) return v >= x.m.next_catalog_id end)
+    if not a then return v end
+    return v + (a.t.next_catalog_id - a.m.next_catalog_id)
+  end
+  function R.file(v)
+    if not is_int(v) then return v end
+    local a = last(function(x) return v >= x.m.next_file_id end)
+    if not a then return v end
+    return v + (a.t.next_file_id - a.m.next_file_id)
+  end
+  -- the schema version @v of moraine's snapshot @s
+  function R.version(v, s)
+    if not is_int(v) or not is_int(s) then return v end
+    local a = last(function(x) return s > x.m.snapshot_id end)
+    if not a then return v end
+    return v + (a.t.schema_version - a.m.schema_version)
+  end
+  -- "altered_table:12,created_table:\"main\".\"t\"" with its ids renumbered
+  function R.changes(text)
+    if type(text) ~= "string" then return text end
+    local out, changed = {}, false
+    for _, c in ipairs(parse_changes(text)) do
+      local v = c.value
+      if v:match("^%d+$") then
+        local n = tostring(int_text(R.cat(int_of(v))))
+        if n ~= v then changed = true end
+        v = n
+      end
+      out[#out + 1] = c.kind .. ":" .. v
+    end
+    if not changed then return text end
+    return table.concat(out, ",")
+  end
+  function R.row(name, row)
+    local out = {}
+    for k, v in pairs(row) do
+      if is_val(v) then
+        if SNAP_ID_COLS[k] then v = R.snap(v)
+        elseif CATALOG_ID_COLS[k] then v = R.cat(v)
+        elseif FILE_ID_COLS[k] then v = R.file(v) end
+      end
+      out[k] = v
+    end
+    if name == "ducklake_snapshot" then
+      out.schema_version = R.version(row.schema_version, row.snapshot_id)
+      out.next_catalog_id = R.cat(row.next_catalog_id)
+      out.next_file_id = R.file(row.next_file_id)
+    elseif name == "ducklake_schema_versions" then
+      out.schema_version = R.version(row.schema_version, row.begin_snapshot)
+    elseif name == "ducklake_snapshot_changes" then
+      out.changes_made = R.changes(row.changes_made)
+    end
+    return out
+  end
+  return R
+end
+
+-- Where moraine's pending snapshots already are in the target: the target's
+-- snapshots above C are walked in order; one equal to moraine's next pending
+-- snapshot renumbered onto the snapshot before it (same snapshot row, time to
+-- the microsecond, and same changes_made) is moraine's, written by an earlier
+-- push that was killed or stopped before it fixed the catalog; the others are
+-- foreign. Returns the anchors (the last one lands the rest on the head), the
+-- index of the first pending snapshot still to write, the foreign snapshots.
+local function walk_target(t, cat, C, pending)
+  local targets = target_snapshots(t, nil)
+  local crow_t
+  local after = {}
+  for _, r in ipairs(targets) do
+    if sid(r.snapshot_id) == sid(C) then crow_t = r end
+    if sid_less(sid(C), sid(r.snapshot_id)) then after[#after + 1] = r end
+  end
+  local anchors = {}
+  local prev_m, prev_t = cat.snaps[sid(C)].row, crow_t
+  local i = 1
+  local foreign = {}
+  for _, X in ipairs(after) do
+    local hit = false
+    if i <= #pending then
+      local trial = {}
+      for k, a in ipairs(anchors) do trial[k] = a end
+      trial[#trial + 1] = { m = prev_m, t = prev_t }
+      local R = renumbering(trial)
+      local P = cat.snaps[pending[i]]
+      if same_snapshot(R.row("ducklake_snapshot", P.row), X)
+        and vkey(R.changes(P.changes)) == vkey(target_changes(t, X.snapshot_id)) then
+        anchors = trial
+        prev_m = P.row
+        i = i + 1
+        hit = true
+      end
+    end
+    if not hit then foreign[#foreign + 1] = X end
+    prev_t = X
+  end
+  anchors[#anchors + 1] = { m = prev_m, t = prev_t }
+  return anchors, i, foreign, prev_t
+end
+
+-- what one side's snapshot changes: ids (catalog ids, any kind), schemas it
+-- dropped, schemas it created entries in, names it created or renamed to
+local function new_side()
+  return { ids = {}, dropped = {}, used = {}, names = {} }
+end
+
+local function note_changes(side, text)
+  for _, c in ipairs(parse_changes(text)) do
+    if c.value:match("^%d+$") then
+      side.ids[c.value] = c.kind .. ":" .. c.value
+      if c.kind == "dropped_schema" then side.dropped[c.value] = c.kind .. ":" .. c.value end
+    end
+  end
+end
+
+local OBJECT_TABLES = {
+  ducklake_schema = { id = "schema_id", name = "schema_name" },
+  ducklake_table = { id = "table_id", name = "table_name", schema = "schema_id" },
+  ducklake_view = { id = "view_id", name = "view_name", schema = "schema_id" },
+  ducklake_macro = { id = "macro_id", name = "macro_name", schema = "schema_id" },
+}
+
+-- a row of ducklake_schema/table/view/macro that begins in a snapshot of the side
+local function note_object(side, name, row)
+  local o = OBJECT_TABLES[name]
+  local nm = row[o.name]
+  if type(nm) ~= "string" then return end
+  local label = name:gsub("^ducklake_", "") .. " " .. nm
+  if o.schema then
+    local s = sid(row[o.schema])
+    side.used[s] = label
+    local space = name == "ducklake_macro" and "m" or "n" -- tables and views share a name space
+    side.names[space .. s .. "\0" .. nm:lower()] = label
+  else
+    side.names["S" .. nm:lower()] = label
+  end
+end
+
+-- The conflict rule: DuckLake's CheckForConflicts refuses a commit when both
+-- sides dropped the same table, view, schema or macro, created one of the same
+-- name, created an entry in a schema the other dropped, or when one side
+-- inserts into / deletes from / alters a table the other altered, dropped or
+-- deleted from (inserts by both sides into one table pass there, as do
+-- compactions of different kinds). moraine is stricter: any object (table,
+-- view, schema, macro id) changed by both sides conflicts, two inserts into
+-- one table included (DuckLake's retry re-assigns the rows' row_id_start from
+-- the table's next_row_id; moraine does not re-run the insert), and a table
+-- or view renamed to a name the other side created conflicts too.
+local function check_conflicts(t, ttabs, cat, C, remaining, foreign, label_of)
+  if #foreign == 0 then return end
+  local theirs = {}
+  for _, X in ipairs(foreign) do
+    local side = new_side()
+    side.changes = target_changes(t, X.snapshot_id)
+    note_changes(side, side.changes)
+    theirs[sid(X.snapshot_id)] = side
+  end
+  for name, o in pairs(OBJECT_TABLES) do
+    local ti = ttabs[name]
+    if ti then
+      local cols = { "begin_snapshot", o.id, o.name }
+      if o.schema then cols[#cols + 1] = o.schema end
+      for _, r in ipairs(t.select(name, cols, "begin_snapshot > " .. int_text(C))) do
+        local side = theirs[sid(r[1])]
+        if side then
+          local row = {}
+          for k, c in ipairs(cols) do row[c] = r[k] end
+          note_object(side, name, row)
         end
       end
     end
   end
-  raise("ECONFLICT", "push: %s moved on: its newest snapshot is %s, not %s (moraine's last pushed or synced); "
-    .. "new there: %s; no table is changed by both sides, but push does not rebase yet; nothing of snapshot %s "
-    .. "was written", t.path, first and int_text(news[#news].snapshot_id) or "?", expect and int_text(expect) or "?",
-    table.concat(desc, ", "), pending[1] or "?")
+  -- moraine's side, from its change lists and its rows (ids in the target's numbering)
+  local mine = {}
+  local is_mine = {}
+  for _, s in ipairs(remaining) do
+    local side = new_side()
+    side.changes = cat.snaps[s].changes
+    note_changes(side, side.changes)
+    mine[s] = side
+    is_mine[s] = side
+  end
+  for _, rel in ipairs(cat.rels) do
+    local o = OBJECT_TABLES[rel.name]
+    for _, en in ipairs(cat.rows[rel.name] or {}) do
+      local row = en.row
+      local b = is_val(row.begin_snapshot) and is_mine[sid(row.begin_snapshot)]
+      local e = is_val(row.end_snapshot) and is_mine[sid(row.end_snapshot)]
+      for _, side in ipairs({ b or false, e or false }) do
+        if side then
+          if is_val(row.table_id) then side.ids[sid(row.table_id)] = side.ids[sid(row.table_id)]
+            or (rel.name .. " row of table_id " .. sid(row.table_id)) end
+          if o and is_val(row[o.id]) then side.ids[sid(row[o.id])] = side.ids[sid(row[o.id])]
+            or (rel.name .. " row " .. sid(row[o.id])) end
+        end
+      end
+      if o and b then note_object(b, rel.name, row) end
+    end
+  end
+  for _, X in ipairs(foreign) do
+    local th = theirs[sid(X.snapshot_id)]
+    for _, s in ipairs(remaining) do
+      local my = mine[s]
+      local what
+      for id, w in pairs(my.ids) do
+        if th.ids[id] then what = label_of(id) .. " (moraine: " .. w .. ", the target: " .. th.ids[id] .. ")" break end
+      end
+      if not what then
+        for k, w in pairs(my.names) do
+          if th.names[k] then what = "the name of " .. w .. " (created or renamed to by both)" break end
+        end
+      end
+      if not what then
+        for id, w in pairs(my.used) do
+          if th.dropped[id] then what = label_of(id) .. ", dropped there, where moraine's " .. w .. " is" break end
+        end
+      end
+      if not what then
+        for id, w in pairs(th.used) do
+          if my.dropped[id] then what = label_of(id) .. ", dropped by moraine, where the target's " .. w .. " is" break end
+        end
+      end
+      if what then
+        raise("ECONFLICT", "push: %s moved on: its snapshot %s (%s) changed %s, which moraine's unpushed snapshot "
+          .. "%s (%s) also changes; moraine rebases its snapshots only onto snapshots that change other tables "
+          .. "(DuckLake's conflict rule, made stricter: docs/push.md); nothing written", t.path,
+          int_text(X.snapshot_id), tostring(th.changes == NULL and "" or th.changes), what,
+          cat.snaps[s].orig or s, tostring(my.changes == NULL and "" or my.changes))
+      end
+    end
+  end
+end
+
+-- The rebase plan: moraine's catalog with every row renumbered onto the
+-- target (a table like read_catalog's), the pending snapshots still to write
+-- (in the target's numbering), the head they go on. Raises ECONFLICT (a
+-- conflict, or a table without history both sides changed) or EINVAL (rows
+-- in a table the rebase does not know) before anything is written.
+local function rebase_plan(t, ttabs, cat, C, pending)
+  for _, rel in ipairs(cat.rels) do
+    if not KNOWN[rel.name] and #(cat.rows[rel.name] or {}) > 0 then
+      raise("EINVAL", "push: %s moved on and the catalog has rows in %s, which a rebase does not renumber "
+        .. "(inlined data); nothing written (bring the target's snapshots into a new catalog and run the "
+        .. "migration there)", t.path, rel.name)
+    end
+  end
+  local anchors, first, foreign, head = walk_target(t, cat, C, pending)
+  local R = renumbering(anchors)
+  local c2 = { snaps = {}, order = {}, rels = cat.rels, rows = {}, names_by_id = {} }
+  for _, s in ipairs(cat.order) do
+    local sn = cat.snaps[s]
+    local row = R.row("ducklake_snapshot", sn.row)
+    local k = sid(row.snapshot_id)
+    local ch = {}
+    for j, r in ipairs(sn.change_rows or {}) do ch[j] = R.row("ducklake_snapshot_changes", r) end
+    c2.snaps[k] = { row = row, changes = ch[1] and ch[1].changes_made or NULL, change_rows = ch, orig = s }
+    c2.order[#c2.order + 1] = k
+  end
+  for name, entries in pairs(cat.rows) do
+    local list = {}
+    for j, en in ipairs(entries) do
+      local kids = {}
+      for cn, crows in pairs(en.children or {}) do
+        local l = {}
+        for x, cr in ipairs(crows) do l[x] = R.row(cn, cr) end
+        kids[cn] = l
+      end
+      list[j] = { row = R.row(name, en.row), children = kids, ord = en.ord }
+    end
+    c2.rows[name] = list
+  end
+  for id, nm in pairs(cat.names_by_id) do c2.names_by_id[sid(R.cat(int_of(id)))] = nm end
+  local remaining = {}
+  for j = first, #pending do
+    remaining[#remaining + 1] = sid(R.snap(int_of(pending[j])))
+  end
+  local function label_of(id)
+    local nm = c2.names_by_id[id]
+    return nm and ("table " .. nm .. " (table_id " .. id .. ")") or ("the object of catalog id " .. id)
+  end
+  check_conflicts(t, ttabs, c2, C, remaining, foreign, label_of)
+  -- the tables without history: per table for the stats, equal for the rest
+  local ours = {}
+  for j = 1, #pending do ours[sid(R.snap(int_of(pending[j])))] = true end
+  local mine_tables = {}
+  for _, rel in ipairs(cat.rels) do
+    for _, en in ipairs(c2.rows[rel.name] or {}) do
+      local row = en.row
+      if is_val(row.table_id) and ((is_val(row.begin_snapshot) and ours[sid(row.begin_snapshot)])
+        or (is_val(row.end_snapshot) and ours[sid(row.end_snapshot)])) then
+        mine_tables[sid(row.table_id)] = true
+      end
+    end
+  end
+  for _, rel in ipairs(cat.rels) do
+    local has = {}
+    for _, c in ipairs(rel.columns) do has[c] = true end
+    local ti = ttabs[rel.name]
+    if rel.placement == "rows" and not has.begin_snapshot and ti and #ti.columns > 0 then
+      local cols = {}
+      for _, c in ipairs(ti.columns) do if has[c] then cols[#cols + 1] = c end end
+      local theirs = {}
+      for _, r in ipairs(t.select(rel.name, cols)) do
+        local row = {}
+        for k, c in ipairs(cols) do row[c] = r[k] end
+        theirs[#theirs + 1] = row
+      end
+      if PER_TABLE[rel.name] then
+        local list = {}
+        for _, en in ipairs(c2.rows[rel.name] or {}) do
+          if mine_tables[sid(en.row.table_id)] then list[#list + 1] = en end
+        end
+        for _, row in ipairs(theirs) do
+          if not mine_tables[sid(row.table_id)] then list[#list + 1] = { row = row, children = {} } end
+        end
+        c2.rows[rel.name] = list
+      else
+        local count = {}
+        local function key(row)
+          local vals = {}
+          for k, c in ipairs(cols) do vals[k] = row[c] end
+          return rowkey(vals, #cols)
+        end
+        for _, row in ipairs(theirs) do local k = key(row) count[k] = (count[k] or 0) + 1 end
+        local same = #theirs == #(c2.rows[rel.name] or {})
+        for _, en in ipairs(c2.rows[rel.name] or {}) do
+          local k = key(en.row)
+          if not count[k] or count[k] == 0 then same = false break end
+          count[k] = count[k] - 1
+        end
+        if not same then
+          raise("ECONFLICT", "push: %s moved on and its %s differs from the catalog's; that table keeps no "
+            .. "history, so moraine cannot tell which side changed it and does not rebase; nothing written",
+            t.path, rel.name)
+        end
+      end
+    end
+  end
+  return c2, remaining, head.snapshot_id, first - 1
+end
+
+-- ---- making the catalog equal the target after a rebase ------------------------
+
+-- The catalog's snapshots above @C replaced by the target's snapshots (C, head]
+-- in ONE LMDB write transaction (db:commit(head, fn, {rewind = true}),
+-- moraine_txn_rewind): the versions that began above C are deleted, the ones
+-- ended above C live again, the snapshot rows above C go; then the target's
+-- versions and snapshot rows of (C, head) are inserted as history, the ones of
+-- head staged as its commit, and the tables without history made the
+-- target's. A kill leaves the catalog before (its own snapshots) or after
+-- (equal to the target). Values are read through moraine.sync_source, as a
+-- sync reads them, in one consistent read of the target.
+
+--- Makes the catalog equal the target above their common snapshot C: the
+-- catalog's own snapshots above C (pushed to the target under new ids by a
+-- rebase, or written there by nobody) are replaced by the target's snapshots
+-- (C, head], in one LMDB write transaction (`db:commit(head, fn, {rewind =
+-- true})`); a kill leaves the catalog as it was or equal to the target.
+-- DuckLake: a retried commit takes the new head's ids, so the catalog must
+-- take them too (docs/push.md, "Rebase").
+-- @param db a catalog handle whose snapshots up to C are the target's
+-- @tparam string spec the target, as for @{push}
+-- @param C the common snapshot id (integer)
+-- @param head the target's newest snapshot id (integer), above the
+--   catalog's last
+-- @return nil
+-- @raise ECONFLICT (the target ended a row the catalog does not hold live,
+--   or has no snapshot `head`), EINVAL (the target has a table the catalog
+--   lacks), the errors of `moraine.sync_source.open` and of `db:commit` and
+--   its history rewrites (ESNAPSHOT, ENOTFOUND, EEXIST); nothing changes then
+function M.realign(db, spec, C, head)
+  local sync_source = require "moraine.sync_source"
+  local CHILD, vform, inum = sync_source.CHILD, sync_source.vform, sync_source.inum
+  local src = sync_source.open(spec)
+  local function gt(a, b) return sync_source.ilt(b, a) end
+  local function row_form(row, cols)
+    local parts = {}
+    for i, c in ipairs(cols) do parts[i] = c .. "=" .. vform(row[c]) end
+    return table.concat(parts, "\0")
+  end
+  local ok, err = pcall(function()
+    src:begin()
+    local ok2, e2 = pcall(function()
+      local tables = src:tables()
+      local versions, snaps, rowtabs = {}, {}, {}
+      local kids = {} -- parent name -> key form .. begin -> {{name =, row =}, ...}
+      for _, tt in ipairs(tables) do
+        if tt.placement == "temporal" then
+          for row, pos in src:select(tt, { kind = "versions", lo = C, hi = head }) do
+            versions[#versions + 1] = { t = tt, row = row, pos = pos }
+          end
+        elseif tt.placement == "snapshot" then
+          for row, pos in src:select(tt, { kind = "id", column = "snapshot_id", lo = C, hi = head }) do
+            snaps[#snaps + 1] = { t = tt, row = row, pos = pos }
+          end
+        elseif tt.placement == "rows" then
+          rowtabs[#rowtabs + 1] = tt
+        end
+      end
+      for _, tt in ipairs(tables) do
+        local c = CHILD[tt.name]
+        if c and tables[c.parent] then
+          local pcol = c.parent == "ducklake_snapshot" and "snapshot_id" or "begin_snapshot"
+          for row, _, pb in src:select(tt, { kind = "child", parent = c.parent, keys = c.keys, parent_column = pcol,
+            lo = C, hi = head }) do
+            local parts = {}
+            for i, k in ipairs(c.keys) do parts[i] = vform(row[k]) end
+            local k = c.parent .. "\0" .. table.concat(parts, "\0") .. "\0" .. inum(pb)
+            kids[k] = kids[k] or {}
+            table.insert(kids[k], { name = tt.name, row = row })
+          end
+        end
+      end
+      local function children_of(name, row, begin)
+        local out = {}
+        for child, c in pairs(CHILD) do
+          if c.parent == name then
+            local parts = {}
+            for i, k in ipairs(c.keys) do parts[i] = vform(row[k]) end
+            local k = name .. "\0" .. table.concat(parts, "\0") .. "\0" .. inum(begin)
+            for _, kr in ipairs(kids[k] or {}) do if kr.name == child then out[#out + 1] = kr end end
+          end
+        end
+        return out
+      end
+      local rows_now = {}
+      for _, tt in ipairs(rowtabs) do
+        local list = {}
+        for row in src:select(tt, nil) do list[#list + 1] = row end
+        rows_now[tt.name] = list
+      end
+      -- the catalog's side: versions above C, and the live versions of rows begun at or below C
+      local mine = db:read(function(rd)
+        local out = { drop = {}, revive = {}, snaps = {}, live = {}, rows = {} }
+        for _, rel in ipairs(db:relations()) do
+          if rel.placement == "temporal" then
+            local cols = {}
+            for _, c in ipairs(rel.columns) do if c ~= "end_snapshot" then cols[#cols + 1] = c end end
+            for row, children, ord in rd:scan(rel.name, { at = moraine.ALL }) do
+              local b, e = row.begin_snapshot, row.end_snapshot
+              local kl = {}
+              for cn, list in pairs(children or {}) do
+                for _, cr in ipairs(list) do kl[#kl + 1] = { name = cn, row = cr } end
+              end
+              local form = rel.name .. "\1" .. row_form(row, cols)
+              if gt(b, C) then
+                out.drop[#out.drop + 1] = { name = rel.name, row = row, ord = ord }
+              elseif e ~= NULL and gt(e, C) then
+                out.drop[#out.drop + 1] = { name = rel.name, row = row, ord = ord }
+                local live = {}
+                for k, v in pairs(row) do live[k] = v end
+                live.end_snapshot = NULL
+                out.revive[#out.revive + 1] = { name = rel.name, row = live, ord = ord, children = kl }
+                out.live[form] = out.revive[#out.revive]
+              elseif e == NULL then
+                out.live[form] = { name = rel.name, row = row, ord = ord, children = kl }
+              end
+            end
+          elseif rel.placement == "snapshot" then
+            for row in rd:scan(rel.name, { at = moraine.ALL }) do
+              if gt(row.snapshot_id, C) then out.snaps[#out.snaps + 1] = row.snapshot_id end
+            end
+          elseif rel.placement == "rows" then
+            local list = {}
+            for _, _, ord in rd:scan(rel.name, { at = moraine.ALL }) do list[#list + 1] = ord end
+            out.rows[rel.name] = list
+          end
+        end
+        return out
+      end)
+      for _, tt in ipairs(rowtabs) do
+        if not db:relation(tt.name) and #rows_now[tt.name] > 0 then
+          raise("EINVAL", "push: %s has table %s, which the catalog lacks; the catalog was not changed", src.label,
+            tt.name)
+        end
+      end
+      local ends, inserts, head_snap = {}, {}, nil
+      db:commit(head, function(tx)
+        for _, d in ipairs(mine.drop) do tx:delete_version(d.name, d.row, d.ord) end
+        for _, id in ipairs(mine.snaps) do tx:delete_snapshot(id) end
+        for _, r in ipairs(mine.revive) do tx:insert_version(r.name, r.row, r.ord, r.children) end
+        for _, sn in ipairs(snaps) do
+          local ch = children_of("ducklake_snapshot", sn.row, sn.row.snapshot_id)
+          if inum(sn.row.snapshot_id) == inum(head) then
+            head_snap = { row = sn.row, pos = sn.pos, children = ch }
+          else
+            tx:insert_version("ducklake_snapshot", sn.row, -1, ch)
+          end
+        end
+        for _, v in ipairs(versions) do
+          local name, row = v.t.name, v.row
+          local b, e = row.begin_snapshot, row.end_snapshot
+          local ends_at_head = e ~= NULL and inum(e) == inum(head)
+          if not gt(b, C) then -- began at or below C: the catalog holds it live
+            local cols = {}
+            for _, c in ipairs(v.t.columns) do if c ~= "end_snapshot" then cols[#cols + 1] = c end end
+            local l = mine.live[name .. "\1" .. row_form(row, cols)]
+            if not l then
+              raise("ECONFLICT", "push: %s ended a %s row the catalog does not hold live; the catalog was not changed",
+                src.label, name)
+            end
+            if ends_at_head then
+              ends[#ends + 1] = { name = name, row = row }
+            else
+              tx:delete_version(name, l.row, l.ord)
+              tx:insert_version(name, row, l.ord, l.children)
+            end
+          elseif inum(b) == inum(head) then
+            inserts[#inserts + 1] = { name = name, row = row, pos = v.pos,
+              children = children_of(name, row, b) }
+          else
+            local ins = row
+            if ends_at_head then
+              ins = {}
+              for k, x in pairs(row) do ins[k] = x end
+              ins.end_snapshot = NULL
+              ends[#ends + 1] = { name = name, row = row }
+            end
+            tx:insert_version(name, ins, -1, children_of(name, row, b))
+          end
+        end
+        for _, en in ipairs(ends) do tx:end_row(en.name, en.row) end
+        if not head_snap then
+          raise("ECONFLICT", "push: %s has no snapshot %s; the catalog was not changed", src.label, inum(head))
+        end
+        tx:insert("ducklake_snapshot", head_snap.row)
+        for _, c in ipairs(head_snap.children) do tx:insert(c.name, c.row) end
+        for _, it in ipairs(inserts) do
+          tx:insert(it.name, it.row)
+          for _, c in ipairs(it.children) do tx:insert(c.name, c.row) end
+        end
+        for _, tt in ipairs(rowtabs) do
+          if db:relation(tt.name) then
+            for _, ord in ipairs(mine.rows[tt.name] or {}) do tx:delete_row(tt.name, ord) end
+            for i, row in ipairs(rows_now[tt.name]) do tx:put_row(tt.name, row, i - 1) end
+          end
+        end
+      end, { rewind = true })
+    end)
+    pcall(src.finish, src)
+    if not ok2 then error(e2, 0) end
+  end)
+  src:close()
+  if not ok then error(err, 0) end
 end
 
 --- Pushes moraine's snapshots after the target's newest one into the target
--- DuckLake catalog (SQLite or PostgreSQL), one SQL transaction per snapshot
--- (see the module's doc for what is written and how conflicts are found).
+-- DuckLake catalog (SQLite or PostgreSQL), one SQL transaction per snapshot,
+-- rebased onto the target's head when it moved on (see the module's doc for
+-- what is written, the rebase and its conflict rule).
+-- DuckLake: the rows are those its statements write; a rebase renumbers them
+-- as its retried commit does (FlushChanges, CheckForConflicts).
 -- @param db a catalog handle (`moraine.open`) holding the target's snapshots
---   and moraine's own after them
+--   up to some snapshot and moraine's own after them; writable when the
+--   target moved on (the rebase makes the catalog take the target's ids)
 -- @tparam string target a SQLite DuckLake catalog file (DuckLake's
 --   `ATTACH 'ducklake:sqlite:FILE'`), or `postgres:CONNINFO`, or a
 --   `postgres://` / `postgresql://` URI
@@ -572,16 +1134,23 @@ end
 --   `snapshot_id` an integer); returning `true` stops the push there
 --   (EINVAL "push cancelled"; the snapshots pushed so far stay, whole); an
 --   error it raises stops it too and is re-raised unchanged
--- @return `{from = H, to = last, snapshots = n}`: the target's newest
---   snapshot before (H) and after, and how many were written (0: the target
---   was up to date, nothing written)
+-- @return `{from = H, to = last, snapshots = n, rebased = bool}`: the
+--   target's newest snapshot before (H) and after, how many were written (0:
+--   the target was up to date, nothing written), and whether they were
+--   rebased (the catalog then holds the target's snapshots and ids up to `to`)
 -- @raise EINVAL (target not a SQLite file, not a DuckLake catalog, without
 --   snapshots, a moraine column the target lacks, a value PostgreSQL text
 --   cannot hold, an unknown option, cancelled), EIO (the file cannot be
 --   opened, the server cannot be reached, or the database refused a
---   statement: its words), ECONFLICT (the target's newest snapshot
---   is not moraine's: the target's snapshot and the table both changed are
---   named; or a row to end is not live there), the errors of `db:read`; a
+--   statement: its words), ECONFLICT (the target moved on and a snapshot of
+--   it changed a table moraine's also change: the target's snapshot, the
+--   table and moraine's snapshot named, nothing written; a table without
+--   history differs on both sides; the target shares no snapshot with the
+--   catalog or is ahead of it; a row to end is not live there; writers kept
+--   committing during 10 attempts), EINVAL also for rows in a table a rebase
+--   does not renumber (inlined data), the errors of `db:read` and of
+--   @{realign} (EREADONLY for a read-only handle after a rebase: the target
+--   is written, run push again with a writable one); a
 --   plain string error for arguments of the wrong type or when LuaSQL's
 --   SQLite or PostgreSQL driver is not installed
 function M.push(db, target, opts)
@@ -600,14 +1169,16 @@ function M.push(db, target, opts)
     if type(v) ~= "function" then raise("EINVAL", "push: progress must be a function, got %s", type(v)) end
     progress = v
   end
-  local t = open_target(target)
-  local ok, res = pcall(function()
+  local written, from = 0, nil
+  local function attempt(t)
     local ttabs = target_tables(t)
     local head = target_head(t)
     if head == nil then
       raise("EINVAL", "push: %s has no snapshot; write a whole catalog with moraine export --format sqlite", t.path)
     end
     local cat = read_catalog(db)
+    local expect = head
+    local base -- the common snapshot when the pending snapshots are rebased
     -- where the two part: the target's newest snapshot must be moraine's
     local hrow = target_snapshots(t, nil)
     local hk = sid(head)
@@ -637,9 +1208,10 @@ function M.push(db, target, opts)
         raise("ECONFLICT", "push: %s is ahead of the catalog (its newest snapshot %s, the catalog's %s); nothing "
           .. "to push and nothing written (sync the catalog from it)", t.path, int_text(head), cat.order[#cat.order])
       end
-      conflict(t, cat, common, pending)
+      base = common
+      cat, pending, expect = rebase_plan(t, ttabs, cat, common, pending)
     end
-    if #pending == 0 then return { from = head, to = head, snapshots = 0 } end
+    if #pending == 0 then return { from = head, to = expect, snapshots = 0, rebase = base } end
 
     -- plan: rows that begin / end at each pending snapshot
     local is_pending = {}
@@ -739,13 +1311,7 @@ function M.push(db, target, opts)
     for _, s in ipairs(pending) do snap_rows[#snap_rows + 1] = cat.snaps[s].row end
     check(snap_rel, snap_rows)
     local change_entries = {}
-    db:read(function(rd)
-      for row, children in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
-        if is_pending[sid(row.snapshot_id)] then
-          change_entries[sid(row.snapshot_id)] = children.ducklake_snapshot_changes or {}
-        end
-      end
-    end)
+    for _, s in ipairs(pending) do change_entries[s] = cat.snaps[s].change_rows or {} end
     if changes_rel then
       local all = {}
       for _, list in pairs(change_entries) do for _, r in ipairs(list) do all[#all + 1] = r end end
@@ -753,17 +1319,16 @@ function M.push(db, target, opts)
     end
 
     -- write, one transaction per snapshot
-    local expect = head
     local done = 0
     for i, s in ipairs(pending) do
       local srow = cat.snaps[s].row
       t.begin()
+      local moved = false
       local wok, werr = pcall(function()
         local now = target_head(t)
         if vkey(now) ~= vkey(expect) then
-          local rest = {}
-          for j = i, #pending do rest[#rest + 1] = pending[j] end
-          conflict(t, cat, expect, rest)
+          moved = true -- another writer committed: this attempt stops, the next one rebases
+          return
         end
         local S = srow.snapshot_id
         local Stext = int_text(S)
@@ -846,23 +1411,39 @@ function M.push(db, target, opts)
           end
         end
       end)
-      if not wok then
+      if not wok or moved then
         pcall(t.exec, "ROLLBACK")
+        if moved then return { from = head, to = expect, snapshots = done, retry = true } end
         error(werr, 0)
       end
       t.exec("COMMIT")
       expect = srow.snapshot_id
       done = done + 1
-      if progress and progress(done, #pending, srow.snapshot_id) == true then
+      if progress and progress(written + done, written + #pending, srow.snapshot_id) == true then
         raise("EINVAL", "push: push cancelled after snapshot %s (%d of %d pushed; they stay, whole)",
-          int_text(srow.snapshot_id), done, #pending)
+          int_text(srow.snapshot_id), written + done, written + #pending)
       end
     end
-    return { from = head, to = expect, snapshots = done }
-  end)
-  t.close()
-  if not ok then error(res, 0) end
-  return res
+    return { from = head, to = expect, snapshots = done, rebase = base }
+  end
+  -- a writer that commits between two of the push's transactions makes the
+  -- push start again from the target's new head (the snapshots written stay;
+  -- the next attempt finds them and rebases the rest), as DuckLake retries
+  for _ = 1, MAX_ATTEMPTS do
+    local t = open_target(target)
+    local ok, res = pcall(attempt, t)
+    t.close()
+    if not ok then error(res, 0) end
+    from = from or res.from
+    written = written + res.snapshots
+    if not res.retry then
+      -- the rebased snapshots are the target's now: the catalog takes them (and their ids)
+      if res.rebase ~= nil then M.realign(db, target, res.rebase, res.to) end
+      return { from = from, to = res.to, snapshots = written, rebased = res.rebase ~= nil }
+    end
+  end
+  raise("ECONFLICT", "push: %s kept moving: other writers committed during each of %d attempts; the %d snapshots "
+    .. "written stay, each whole; run push again", target, MAX_ATTEMPTS, written)
 end
 
 return M

@@ -428,6 +428,67 @@ static void expire(void)
     moraine_close(db);
 }
 
+/* A rewinding commit (moraine_txn_rewind), as moraine.push replaces its rebased
+ * snapshots: at snapshot 7 over last 4, snapshots 3 and 4 (the last) are
+ * deleted with file 13, snapshots 5 and 6 inserted below 7 with file 20
+ * (begin 5, end 6), and 7 committed: snapshots 1,2,5,6,7 and a sound catalog. */
+static void rewind_commit(void)
+{
+    moraine_db *db = build("rewind");
+    CHECK(db != NULL, "catalog built");
+    if (!db) return;
+    moraine_txn *t;
+    /* without a snapshot id there is nothing to rewind to */
+    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &t), 0);
+    CHECK_RC(moraine_txn_rewind(t), MORAINE_EINVAL);
+    moraine_txn_abort(t);
+    /* after staged rows: too late */
+    CHECK_RC(moraine_txn_begin(db, 7, &t), 0);
+    CHECK_RC(snap(t, 7), 0);
+    CHECK_RC(moraine_txn_rewind(t), MORAINE_ETXN);
+    moraine_txn_abort(t);
+    /* a rewind still cannot reach its own snapshot */
+    CHECK_RC(moraine_txn_begin(db, 7, &t), 0);
+    CHECK_RC(moraine_txn_rewind(t), 0);
+    CHECK_RC(moraine_txn_delete_snapshot(t, 7), MORAINE_ESNAPSHOT);
+    moraine_txn_abort(t);
+    char ids[256];
+    CHECK_RC(snapshot_ids(db, ids, sizeof ids), 0);
+    CHECK(strcmp(ids, "1,2,3,4,") == 0, "%s, expected %s", ids, "1,2,3,4,");
+
+    CHECK_RC(moraine_txn_begin(db, 7, &t), 0);
+    CHECK_RC(moraine_txn_rewind(t), 0);
+    moraine_value r[5], s[4], sn[5], ch[2];
+    df_row(r, 13, 3, NO_END, "f13");
+    CHECK_RC(moraine_txn_delete_version(t, "ducklake_data_file", r, 5, -1), 0);
+    CHECK_RC(moraine_txn_delete_snapshot(t, 3), 0);
+    CHECK_RC(moraine_txn_delete_snapshot(t, 4), 0);
+    for (int64_t id = 5; id <= 6; id++) {
+        sn[0] = vint(id), sn[1] = vstr("2026-01-02 00:00:00+00"), sn[2] = vint(0), sn[3] = vint(1), sn[4] = vint(id * 10);
+        ch[0] = vint(id), ch[1] = vstr("inserted_into_table:1");
+        moraine_child_row c = {"ducklake_snapshot_changes", ch, 2, -1};
+        CHECK_RC(moraine_txn_insert_version(t, "ducklake_snapshot", sn, 5, -1, &c, 1), 0);
+    }
+    df_row(r, 20, 5, 6, "f20");
+    st_row(s, 20, 1, "f20");
+    moraine_child_row c = {"ducklake_file_column_stats", s, 4, -1};
+    CHECK_RC(moraine_txn_insert_version(t, "ducklake_data_file", r, 5, -1, &c, 1), 0);
+    CHECK_RC(snap(t, 7), 0);
+    CHECK_RC(moraine_txn_commit(t), 0);
+    CHECK_RC(snapshot_ids(db, ids, sizeof ids), 0);
+    CHECK(strcmp(ids, "1,2,5,6,7,") == 0, "%s, expected %s", ids, "1,2,5,6,7,");
+    int64_t last = 0;
+    CHECK(moraine_last_snapshot(db, &last) == 1, "the catalog has a last snapshot");
+    CHECK_INT(last, 7);
+    char files[256];
+    files_at(db, 5, files, sizeof files);
+    CHECK(strcmp(files, "10,12,20,") == 0, "%s, expected %s", files, "10,12,20,");
+    files_at(db, 7, files, sizeof files);
+    CHECK(strcmp(files, "10,12,") == 0, "%s, expected %s", files, "10,12,");
+    CHECK_INT(moraine_verify(db, report, NULL, NULL, NULL), 0);
+    moraine_close(db);
+}
+
 int main(void)
 {
     if (!check_mkdtemp(root, sizeof root, "moraine_history_rewrite")) {
@@ -437,6 +498,7 @@ int main(void)
     refusals();
     merge_adjacent();
     expire();
+    rewind_commit();
     nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return check_done();
 }

@@ -26,12 +26,15 @@ into TARGET, a SQLite DuckLake catalog file or a PostgreSQL one
 (postgres:CONNINFO, e.g. "postgres:host=db dbname=lake user=admin", or a
 postgres:// URI), one SQL transaction per snapshot, exactly the rows moraine's verbs wrote (ducklake_snapshot and its
 changes, new rows, end_snapshot of ended rows, schema versions; the tables
-without history made equal in the last). TARGET's newest snapshot must be
-one of the catalog's (imported, synced, exported or pushed before). If a
-DuckLake writer committed to TARGET meanwhile, the push stops (ECONFLICT)
-naming its snapshot and the table both sides changed; the snapshots pushed
-before stay, each whole. A killed push leaves whole snapshots only; run it
-again to finish. Progress goes to stderr on a terminal (or with
+without history made equal in the last). The catalog must share a snapshot
+with TARGET (imported, synced, exported or pushed before). If DuckLake
+writers committed to TARGET since (or during the push), the catalog's
+snapshots are rebased onto TARGET's head as DuckLake retries a commit: new
+snapshot ids, ids from the head's counters; the catalog then takes TARGET's
+snapshots and ids. When both sides changed one table (two inserts included)
+the push is refused (ECONFLICT) naming TARGET's snapshot, the table and the
+catalog's snapshot, and nothing is written. A killed push leaves whole
+snapshots only; run it again to finish (nothing is written twice). Progress goes to stderr on a terminal (or with
 --progress): snapshots written.]],
     options = {},
     progress = true,
@@ -52,7 +55,9 @@ local function push(ctx, target)
   if not ok or type(pushmod) ~= "table" then
     fail("push is not available in this build (module moraine.push is missing)", "install moraine's Lua modules")
   end
-  local db = open_read(ctx.dir)
+  -- read-write: a rebase makes the catalog take the target's new snapshots and ids (push.realign)
+  open_read(ctx.dir):close()
+  local db = moraine.open(ctx.dir, { create = false })
   local meter, finish = progress_meter("pushing", "snapshots")
   local shown = is_pg and "PostgreSQL" or target
   local pok, res = pcall(pushmod.push, db, target, { progress = meter and function(done, total, s)
@@ -63,8 +68,8 @@ local function push(ctx, target)
   if not pok then
     if moraine.is_error(res) then
       if res.code == "ECONFLICT" then
-        fail(res.code .. ": " .. res.message, "the snapshots pushed before stay in " .. shown .. "; bring its new "
-          .. "snapshots into a new catalog, run the migration again there, and push from it")
+        fail(res.code .. ": " .. res.message, "every snapshot in " .. shown .. " is whole; to push a migration "
+          .. "that conflicts, sync its snapshots into a new catalog, run the migration again there, and push from it")
       end
       fail(res.code .. ": " .. res.message, "every snapshot already in " .. shown .. " is whole; fix the cause and "
         .. "run the push again to finish")
@@ -75,7 +80,7 @@ local function push(ctx, target)
     io.stdout:write(shown, " is up to date (snapshot ", istr(res.to), ")\n")
   else
     io.stdout:write("pushed ", tostring(res.snapshots), " snapshots to ", shown, ": ", istr(res.from), " -> ",
-      istr(res.to), "\n")
+      istr(res.to), res.rebased and " (rebased onto its new snapshots)" or "", "\n")
   end
 end
 
