@@ -627,7 +627,9 @@ end
 --   earlier sync (or import) of the same source wrote
 -- @param source a source spec (string, see `source`) or a source object
 -- @tparam[opt] table opts `batch` (commit ids per source query, default 64),
---   `progress(done, total)` called after each commit (`true` cancels with
+--   `progress(done, total, id, newest)` called after each commit (commit
+--   ids done and in all, the id just committed, the source's newest
+--   snapshot; returning `true` cancels with
 --   EINVAL "sync cancelled"; what was committed stays), `before_commit(id)`
 --   (tests: called before each commit)
 -- @return a table `{from = catalog's last snapshot before (nil: none), to =
@@ -640,7 +642,8 @@ end
 --   as the source did (see "How sync replays the past"); history_compared =
 --   what the round compared for them: `{}` (nothing), an array of table ids
 --   (the rows of those tables), or "all" (with `history_why`, a sentence);
---   version = the source's DuckLake catalog version,
+--   source_newest = the source's newest snapshot id as the round read it
+--   (nil: it has none); version = the source's DuckLake catalog version,
 --   its ducklake_metadata 'version' value, e.g. "0.1" or "1.1-dev1", or nil)`.
 --   Any catalog version is copied row for row as stored (an old catalog is
 --   not migrated: v0.1's ducklake_partition_column.column_id stays a position)
@@ -677,13 +680,12 @@ function M.sync(db, source, opts)
       -- writes a snapshot with every row it begins or ends, and never expires
       -- the newest); ids at or below L equal to the catalog's means no expiry
       -- (DuckLake never adds a snapshot below its newest)
-      local newest, n_src, sum_src
-      if from ~= nil then newest, n_src, sum_src = src:snapshot_stats(from) end
+      local newest, n_src, sum_src = src:snapshot_stats(from)
       local ids
       if from ~= nil and newest ~= nil and same_int(newest, from) then ids = {} else ids = src:commit_ids(from) end
       local expected = from
       local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label, expired_at_source = {},
-        version = catalog_version(src, tables) }
+        version = catalog_version(src, tables), source_newest = newest }
       local scope, why
       if from ~= nil then
         local n_cat, sum_cat = 0, 0
@@ -771,7 +773,7 @@ function M.sync(db, source, opts)
           rewrites_pending = false
           expected = id
           result.snapshots = result.snapshots + 1
-          if opts.progress and opts.progress(n, #ids) == true then
+          if opts.progress and opts.progress(n, #ids, id, newest) == true then
             raise("EINVAL", "sync: sync cancelled after source snapshot %s", inum(id))
           end
         end
