@@ -535,6 +535,11 @@ local function scope_of_new(src, tables, from, newest, ids)
     seen[inum(row.snapshot_id)] = true
     n = n + 1
   end
+  -- every changes row read first (an iterator left early keeps its cursor)
+  local changes = {}
+  for row in src:select(ct, { kind = "id", column = "snapshot_id", lo = from, hi = newest }) do
+    changes[#changes + 1] = row
+  end
   if tonumber(moraine.int64(newest) - from) ~= n then
     return "all", "a snapshot above the catalog's last was expired at the source"
   end
@@ -542,7 +547,7 @@ local function scope_of_new(src, tables, from, newest, ids)
     if not seen[inum(id)] then return "all", "commit id " .. inum(id) .. " has no snapshot" end
   end
   local set, told = {}, {}
-  for row in src:select(ct, { kind = "id", column = "snapshot_id", lo = from, hi = newest }) do
+  for _, row in ipairs(changes) do
     local made = row.changes_made
     if type(made) ~= "string" then return "all", "snapshot " .. inum(row.snapshot_id) .. " lists no changes" end
     local toks = change_tokens(made)

@@ -187,7 +187,14 @@ local function sql_source(kind, label, con, env, dialect)
     self.tables_cache = nil
   end
 
+  -- the cursors of iterators not run to their end (a caller that stopped
+  -- early): closed by finish, before its COMMIT (SQLite refuses to commit with
+  -- a statement in progress, and would keep its read lock)
+  src.open_cursors = {}
+
   function src:finish()
+    for cur in pairs(self.open_cursors) do pcall(cur.close, cur) end
+    self.open_cursors = {}
     self:exec("COMMIT")
     self.tables_cache = nil
   end
@@ -240,9 +247,13 @@ local function sql_source(kind, label, con, env, dialect)
     local cur = self:exec(sql)
     local ncols = #t.columns
     local rows = self.reads.rows
+    local open = self.open_cursors
+    open[cur] = true
     return function()
+      if not open[cur] then return nil end
       local raw = cur:fetch({}, "n")
       if not raw then
+        open[cur] = nil
         cur:close()
         return nil
       end
