@@ -126,6 +126,9 @@ describe("moraine.http answers the follower's lag", function()
     end
     env = require("luasql.sqlite3").sqlite3()
     con = assert(env:connect(src))
+    -- the follower's read transactions hold SQLite's shared lock for a moment each round
+    local cur = assert(con:execute("PRAGMA busy_timeout = 10000"))
+    if type(cur) == "userdata" then cur:close() end
   end)
 
   teardown(function()
@@ -175,9 +178,11 @@ describe("moraine.http answers the follower's lag", function()
         .. "ORDER BY snapshot_id DESC LIMIT 1")
       local last = cur:fetch({}, "n")
       cur:close()
+      assert(con:execute("BEGIN IMMEDIATE"))
       assert(con:execute(string.format("INSERT INTO ducklake_snapshot VALUES (26, '2026-12-01 00:00:00+00', %s, %s, %s)",
         last[1], last[2], last[3])))
       assert(con:execute("INSERT INTO ducklake_snapshot_changes VALUES (26, 'created_schema:\"s26\"', NULL, NULL, NULL)"))
+      assert(con:execute("COMMIT"))
       doc, ok = health_until(port, function(d) return d.last_snapshot == 26 and d.source_newest == 26 end)
       assert.is_true(ok, moraine.json_encode(doc))
       assert.are.equal(0, doc.lag_snapshots)

@@ -46,6 +46,10 @@ ref:close()
 
 local env = require("luasql.sqlite3").sqlite3()
 local con = assert(env:connect(src))
+do
+  local cur = assert(con:execute("PRAGMA busy_timeout = 10000"))
+  if type(cur) == "userdata" then cur:close() end
+end
 local function exec(sql)
   local r, err = con:execute(sql)
   if not r then fail("SQL: %s in %s", tostring(err), sql) end
