@@ -110,6 +110,11 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     { "seed_0005", 43, "DROP TABLE ends the table's comment (ducklake_tag)" },
     { "seed_0014", 4, "two CREATE TABLE and a SET PARTITIONED BY in one block: ids newest entry first, created_table in statement order" },
     { "seed_0003", 25, "SET PARTITIONED BY then SET SORTED BY on another table: the sort spec gets the lower id" },
+    { "seed_0002", 26, "SET SORTED BY with the spec in force, every NULLS spelled out: altered_table, next_catalog_id + 1, no sort rows" },
+    { "seed_0015", 34, "SET SORTED BY with the spec in force, a NULLS order left out: DuckLake writes a new spec" },
+    { "seed_0022", 24, "SET PARTITIONED BY with the spec in force: no snapshot" },
+    { "seed_0016", 7, "SET PARTITIONED BY (bucket(04, camelcase)) with bucket(4, camelCase) in force: no snapshot" },
+    { "seed_0026", 28, 'SET PARTITIONED BY (bucket(4, "order"), EventTime) again on "qty": no snapshot' },
   }
   for _, c in ipairs(cases) do
     it(c[1] .. " step " .. c[2] .. ": " .. c[3], function() check_step(c[1], c[2]) end)
