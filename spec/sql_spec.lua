@@ -163,6 +163,42 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     db:close()
   end)
 
+  -- no corpus scenario drops a schema; the values are DuckLake's source:
+  -- DuckLakeSchemaEntry::TryDropSchema (the refusal and its message),
+  -- DuckLakeTransactionState::WriteSnapshotChanges (dropped_schema:ID first),
+  -- DuckLakeMetadataManager::DropSchemas (the ducklake_schema row ended)
+  it("DROP SCHEMA: refused while tables or views depend on it; CASCADE drops them; the schema row ended", function()
+    local db = moraine.open(support.tmpdir("dropschema"), { no_sync = true })
+    db:init()
+    db:exec("BEGIN; CREATE SCHEMA s; CREATE TABLE s.t(a INTEGER); CREATE VIEW s.v AS SELECT 1; CREATE SCHEMA e; COMMIT")
+    local before = db:last_snapshot()
+    local ok, err = pcall(db.exec, db, "DROP SCHEMA s")
+    assert.is_false(ok)
+    assert.are.equal('Cannot drop schema "s" because there are entries that depend on it\ntable "t" depends on schema "s".\n'
+      .. 'view "v" depends on schema "s".\nUse DROP...CASCADE to drop all dependents.', err.message)
+    assert.are.equal(before, db:last_snapshot())
+    db:exec("DROP SCHEMA e")
+    db:exec("DROP SCHEMA S CASCADE")
+    local t = read_dir(db)
+    local changes = {}
+    for _, r in ipairs(t.ducklake_snapshot_changes.rows) do changes[tonumber(r.snapshot_id)] = r.changes_made end
+    local ids = {}
+    for _, r in ipairs(t.ducklake_schema.rows) do ids[r.schema_name] = tostring(r.schema_id) end
+    ids.t = tostring(t.ducklake_table.rows[1].table_id)
+    ids.v = tostring(t.ducklake_view.rows[1].view_id)
+    assert.are.equal("dropped_schema:" .. ids.e, changes[before + 1])
+    assert.are.equal("dropped_schema:" .. ids.s .. ",dropped_table:" .. ids.t .. ",dropped_view:" .. ids.v, changes[before + 2])
+    for _, r in ipairs(t.ducklake_schema.rows) do
+      if r.schema_name == "s" then assert.are.equal(before + 2, tonumber(r.end_snapshot)) end
+      if r.schema_name == "e" then assert.are.equal(before + 1, tonumber(r.end_snapshot)) end
+    end
+    for _, r in ipairs(t.ducklake_column.rows) do assert.are.equal(before + 2, tonumber(r.end_snapshot)) end
+    assert.has_error(function() db:exec("DROP SCHEMA s") end)
+    db:exec("DROP SCHEMA IF EXISTS s")
+    assert.are.equal(before + 2, db:last_snapshot())
+    db:close()
+  end)
+
   it("refuses DML: moraine writes no data, and nothing is committed", function()
     local db = moraine.open(support.tmpdir("dml"), { no_sync = true })
     db:init()
