@@ -719,7 +719,7 @@ typedef struct {
     const char *expression;    /* SQL expression text, e.g. "amount" or "lower(\"name\")" */
     const char *dialect;       /* NULL: "duckdb" */
     const char *sort_direction;/* "ASC" or "DESC" (NULL: "ASC") */
-    const char *null_order;    /* "NULLS_FIRST" or "NULLS_LAST" (NULL: "NULLS_LAST") */
+    const char *null_order;    /* "NULLS_FIRST" or "NULLS_LAST" (NULL: DuckDB's default, stored "NULLS_LAST"; never equal to a stored spec, so set_sorting writes it anew) */
 } moraine_sort_key;
 
 /** Statistics of one column of a data file (ducklake_file_column_stats). */
