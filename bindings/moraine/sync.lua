@@ -471,15 +471,23 @@ end
 -- snapshot ids at or below L are then fewer than the catalog's), (b) inside a
 -- new snapshot whose ducklake_snapshot_changes names the table by id
 -- (merge_adjacent / compacted_table, a DELETE replacing a delete file:
--- deleted_from_table, flushed_inlined, ...), (c) in the non-versioned
+-- deleted_from_table, flushed_inlined, ...; an INSERT, ALTER or DROP only
+-- begins and ends versions at the new snapshot), (c) in the non-versioned
 -- ducklake_files_scheduled_for_deletion (made equal every round anyway).
 
--- the change kinds whose value is a table id: a rewrite of that table's past
--- may come with them
+-- the change kinds whose value is a table id and with which a rewrite of
+-- that table's past may come (a DELETE replacing a delete file, a flush of
+-- inlined data, a compaction or merge)
 local ID_KINDS = {}
-for _, k in ipairs({ "inserted_into_table", "deleted_from_table", "tables_inserted_into", "tables_deleted_from",
-  "inlined_insert", "inlined_delete", "flushed_inlined", "altered_table", "dropped_table", "compacted_table",
-  "merge_adjacent" }) do ID_KINDS[k] = true end
+for _, k in ipairs({ "deleted_from_table", "tables_deleted_from", "inlined_delete", "flushed_inlined",
+  "compacted_table", "merge_adjacent" }) do ID_KINDS[k] = true end
+-- the change kinds whose value is a table id and which only begin or end
+-- versions at the new snapshot (an INSERT adds files that begin there; an
+-- ALTER or DROP ends and begins rows there): the ordinary replay brings
+-- them, nothing of the past is compared (a plain append stays cheap)
+local APPEND_KINDS = {}
+for _, k in ipairs({ "inserted_into_table", "tables_inserted_into", "inlined_insert", "altered_table",
+  "dropped_table" }) do APPEND_KINDS[k] = true end
 -- the change kinds that name no table and rewrite no past version (a
 -- schema, view or macro created, altered or dropped: rows begun or ended at
 -- the new snapshot, which the ordinary replay brings)
@@ -557,7 +565,7 @@ local function scope_of_new(src, tables, from, newest, ids)
       if kind and ID_KINDS[kind] and val:match("^%d+$") and #val <= 18 then
         local id = sync_source.parse_int(val)
         set[inum(id)] = id
-      elseif not (kind and NAME_KINDS[kind]) then
+      elseif not (kind and (NAME_KINDS[kind] or (APPEND_KINDS[kind] and val:match("^%d+$")))) then
         return "all", "snapshot " .. inum(row.snapshot_id) .. ": change '" .. tok .. "' names no table"
       end
     end
