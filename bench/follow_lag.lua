@@ -16,7 +16,8 @@
 -- row (next_file_id + 1), its `ducklake_snapshot_changes` row
 -- (`inserted_into_table:1`), one `ducklake_data_file` row (row_id_start =
 -- the table's next_row_id) with its `ducklake_file_column_stats` and
--- `ducklake_file_partition_value` rows (copied from a live file of table 1),
+-- `ducklake_file_partition_value` rows (the values of a live file of table 1,
+-- read once),
 -- and updates `ducklake_table_stats` (record_count, next_row_id,
 -- file_size_bytes). Writes are scheduled every WRITE_MS on a fixed grid; a
 -- write that would start late starts at once.
@@ -105,17 +106,40 @@ local ok, err = pcall(function()
     .. "AND end_snapshot IS NULL ORDER BY data_file_id DESC LIMIT 1")[1]
   assert(template, "table 1 has no live data file")
   local tid, rc, size = template[1], template[2], template[3]
-  local function copy_sql(t, over)
+  -- the template's rows as SQL literals (column name -> text), fetched once:
+  -- the writer's cost then does not grow with the catalog
+  local function literals(t)
     local cols = columns(t)
     local sel = {}
-    for i, col in ipairs(cols) do sel[i] = over[col] or ('"' .. col .. '"') end
-    return "INSERT INTO " .. t .. " (" .. table.concat(cols, ", ") .. ") SELECT " .. table.concat(sel, ", ") .. " FROM "
-      .. t .. " WHERE data_file_id = " .. tid
+    for i, col in ipairs(cols) do
+      sel[i] = string.format("CASE WHEN \"%s\" IS NULL THEN 'NULL' ELSE quote_literal(\"%s\") END", col, col)
+    end
+    local out = {}
+    for _, r in ipairs(rows("SELECT " .. table.concat(sel, ", ") .. " FROM " .. t .. " WHERE data_file_id = " .. tid)) do
+      local m = {}
+      for i, col in ipairs(cols) do m[col] = r[i] end
+      out[#out + 1] = m
+    end
+    return cols, out
   end
-  local file_sql = copy_sql("ducklake_data_file", { data_file_id = "%s", begin_snapshot = "%s", end_snapshot = "NULL",
-    path = "'bench-follow-%s.parquet'", row_id_start = "%s" })
-  local stats_sql = copy_sql("ducklake_file_column_stats", { data_file_id = "%s" })
-  local pv_sql = copy_sql("ducklake_file_partition_value", { data_file_id = "%s" })
+  local function insert_sql(t, over)
+    local cols, list = literals(t)
+    local values = {}
+    for k, m in ipairs(list) do
+      local v = {}
+      for i, col in ipairs(cols) do v[i] = over[col] or m[col] end
+      values[k] = "(" .. table.concat(v, ", ") .. ")"
+    end
+    return "INSERT INTO " .. t .. " (" .. table.concat(cols, ", ") .. ") VALUES " .. table.concat(values, ", ")
+  end
+  -- @FID@, @SID@, @ROW@: the new file's id, its snapshot, its row_id_start
+  local file_sql = insert_sql("ducklake_data_file", { data_file_id = "@FID@", begin_snapshot = "@SID@",
+    end_snapshot = "NULL", path = "'bench-follow-@FID@.parquet'", row_id_start = "@ROW@" })
+  local stats_sql = insert_sql("ducklake_file_column_stats", { data_file_id = "@FID@" })
+  local pv_sql = insert_sql("ducklake_file_partition_value", { data_file_id = "@FID@" })
+  local function fill(sql, fid, sid, row)
+    return (sql:gsub("@FID@", tostring(fid)):gsub("@SID@", tostring(sid)):gsub("@ROW@", tostring(row)))
+  end
 
   local function write()
     exec("BEGIN")
@@ -126,9 +150,9 @@ local ok, err = pcall(function()
     exec(string.format("INSERT INTO ducklake_snapshot VALUES (%d, NOW(), %s, %s, %s + 1)", sid, last[2], last[3], fid))
     exec(string.format("INSERT INTO ducklake_snapshot_changes VALUES (%d, 'inserted_into_table:1', NULL, NULL, NULL)",
       sid))
-    exec(string.format(file_sql, fid, sid, fid, next_row))
-    exec(string.format(stats_sql, fid))
-    exec(string.format(pv_sql, fid))
+    exec(fill(file_sql, fid, sid, next_row))
+    exec(fill(stats_sql, fid, sid, next_row))
+    exec(fill(pv_sql, fid, sid, next_row))
     exec(string.format("UPDATE ducklake_table_stats SET record_count = record_count + %s, next_row_id = next_row_id + %s, "
       .. "file_size_bytes = file_size_bytes + %s WHERE table_id = 1", rc, rc, size))
     exec("COMMIT")
@@ -220,6 +244,7 @@ local ok, err = pcall(function()
 
   -- the follower's rounds, from its log: "synced N snapshots ... in T s"
   local rounds, round_snaps, round_secs = 0, {}, {}
+  sh("grep -v '^synced' " .. q(log) .. " | head -5 >&2")
   for line in io.lines(log) do
     local ns, secs = line:match("^synced (%d+) snapshots, .* in ([%d.]+) s;")
     if ns then
