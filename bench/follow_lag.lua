@@ -57,7 +57,7 @@ local MORAINE = "sh scripts/moraine-dev"
 local clock = moraine.clock
 
 local function sh(cmd)
-  if not os.execute(cmd) then error("failed: " .. cmd, 2) end
+  if not support.sh(cmd) then error("failed: " .. cmd, 2) end
 end
 
 local work = support.tmpdir("follow-lag")
@@ -275,7 +275,7 @@ local ok, err = pcall(function()
     pct(flw_ms, 0.95), pct(flw_ms, 1)))
 
   local out = work .. "/compare.out"
-  if not os.execute(MORAINE .. " -c " .. q(cat) .. " compare " .. q(src) .. " >" .. q(out)) then
+  if not support.sh(MORAINE .. " -c " .. q(cat) .. " compare " .. q(src) .. " >" .. q(out)) then
     sh("head -c 3000 " .. q(out) .. " >&2")
     error("the catalog differs from the source after following")
   end

@@ -416,7 +416,12 @@ describe("moraine.push into PostgreSQL", function()
         local t0 = moraine.clock()
         while kfiles() == before and moraine.clock() - t0 < 60 do os.execute("sleep 0.01") end
         os.execute("kill -9 " .. pid .. " 2>/dev/null")
-        while os.execute("kill -0 " .. pid .. " 2>/dev/null") do os.execute("sleep 0.01") end
+        -- (os.execute gives true/nil on Lua 5.4, the exit status on LuaJIT)
+        local function alive()
+          local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
+          return r == true or r == 0
+        end
+        while alive() do os.execute("sleep 0.01") end
       end
       kills = kills + 1
       whole()
