@@ -46,7 +46,7 @@ local MORAINE = "sh scripts/moraine-dev"
 
 local function sh(cmd)
   local ok = os.execute(cmd)
-  if not ok then error("failed: " .. cmd, 2) end
+  if not (ok == true or ok == 0) then error("failed: " .. cmd, 2) end
 end
 
 -- runs the moraine command; returns wall seconds, CPU seconds (user + sys)
@@ -133,7 +133,7 @@ local ok, err = pcall(function()
       if run == 1 and case.source then
         local out = path("compare.out")
         local same = os.execute(MORAINE .. " -c " .. q(target) .. " compare " .. q(case.source) .. " >" .. q(out))
-        if not same then
+        if not (same == true or same == 0) then
           sh("head -c 3000 " .. q(out) .. " >&2")
           error(case.name .. ": the catalog differs from its source")
         end
