@@ -243,6 +243,8 @@ int l_db_import_rows(lua_State *L);
 int l_db_verify(lua_State *L);
 int l_db_stats(lua_State *L);
 int l_db_store_access(lua_State *L);
+int l_db_compact(lua_State *L);
+int l_db_open_elsewhere(lua_State *L);
 
 /* ---- moraine_staged.c ------------------------------------------------------------------ */
 

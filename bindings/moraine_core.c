@@ -73,6 +73,8 @@ static const luaL_Reg db_methods[] = {{"close", l_db_close},
                                       {"verify", l_db_verify},
                                       {"stats", l_db_stats},
                                       {"store_access", l_db_store_access},
+                                      {"compact", l_db_compact},
+                                      {"open_elsewhere", l_db_open_elsewhere},
                                       {"init", l_db_init},
                                       {"transaction", l_db_transaction},
                                       {NULL, NULL}};

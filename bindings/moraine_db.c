@@ -2,7 +2,8 @@
  * moraine_db.c — the catalog handle (moraine.db): core.open, db:close and
  * the catalog's own questions (last_snapshot, reader_check, relations), the
  * NDJSON import/export, db:import_rows, db:verify / core.verify_path,
- * db:stats, db:store_access and core.create_private_file.
+ * db:stats, db:store_access, db:compact, db:open_elsewhere and
+ * core.create_private_file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -618,5 +619,51 @@ int l_create_private_file(lua_State *L)
     }
     close(fd);
     lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* db:compact(dest, {progress = fn}) -> {entries =, src_bytes =, dest_bytes =} (moraine_compact) */
+int l_db_compact(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    const char *dest = luaL_checkstring(L, 2);
+    lua_settop(L, 3);
+    push_progress_opt(L, 3); /* 4 */
+    lua_pushnil(L);          /* 5: error slot */
+    progress_ctx p = {L, 4, 5, 0, 0};
+    moraine_compact_info info;
+    d->busy++;
+    int rc = moraine_compact(d->db, dest, &info, lua_isnil(L, 4) ? NULL : progress_cb, &p);
+    d->busy--;
+    if (rc != 0)
+        lua_pushstring(L, moraine_errmsg());
+    if (p.failed) {
+        lua_pushvalue(L, 5);
+        return lua_error(L);
+    }
+    if (rc != 0)
+        return raise_top(L, rc);
+    lua_createtable(L, 0, 3);
+    push_int64(L, (int64_t)info.entries);
+    lua_setfield(L, -2, "entries");
+    push_int64(L, (int64_t)info.src_bytes);
+    lua_setfield(L, -2, "src_bytes");
+    push_int64(L, (int64_t)info.dest_bytes);
+    lua_setfield(L, -2, "dest_bytes");
+    return 1;
+}
+
+/* db:open_elsewhere() -> pid or false (moraine_open_elsewhere) */
+int l_db_open_elsewhere(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    long pid = 0;
+    int rc = moraine_open_elsewhere(d->db, &pid);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    if (rc == 0)
+        lua_pushboolean(L, 0);
+    else
+        lua_pushinteger(L, (lua_Integer)pid);
     return 1;
 }
