@@ -245,6 +245,7 @@ int l_db_stats(lua_State *L);
 int l_db_store_access(lua_State *L);
 int l_db_compact(lua_State *L);
 int l_db_open_elsewhere(lua_State *L);
+int l_db_last_txnid(lua_State *L);
 
 /* ---- moraine_staged.c ------------------------------------------------------------------ */
 

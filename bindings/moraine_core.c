@@ -75,6 +75,7 @@ static const luaL_Reg db_methods[] = {{"close", l_db_close},
                                       {"store_access", l_db_store_access},
                                       {"compact", l_db_compact},
                                       {"open_elsewhere", l_db_open_elsewhere},
+                                      {"last_txnid", l_db_last_txnid},
                                       {"init", l_db_init},
                                       {"transaction", l_db_transaction},
                                       {NULL, NULL}};

@@ -2,7 +2,7 @@
  * moraine_db.c — the catalog handle (moraine.db): core.open, db:close and
  * the catalog's own questions (last_snapshot, reader_check, relations), the
  * NDJSON import/export, db:import_rows, db:verify / core.verify_path,
- * db:stats, db:store_access, db:compact, db:open_elsewhere and
+ * db:stats, db:store_access, db:compact, db:open_elsewhere, db:last_txnid and
  * core.create_private_file.
  */
 #include <errno.h>
@@ -622,7 +622,7 @@ int l_create_private_file(lua_State *L)
     return 1;
 }
 
-/* db:compact(dest, {progress = fn}) -> {entries =, src_bytes =, dest_bytes =} (moraine_compact) */
+/* db:compact(dest, {progress = fn}) -> {entries =, src_bytes =, dest_bytes =, txnid =} (moraine_compact) */
 int l_db_compact(lua_State *L)
 {
     ldb *d = check_db(L, 1);
@@ -650,6 +650,8 @@ int l_db_compact(lua_State *L)
     lua_setfield(L, -2, "src_bytes");
     push_int64(L, (int64_t)info.dest_bytes);
     lua_setfield(L, -2, "dest_bytes");
+    push_int64(L, (int64_t)info.txnid);
+    lua_setfield(L, -2, "txnid");
     return 1;
 }
 
@@ -665,5 +667,17 @@ int l_db_open_elsewhere(lua_State *L)
         lua_pushboolean(L, 0);
     else
         lua_pushinteger(L, (lua_Integer)pid);
+    return 1;
+}
+
+/* db:last_txnid() -> integer (moraine_last_txnid) */
+int l_db_last_txnid(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    uint64_t id = 0;
+    int rc = moraine_last_txnid(d->db, &id);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    push_int64(L, (int64_t)id);
     return 1;
 }

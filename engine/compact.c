@@ -158,6 +158,7 @@ int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info
     uint64_t n = 0;
     rc = moraine_read_begin(db, &rd);
     if (!rc) {
+        if (info) info->txnid = (uint64_t)mdb_txn_id(rd->txn);
         rc = copy_keys(db, rd, env, dest, &n, progress, ud);
         moraine_read_end(rd);
     }
@@ -187,25 +188,37 @@ int moraine_open_elsewhere(moraine_db *db, long *pid)
     int rc = mr_same_process(db);
     if (rc) return rc;
     if (pid) *pid = 0;
-    const char *dir;
-    int mrc = mdb_env_get_path(db->env, &dir);
-    if (mrc) return mr_lmdb_err(mrc, "open_elsewhere");
-    char lock[4096];
-    struct stat lst;
-    if (snprintf(lock, sizeof lock, "%s/lock.mdb", dir) >= (int)sizeof lock || stat(lock, &lst) != 0)
-        return mr_err(MORAINE_EIO, "%s: cannot stat: %s", lock, strerror(errno));
     /* LMDB's own descriptor of lock.mdb: found among the process's open
-     * files. (Opening the file again and closing it would drop the locks
-     * this process holds on it: POSIX record locks are per process.) */
+     * files by the name the kernel gives it now (the catalog may have been
+     * renamed since it was opened: `moraine compact` asks right after its
+     * swap), next to data.mdb's. Opening the file again and closing it would
+     * drop the locks this process holds on it (POSIX record locks belong to
+     * the process). */
+    int dfd;
+    int mrc = mdb_env_get_fd(db->env, &dfd);
+    if (mrc) return mr_lmdb_err(mrc, "open_elsewhere");
+    char link[64], lock[4096], name[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dfd);
+    ssize_t len = readlink(link, lock, sizeof lock - 1);
+    if (len < 0)
+        return mr_err(MORAINE_EIO, "cannot read %s: %s (moraine tells other processes apart on Linux only)", link, strerror(errno));
+    lock[len] = '\0';
+    char *slash = strrchr(lock, '/');
+    if (!slash || (size_t)(slash - lock) + sizeof "/lock.mdb" > sizeof lock)
+        return mr_err(MORAINE_EIO, "%s: unexpected name of the catalog's data file", lock);
+    strcpy(slash, "/lock.mdb");
     DIR *d = opendir("/proc/self/fd");
     if (!d) return mr_err(MORAINE_EIO, "cannot list /proc/self/fd: %s (moraine tells other processes apart on Linux only)", strerror(errno));
     int fd = -1;
     for (struct dirent *e; fd < 0 && (e = readdir(d));) {
         char *end;
         long n = strtol(e->d_name, &end, 10);
-        struct stat st;
         if (*end || end == e->d_name || n == dirfd(d)) continue;
-        if (fstat((int)n, &st) == 0 && st.st_dev == lst.st_dev && st.st_ino == lst.st_ino) fd = (int)n;
+        snprintf(link, sizeof link, "/proc/self/fd/%ld", n);
+        len = readlink(link, name, sizeof name - 1);
+        if (len < 0) continue;
+        name[len] = '\0';
+        if (strcmp(name, lock) == 0) fd = (int)n;
     }
     closedir(d);
     if (fd < 0) return mr_err(MORAINE_EIO, "%s: LMDB's descriptor of the lock file was not found", lock);
@@ -223,4 +236,16 @@ int moraine_open_elsewhere(moraine_db *db, long *pid)
     if (fl.l_type == F_UNLCK) return 0;
     if (pid) *pid = (long)fl.l_pid;
     return 1;
+}
+
+int moraine_last_txnid(moraine_db *db, uint64_t *out)
+{
+    if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_last_txnid: NULL argument");
+    int rc = mr_same_process(db);
+    if (rc) return rc;
+    MDB_envinfo ei;
+    int mrc = mdb_env_info(db->env, &ei);
+    if (mrc) return mr_lmdb_err(mrc, "reading the last transaction id");
+    *out = (uint64_t)ei.me_last_txnid;
+    return 0;
 }

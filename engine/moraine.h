@@ -690,6 +690,7 @@ typedef struct {
     uint64_t entries;    /* key/value pairs copied (every entry of the store) */
     uint64_t src_bytes;  /* the catalog's data.mdb, in bytes */
     uint64_t dest_bytes; /* the copy's data.mdb, in bytes */
+    uint64_t txnid;      /* the LMDB transaction the copy was read at (see moraine_last_txnid) */
 } moraine_compact_info;
 
 /**
@@ -726,6 +727,15 @@ int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info
  * MORAINE_EFORK.
  */
 int moraine_open_elsewhere(moraine_db *db, long *pid);
+
+/**
+ * moraine_last_txnid - the id of the last LMDB write transaction committed to
+ * the catalog of @db (by any process): it grows with every commit that
+ * changed the store, so an equal id means nothing was written since. Inside
+ * an open write transaction it is the last one committed before it.
+ * Returns 0 and sets *@out, or MORAINE_EINVAL, MORAINE_ELMDB, MORAINE_EFORK.
+ */
+int moraine_last_txnid(moraine_db *db, uint64_t *out);
 
 /* ---- verb transactions (docs/verbs.md) ---------------------------------------
  * The verb path: moraine's own verbs produce exactly the rows DuckLake would
