@@ -96,6 +96,7 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"set_key_parsers", l_set_key_parsers},
                                         {"all_versions", l_all_versions},
                                         {"create_private_file", l_create_private_file},
+                                        {"rename_exchange", l_rename_exchange},
                                         {NULL, NULL}};
 
 /* Creates metatable @name with __index = methods, __gc/__close = gc. */

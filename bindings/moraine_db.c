@@ -3,7 +3,7 @@
  * the catalog's own questions (last_snapshot, reader_check, relations), the
  * NDJSON import/export, db:import_rows, db:verify / core.verify_path,
  * db:stats, db:store_access, db:compact, db:open_elsewhere, db:last_txnid and
- * core.create_private_file.
+ * core.create_private_file, core.rename_exchange.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -680,4 +680,30 @@ int l_db_last_txnid(lua_State *L)
         return raise_engine(L, rc);
     push_int64(L, (int64_t)id);
     return 1;
+}
+
+/* core.rename_exchange(a, b) -> true, or false and a reason when the system
+ * or the file system cannot exchange (renameat2 RENAME_EXCHANGE: ENOSYS,
+ * EINVAL); swaps the names @a and @b in one step, so a kill leaves one or
+ * the other, never neither. Raises EIO naming both for any other failure. */
+int l_rename_exchange(lua_State *L)
+{
+    const char *a = luaL_checkstring(L, 1), *b = luaL_checkstring(L, 2);
+#ifdef RENAME_EXCHANGE
+    if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    int e = errno;
+    if (e != ENOSYS && e != EINVAL)
+        return raise_errf(L, MORAINE_EIO, "cannot exchange %s and %s: %s", a, b, strerror(e));
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, strerror(e));
+#else
+    (void)a;
+    (void)b;
+    lua_pushboolean(L, 0);
+    lua_pushliteral(L, "renameat2 RENAME_EXCHANGE is not available");
+#endif
+    return 2;
 }

@@ -9,12 +9,15 @@
 -- invariant, and the copy's entry count equal to the catalog's), renamed
 -- `path .. ".compact-new"` once whole, then, while this process holds the
 -- catalog's write lock (no writer can commit in between) and only when no
--- other process has the catalog open, the catalog is renamed `path ..
--- ".compact-old"` and the copy `path`; the old one is then removed. A kill at
--- any point leaves the old catalog or the compacted one at the path, or
--- (between the two renames of the swap) both beside it, which the next
--- `M.compact` (or `M.recover`) on the path finishes: never a mix, never a
--- lost commit.
+-- other process has the catalog open, the two names are exchanged in one
+-- step (renameat2 RENAME_EXCHANGE; `.compact-new` then names the old catalog,
+-- renamed `.compact-old` and removed). A kill at any point leaves the old
+-- catalog or the compacted one at the path, whole: never a mix, never a lost
+-- commit, never no catalog; what it leaves beside the path the next
+-- `M.compact` (or `M.recover`, which `moraine import` runs too) removes.
+-- Where the file system cannot exchange names, the catalog is renamed
+-- `.compact-old` and the copy `path` (two renames: a kill between them
+-- leaves both beside a missing path, and `M.recover` puts the copy in place).
 -- @module moraine.compact
 
 local moraine = require "moraine"
@@ -61,10 +64,11 @@ end
 --- Finishes or undoes a compaction in place that a kill interrupted:
 -- `.compact-tmp` (a copy never finished) is removed; when the catalog is
 -- missing and both `.compact-new` (a whole, verified copy) and `.compact-old`
--- are there (killed between the two renames of the swap), the copy is put in
--- place; a `.compact-new` beside the catalog (killed before the swap) is
--- removed; a `.compact-old` beside the catalog (killed after the swap) is
--- removed.
+-- are there (killed between the two renames of a swap without
+-- RENAME_EXCHANGE), the copy is put in place; a `.compact-new` beside the
+-- catalog (killed before the swap: the copy; or right after an exchange: the
+-- old catalog, the copy being in place) is removed; a `.compact-old` beside the
+-- catalog (killed after the swap) is removed.
 -- @tparam string path the catalog directory
 -- @treturn {string,...} notes on what was done (empty when nothing was left)
 -- @raise EIO (a rename failed), EINVAL (`path` not a string)
@@ -156,6 +160,32 @@ function M.compact_to(path, dest, opts)
   return result(info)
 end
 
+-- Puts the verified copy `n.new` in place of catalog `path`: in one step when
+-- the system can exchange the two names (renameat2 RENAME_EXCHANGE; then
+-- `n.new` names the old catalog, and the catalog path never goes missing), else
+-- by two renames (the old one to `n.old`, then the copy to `path`). Returns
+-- whether it exchanged.
+local function swap(path, n)
+  if moraine.core.rename_exchange(path, n.new) then return true end
+  mv(path, n.old)
+  local done, err = os.rename(n.new, path)
+  if not done then
+    os.rename(n.old, path) -- put the old catalog back
+    raise("EIO", "compact: cannot rename %s to %s: %s", n.new, path, tostring(err))
+  end
+  return false
+end
+
+-- undoes `swap`: the old catalog back at `path`, the copy at `n.new`
+local function unswap(path, n, exchanged)
+  if exchanged then
+    assert(moraine.core.rename_exchange(path, n.new))
+  else
+    mv(path, n.new)
+    mv(n.old, path)
+  end
+end
+
 --- Compacts the catalog in directory `path` in place (see the module doc):
 -- the copy is made and verified beside it, then swapped in by renames under
 -- the catalog's write lock. A run first finishes what a killed run left
@@ -204,19 +234,13 @@ function M.compact(path, opts)
       end
       pid = db:open_elsewhere()
       if pid then busy(pid, " (it opened it during the compaction)") end
-      mv(path, n.old)
-      local done, rerr = os.rename(n.new, path)
-      if not done then
-        os.rename(n.old, path) -- put the old catalog back
-        raise("EIO", "compact: cannot rename %s to %s: %s", n.new, path, tostring(rerr))
-      end
+      local exchanged = swap(path, n)
       -- a process that opened the old files between the check and the
-      -- renames would go on with them: undo the swap (and when the
-      -- question cannot be answered)
+      -- swap would go on with them: undo it (and when the question cannot
+      -- be answered)
       local okp, other = pcall(db.open_elsewhere, db)
       if not okp or other then
-        mv(path, n.new)
-        mv(n.old, path)
+        unswap(path, n, exchanged)
         if not okp then error(other, 0) end
         busy(other, " (it opened it during the swap)")
       end
@@ -225,6 +249,7 @@ function M.compact(path, opts)
     end)
     if not okc and ec ~= DONE then error(ec, 0) end
     assert(swapped)
+    if exists(n.new) then mv(n.new, n.old) end -- exchanged: .compact-new is the old catalog
   end)
   db:close()
   if not ok then

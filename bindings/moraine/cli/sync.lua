@@ -169,6 +169,7 @@ function run.import(ctx, source)
     if moraine.is_error(e) then errors.fail(e.code .. ": " .. e.message, "nothing was imported; fix " .. source .. " and retry") end
     error(e, 0)
   end
+  require("moraine.compact").recover(ctx.dir) -- what a kill left of the compaction a fresh import ends with
   local db = open_catalog(ctx, true)
   local before = db:last_snapshot()
   local progress = meter and function(done, total) meter(done, total, "importing") end
@@ -269,9 +270,9 @@ where it stopped. A catalog that holds anything other than an earlier
 import of SOURCE is refused (EEXIST) and left unchanged; nothing another
 writer committed is ever removed. An import into an empty catalog ends
 by rewriting the store in key order, as 'moraine compact' does (a kill
-then leaves the imported catalog, compacted or not). Progress goes to stderr on a terminal
-(or with --progress): snapshots imported, with the wall-clock time elapsed
-and, once it can be estimated, the time left.]],
+then leaves the imported catalog, compacted or not). Progress goes to
+stderr on a terminal (or with --progress): snapshots imported, with the
+wall-clock time elapsed and, once it can be estimated, the time left.]],
     options = {},
     progress = true,
     example = "moraine -c lake.moraine import exported-catalog/",
