@@ -45,8 +45,9 @@ end
 
 local function run(ctx)
   local dir = ctx.dir
-  if not util.exists(dir) or (util.is_dir(dir) and not util.exists(dir .. "/data.mdb")
-      and not util.exists(dir .. ".compact-new")) then
+  -- (no catalog at DIR but DIR.compact-new beside it: a swap to finish)
+  if (not util.exists(dir) and not util.exists(dir .. ".compact-new"))
+      or (util.is_dir(dir) and not util.exists(dir .. "/data.mdb")) then
     errors.fail("no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'", catalog.NO_CATALOG_HINT)
   end
   local to = ctx.opts.to
