@@ -74,6 +74,7 @@ build = {
         "bindings/moraine_verbs.c",
         "engine/codec.c",
         "engine/commit.c",
+        "engine/compact.c",
         "engine/count.c",
         "engine/crc32c.c",
         "engine/error.c",
@@ -126,6 +127,7 @@ build = {
     ["moraine.expr"] = "bindings/moraine/expr.lua",
     ["moraine.ident"] = "bindings/moraine/ident.lua",
     ["moraine.cli.catalog"] = "bindings/moraine/cli/catalog.lua",
+    ["moraine.cli.compact"] = "bindings/moraine/cli/compact.lua",
     ["moraine.cli.diff"] = "bindings/moraine/cli/diff.lua",
     ["moraine.cli.errors"] = "bindings/moraine/cli/errors.lua",
     ["moraine.cli.export"] = "bindings/moraine/cli/export.lua",
@@ -150,6 +152,7 @@ build = {
     ["moraine.cli.upgrade"] = "bindings/moraine/cli/upgrade.lua",
     ["moraine.catalog_version"] = "bindings/moraine/catalog_version.lua",
     ["moraine.upgrade"] = "bindings/moraine/upgrade.lua",
+    ["moraine.compact"] = "bindings/moraine/compact.lua",
   },
   install = {
     bin = { moraine = "scripts/moraine" },

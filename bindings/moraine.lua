@@ -673,6 +673,32 @@ exposed = bool}` (modes as integers, e.g. `0x1C0` = octal 700; `exposed`:
 data.mdb, which holds every row and every key, is readable by group or
 others). A store moraine creates is 0700/0600. Raises EIO (a file cannot be
 stat'ed).
+
+`db:compact(dest, {progress = fn})` — copies every entry of the store, in
+key order, into the new catalog directory `dest` with MDB_APPEND
+(`moraine_compact`): every leaf page filled, no free page, the smallest
+data.mdb the same rows fit in. One read transaction (a consistent copy;
+writers go on and are not in it), write transactions of about 64 MiB,
+synced at the end; `dest` gets the modes of the catalog's directory and
+data.mdb. Returns `{entries = n, src_bytes = n, dest_bytes = n, txnid = n}`
+(entries copied, data.mdb's size and the copy's, the LMDB transaction id
+the copy was read at, see `db:last_txnid`). `progress(done, total)` counts
+entries (every 4096 and at the end); `true` cancels with EINVAL "compact
+cancelled". Nothing is left at `dest` on failure. Raises EEXIST (`dest`
+exists), EIO (`dest` cannot be created or synced), ECORRUPT (keys out of
+order, entry counts that disagree), ELMDB, ENOMEM; plain string errors for a
+`dest` that is not a string or an `opts` that is not a table.
+`moraine.compact` compacts a catalog in place with it.
+
+`db:open_elsewhere()` — the id of a process other than this one that has
+the catalog open (any handle, read-only too), or `false` when there is none
+(`moraine_open_elsewhere`: asks about LMDB's lock on lock.mdb, Linux only;
+this process's own handles do not count). Raises EIO (/proc/self/fd or the
+lock file cannot be read).
+
+`db:last_txnid()` — the id of the last LMDB write transaction committed to
+the catalog by any process (`moraine_last_txnid`); equal ids mean nothing
+was written in between. Raises ELMDB.
 ]]
 
 --- The text a redacted secret column shows: `"<redacted>"` (`MORAINE_REDACTED`).

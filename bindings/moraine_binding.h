@@ -230,6 +230,7 @@ ldb *check_db(lua_State *L, int idx);
 int l_open(lua_State *L);
 int l_verify_path(lua_State *L);
 int l_create_private_file(lua_State *L);
+int l_rename_exchange(lua_State *L);
 int l_db_close(lua_State *L);
 int l_db_gc(lua_State *L);
 int l_db_tostring(lua_State *L);
@@ -243,6 +244,9 @@ int l_db_import_rows(lua_State *L);
 int l_db_verify(lua_State *L);
 int l_db_stats(lua_State *L);
 int l_db_store_access(lua_State *L);
+int l_db_compact(lua_State *L);
+int l_db_open_elsewhere(lua_State *L);
+int l_db_last_txnid(lua_State *L);
 
 /* ---- moraine_staged.c ------------------------------------------------------------------ */
 

@@ -73,6 +73,9 @@ static const luaL_Reg db_methods[] = {{"close", l_db_close},
                                       {"verify", l_db_verify},
                                       {"stats", l_db_stats},
                                       {"store_access", l_db_store_access},
+                                      {"compact", l_db_compact},
+                                      {"open_elsewhere", l_db_open_elsewhere},
+                                      {"last_txnid", l_db_last_txnid},
                                       {"init", l_db_init},
                                       {"transaction", l_db_transaction},
                                       {NULL, NULL}};
@@ -93,6 +96,7 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"set_key_parsers", l_set_key_parsers},
                                         {"all_versions", l_all_versions},
                                         {"create_private_file", l_create_private_file},
+                                        {"rename_exchange", l_rename_exchange},
                                         {NULL, NULL}};
 
 /* Creates metatable @name with __index = methods, __gc/__close = gc. */

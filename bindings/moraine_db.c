@@ -2,7 +2,8 @@
  * moraine_db.c — the catalog handle (moraine.db): core.open, db:close and
  * the catalog's own questions (last_snapshot, reader_check, relations), the
  * NDJSON import/export, db:import_rows, db:verify / core.verify_path,
- * db:stats, db:store_access and core.create_private_file.
+ * db:stats, db:store_access, db:compact, db:open_elsewhere, db:last_txnid and
+ * core.create_private_file, core.rename_exchange.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -619,4 +620,90 @@ int l_create_private_file(lua_State *L)
     close(fd);
     lua_pushboolean(L, 1);
     return 1;
+}
+
+/* db:compact(dest, {progress = fn}) -> {entries =, src_bytes =, dest_bytes =, txnid =} (moraine_compact) */
+int l_db_compact(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    const char *dest = luaL_checkstring(L, 2);
+    lua_settop(L, 3);
+    push_progress_opt(L, 3); /* 4 */
+    lua_pushnil(L);          /* 5: error slot */
+    progress_ctx p = {L, 4, 5, 0, 0};
+    moraine_compact_info info;
+    d->busy++;
+    int rc = moraine_compact(d->db, dest, &info, lua_isnil(L, 4) ? NULL : progress_cb, &p);
+    d->busy--;
+    if (rc != 0)
+        lua_pushstring(L, moraine_errmsg());
+    if (p.failed) {
+        lua_pushvalue(L, 5);
+        return lua_error(L);
+    }
+    if (rc != 0)
+        return raise_top(L, rc);
+    lua_createtable(L, 0, 3);
+    push_int64(L, (int64_t)info.entries);
+    lua_setfield(L, -2, "entries");
+    push_int64(L, (int64_t)info.src_bytes);
+    lua_setfield(L, -2, "src_bytes");
+    push_int64(L, (int64_t)info.dest_bytes);
+    lua_setfield(L, -2, "dest_bytes");
+    push_int64(L, (int64_t)info.txnid);
+    lua_setfield(L, -2, "txnid");
+    return 1;
+}
+
+/* db:open_elsewhere() -> pid or false (moraine_open_elsewhere) */
+int l_db_open_elsewhere(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    long pid = 0;
+    int rc = moraine_open_elsewhere(d->db, &pid);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    if (rc == 0)
+        lua_pushboolean(L, 0);
+    else
+        lua_pushinteger(L, (lua_Integer)pid);
+    return 1;
+}
+
+/* db:last_txnid() -> integer (moraine_last_txnid) */
+int l_db_last_txnid(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    uint64_t id = 0;
+    int rc = moraine_last_txnid(d->db, &id);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    push_int64(L, (int64_t)id);
+    return 1;
+}
+
+/* core.rename_exchange(a, b) -> true, or false and a reason when the system
+ * or the file system cannot exchange (renameat2 RENAME_EXCHANGE: ENOSYS,
+ * EINVAL); swaps the names @a and @b in one step, so a kill leaves one or
+ * the other, never neither. Raises EIO naming both for any other failure. */
+int l_rename_exchange(lua_State *L)
+{
+    const char *a = luaL_checkstring(L, 1), *b = luaL_checkstring(L, 2);
+#ifdef RENAME_EXCHANGE
+    if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    int e = errno;
+    if (e != ENOSYS && e != EINVAL)
+        return raise_errf(L, MORAINE_EIO, "cannot exchange %s and %s: %s", a, b, strerror(e));
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, strerror(e));
+#else
+    (void)a;
+    (void)b;
+    lua_pushboolean(L, 0);
+    lua_pushliteral(L, "renameat2 RENAME_EXCHANGE is not available");
+#endif
+    return 2;
 }

@@ -685,6 +685,58 @@ typedef struct {
  */
 int moraine_stats(moraine_db *db, void (*fn)(void *ud, const moraine_stat *st), void *ud);
 
+/** What moraine_compact did: entries copied, data.mdb's size before and after. */
+typedef struct {
+    uint64_t entries;    /* key/value pairs copied (every entry of the store) */
+    uint64_t src_bytes;  /* the catalog's data.mdb, in bytes */
+    uint64_t dest_bytes; /* the copy's data.mdb, in bytes */
+    uint64_t txnid;      /* the LMDB transaction the copy was read at (see moraine_last_txnid) */
+} moraine_compact_info;
+
+/**
+ * moraine_compact - copy the store of @db, every key/value in key order, into
+ * a new catalog directory @dest (created; it must not exist) with MDB_APPEND:
+ * every leaf page filled before the next begins and no free page, the
+ * smallest file LMDB can hold the same rows in (docs/reliability.md).
+ * The source is read in one read transaction (a consistent copy, writers go
+ * on meanwhile and are not in the copy); the copy is written in write
+ * transactions of about 64 MiB each, without fsync, then synced whole
+ * (data.mdb and @dest's directory entry) before the call returns. @dest gets
+ * the catalog directory's mode and data.mdb's. The copy must hold as many
+ * entries as the source counted. Nothing is left at @dest on failure.
+ * @info (may be NULL) receives the entry count and both files' sizes;
+ * @progress (may be NULL) is called every 4096 entries and at the end with
+ * (entries copied, entries in all); nonzero cancels.
+ * Returns 0, or MORAINE_EINVAL (NULL argument; "compact cancelled"),
+ * MORAINE_EEXIST (@dest exists), MORAINE_EIO (@dest cannot be created,
+ * synced or stat'ed; the catalog's files cannot be stat'ed), MORAINE_ECORRUPT
+ * (keys out of order, or entry counts that disagree), MORAINE_ELMDB,
+ * MORAINE_ENOMEM, MORAINE_EFORK.
+ */
+int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info, moraine_progress_fn progress, void *ud);
+
+/**
+ * moraine_open_elsewhere - whether a process other than the caller has the
+ * catalog of @db open (any handle, read-only too): every process that opens
+ * an LMDB environment holds a shared lock on its lock.mdb, which the call
+ * asks about (fcntl F_GETLK on LMDB's own descriptor, found in
+ * /proc/self/fd: Linux only). Handles of the calling process do not count.
+ * @pid (may be NULL) receives the id of one such process, or 0.
+ * Returns 1 (another process has it open), 0 (none), or MORAINE_EIO (the
+ * lock file or /proc/self/fd cannot be read), MORAINE_EINVAL, MORAINE_ELMDB,
+ * MORAINE_EFORK.
+ */
+int moraine_open_elsewhere(moraine_db *db, long *pid);
+
+/**
+ * moraine_last_txnid - the id of the last LMDB write transaction committed to
+ * the catalog of @db (by any process): it grows with every commit that
+ * changed the store, so an equal id means nothing was written since. Inside
+ * an open write transaction it is the last one committed before it.
+ * Returns 0 and sets *@out, or MORAINE_EINVAL, MORAINE_ELMDB, MORAINE_EFORK.
+ */
+int moraine_last_txnid(moraine_db *db, uint64_t *out);
+
 /* ---- verb transactions (docs/verbs.md) ---------------------------------------
  * The verb path: moraine's own verbs produce exactly the rows DuckLake would
  * write for the same statements — ids from next_catalog_id / next_file_id,

@@ -31,7 +31,7 @@ local COMMANDS = {
   { "compare", "moraine.cli.sync" }, { "export", "moraine.cli.export" }, { "push", "moraine.cli.push" },
   { "sql", "moraine.cli.sql" }, { "snapshots", "moraine.cli.snapshots" }, { "tables", "moraine.cli.tables" },
   { "show", "moraine.cli.show" }, { "files", "moraine.cli.files" }, { "history", "moraine.cli.history" },
-  { "diff", "moraine.cli.diff" }, { "verify", "moraine.cli.verify" }, { "audit", "moraine.cli.layout" },
+  { "diff", "moraine.cli.diff" }, { "verify", "moraine.cli.verify" }, { "compact", "moraine.cli.compact" }, { "audit", "moraine.cli.layout" },
   { "layout", "moraine.cli.layout" }, { "clustering", "moraine.cli.layout" }, { "stats", "moraine.cli.stats" },
   { "repl", "moraine.cli.repl" }, { "token-hash", "moraine.cli.token_hash" },
 }

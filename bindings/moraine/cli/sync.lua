@@ -201,6 +201,7 @@ function run.import(ctx, source)
     if moraine.is_error(e) then errors.fail(e.code .. ": " .. e.message, "nothing was imported; fix " .. source .. " and retry") end
     error(e, 0)
   end
+  require("moraine.compact").recover(ctx.dir) -- what a kill left of the compaction a fresh import ends with
   local db = open_catalog(ctx, true)
   local before = db:last_snapshot()
   local progress = meter and function(done, total) meter(done, total, "importing") end
@@ -235,6 +236,18 @@ function run.import(ctx, source)
     for _ in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do nsnaps = nsnaps + 1 end
   end)
   db:close()
+  if before == nil and r.snapshots > 0 then
+    -- a fresh import wrote one commit per snapshot, which scatters keys over
+    -- half-empty pages: rewrite the store in key order (moraine.compact;
+    -- about 1% of the import's time, a quarter less disk)
+    local cmeter, cfinish = output.progress_meter("compacting", "entries")
+    local cok, ce = pcall(require("moraine.compact").compact, ctx.dir, { progress = cmeter })
+    cfinish(cok)
+    if not cok then
+      io.stderr:write("moraine: note: the imported catalog was not compacted (", tostring(moraine.is_error(ce) and ce.message
+        or ce), "); it is whole as it is, and 'moraine compact' can do it later\n")
+    end
+  end
   io.stdout:write(string.format("imported %s (%s, DuckLake catalog version %s) into %s: %d tables, %d snapshots, "
     .. "last snapshot %s%s\n", source, kind, r.version or "unknown", ctx.dir, ntables, nsnaps, r.to and util.istr(r.to) or "none",
     r.from == nil and "" or r.snapshots == 0 and " (it was complete: nothing to do)"
@@ -287,9 +300,11 @@ transaction; if the import is interrupted (killed, or a row refused),
 the snapshots before stay and running the same import again continues
 where it stopped. A catalog that holds anything other than an earlier
 import of SOURCE is refused (EEXIST) and left unchanged; nothing another
-writer committed is ever removed. Progress goes to stderr on a terminal
-(or with --progress): snapshots imported, with the wall-clock time elapsed
-and, once it can be estimated, the time left.]],
+writer committed is ever removed. An import into an empty catalog ends
+by rewriting the store in key order, as 'moraine compact' does (a kill
+then leaves the imported catalog, compacted or not). Progress goes to
+stderr on a terminal (or with --progress): snapshots imported, with the
+wall-clock time elapsed and, once it can be estimated, the time left.]],
     options = {},
     progress = true,
     example = "moraine -c lake.moraine import exported-catalog/",

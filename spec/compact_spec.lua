@@ -1,0 +1,408 @@
+--- moraine_compact, moraine.compact and `moraine compact`: the store rewritten
+-- in key order keeps every row (the NDJSON export before equals the export
+-- after, byte for byte; verify clean), a compaction in place killed with
+-- SIGKILL at random points leaves a catalog equal to the original and a
+-- re-run finishes, and refusals (another process has the catalog open, a
+-- destination that exists) leave everything as it was.
+local moraine = require "moraine"
+local support = require "support"
+local compact = require "moraine.compact"
+
+local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
+local ROOT = os.getenv("PWD") or "."
+local q = support.q
+
+local function moraine_cmd(args)
+  local qargs = {}
+  for i, a in ipairs(args) do qargs[i] = q(a) end
+  return "MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=" .. RUNTIME .. " sh " .. q(ROOT .. "/scripts/moraine-dev")
+    .. " " .. table.concat(qargs, " ")
+end
+
+-- runs moraine ARGS; returns {out, err, code, show}
+local function run(args)
+  local dir = support.tmpdir("run")
+  support.mkdir(dir)
+  os.execute(moraine_cmd(args) .. " >" .. q(dir .. "/out") .. " 2>" .. q(dir .. "/err") .. " </dev/null; echo $? >"
+    .. q(dir .. "/rc"))
+  local r = { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
+    code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
+  r.show = "exit " .. tostring(r.code) .. "\n--- stdout:\n" .. r.out:sub(1, 3000) .. "\n--- stderr:\n" .. r.err
+  return r
+end
+
+-- starts `moraine ARGS` in the background; returns {pid, wait = fn()}
+local function spawn(args)
+  local dir = support.tmpdir("bg")
+  support.mkdir(dir)
+  local qargs = {}
+  for i, a in ipairs(args) do qargs[i] = q(a) end
+  support.write(dir .. "/run.sh", "echo $$ > " .. q(dir .. "/pid") .. "\nexec env MORAINE_CATALOG= MORAINE_FORCE_TTY= "
+    .. "MORAINE_LUA=" .. RUNTIME .. " sh " .. q(ROOT .. "/scripts/moraine-dev") .. " " .. table.concat(qargs, " ") .. "\n")
+  os.execute("(sh " .. q(dir .. "/run.sh") .. " >" .. q(dir .. "/out") .. " 2>" .. q(dir .. "/err")
+    .. " </dev/null; echo $? >" .. q(dir .. "/rc.tmp") .. "; mv " .. q(dir .. "/rc.tmp") .. " " .. q(dir .. "/rc")
+    .. ") &")
+  local pid
+  while not pid do
+    local f = io.open(dir .. "/pid")
+    if f then
+      pid = f:read("*l")
+      f:close()
+      if pid == "" then pid = nil end
+    end
+    if not pid then os.execute("sleep 0.01") end
+  end
+  return { pid = pid, wait = function()
+    while not io.open(dir .. "/rc") do os.execute("sleep 0.02") end
+  end }
+end
+
+local function exists(p)
+  local ok, _, code = os.rename(p, p)
+  return ok ~= nil or code ~= 2
+end
+
+-- Starts a process that opens the catalog at `dir` read-only and holds it
+-- open; returns release(), which tells it to close and waits until it has
+-- exited. The holder gives up by itself after 60 s (a failed test never
+-- leaves it behind).
+local function hold(dir)
+  local h = support.tmpdir("holder")
+  support.mkdir(h)
+  support.write(h .. "/hold.lua", [[
+local m = require "moraine"
+local db = m.open(arg[1], { read_only = true })
+io.open(arg[2] .. "/ready", "w"):close()
+for _ = 1, 3000 do
+  local f = io.open(arg[2] .. "/go")
+  if f then f:close() break end
+  os.execute("sleep 0.02")
+end
+db:close()
+]])
+  os.execute("(sh " .. q(ROOT .. "/scripts/run-lua.sh") .. " " .. RUNTIME .. " " .. q(os.getenv("MORAINE_BUILD") or "build")
+    .. " " .. q(h .. "/hold.lua") .. " " .. q(dir) .. " " .. q(h) .. " >/dev/null 2>&1 </dev/null; touch " .. q(h .. "/done")
+    .. ") &")
+  while not exists(h .. "/ready") do os.execute("sleep 0.02") end
+  return function()
+    support.write(h .. "/go", "")
+    while not exists(h .. "/done") do os.execute("sleep 0.02") end
+  end
+end
+
+local function size(path)
+  local f = assert(io.open(path, "rb"))
+  local n = f:seek("end")
+  f:close()
+  return n
+end
+
+-- every file of the NDJSON export of the catalog at `dir`, name -> bytes
+local function export(dir)
+  local db = moraine.open(dir, { read_only = true, create = false })
+  local out = support.tmpdir("export")
+  db:export_ndjson(out)
+  db:close()
+  local files = {}
+  for _, name in ipairs(support.tables_of(out)) do files[name] = support.read(out .. "/" .. name .. ".ndjson") end
+  return files
+end
+
+local function verify_clean(dir)
+  assert.are.same({}, moraine.verify_path(dir))
+end
+
+-- the files beside catalog `dir` that compact uses, which must be gone
+local function no_leftovers(dir)
+  for _, s in ipairs({ ".compact-tmp", ".compact-new", ".compact-old" }) do
+    assert.is_false(exists(dir .. s), dir .. s .. " is left")
+  end
+end
+
+-- a catalog that grew by many small commits: a fixture imported, then one
+-- commit per snapshot of a synthetic table with rows added and ended
+local function fixture(scenario)
+  local db, dir = support.import_fixture(scenario)
+  db:close()
+  return dir
+end
+
+local function grown(tag, commits)
+  local dir = fixture("s2_multi_table")
+  local db = moraine.open(dir, { no_sync = true })
+  db:commit(nil, function(tx) tx:define("grown_rows", { "id", "payload" }) end)
+  for i = 1, commits or 120 do
+    db:commit(nil, function(tx)
+      for j = 0, 9 do
+        local ord = (i * 7919 + j * 104729) % 100003 -- keys scattered over the table
+        tx:put_row("grown_rows", { id = ord, payload = string.rep(string.char(65 + (i + j) % 26), 200 + (i + j) % 700) }, ord)
+      end
+    end)
+  end
+  db:close()
+  local path = support.tmpdir(tag or "grown")
+  assert(os.rename(dir, path))
+  return path
+end
+
+describe("moraine_compact (db:compact)", function()
+  after_each(support.cleanup)
+
+  for _, scenario in ipairs(support.SCENARIOS) do
+    it(scenario .. ": the copy exports byte for byte what the catalog exports, and verifies clean", function()
+      local dir = fixture(scenario)
+      local db = moraine.open(dir, { read_only = true })
+      local dest = support.tmpdir("copy")
+      local r = db:compact(dest)
+      db:close()
+      assert.is_true(r.entries > 0)
+      assert.are.equal(size(dir .. "/data.mdb"), r.src_bytes)
+      assert.are.equal(size(dest .. "/data.mdb"), r.dest_bytes)
+      assert.is_true(r.dest_bytes <= r.src_bytes)
+      assert.are.same(export(dir), export(dest))
+      verify_clean(dest)
+    end)
+  end
+
+  it("a store grown by many commits gets smaller, with the same rows and the same entry count", function()
+    local dir = grown()
+    local db = moraine.open(dir)
+    local dest = support.tmpdir("copy")
+    local r = db:compact(dest)
+    db:close()
+    assert.is_true(r.dest_bytes < r.src_bytes, ("copy %d bytes, catalog %d"):format(r.dest_bytes, r.src_bytes))
+    assert.are.same(export(dir), export(dest))
+    verify_clean(dest)
+    local total = 0
+    local cdb = moraine.open(dest, { read_only = true })
+    for _, s in ipairs(cdb:stats()) do total = total + s.entries end
+    cdb:close()
+    assert.are.equal(r.entries, total)
+  end)
+
+  it("the copy is as private as the catalog, and a new catalog reads and writes it", function()
+    local dir = grown()
+    os.execute("chmod 750 " .. q(dir) .. " && chmod 640 " .. q(dir .. "/data.mdb"))
+    local db = moraine.open(dir)
+    local dest = support.tmpdir("copy")
+    db:compact(dest)
+    db:close()
+    local cdb = moraine.open(dest)
+    local acc = cdb:store_access()
+    assert.are.equal(tonumber("750", 8), acc.dir_mode)
+    assert.are.equal(tonumber("640", 8), acc.data_mode)
+    cdb:commit(nil, function(tx) tx:put_row("grown_rows", { id = 1000, payload = "after" }, 1000) end)
+    cdb:close()
+    verify_clean(dest)
+  end)
+
+  it("refuses a destination that exists (EEXIST) and leaves it as it was; a cancel leaves nothing", function()
+    local dir = fixture("s1_evolution")
+    local db = moraine.open(dir, { read_only = true })
+    local dest = support.tmpdir("there")
+    support.mkdir(dest)
+    support.write(dest .. "/keep", "x")
+    support.expect_err("EEXIST", "already exists", db.compact, db, dest)
+    assert.are.equal("x", support.read(dest .. "/keep"))
+    local gone = support.tmpdir("cancelled")
+    support.expect_err("EINVAL", "compact cancelled", db.compact, db, gone, { progress = function() return true end })
+    assert.is_false(exists(gone))
+    db:close()
+  end)
+
+  it("open_elsewhere sees another process holding the catalog open, not this one's handles", function()
+    local dir = fixture("s1_evolution")
+    local db = moraine.open(dir)
+    local db2 = moraine.open(dir, { read_only = true })
+    assert.is_false(db:open_elsewhere())
+    local p = spawn({ "-c", dir, "repl" }) -- holds the catalog open, reading stdin (/dev/null: ends at once)
+    p.wait()
+    assert.is_false(db:open_elsewhere())
+    local release = hold(dir)
+    local pid = db:open_elsewhere()
+    release()
+    assert.is_true(type(pid) == "number" and pid > 0, tostring(pid))
+    db2:close()
+    db:close()
+  end)
+end)
+
+describe("moraine.compact in place", function()
+  after_each(support.cleanup)
+
+  it("compacts, keeps every row, leaves nothing beside the catalog", function()
+    local dir = grown()
+    local before = export(dir)
+    local r = compact.compact(dir)
+    assert.is_true(r.after < r.before)
+    assert.are.same(before, export(dir))
+    verify_clean(dir)
+    no_leftovers(dir)
+    -- again: nothing to gain, still the same rows
+    compact.compact(dir .. "/")
+    assert.are.same(before, export(dir))
+    no_leftovers(dir)
+  end)
+
+  it("refuses while another process has the catalog open, changing nothing", function()
+    local dir = grown()
+    local before = export(dir)
+    local sz = size(dir .. "/data.mdb")
+    local release = hold(dir)
+    local ok, r = pcall(run, { "-c", dir, "compact" })
+    release()
+    assert(ok, r)
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.err:find("has the catalog " .. dir .. " open", 1, true), r.show)
+    assert.truthy(r.err:find("nothing was changed", 1, true), r.show)
+    assert.are.equal(sz, size(dir .. "/data.mdb"))
+    assert.are.same(before, export(dir))
+    no_leftovers(dir)
+  end)
+
+  it("refuses when a writer committed while the copy was made, changing nothing", function()
+    local dir = grown()
+    local db = moraine.open(dir)
+    local n = 0
+    -- the progress callback runs between the copy and the swap: commit there
+    -- through a second handle of this process (open_elsewhere does not count it)
+    local writer = moraine.open(dir)
+    local ok, e = pcall(compact.compact, dir, { progress = function()
+      n = n + 1
+      if n == 1 then writer:commit(nil, function(tx) tx:put_row("grown_rows", { id = 5000, payload = "late" }, 5000) end) end
+    end })
+    writer:close()
+    db:close()
+    assert.is_false(ok)
+    assert.are.equal("EINVAL", e.code)
+    assert.truthy(e.message:find("another writer committed", 1, true), e.message)
+    no_leftovers(dir)
+    db = moraine.open(dir, { read_only = true })
+    local found
+    db:read(function(rd) for row in rd:scan("grown_rows") do if row.id == 5000 then found = row.payload end end end)
+    db:close()
+    assert.are.equal("late", found)
+  end)
+
+  it("recover finishes a swap killed between two renames, drops the old catalog after an exchange and a copy killed before the swap", function()
+    local dir = grown()
+    local before = export(dir)
+    local copy = support.tmpdir("copy")
+    local db = moraine.open(dir, { read_only = true })
+    db:compact(copy)
+    db:close()
+    -- killed between the two renames of a swap without RENAME_EXCHANGE
+    assert(os.rename(dir, dir .. ".compact-old"))
+    assert(os.rename(copy, dir .. ".compact-new"))
+    local notes = compact.recover(dir)
+    assert.truthy(notes[1] and notes[1]:find("finished an interrupted compact", 1, true))
+    assert.are.same(before, export(dir))
+    no_leftovers(dir)
+    -- killed right after the exchange: the copy in place, the old catalog
+    -- named .compact-new: it goes
+    db = moraine.open(dir, { read_only = true })
+    db:compact(dir .. ".compact-new")
+    db:close()
+    assert(moraine.core.rename_exchange(dir, dir .. ".compact-new"))
+    assert.are.same({}, compact.recover(dir))
+    assert.are.same(before, export(dir))
+    verify_clean(dir)
+    no_leftovers(dir)
+    -- killed before the swap: the old catalog stays, the copy and a partial one go
+    db = moraine.open(dir, { read_only = true })
+    db:compact(dir .. ".compact-new")
+    db:close()
+    support.mkdir(dir .. ".compact-tmp")
+    support.write(dir .. "/../" .. dir:match("[^/]+$") .. ".compact-tmp/data.mdb", "partial")
+    assert.are.same({}, compact.recover(dir))
+    assert.are.same(before, export(dir))
+    no_leftovers(dir)
+  end)
+
+  it("killed with SIGKILL at random points: the catalog opens and equals the original, and a re-run finishes",
+    function()
+      support.seed(18)
+      local base = grown("base", 600)
+      local before = export(base)
+      local sz = size(base .. "/data.mdb")
+      local t0 = moraine.clock()
+      local timed = support.tmpdir("timed")
+      os.execute("cp -r " .. q(base) .. " " .. q(timed))
+      local r = run({ "-c", timed, "compact" })
+      assert.are.equal(0, r.code, r.show)
+      local span = moraine.clock() - t0
+      -- the compaction is the end of the run (the interpreter's start, slow
+      -- under a sanitizer, comes first): kills land in its last 80%, and
+      -- rounds go on (up to 60) until at least 4 kills landed in the middle:
+      -- leftovers beside the catalog, or the catalog compacted with the old
+      -- one not yet removed
+      local states, middle, round = {}, 0, 0
+      while round < 12 or (middle < 4 and round < 60) do
+        round = round + 1
+        local dir = support.tmpdir("kill" .. round)
+        os.execute("cp -r " .. q(base) .. " " .. q(dir))
+        local p = spawn({ "-c", dir, "compact" })
+        os.execute(string.format("sleep %.3f", span * (0.2 + math.random() * 0.9)))
+        os.execute("kill -9 " .. p.pid .. " 2>/dev/null")
+        p.wait()
+        local state = exists(dir .. ".compact-new") and "new" or exists(dir .. ".compact-tmp") and "tmp"
+          or exists(dir .. ".compact-old") and "old" or size(dir .. "/data.mdb") < sz and "done" or "untouched"
+        states[state] = (states[state] or 0) + 1
+        if state ~= "done" and state ~= "untouched" then middle = middle + 1 end
+        -- the catalog is at the path, whole, with every row
+        assert.is_true(exists(dir .. "/data.mdb"), "round " .. round .. ": no catalog at the path (" .. state .. ")")
+        assert.are.same(before, export(dir), "round " .. round)
+        verify_clean(dir)
+        -- a re-run finishes
+        r = run({ "-c", dir, "compact" })
+        assert.are.equal(0, r.code, "round " .. round .. "\n" .. r.show)
+        assert.are.same(before, export(dir), "round " .. round)
+        verify_clean(dir)
+        no_leftovers(dir)
+        support.remove(dir)
+      end
+      local seen = {}
+      for k, v in pairs(states) do seen[#seen + 1] = k .. "=" .. v end
+      table.sort(seen)
+      assert.is_true(middle >= 4, "too few kills landed in the middle of the compaction in " .. round .. " rounds: "
+        .. table.concat(seen, " "))
+    end)
+end)
+
+describe("moraine compact (the command)", function()
+  after_each(support.cleanup)
+
+  it("compacts in place and to --to DEST, with --json; refuses a DEST that exists and a missing catalog", function()
+    local dir = grown()
+    local before = export(dir)
+    local dest = support.tmpdir("dest")
+    local r = run({ "-c", dir, "compact", "--to", dest, "--json" })
+    assert.are.equal(0, r.code, r.show)
+    local j = moraine.json_decode(r.out)
+    assert.are.equal(dest, j.to)
+    assert.is_true(j.after < j.before)
+    assert.are.same(before, export(dest))
+    r = run({ "-c", dir, "compact", "--to", dest })
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.err:find("EEXIST", 1, true), r.show)
+    r = run({ "-c", dir, "compact" })
+    assert.are.equal(0, r.code, r.show)
+    assert.truthy(r.out:find("^compacted " .. dir:gsub("%p", "%%%0") .. ": "), r.show)
+    assert.are.same(before, export(dir))
+    r = run({ "-c", support.tmpdir("none"), "compact" })
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.err:find("no catalog at", 1, true), r.show)
+  end)
+
+  it("a fresh import ends compacted: the same rows as the catalog imported without compaction", function()
+    local src = support.FIXTURES .. "/s2_multi_table/catalog"
+    local dir = support.tmpdir("imported")
+    local r = run({ "-c", dir, "import", src })
+    assert.are.equal(0, r.code, r.show)
+    assert.are.equal("", r.err, r.show)
+    local plain = fixture("s2_multi_table")
+    assert.are.same(export(plain), export(dir))
+    verify_clean(dir)
+    no_leftovers(dir)
+  end)
+end)
