@@ -16,18 +16,9 @@ local function raise(code, fmt, ...)
   core.raise(code, string.format(fmt, ...))
 end
 
-local function is_int(v)
-  if type(v) == "cdata" then return true end
-  if type(v) ~= "number" then return false end
-  if math.type then return math.type(v) == "integer" end
-  return v == math.floor(v)
-end
+local is_int = sqlite.is_integer
 
-local function int_text(v)
-  if type(v) == "cdata" then return (tostring(v):gsub("U?LL$", "")) end
-  if math.type then return tostring(v) end
-  return string.format("%.0f", v)
-end
+local int_text = sqlite.int_text
 
 -- a value in a form that compares equal for equal SQL values (SQLite keeps
 -- booleans as 0/1)

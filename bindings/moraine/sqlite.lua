@@ -674,6 +674,16 @@ end
 -- @function valid_utf8
 M.valid_utf8 = valid_utf8
 
+--- `is_integer(v)`: whether @v is an exact integer: a Lua 5.4 integer, an
+-- int64_t cdata, or on LuaJIT an integral number within +-2^63. Shared with
+-- moraine.sync_source and moraine.push_target.
+M.is_integer = is_integer
+
+--- `int_text(v)`: an exact integer (see @{is_integer}) as decimal text,
+-- without LuaJIT's LL suffix. Shared with moraine.sync_source and
+-- moraine.push_target.
+M.int_text = int_text
+
 --- A table or column name as SQL writes it: bare when it is a plain
 -- identifier and no keyword, else double-quoted.
 -- @tparam string name

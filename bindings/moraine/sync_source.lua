@@ -70,19 +70,9 @@ end
 
 -- ---- values -------------------------------------------------------------------------
 
-local function is_int(v)
-  if type(v) == "cdata" then return true end
-  if type(v) ~= "number" then return false end
-  if math.type then return math.type(v) == "integer" end
-  return v == math.floor(v) and v > -2 ^ 63 and v < 2 ^ 63
-end
+local is_int = sqlite.is_integer
 
-local function int_text(v)
-  if type(v) == "cdata" then return (tostring(v):gsub("U?LL$", "")) end
-  if math.type then return tostring(v) end
-  if v == 0 then return "0" end
-  return string.format("%.0f", v)
-end
+local int_text = sqlite.int_text
 
 -- decimal integer text -> an exact integer
 local function parse_int(s)
