@@ -151,11 +151,11 @@ end
 
 -- a first full sync, and how long a round takes (two snapshots' worth)
 local t0 = moraine.clock()
-assert(os.execute(moraine_sync_cmd() .. " >/dev/null 2>&1"), "the first sync failed")
+assert(support.sh(moraine_sync_cmd() .. " >/dev/null 2>&1"), "the first sync failed")
 write_snapshot()
 write_snapshot()
 local t1 = moraine.clock()
-assert(os.execute(moraine_sync_cmd() .. " >/dev/null 2>&1"), "the second sync failed")
+assert(support.sh(moraine_sync_cmd() .. " >/dev/null 2>&1"), "the second sync failed")
 local span = math.max(moraine.clock() - t1, 0.05) * 1.3
 local killed_alive, partial = 0, 0
 for k = 1, KILLS do
@@ -171,7 +171,14 @@ for k = 1, KILLS do
   -- half the kills anywhere in the round, half late in it, where its commits are
   local delay = math.random() < 0.5 and math.random() * span or (0.55 + 0.45 * math.random()) * span
   os.execute(string.format("sleep %.3f", delay))
-  if alive(pid) then killed_alive = killed_alive + 1 end
+  -- the span follows the machine's load: a kill after the sync ended shortens
+  -- it, one that landed in a running sync lengthens it a little
+  if alive(pid) then
+    killed_alive = killed_alive + 1
+    span = span * 1.1
+  else
+    span = math.max(span * 0.7, 0.01)
+  end
   os.execute("kill -9 " .. pid .. " 2>/dev/null")
   while alive(pid) do os.execute("sleep 0.005") end
   local db = moraine.open(catalog, { no_sync = true })
