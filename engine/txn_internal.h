@@ -36,6 +36,8 @@ typedef struct pending {
     size_t ngroups;
 } pending;
 
+#define MR_TXN_RELCACHE 16
+
 struct moraine_txn {
     moraine_db *db;
     MDB_txn *t;
@@ -58,6 +60,7 @@ struct moraine_txn {
     int rewind;          /* history rewrites may reach up to snapshot - 1 (moraine_txn_rewind) */
     mr_counts counts;    /* entries added (+) and removed (-) per counted key range (count.c) */
     mr_buf kb, kb2;      /* key scratch */
+    mr_rel *relcache[MR_TXN_RELCACHE]; /* relations last named (txn_rows.c); emptied when one is defined */
 };
 
 /* ---- txn.c ---- */
