@@ -61,6 +61,14 @@ struct moraine_txn {
     mr_counts counts;    /* entries added (+) and removed (-) per counted key range (count.c) */
     mr_buf kb, kb2;      /* key scratch */
     mr_rel *relcache[MR_TXN_RELCACHE]; /* relations last named (txn_rows.c); emptied when one is defined */
+    /* the parent entry the last child row attached to (txn_rows.c): the next
+     * child of the same relation with the same integer parent key attaches
+     * to it without encoding and hashing the key again; valid while no
+     * entry was added (nlist) and no relation defined */
+    const mr_rel *pc_child;
+    int64_t pc_key[MR_MAX_KEYCOLS];
+    pending *pc_parent;
+    size_t pc_nlist;
 };
 
 /* ---- txn.c ---- */

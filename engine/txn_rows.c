@@ -218,6 +218,34 @@ static int parent_ident(moraine_txn *txn, mr_rel *child, const moraine_value *ro
     return rc ? rc : 1;
 }
 
+/* Whether child row @row of @child names by integers the parent the last
+ * child attached to (txn->pc_*): that entry, else NULL. */
+static pending *parent_cached(moraine_txn *txn, const mr_rel *child, const moraine_value *row)
+{
+    if (txn->pc_child != child || txn->pc_nlist != txn->nlist) return NULL;
+    for (int i = 0; i < child->nkey; i++) {
+        const moraine_value *v = &row[child->parentkey[i]];
+        if (v->type != MORAINE_INT || v->i != txn->pc_key[i]) return NULL;
+    }
+    return txn->pc_parent;
+}
+
+/* Remembers @pe as the parent of child row @row (only for integer parent keys:
+ * strings would have to be copied to be compared later). */
+static void parent_remember(moraine_txn *txn, const mr_rel *child, const moraine_value *row, pending *pe)
+{
+    txn->pc_child = NULL;
+    if (child->nkey < 1 || child->nkey > MR_MAX_KEYCOLS) return;
+    for (int i = 0; i < child->nkey; i++) {
+        const moraine_value *v = &row[child->parentkey[i]];
+        if (v->type != MORAINE_INT) return;
+        txn->pc_key[i] = v->i;
+    }
+    txn->pc_child = child;
+    txn->pc_parent = pe;
+    txn->pc_nlist = txn->nlist;
+}
+
 static int append_child(pending *parent, mr_rel *child, const moraine_value *row, size_t n, int64_t ord)
 {
     group *g = NULL;
@@ -392,10 +420,14 @@ int moraine_txn_insert(moraine_txn *txn, const char *name, const moraine_value *
         break;
     }
     case MORAINE_PLACE_CHILD: {
+        pending *pe = parent_cached(txn, r, row);
+        if (pe) {
+            rc = append_child(pe, r, row, ncols, ord);
+            break;
+        }
         mr_rel *parent = NULL;
         mr_buf *pk = &txn->kb2; /* scratch: the parent's identity */
         int found = parent_ident(txn, r, row, &parent, pk);
-        pending *pe = NULL;
         if (found > 0) {
             pe = mr_pending_lookup(txn, pk);
             if (!pe) {
@@ -406,6 +438,7 @@ int moraine_txn_insert(moraine_txn *txn, const char *name, const moraine_value *
             rc = found;
         }
         if (rc) break;
+        if (pe) parent_remember(txn, r, row, pe);
         if (pe) rc = append_child(pe, r, row, ncols, ord);
         else rc = put_rows_value(txn, r, row, ncols, ord, MDB_NOOVERWRITE); /* no live parent: kept as a loose row */
         break;
