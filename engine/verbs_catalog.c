@@ -86,6 +86,16 @@ int mv_text_check(const char *name, const char *s, size_t *len_out)
 {
     size_t len = strlen(s);
     if (len_out) *len_out = len;
+    /* ASCII (the usual path, value, name) is UTF-8: eight bytes at a time */
+    uint64_t high = 0;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        high |= w;
+    }
+    for (; i < len; i++) high |= (unsigned char)s[i];
+    if (!(high & 0x8080808080808080ULL)) return 0;
     if (mr_utf8_valid(s, len)) return 0;
     char shown[200];
     size_t o = 0;

@@ -6,6 +6,8 @@
  * public moraine_tx_* calls that record them. The commit is verbs_commit.c.
  */
 #include "verbs_internal.h"
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,27 +59,89 @@ static void verb_free(verb *v)
     memset(v, 0, sizeof *v);
 }
 
+/* Adds @n bytes, rounded up to the alignment of any object, to *total;
+ * 0 on overflow. */
+static int add_size(size_t *total, size_t n, int align)
+{
+    size_t a = _Alignof(max_align_t);
+    if (align && n % a) {
+        if (n > SIZE_MAX - a) return 0;
+        n += a - n % a;
+    }
+    if (n > SIZE_MAX - *total) return 0;
+    *total += n;
+    return 1;
+}
+
+static int add_array(size_t *total, size_t n, size_t size)
+{
+    return n <= SIZE_MAX / size && add_size(total, n * size, 1);
+}
+
+static int add_text(size_t *total, const char *s) { return !s || add_size(total, strlen(s) + 1, 0); }
+
+/* Takes @n bytes of an array (aligned) or a string from block *p. */
+static void *take(uint8_t **p, size_t n, int align)
+{
+    void *r = *p;
+    size_t a = _Alignof(max_align_t);
+    if (align && n % a) n += a - n % a;
+    *p += n;
+    return r;
+}
+
+static const char *take_text(uint8_t **p, const char *s)
+{
+    if (!s) return NULL;
+    size_t len = strlen(s) + 1;
+    char *c = take(p, len, 0);
+    memcpy(c, s, len);
+    return c;
+}
+
+/* Copies the files and every array and string they point to into one block
+ * the verb owns (a 10k-file verb holds some 200k strings). */
 static int copy_files(verb *v, const moraine_data_file *files, size_t n, int *ok)
 {
-    v->files = vcopy(v, files, n, sizeof *files, ok);
+    v->files = NULL;
     v->nfiles = n;
-    for (size_t i = 0; *ok && i < n; i++) {
+    if (!n || !*ok) return 0;
+    size_t total = 0;
+    int fits = add_array(&total, n, sizeof *files);
+    for (size_t i = 0; fits && i < n; i++) {
+        const moraine_data_file *f = &files[i];
+        fits = add_text(&total, f->path) && add_text(&total, f->file_format) && add_array(&total, f->npartition_values, sizeof(char *)) &&
+               add_array(&total, f->nstats, sizeof *f->stats);
+        for (size_t k = 0; fits && k < f->npartition_values; k++) fits = add_text(&total, f->partition_values[k]);
+        for (size_t k = 0; fits && k < f->nstats; k++)
+            fits = add_text(&total, f->stats[k].column) && add_text(&total, f->stats[k].min_value) && add_text(&total, f->stats[k].max_value);
+    }
+    uint8_t *block = fits ? own(v, malloc(total ? total : 1)) : NULL;
+    if (!block) {
+        *ok = 0;
+        return 0;
+    }
+    uint8_t *p = block;
+    v->files = take(&p, n * sizeof *files, 1);
+    memcpy(v->files, files, n * sizeof *files);
+    for (size_t i = 0; i < n; i++) {
         moraine_data_file *f = &v->files[i];
-        f->path = vdup(v, files[i].path, ok);
-        f->file_format = vdup(v, files[i].file_format, ok);
+        f->path = take_text(&p, files[i].path);
+        f->file_format = take_text(&p, files[i].file_format);
         if (files[i].npartition_values) {
-            const char **pv = vcopy(v, files[i].partition_values, files[i].npartition_values, sizeof(char *), ok);
-            for (size_t k = 0; *ok && k < files[i].npartition_values; k++) pv[k] = vdup(v, files[i].partition_values[k], ok);
+            const char **pv = take(&p, files[i].npartition_values * sizeof(char *), 1);
+            for (size_t k = 0; k < files[i].npartition_values; k++) pv[k] = take_text(&p, files[i].partition_values[k]);
             f->partition_values = pv;
         } else {
             f->partition_values = NULL;
         }
         if (files[i].nstats) {
-            moraine_column_stats *st = vcopy(v, files[i].stats, files[i].nstats, sizeof *st, ok);
-            for (size_t k = 0; *ok && k < files[i].nstats; k++) {
-                st[k].column = vdup(v, files[i].stats[k].column, ok);
-                st[k].min_value = vdup(v, files[i].stats[k].min_value, ok);
-                st[k].max_value = vdup(v, files[i].stats[k].max_value, ok);
+            moraine_column_stats *st = take(&p, files[i].nstats * sizeof *st, 1);
+            memcpy(st, files[i].stats, files[i].nstats * sizeof *st);
+            for (size_t k = 0; k < files[i].nstats; k++) {
+                st[k].column = take_text(&p, files[i].stats[k].column);
+                st[k].min_value = take_text(&p, files[i].stats[k].min_value);
+                st[k].max_value = take_text(&p, files[i].stats[k].max_value);
             }
             f->stats = st;
         } else {
