@@ -18,8 +18,12 @@
 #include <string.h>
 
 /* Writes @v as a uvarint at @p (room for 10 bytes); returns the bytes written. */
-static size_t put_uvarint_at(uint8_t *p, uint64_t v)
+static inline size_t put_uvarint_at(uint8_t *p, uint64_t v)
 {
+    if (v < 0x80) {
+        *p = (uint8_t)v;
+        return 1;
+    }
     size_t n = 0;
     while (v >= 0x80) {
         p[n++] = (uint8_t)(v | 0x80);
@@ -64,26 +68,17 @@ int mr_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static int64_t unzigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
 
-/* One reservation for the whole row (its largest encoding), then the cells
- * written in place: no call per byte. */
+/* One reservation for the whole row (at most 11 bytes a cell, plus the
+ * strings' bytes), then the cells written in place: no call per byte. */
 int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
 {
-    size_t most = 20;
-    for (size_t i = 0; i < n; i++) {
-        const moraine_value *v = &vals[i];
-        switch (v->type) {
-        case MORAINE_NULL:
-        case MORAINE_BOOL: most += 1; break;
-        case MORAINE_INT: most += 11; break;
-        case MORAINE_REAL: most += 9; break;
-        case MORAINE_STR:
-        case MORAINE_JSON:
-            if (v->len > SIZE_MAX / 2 - most) return mr_err(MORAINE_ENOMEM, "out of memory (a row of more than %zu bytes)", SIZE_MAX / 2);
-            most += 11 + v->len;
-            break;
-        default: return mr_err(MORAINE_EINVAL, "value of unknown type %d in column %zu", (int)v->type, i);
+    if (n > (SIZE_MAX / 4) / 11) return mr_err(MORAINE_ENOMEM, "out of memory (a row of %zu cells)", n);
+    size_t most = 20 + 11 * n;
+    for (size_t i = 0; i < n; i++)
+        if (vals[i].type == MORAINE_STR || vals[i].type == MORAINE_JSON) {
+            if (vals[i].len > SIZE_MAX / 4 - most) return mr_err(MORAINE_ENOMEM, "out of memory (a row of more than %zu bytes)", SIZE_MAX / 4);
+            most += vals[i].len;
         }
-    }
     int rc = mr_buf_reserve(b, most);
     if (rc) return rc;
     uint8_t *p = b->p + b->len;
@@ -112,7 +107,7 @@ int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
             for (int k = 0; k < 8; k++) *p++ = (uint8_t)(u >> (8 * k));
             break;
         }
-        default: break; /* refused above */
+        default: return mr_err(MORAINE_EINVAL, "value of unknown type %d in column %zu", (int)v->type, i); /* nothing appended */
         }
     }
     b->len = (size_t)(p - b->p);

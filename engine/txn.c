@@ -113,13 +113,44 @@ static int grow_slots(moraine_txn *txn)
 void mr_pending_free(pending *e)
 {
     if (!e) return;
-    mr_buf_free(&e->ident);
+    if (!(e->arena & MR_PA_IDENT)) mr_buf_free(&e->ident);
     mr_buf_free(&e->target);
-    free(e->vals);
+    if (!(e->arena & MR_PA_VALS)) free(e->vals);
     free(e->store);
     for (size_t i = 0; i < e->ngroups; i++) mr_buf_free(&e->groups[i].bytes);
     free(e->groups);
-    free(e);
+    if (!(e->arena & MR_PA_STRUCT)) free(e);
+}
+
+void *mr_txn_alloc(moraine_txn *txn, size_t n)
+{
+    const size_t a = _Alignof(max_align_t);
+    if (n > SIZE_MAX / 2) return NULL;
+    n = (n + a - 1) / a * a;
+    mr_chunk *c = txn->arena;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > ((size_t)64 << 10) ? n : (size_t)64 << 10;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = txn->arena;
+        c->used = 0;
+        c->cap = cap;
+        txn->arena = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+int mr_pending_set_ident(moraine_txn *txn, pending *e, const uint8_t *k, size_t n)
+{
+    uint8_t *p = mr_txn_alloc(txn, n ? n : 1);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    if (!(e->arena & MR_PA_IDENT)) mr_buf_free(&e->ident);
+    memcpy(p, k, n);
+    e->ident = (mr_buf){.p = p, .len = n, .cap = n};
+    e->arena |= MR_PA_IDENT;
+    return 0;
 }
 
 /* Registers a new pending entry under identity key @k (newest wins). */
@@ -142,12 +173,14 @@ int mr_pending_add(moraine_txn *txn, pending *e)
     return 0;
 }
 
-pending *mr_pending_new(mr_rel *r, int64_t ord)
+pending *mr_pending_new(moraine_txn *txn, mr_rel *r, int64_t ord)
 {
-    pending *e = calloc(1, sizeof *e);
+    pending *e = mr_txn_alloc(txn, sizeof *e);
     if (e) {
+        memset(e, 0, sizeof *e);
         e->rel = r;
         e->ord = ord;
+        e->arena = MR_PA_STRUCT;
     }
     return e;
 }
@@ -310,6 +343,10 @@ void mr_txn_free(moraine_txn *txn)
     mr_buf_free(&txn->kb);
     mr_buf_free(&txn->kb2);
     mr_counts_free(&txn->counts);
+    for (mr_chunk *c = txn->arena, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
     free(txn);
 }
 

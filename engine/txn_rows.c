@@ -14,17 +14,18 @@
 
 /* ---- pending entries ---- */
 
-/* Copies a row: the values and every string they point to, in one block
- * (e->vals; e->store stays NULL). */
-static int copy_row(pending *e, const moraine_value *row, size_t n)
+/* Copies a row: the values and every string they point to, in one block of
+ * the commit's arena (e->vals; e->store stays NULL). */
+static int copy_row(moraine_txn *txn, pending *e, const moraine_value *row, size_t n)
 {
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         if (row[i].type == MORAINE_STR || row[i].type == MORAINE_JSON) bytes += row[i].len;
     size_t head = (n ? n : 1) * sizeof *e->vals;
     if (bytes > SIZE_MAX - head) return mr_err(MORAINE_ENOMEM, "out of memory");
-    e->vals = malloc(head + bytes);
+    e->vals = mr_txn_alloc(txn, head + bytes);
     if (!e->vals) return mr_err(MORAINE_ENOMEM, "out of memory");
+    e->arena |= MR_PA_VALS;
     char *store = (char *)e->vals + head;
     size_t off = 0;
     for (size_t i = 0; i < n; i++) {
@@ -73,7 +74,7 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
         mr_key_describe(key->p, key->len, desc, sizeof desc);
         return mr_err(MORAINE_ECORRUPT, "stored row %s names an unknown table", desc);
     }
-    pending *e = mr_pending_new(r, 0);
+    pending *e = mr_pending_new(txn, r, 0);
     if (!e) return mr_err(MORAINE_ENOMEM, "out of memory");
     int rc = 0;
     e->store = malloc(v.mv_size ? v.mv_size : 1);
@@ -113,7 +114,7 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
         }
     }
     e->from_store = 1;
-    if (!rc) rc = mr_buf_put(&e->ident, key->p, key->len);
+    if (!rc) rc = mr_pending_set_ident(txn, e, key->p, key->len);
     if (!rc) rc = mr_buf_put(&e->target, key->p, key->len);
     if (!rc) rc = mr_pending_add(txn, e);
     if (rc) {
@@ -353,10 +354,10 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     if (live_elsewhere && e->type == MORAINE_NULL)
         return mr_err(MORAINE_EEXIST, "%s row %s: a live row with this key already exists", r->info.name, desc);
     if (e->type == MORAINE_NULL && (rc = one_live_spec(txn, r, row, n))) return rc;
-    pending *p = mr_pending_new(r, ord);
+    pending *p = mr_pending_new(txn, r, ord);
     if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
-    rc = copy_row(p, row, n);
-    if (!rc) rc = mr_buf_put(&p->ident, txn->kb.p, txn->kb.len);
+    rc = copy_row(txn, p, row, n);
+    if (!rc) rc = mr_pending_set_ident(txn, p, txn->kb.p, txn->kb.len);
     if (!rc && e->type == MORAINE_NULL) rc = mr_buf_put(&p->target, txn->kb.p, txn->kb.len);
     if (!rc && e->type != MORAINE_NULL) {
         /* a version no snapshot sees goes straight to history */
@@ -407,13 +408,13 @@ int moraine_txn_insert(moraine_txn *txn, const char *name, const moraine_value *
             rc = mr_err(MORAINE_EEXIST, "ducklake_snapshot row %s: snapshot already recorded", describe(desc, sizeof desc, r, row, ncols));
             break;
         }
-        pending *p = mr_pending_new(r, ord);
+        pending *p = mr_pending_new(txn, r, ord);
         if (!p) {
             rc = mr_err(MORAINE_ENOMEM, "out of memory");
             break;
         }
-        rc = copy_row(p, row, ncols);
-        if (!rc) rc = mr_buf_put(&p->ident, txn->kb.p, txn->kb.len);
+        rc = copy_row(txn, p, row, ncols);
+        if (!rc) rc = mr_pending_set_ident(txn, p, txn->kb.p, txn->kb.len);
         if (!rc) rc = mr_buf_put(&p->target, txn->kb.p, txn->kb.len);
         if (!rc) rc = mr_pending_add(txn, p);
         if (rc) mr_pending_free(p);
