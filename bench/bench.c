@@ -1582,7 +1582,14 @@ static int ci(const moraine_relation_info *r, const char *n)
 }
 
 /* one staged commit of @nfiles files at snapshot last+1; *secs: its time (begin to commit) */
-static void staged_commit(moraine_db *db, const moraine_data_file *fs, int nfiles, double *secs)
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void staged_commit(moraine_db *db, const moraine_data_file *fs, int nfiles, double *secs, double *cpu)
 {
     moraine_relation_info sn, ch, df, pv, st;
     mcheck(moraine_relation(db, "ducklake_snapshot", &sn), "rel");
@@ -1674,7 +1681,7 @@ static void staged_commit(moraine_db *db, const moraine_data_file *fs, int nfile
     }
 #undef SETI
 #undef SETS
-    double t = now();
+    double t = now(), c0 = cpu_now();
     moraine_txn *tx;
     mcheck(moraine_txn_begin(db, S, &tx), "txn_begin");
     mcheck(moraine_txn_insert(tx, "ducklake_snapshot", snap, sn.ncols, -1), "insert snapshot");
@@ -1688,6 +1695,7 @@ static void staged_commit(moraine_db *db, const moraine_data_file *fs, int nfile
     }
     mcheck(moraine_txn_commit(tx), "txn_commit");
     *secs = now() - t;
+    *cpu = cpu_now() - c0;
     free(snap);
     free(chg);
     free(dfr);
@@ -1730,34 +1738,40 @@ static void run_commit(int rounds, int nfiles, const char *only)
     moraine_db *db;
     mcheck(moraine_open(dir, &o, &db), "open");
     double *rv = calloc((size_t)rounds, sizeof *rv), *rs = calloc((size_t)rounds, sizeof *rs);
+    double *cv = calloc((size_t)rounds, sizeof *cv), *cs = calloc((size_t)rounds, sizeof *cs); /* per CPU second */
     int do_verb = !only || !strcmp(only, "verb"), do_staged = !only || !strcmp(only, "staged");
     static int64_t seq = 1000;
     for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
         moraine_data_file *fs = make_files(nfiles, ++seq);
         if (do_verb) {
-            double t = now();
+            double t = now(), c0 = cpu_now();
             moraine_tx *tx;
             mcheck(moraine_tx_begin(db, &tx), "tx_begin");
             mcheck(moraine_tx_add_data_files(tx, NULL, M.bench_table, fs, (size_t)nfiles, NULL), "add_data_files");
             int64_t snap;
             mcheck(moraine_tx_commit(tx, &snap), "tx_commit");
             t = now() - t;
-            if (r >= 0) rv[r] = nfiles / t;
+            double c = cpu_now() - c0;
+            if (r >= 0) rv[r] = nfiles / t, cv[r] = nfiles / c;
         }
         free_files(fs, nfiles);
         fs = make_files(nfiles, ++seq);
         if (do_staged) {
-            double t;
-            staged_commit(db, fs, nfiles, &t);
-            if (r >= 0) rs[r] = nfiles / t;
+            double t, c;
+            staged_commit(db, fs, nfiles, &t, &c);
+            if (r >= 0) rs[r] = nfiles / t, cs[r] = nfiles / c;
         }
         free_files(fs, nfiles);
-        if (r >= 0) fprintf(stderr, "commit round %d: verb %.0f files/s, staged %.0f files/s\n", r, do_verb ? rv[r] : 0, do_staged ? rs[r] : 0);
+        if (r >= 0)
+            fprintf(stderr, "commit round %d: verb %.0f files/s (%.0f per CPU s), staged %.0f files/s (%.0f per CPU s)\n", r, do_verb ? rv[r] : 0,
+                    do_verb ? cv[r] : 0, do_staged ? rs[r] : 0, do_staged ? cs[r] : 0);
     }
-    printf("commit %d files x %d rounds: verb median %.0f files/s, staged median %.0f files/s\n", nfiles, rounds, do_verb ? median(rv, rounds) : 0,
-           do_staged ? median(rs, rounds) : 0);
+    printf("commit %d files x %d rounds: verb median %.0f files/s (%.0f per CPU s), staged median %.0f files/s (%.0f per CPU s)\n", nfiles, rounds,
+           do_verb ? median(rv, rounds) : 0, do_verb ? median(cv, rounds) : 0, do_staged ? median(rs, rounds) : 0, do_staged ? median(cs, rounds) : 0);
     free(rv);
     free(rs);
+    free(cv);
+    free(cs);
     moraine_close(db);
     rm_rf(dir);
 }
