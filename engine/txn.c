@@ -126,7 +126,7 @@ void mr_pending_free(pending *e)
 {
     if (!e) return;
     if (!(e->arena & MR_PA_IDENT)) mr_buf_free(&e->ident);
-    mr_buf_free(&e->target);
+    if (!(e->arena & MR_PA_TARGET)) mr_buf_free(&e->target);
     if (!(e->arena & MR_PA_VALS)) free(e->vals);
     free(e->store);
     for (size_t i = 0; i < e->ngroups; i++) mr_buf_free(&e->groups[i].bytes);

@@ -23,6 +23,7 @@ typedef struct {
 #define MR_PA_STRUCT 1u  /* the entry itself */
 #define MR_PA_VALS 2u    /* vals and the strings they point to */
 #define MR_PA_IDENT 4u   /* ident's bytes (never changed once set) */
+#define MR_PA_TARGET 8u  /* target points at ident's bytes (a live row's target is its identity) */
 
 /* A chunk of a commit's arena: rows and entries allocated by bumping, freed
  * together when the commit ends (no malloc/free per row). */

@@ -40,6 +40,39 @@ static int copy_row(moraine_txn *txn, pending *e, const moraine_value *row, size
     return 0;
 }
 
+/* A new, zeroed child group of @e. Groups grow only here: 4 at first, then
+ * doubling whenever their number reaches a power of two. NULL: out of memory. */
+static group *group_add(pending *e)
+{
+    size_t n = e->ngroups;
+    if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
+        size_t cap = n == 0 ? 4 : n * 2;
+        group *gs = realloc(e->groups, cap * sizeof *gs);
+        if (!gs) return NULL;
+        e->groups = gs;
+    }
+    group *g = &e->groups[e->ngroups++];
+    memset(g, 0, sizeof *g);
+    return g;
+}
+
+/* A live row's target is its identity: the same bytes (in the arena), not a copy. */
+static void target_is_ident(pending *e)
+{
+    if (!(e->arena & MR_PA_TARGET)) mr_buf_free(&e->target);
+    e->target = (mr_buf){.p = e->ident.p, .len = e->ident.len, .cap = e->ident.len};
+    e->arena |= MR_PA_TARGET;
+}
+
+/* Makes @e's target its own buffer again (before it is rewritten). */
+static void target_detach(pending *e)
+{
+    if (e->arena & MR_PA_TARGET) {
+        e->target = (mr_buf){0};
+        e->arena &= ~MR_PA_TARGET;
+    }
+}
+
 /* Names row @row of @r for a message (built only when a message needs it). */
 static const char *describe(char *out, size_t outlen, const mr_rel *r, const moraine_value *row, size_t n)
 {
@@ -93,14 +126,11 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
                 rc = mr_err(MORAINE_ECORRUPT, "child group runs past the end of the value");
                 break;
             }
-            group *g = realloc(e->groups, (e->ngroups + 1) * sizeof *g);
+            group *g = group_add(e);
             if (!g) {
                 rc = mr_err(MORAINE_ENOMEM, "out of memory");
                 break;
             }
-            e->groups = g;
-            g = &e->groups[e->ngroups++];
-            memset(g, 0, sizeof *g);
             g->rel_id = (uint32_t)id;
             g->nrows = nrows;
             rc = mr_buf_put(&g->bytes, p, (size_t)nbytes);
@@ -115,7 +145,7 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
     }
     e->from_store = 1;
     if (!rc) rc = mr_pending_set_ident(txn, e, key->p, key->len);
-    if (!rc) rc = mr_buf_put(&e->target, key->p, key->len);
+    if (!rc) target_is_ident(e);
     if (!rc) rc = mr_pending_add(txn, e);
     if (rc) {
         mr_pending_free(e);
@@ -253,12 +283,10 @@ static int append_child(pending *parent, mr_rel *child, const moraine_value *row
     for (size_t i = 0; i < parent->ngroups; i++)
         if (parent->groups[i].rel_id == child->info.id) g = &parent->groups[i];
     if (!g) {
-        group *gs = realloc(parent->groups, (parent->ngroups + 1) * sizeof *gs);
-        if (!gs) return mr_err(MORAINE_ENOMEM, "out of memory");
-        parent->groups = gs;
-        g = &gs[parent->ngroups++];
-        memset(g, 0, sizeof *g);
+        if (!(g = group_add(parent))) return mr_err(MORAINE_ENOMEM, "out of memory");
         g->rel_id = child->info.id;
+        int rc = mr_buf_reserve(&g->bytes, 256); /* a file's partition values or stats at once */
+        if (rc) return rc;
     }
     g->nrows++;
     return mr_encode_row(&g->bytes, ord, row, n);
@@ -358,7 +386,7 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
     rc = copy_row(txn, p, row, n);
     if (!rc) rc = mr_pending_set_ident(txn, p, txn->kb.p, txn->kb.len);
-    if (!rc && e->type == MORAINE_NULL) rc = mr_buf_put(&p->target, txn->kb.p, txn->kb.len);
+    if (!rc && e->type == MORAINE_NULL) target_is_ident(p);
     if (!rc && e->type != MORAINE_NULL) {
         /* a version no snapshot sees goes straight to history */
         rc = mr_history_key(&p->target, r, p->vals, ord);
@@ -415,7 +443,7 @@ int moraine_txn_insert(moraine_txn *txn, const char *name, const moraine_value *
         }
         rc = copy_row(txn, p, row, ncols);
         if (!rc) rc = mr_pending_set_ident(txn, p, txn->kb.p, txn->kb.len);
-        if (!rc) rc = mr_buf_put(&p->target, txn->kb.p, txn->kb.len);
+        if (!rc) target_is_ident(p);
         if (!rc) rc = mr_pending_add(txn, p);
         if (rc) mr_pending_free(p);
         break;
@@ -567,6 +595,7 @@ int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, 
     e->ended = 1;
     e->history_noover = 1;
     if (e->from_store) e->delete_current = 1; /* also when it was loaded to gain children */
+    target_detach(e);
     if ((rc = mr_history_key(&e->target, r, e->vals, e->ord))) return mr_txn_fail(txn, rc);
     if (e->target.len > MR_MAX_KEY)
         return mr_txn_fail(txn, mr_err(MORAINE_EINVAL, "%s row %s: its history key of %zu bytes is longer than LMDB's %d", name, desc, e->target.len, MR_MAX_KEY));
