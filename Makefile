@@ -43,7 +43,7 @@ help:
 	@echo "make install  install library, header, pkg-config file, Lua module and the moraine command under PREFIX ($(PREFIX))"
 	@echo "make clean    remove build/"
 	@echo "make bench    benchmarks against SQLite, DuckDB and the LMDB floor (bench/README.md)"
-	@echo "make crash-long  10,000 SIGKILLs of a committing writer (docs/reliability.md)"
+	@echo "make crash-long  10,000 SIGKILLs of a committing writer, then of a sync (docs/reliability.md)"
 	@echo "make fuzz     libFuzzer targets for a bounded time (docs/fuzzing.md)"
 	@echo "make uninstall    remove what make install put under PREFIX"
 	@echo "make lint     luacheck on every Lua file (.luacheckrc)"
@@ -109,6 +109,7 @@ $(BUILD)/tests/crash_writer: tests/crash/writer.c $(BUILD)/libmoraine.a engine/m
 # 10,000 SIGKILLs of a committing writer (docs/reliability.md records a run).
 crash-long: all $(BUILD)/tests/test_crash
 	MORAINE_CRASH_KILLS=10000 $(BUILD)/tests/test_crash
+	sh scripts/run-lua.sh lua5.4 $(BUILD) tests/crash/sync_kill.lua 10000
 
 $(BUILD)/moraine.pc: moraine.pc.in
 	@mkdir -p $(BUILD)

@@ -422,6 +422,11 @@ Every method raises:
 - `tx:create_schema(name)` — `CREATE SCHEMA name`
   (`moraine_tx_create_schema`). Raises EEXIST (a live schema of that name),
   EINVAL (empty name).
+- `tx:drop_schema(name, cascade?)` — `DROP SCHEMA name [CASCADE]`
+  (`moraine_tx_drop_schema`): ends the schema row, change `dropped_schema:ID`.
+  Raises ENOTFOUND (no such schema), EINVAL (empty name, "main", tables or
+  views left and no cascade: DuckLake's message; a schema created in this
+  transaction).
 - `tx:create_table(tbl, columns)` — `CREATE TABLE tbl (columns)`
   (`moraine_tx_create_table`). `columns` is an array of
   `{name = s, type = s, not_null = bool?, default = s?}`: `type` as DuckLake

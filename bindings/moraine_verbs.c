@@ -447,6 +447,15 @@ static int l_vtx_create_schema(lua_State *L)
     return vtx_done(L, moraine_tx_create_schema(t->tx, name));
 }
 
+/* tx:drop_schema(name, cascade?) -- DROP SCHEMA [CASCADE] (moraine_tx_drop_schema) */
+static int l_vtx_drop_schema(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    const char *name = check_name(L, 2);
+    int cascade = lua_toboolean(L, 3);
+    return vtx_done(L, moraine_tx_drop_schema(t->tx, name, cascade));
+}
+
 /* tx:create_table(tbl, columns) -> table_id */
 static int l_vtx_create_table(lua_State *L)
 {
@@ -790,6 +799,7 @@ int l_set_key_parsers(lua_State *L)
 
 const luaL_Reg vtx_methods[] = {{"base", l_vtx_base},
                                        {"create_schema", l_vtx_create_schema},
+                                       {"drop_schema", l_vtx_drop_schema},
                                        {"create_table", l_vtx_create_table},
                                        {"add_column", l_vtx_add_column},
                                        {"rename_column", l_vtx_rename_column},

@@ -719,7 +719,7 @@ typedef struct {
     const char *expression;    /* SQL expression text, e.g. "amount" or "lower(\"name\")" */
     const char *dialect;       /* NULL: "duckdb" */
     const char *sort_direction;/* "ASC" or "DESC" (NULL: "ASC") */
-    const char *null_order;    /* "NULLS_FIRST" or "NULLS_LAST" (NULL: "NULLS_LAST") */
+    const char *null_order;    /* "NULLS_FIRST" or "NULLS_LAST" (NULL: DuckDB's default, stored "NULLS_LAST"; never equal to a stored spec, so set_sorting writes it anew) */
 } moraine_sort_key;
 
 /** Statistics of one column of a data file (ducklake_file_column_stats). */
@@ -770,6 +770,21 @@ int moraine_tx_set_info(moraine_tx *tx, const char *author, const char *message,
 
 /** DuckLake: CREATE SCHEMA name. EEXIST if a live schema has that name. */
 int moraine_tx_create_schema(moraine_tx *tx, const char *name);
+
+/**
+ * DuckLake: DROP SCHEMA name [CASCADE]. Ends the schema's ducklake_schema
+ * row; change dropped_schema:ID (first in the change list), schema_version
+ * + 1, no catalog id. Without @cascade a schema that still has a live table
+ * or view is refused (EINVAL) with DuckLake's words
+ * (DuckLakeSchemaEntry::TryDropSchema: "Cannot drop schema "s" because there
+ * are entries that depend on it ... Use DROP...CASCADE to drop all
+ * dependents."); with @cascade its tables are dropped as drop_table drops
+ * them and its views as drop_view. ENOTFOUND (no live schema of that name,
+ * compared case-insensitively), EINVAL (an empty name; "main", which every
+ * DuckLake catalog has; a schema created in this same transaction, which
+ * moraine does not take back).
+ */
+int moraine_tx_drop_schema(moraine_tx *tx, const char *name, int cascade);
 
 /**
  * DuckLake: CREATE TABLE schema.name (columns). @table_id_out (may be NULL)

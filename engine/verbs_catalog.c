@@ -214,6 +214,7 @@ void mv_model_free(model *m)
     for (size_t i = 0; i < m->nviews; i++) mv_orow_free(&m->views[i]);
     free(m->views);
     free(m->dropped_views);
+    free(m->dropped_schemas);
     free(m->created_views);
     if (m->snaprow.rel) mv_orow_free(&m->snaprow);
     if (m->rd) moraine_read_end(m->rd);

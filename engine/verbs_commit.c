@@ -64,6 +64,11 @@ static int build_changes(model *m, mr_buf *b)
     if (!ts) return mr_err(MORAINE_ENOMEM, "out of memory");
     for (size_t i = 0; i < m->ntables; i++) ts[i] = &m->tables[i];
     qsort(ts, m->ntables, sizeof *ts, table_cmp);
+    /* DuckLake (DuckLakeTransactionState::WriteSnapshotChanges): dropped schemas first */
+    for (size_t i = 0; !rc && i < m->ndropped_schemas; i++) {
+        snprintf(tmp, sizeof tmp, "%lld", (long long)m->dropped_schemas[i]);
+        rc = add_change(b, "dropped_schema", tmp);
+    }
     for (size_t i = 0; !rc && i < m->ntables; i++) {
         if (!ts[i]->dropped || ts[i]->created) continue;
         snprintf(tmp, sizeof tmp, "%lld", (long long)ts[i]->table_id);

@@ -67,7 +67,7 @@ const char *mv_orow_str(const orow *r, const char *name);
 enum {
     V_CREATE_SCHEMA, V_CREATE_TABLE, V_ADD_COLUMN, V_RENAME_COLUMN, V_DROP_COLUMN, V_RENAME_TABLE, V_DROP_TABLE,
     V_SET_PARTITIONING, V_SET_SORTING, V_CLEAR_SORTING, V_ADD_FILES, V_ADD_DELETES, V_DELETE_FILES, V_REWRITE,
-    V_ALTER_COLUMN, V_SET_COMMENT, V_CREATE_VIEW, V_DROP_VIEW
+    V_ALTER_COLUMN, V_SET_COMMENT, V_CREATE_VIEW, V_DROP_VIEW, V_DROP_SCHEMA
 };
 
 typedef struct {
@@ -87,6 +87,7 @@ typedef struct {
     int64_t *ids;
     size_t nids;
     moraine_column_alter alt; /* V_ALTER_COLUMN */
+    int cascade;              /* V_DROP_SCHEMA */
     void **owned;
     size_t nowned, capowned;
 } verb;
@@ -148,6 +149,8 @@ typedef struct {
     int views_loaded;
     int64_t *dropped_views, *created_views; /* view_ids, for the change list */
     size_t ndropped_views, ncreated_views;
+    int64_t *dropped_schemas; /* schema_ids, for the change list */
+    size_t ndropped_schemas;
 } model;
 
 /* 1 when @id is among the @n @ids. */
@@ -210,6 +213,7 @@ int mv_do_rename_table(model *m, verb *v);
 int mv_do_drop_table(model *m, verb *v);
 int mv_do_set_comment(model *m, verb *v);
 int mv_do_view(model *m, verb *v); /* V_CREATE_VIEW and V_DROP_VIEW */
+int mv_do_drop_schema(model *m, verb *v);
 
 /* verbs_column.c */
 /* The ducklake_column row of column @d of @t with column_id @id and

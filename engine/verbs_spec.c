@@ -147,6 +147,34 @@ int mv_do_set_partitioning(model *m, verb *v)
     return rc;
 }
 
+/* 1 when @t's live sort spec was committed before this transaction and has
+ * exactly the @n keys @keys. DuckLake compares at commit (the metadata
+ * manager's WriteNewSortKeys / CheckTableSortEqual, ducklake_metadata_info.hpp
+ * DuckLakeSortInfo::operator==): same table and key count, and per key the
+ * expression, dialect, sort_direction and null_order. The new key's
+ * null_order is the parser's: a key that does not spell NULLS FIRST/LAST is
+ * ORDER_DEFAULT, never equal to a stored one (corpus seed_0015 step 34 writes
+ * a new spec, seed_0002 step 26 does not); a missing dialect or direction is
+ * duckdb / ASC, as DuckLake builds them. */
+static int same_sorting(const model *m, const tstate *t, const moraine_sort_key *keys, size_t n)
+{
+    if (!t->sort.rel || t->nskeys != n || mv_orow_int(&t->sort, "begin_snapshot", -1) == m->snap) return 0;
+    for (size_t i = 0; i < n; i++) {
+        const orow *e = NULL;
+        for (size_t j = 0; j < t->nskeys; j++)
+            if (mv_orow_int(&t->skeys[j], "sort_key_index", -1) == (int64_t)i) e = &t->skeys[j];
+        if (!e || !keys[i].null_order) return 0;
+        const char *want[4] = {keys[i].expression, keys[i].dialect ? keys[i].dialect : "duckdb",
+                               keys[i].sort_direction ? keys[i].sort_direction : "ASC", keys[i].null_order};
+        const char *cols[4] = {"expression", "dialect", "sort_direction", "null_order"};
+        for (int k = 0; k < 4; k++) {
+            const char *have = mv_orow_str(e, cols[k]);
+            if (!have || strcmp(have, want[k]) != 0) return 0;
+        }
+    }
+    return 1;
+}
+
 int mv_do_set_sorting(model *m, verb *v)
 {
     tstate *t;
@@ -156,6 +184,17 @@ int mv_do_set_sorting(model *m, verb *v)
         if (v->nsk == 0) return mr_err(MORAINE_EINVAL, "set_sorting: at least one sort key is needed (use clear_sorting to reset)");
         for (size_t i = 0; i < v->nsk; i++)
             if ((rc = mv_sort_key_check(&v->skeys[i], i))) return rc;
+    }
+    /* DuckLake: SET SORTED BY with the spec already in force still alters the
+     * table; at commit the new spec takes a catalog id (GetNewSortKey) and
+     * WriteNewSortKeys finds it equal to the stored one and writes no row: an
+     * altered_table snapshot, schema_version + 1, next_catalog_id + 1, no sort
+     * rows (corpus seed_0002 step 26). */
+    if (v->kind == V_SET_SORTING && same_sorting(m, t, v->skeys, v->nsk)) {
+        m->next_catalog_id++;
+        t->altered = 1;
+        m->schema_changed = 1;
+        return 0;
     }
     /* DuckLake: RESET SORTED BY on a table with no sort spec still commits an
      * altered_table snapshot (schema_version + 1) and writes no sort rows

@@ -347,3 +347,143 @@ int mv_do_view(model *m, verb *v)
     }
     return rc;
 }
+
+/* The names of the live tables (kind 0) or views (kind 1) of schema @sid, as
+ * the model sees them, into a NULL-terminated array of copies (*out). ENOMEM,
+ * read errors. */
+static int schema_entries(model *m, sstate *s, int kind, char ***out)
+{
+    char **names = NULL;
+    size_t n = 0;
+    int rc = 0;
+    *out = NULL;
+    const char *sname = mv_orow_str(&s->row, "schema_name");
+    if (kind == 0) {
+        /* load every table of the schema live at the base into the model */
+        moraine_cursor *c;
+        moraine_row row;
+        char **base = NULL;
+        size_t nb = 0;
+        if ((rc = moraine_scan_open(m->rd, "ducklake_table", MORAINE_ANY_SCOPE, m->base, &c))) return rc;
+        while ((rc = moraine_cursor_next(c, &row)) == 1) {
+            int in = moraine_column_index(row.rel, "table_name"), is = moraine_column_index(row.rel, "schema_id");
+            if (in < 0 || is < 0 || row.vals[is].type != MORAINE_INT || row.vals[is].i != s->schema_id || row.vals[in].type != MORAINE_STR) continue;
+            char **nb2 = realloc(base, (nb + 1) * sizeof *nb2);
+            if (!nb2 || !(nb2[nb] = strndup(row.vals[in].s, row.vals[in].len))) {
+                if (nb2) base = nb2;
+                rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            }
+            base = nb2;
+            nb++;
+        }
+        moraine_cursor_close(c);
+        for (size_t i = 0; rc >= 0 && i < nb; i++) {
+            tstate *t;
+            int r2 = mv_find_table(m, sname, base[i], &t);
+            if (r2 && r2 != MORAINE_ENOTFOUND) rc = r2;
+        }
+        for (size_t i = 0; i < nb; i++) free(base[i]);
+        free(base);
+        if (rc < 0) return rc;
+        rc = 0;
+    } else if ((rc = load_views(m))) {
+        return rc;
+    }
+    size_t total = kind == 0 ? m->ntables : m->nviews;
+    names = calloc(total + 1, sizeof *names);
+    if (!names) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < total; i++) {
+        const char *nm = NULL;
+        if (kind == 0) {
+            tstate *t = &m->tables[i];
+            if (t->live && t->schema_id == s->schema_id) nm = mv_orow_str(&t->row, "table_name");
+        } else {
+            orow *r = &m->views[i];
+            if (mv_orow_is_null(r, "end_snapshot") && mv_orow_int(r, "schema_id", -1) == s->schema_id) nm = mv_orow_str(r, "view_name");
+        }
+        if (nm && !(names[n++] = strdup(nm))) {
+            rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            break;
+        }
+    }
+    if (rc) {
+        for (size_t i = 0; i < n; i++) free(names[i]);
+        free(names);
+        return rc;
+    }
+    *out = names;
+    return 0;
+}
+
+/* Appends @str to @b (out of memory: the buffer stays short). */
+static void buf_puts(mr_buf *b, const char *str)
+{
+    (void)mr_buf_put(b, str, strlen(str));
+}
+
+static void free_names(char **names)
+{
+    for (size_t i = 0; names && names[i]; i++) free(names[i]);
+    free(names);
+}
+
+int mv_do_drop_schema(model *m, verb *v)
+{
+    if (!v->a || !*v->a) return mr_err(MORAINE_EINVAL, "drop_schema: empty schema name");
+    sstate *s = mv_find_schema(m, v->a);
+    if (!s) return mr_err(MORAINE_ENOTFOUND, "drop_schema: no schema \"%s\"", v->a);
+    const char *sname = mv_orow_str(&s->row, "schema_name");
+    if (sname && mr_ident_eq(sname, "main"))
+        return mr_err(MORAINE_EINVAL, "drop_schema: schema \"main\" is the default schema of every DuckLake catalog; moraine does not drop it");
+    if (s->created)
+        return mr_err(MORAINE_EINVAL, "drop_schema \"%s\": the schema was created in this transaction; moraine does not take a schema back", v->a);
+    int64_t sid = s->schema_id;
+    char **tables = NULL, **views = NULL;
+    int rc = schema_entries(m, s, 0, &tables);
+    if (!rc) rc = schema_entries(m, s, 1, &views);
+    s = mv_schema_by_id(m, sid); /* the model's arrays may have moved */
+    sname = s ? mv_orow_str(&s->row, "schema_name") : v->a;
+    if (!rc && !v->cascade && ((tables && tables[0]) || (views && views[0]))) {
+        /* DuckLake: DuckLakeSchemaEntry::TryDropSchema without CASCADE */
+        mr_buf b = {0};
+        const char *parts[2] = {"table", "view"};
+        char **lists[2] = {tables, views};
+        buf_puts(&b, "Cannot drop schema \"");
+        buf_puts(&b, sname);
+        buf_puts(&b, "\" because there are entries that depend on it\n");
+        for (int k = 0; k < 2; k++)
+            for (size_t i = 0; lists[k][i]; i++) {
+                buf_puts(&b, parts[k]);
+                buf_puts(&b, " \"");
+                buf_puts(&b, lists[k][i]);
+                buf_puts(&b, "\" depends on schema \"");
+                buf_puts(&b, sname);
+                buf_puts(&b, "\".\n");
+            }
+        buf_puts(&b, "Use DROP...CASCADE to drop all dependents.");
+        int full = mr_buf_byte(&b, 0) == 0;
+        rc = mr_err(MORAINE_EINVAL, "%s", full ? (const char *)b.p : "Cannot drop schema: out of memory");
+        mr_buf_free(&b);
+    }
+    /* CASCADE: its tables and views dropped as DROP TABLE / DROP VIEW drop them */
+    for (size_t i = 0; !rc && tables[i]; i++) {
+        verb d = {.kind = V_DROP_TABLE, .schema = (char *)sname, .table = tables[i]};
+        rc = mv_do_drop_table(m, &d);
+        s = mv_schema_by_id(m, sid);
+        sname = s ? mv_orow_str(&s->row, "schema_name") : v->a;
+    }
+    for (size_t i = 0; !rc && views[i]; i++) {
+        verb d = {.kind = V_DROP_VIEW, .schema = (char *)sname, .table = views[i]};
+        rc = mv_do_view(m, &d);
+    }
+    free_names(tables);
+    free_names(views);
+    if (rc) return rc;
+    s = mv_schema_by_id(m, sid);
+    if ((rc = mv_end_row(m, &s->row))) return rc;
+    s->live = 0;
+    if ((rc = mv_id_push(&m->dropped_schemas, &m->ndropped_schemas, sid))) return rc;
+    m->schema_changed = 1;
+    return 0;
+}

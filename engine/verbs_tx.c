@@ -176,6 +176,7 @@ int mv_apply(model *m, verb *v)
     case V_SET_COMMENT: return mv_do_set_comment(m, v);
     case V_CREATE_VIEW:
     case V_DROP_VIEW: return mv_do_view(m, v);
+    case V_DROP_SCHEMA: return mv_do_drop_schema(m, v);
     }
     return mr_err(MORAINE_EINVAL, "unknown verb");
 }
@@ -395,6 +396,15 @@ int moraine_tx_create_view(moraine_tx *tx, const char *schema, const char *name,
     const char *table = name;
     VERB_BEGIN(V_CREATE_VIEW);
     v.a = vdup(&v, sql, &ok);
+    VERB_END();
+}
+
+int moraine_tx_drop_schema(moraine_tx *tx, const char *name, int cascade)
+{
+    const char *schema = NULL, *table = NULL;
+    VERB_BEGIN(V_DROP_SCHEMA);
+    v.a = vdup(&v, name, &ok);
+    v.cascade = cascade != 0;
     VERB_END();
 }
 

@@ -398,13 +398,26 @@ describe("moraine.push into PostgreSQL", function()
     local out = support.tmpdir("kout")
     local kills, mid, foreigns = 0, 0, 1
     local wait = 0.05
-    for _ = 1, 40 do
+    local pidfile = out .. ".pid"
+    for round = 1, 40 do
       if kfiles() == NK then break end
       local before = kfiles()
-      local delay = wait * (1 + math.random())
-      os.execute(("cd %s && (MORAINE_CATALOG= MORAINE_LUA=%s sh scripts/moraine-dev -c %s push %s >%s 2>&1 & "
-        .. "pid=$!; sleep %.3f; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null) >/dev/null 2>&1"):format(
-        q(ROOT), RUNTIME, q(cat), q(target), q(out), delay))
+      if round % 2 == 1 then
+        -- a kill at a random time (before the first write, during, or after the last)
+        local delay = wait * (1 + math.random())
+        os.execute(("cd %s && (MORAINE_CATALOG= MORAINE_LUA=%s sh scripts/moraine-dev -c %s push %s >%s 2>&1 & "
+          .. "pid=$!; sleep %.3f; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null) >/dev/null 2>&1"):format(
+          q(ROOT), RUNTIME, q(cat), q(target), q(out), delay))
+      else
+        -- a kill as soon as the target has grown: in the middle of the push, whatever the machine's load
+        os.execute(("cd %s && (MORAINE_CATALOG= MORAINE_LUA=%s exec sh scripts/moraine-dev -c %s push %s >%s 2>&1) "
+          .. "& echo $! > %s"):format(q(ROOT), RUNTIME, q(cat), q(target), q(out), q(pidfile)))
+        local pid = support.read(pidfile):match("%d+")
+        local t0 = moraine.clock()
+        while kfiles() == before and moraine.clock() - t0 < 60 do os.execute("sleep 0.01") end
+        os.execute("kill -9 " .. pid .. " 2>/dev/null")
+        while os.execute("kill -0 " .. pid .. " 2>/dev/null") do os.execute("sleep 0.01") end
+      end
       kills = kills + 1
       whole()
       local now = kfiles()

@@ -110,6 +110,11 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     { "seed_0005", 43, "DROP TABLE ends the table's comment (ducklake_tag)" },
     { "seed_0014", 4, "two CREATE TABLE and a SET PARTITIONED BY in one block: ids newest entry first, created_table in statement order" },
     { "seed_0003", 25, "SET PARTITIONED BY then SET SORTED BY on another table: the sort spec gets the lower id" },
+    { "seed_0002", 26, "SET SORTED BY with the spec in force, every NULLS spelled out: altered_table, next_catalog_id + 1, no sort rows" },
+    { "seed_0015", 34, "SET SORTED BY with the spec in force, a NULLS order left out: DuckLake writes a new spec" },
+    { "seed_0022", 24, "SET PARTITIONED BY with the spec in force: no snapshot" },
+    { "seed_0016", 7, "SET PARTITIONED BY (bucket(04, camelcase)) with bucket(4, camelCase) in force: no snapshot" },
+    { "seed_0026", 28, 'SET PARTITIONED BY (bucket(4, "order"), EventTime) again on "qty": no snapshot' },
   }
   for _, c in ipairs(cases) do
     it(c[1] .. " step " .. c[2] .. ": " .. c[3], function() check_step(c[1], c[2]) end)
@@ -129,6 +134,70 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
   for _, c in ipairs(refusals) do
     it(c[1] .. " step " .. c[2] .. " is refused as DuckLake refuses it: " .. c[4], function() check_step(c[1], c[2], c[3]) end)
   end
+
+  -- the SET DEFAULT rule on the verb path itself (tx:alter_column), not only db:exec
+  it("seed_0020 step 36 through tx:alter_column: an expression default on a table renamed since is refused", function()
+    local db, _, problem = R.replay("seed_0020", support.tmpdir("s20"), 35)
+    assert.is_nil(problem, problem)
+    local before = db:last_snapshot()
+    local ok, err = pcall(db.transaction, db, function(tx)
+      tx:alter_column("camelcase", "camelCase", { default = "CAST('2024-02-29' AS DATE)", default_type = "expression" })
+    end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err.message):find("We cannot add a column with a non-literal default value", 1, true), tostring(err.message))
+    assert.are.equal(before, db:last_snapshot())
+    -- a literal default is not refused (DuckLake's rule is for expressions only)
+    db:transaction(function(tx) tx:alter_column("camelcase", "camelCase", { default = "2024-02-29" }) end)
+    assert.are.equal(before + 1, db:last_snapshot())
+    db:close()
+  end)
+
+  it("seed_0018 step 2 through tx:alter_column: an expression default on a column created with its table is DuckLake's row", function()
+    local db, fx, problem = R.replay("seed_0018", support.tmpdir("s18"), 1)
+    assert.is_nil(problem, problem)
+    db:transaction(function(tx)
+      tx:alter_column("kind", "city4", { default = "CAST('2024-02-29' AS DATE)", default_type = "expression" })
+    end)
+    assert.are.equal(2, db:last_snapshot())
+    assert.are.same(rows_of(fx, 2), rows_of(read_dir(db), 2))
+    db:close()
+  end)
+
+  -- no corpus scenario drops a schema; the values are DuckLake's source:
+  -- DuckLakeSchemaEntry::TryDropSchema (the refusal and its message),
+  -- DuckLakeTransactionState::WriteSnapshotChanges (dropped_schema:ID first),
+  -- DuckLakeMetadataManager::DropSchemas (the ducklake_schema row ended)
+  it("DROP SCHEMA: refused while tables or views depend on it; CASCADE drops them; the schema row ended", function()
+    local db = moraine.open(support.tmpdir("dropschema"), { no_sync = true })
+    db:init()
+    db:exec("BEGIN; CREATE SCHEMA s; CREATE TABLE s.t(a INTEGER); CREATE VIEW s.v AS SELECT 1; CREATE SCHEMA e; COMMIT")
+    local before = db:last_snapshot()
+    local ok, err = pcall(db.exec, db, "DROP SCHEMA s")
+    assert.is_false(ok)
+    assert.are.equal('Cannot drop schema "s" because there are entries that depend on it\ntable "t" depends on schema "s".\n'
+      .. 'view "v" depends on schema "s".\nUse DROP...CASCADE to drop all dependents.', err.message)
+    assert.are.equal(before, db:last_snapshot())
+    db:exec("DROP SCHEMA e")
+    db:exec("DROP SCHEMA S CASCADE")
+    local t = read_dir(db)
+    local changes = {}
+    for _, r in ipairs(t.ducklake_snapshot_changes.rows) do changes[tonumber(r.snapshot_id)] = r.changes_made end
+    local ids = {}
+    for _, r in ipairs(t.ducklake_schema.rows) do ids[r.schema_name] = tostring(r.schema_id) end
+    ids.t = tostring(t.ducklake_table.rows[1].table_id)
+    ids.v = tostring(t.ducklake_view.rows[1].view_id)
+    assert.are.equal("dropped_schema:" .. ids.e, changes[before + 1])
+    assert.are.equal("dropped_schema:" .. ids.s .. ",dropped_table:" .. ids.t .. ",dropped_view:" .. ids.v, changes[before + 2])
+    for _, r in ipairs(t.ducklake_schema.rows) do
+      if r.schema_name == "s" then assert.are.equal(before + 2, tonumber(r.end_snapshot)) end
+      if r.schema_name == "e" then assert.are.equal(before + 1, tonumber(r.end_snapshot)) end
+    end
+    for _, r in ipairs(t.ducklake_column.rows) do assert.are.equal(before + 2, tonumber(r.end_snapshot)) end
+    assert.has_error(function() db:exec("DROP SCHEMA s") end)
+    db:exec("DROP SCHEMA IF EXISTS s")
+    assert.are.equal(before + 2, db:last_snapshot())
+    db:close()
+  end)
 
   it("refuses DML: moraine writes no data, and nothing is committed", function()
     local db = moraine.open(support.tmpdir("dml"), { no_sync = true })

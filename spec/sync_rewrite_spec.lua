@@ -145,6 +145,58 @@ local function merge(c, sid, new)
   return tonumber(a), tonumber(b), tonumber(two[1][2])
 end
 
+-- the last snapshot row's counters (schema_version, next_catalog_id, next_file_id)
+local function last_counters(c)
+  return c.rows("SELECT schema_version, next_catalog_id, next_file_id FROM ducklake_snapshot "
+    .. "ORDER BY snapshot_id DESC LIMIT 1")[1]
+end
+
+-- a snapshot @sid changing no row, its changes @changes
+local function bare_snapshot(c, sid, changes)
+  local last = last_counters(c)
+  c.exec(string.format("INSERT INTO ducklake_snapshot VALUES (%d, %s, %s, %s, %s)", sid, c.ts, last[1], last[2],
+    last[3]))
+  c.exec(string.format("INSERT INTO ducklake_snapshot_changes VALUES (%d, '%s', NULL, NULL, NULL)", sid, changes))
+end
+
+-- A DELETE that replaces a delete file at snapshot @sid (changes @changes,
+-- DuckLake writes deleted_from_table:1): the live delete file of a live data
+-- file of table 1 is deleted outright and scheduled for deletion, the new one
+-- (id @new) inserted with the old one's begin_snapshot. Returns the old id
+-- and its begin.
+local function replace_delete(c, sid, new, changes)
+  local old = c.rows("SELECT delete_file_id, begin_snapshot FROM ducklake_delete_file x WHERE table_id = 1 AND "
+    .. "end_snapshot IS NULL AND EXISTS (SELECT 1 FROM ducklake_data_file d WHERE d.data_file_id = x.data_file_id "
+    .. "AND d.end_snapshot IS NULL) ORDER BY delete_file_id LIMIT 1")[1]
+  assert.is_not_nil(old, "no live delete file to replace")
+  local cols = columns("ducklake_delete_file")
+  local sel = {}
+  for i, col in ipairs(cols) do
+    if col == "delete_file_id" then sel[i] = tostring(new)
+    elseif col == "path" then sel[i] = "'replaced-" .. new .. ".parquet'"
+    elseif col == "delete_count" then sel[i] = "delete_count + 1"
+    else sel[i] = col end
+  end
+  c.exec("BEGIN")
+  c.exec("INSERT INTO ducklake_delete_file (" .. table.concat(cols, ", ") .. ") SELECT " .. table.concat(sel, ", ")
+    .. " FROM ducklake_delete_file WHERE delete_file_id = " .. old[1])
+  c.exec("INSERT INTO ducklake_files_scheduled_for_deletion SELECT delete_file_id, path, path_is_relative, " .. c.ts
+    .. " FROM ducklake_delete_file WHERE delete_file_id = " .. old[1])
+  c.exec("DELETE FROM ducklake_delete_file WHERE delete_file_id = " .. old[1])
+  bare_snapshot(c, sid, changes)
+  c.exec("COMMIT")
+  return tonumber(old[1]), tonumber(old[2])
+end
+
+-- the delete file @id as the catalog holds it (every version), or nil
+local function catalog_delete_file(db, id)
+  return db:read(function(rd)
+    for row in rd:scan("ducklake_delete_file", { at = moraine.ALL }) do
+      if row.delete_file_id == id then return row end
+    end
+  end)
+end
+
 -- ducklake_cleanup_old_files: the files it deleted leave the schedule
 local function cleanup(c)
   c.exec("DELETE FROM ducklake_files_scheduled_for_deletion")
@@ -223,10 +275,26 @@ local function scenario(c, source, open_db)
       assert.is_true(row.snapshot_id < 17 or row.snapshot_id > 19)
     end
   end)
-  -- a second round finds nothing more
-  r = sync.sync(db, source)
+  assert.are.equal("all", r.history_compared)
+  -- a second round finds nothing more, and reads no versioned row: no
+  -- snapshot is new, none expired (the source's one snapshot row L aside)
+  local so = sync.source(source)
+  r = sync.sync(db, so)
   assert.are.same({}, r.expired_at_source)
+  assert.are.same({}, r.history_compared)
   assert.are.equal(0, r.history_deleted + r.history_inserted + r.snapshots + r.rows_changed)
+  so:begin()
+  local stables = so:tables()
+  so:finish()
+  for name, n in pairs(so.reads.rows) do
+    local t = stables[name]
+    if t.placement == "snapshot" then
+      assert.is_true(n <= 1, name .. ": " .. n .. " rows read")
+    else
+      assert.are.equal("rows", t.placement, name .. ": " .. n .. " rows read in an idle round")
+    end
+  end
+  so:close()
 
   local a, b, begin_a = merge(c, 21, 200)
   r = sync.sync(db, source)
@@ -234,6 +302,7 @@ local function scenario(c, source, open_db)
   assert.are.equal(21, r.to)
   assert.are.equal(2, r.history_deleted)
   assert.are.equal(1, r.history_inserted)
+  assert.are.same({ 1 }, r.history_compared) -- merge_adjacent:1 names table 1
   assert_same(db, source)
   assert_reads(db, c, source)
   db:read(function(rd)
@@ -258,6 +327,47 @@ local function scenario(c, source, open_db)
   assert.are.equal(0, r.snapshots)
   assert.is_true(r.rows_changed > 0)
   assert_same(db, source)
+
+  -- a DELETE replacing a delete file (deleted_from_table:1): the old one
+  -- deleted, the new one inserted with its begin
+  local old, old_begin = replace_delete(c, 22, 301, "deleted_from_table:1")
+  r = sync.sync(db, source)
+  assert.are.equal(1, r.snapshots)
+  assert.are.same({ 1 }, r.history_compared)
+  assert.are.equal(1, r.history_deleted)
+  assert.are.equal(1, r.history_inserted)
+  assert.is_nil(catalog_delete_file(db, old))
+  assert.are.equal(old_begin, catalog_delete_file(db, 301).begin_snapshot)
+  assert_same(db, source)
+  assert_reads(db, c, source)
+
+  -- the same in a snapshot whose changes name no table moraine knows: the
+  -- whole past compared, the rewrite replayed
+  old = replace_delete(c, 23, 302, "frobnicated_table:\"x,y\"")
+  r = sync.sync(db, source)
+  assert.are.equal("all", r.history_compared)
+  assert.are.equal(1, r.history_deleted)
+  assert.are.equal(1, r.history_inserted)
+  assert.is_nil(catalog_delete_file(db, old))
+  assert_same(db, source)
+
+  -- a rewrite whose snapshot was expired at the source before the round
+  -- (its changes gone with it, a gap in the ids above L): everything compared
+  old = replace_delete(c, 24, 303, "deleted_from_table:1")
+  c.exec("BEGIN")
+  bare_snapshot(c, 25, "altered_view:7")
+  c.exec("DELETE FROM ducklake_snapshot_changes WHERE snapshot_id = 24")
+  c.exec("DELETE FROM ducklake_snapshot WHERE snapshot_id = 24")
+  c.exec("COMMIT")
+  r = sync.sync(db, source)
+  assert.are.equal(25, r.to)
+  assert.are.equal("all", r.history_compared)
+  assert.are.equal(1, r.history_deleted)
+  assert.are.equal(1, r.history_inserted)
+  assert.is_nil(catalog_delete_file(db, old))
+  assert_same(db, source)
+  assert_reads(db, c, source)
+  assert.are.same({}, db:verify())
   db:close()
 end
 
@@ -297,6 +407,82 @@ describe("moraine.sync replays DuckLake's rewrites of the past", function()
       scenario(c, "postgres:" .. server.conninfo,
         function() return moraine.open(support.tmpdir("dstpg"), { no_sync = true }) end)
     end)
+  end)
+
+  it("a round with one new snapshot compares only the table its changes name, on both sides: the rows read "
+    .. "are that table's at or below the last snapshot and the new ones", function()
+    local ref = support.import_fixture("s2_multi_table")
+    local file = support.tmpdir("src2") .. ".sqlite"
+    sqlite.export_sqlite(ref, file)
+    ref:close()
+    local env = require("luasql.sqlite3").sqlite3()
+    local con = assert(env:connect(file))
+    local c = wrap(con, "'2026-12-01 00:00:00+00'")
+    local ok, err = pcall(function()
+      local db = moraine.open(support.tmpdir("dst2"), { no_sync = true })
+      assert.are.equal(25, sync.sync(db, file).to)
+      -- snapshot 26 inserts a copy of a live file of table 3 (7 files, of 41)
+      local cols = columns("ducklake_data_file")
+      local sel = {}
+      for i, col in ipairs(cols) do
+        if col == "data_file_id" then sel[i] = "900"
+        elseif col == "begin_snapshot" then sel[i] = "26"
+        elseif col == "path" then sel[i] = "'new-900.parquet'"
+        else sel[i] = col end
+      end
+      c.exec("BEGIN")
+      c.exec("INSERT INTO ducklake_data_file (" .. table.concat(cols, ", ") .. ") SELECT " .. table.concat(sel, ", ")
+        .. " FROM ducklake_data_file WHERE table_id = 3 AND end_snapshot IS NULL ORDER BY data_file_id LIMIT 1")
+      -- (a DELETE's snapshot: a delete file of table 3 may have been replaced in the past)
+      bare_snapshot(c, 26, "deleted_from_table:3")
+      c.exec("COMMIT")
+      local so = sync.source(file)
+      local r = sync.sync(db, so)
+      assert.are.equal(26, r.to)
+      assert.are.same({ 3 }, r.history_compared)
+      assert.are.equal(0, r.history_deleted + r.history_inserted)
+      local want = tonumber(c.rows("SELECT COUNT(*) FROM ducklake_data_file WHERE table_id = 3 AND begin_snapshot <= 25")[1][1])
+      local all = tonumber(c.rows("SELECT COUNT(*) FROM ducklake_data_file")[1][1])
+      assert.is_true(want < all - 10)
+      -- the comparison's rows of table 3, and the new file the replay reads
+      assert.are.equal(want + 1, so.reads.rows.ducklake_data_file)
+      local stats = tonumber(c.rows("SELECT COUNT(*) FROM ducklake_file_column_stats s JOIN ducklake_data_file d ON "
+        .. "d.data_file_id = s.data_file_id AND d.table_id = s.table_id WHERE d.table_id = 3 AND d.begin_snapshot <= 25")[1][1])
+      assert.are.equal(stats, so.reads.rows.ducklake_file_column_stats or 0)
+      so:close()
+      assert_same(db, file)
+      -- snapshot 27 only inserts (an append: no past to compare): the round reads the new file only
+      for i, col in ipairs(cols) do
+        if col == "data_file_id" then sel[i] = "901"
+        elseif col == "begin_snapshot" then sel[i] = "27"
+        elseif col == "path" then sel[i] = "'new-901.parquet'"
+        else sel[i] = col end
+      end
+      c.exec("BEGIN")
+      c.exec("INSERT INTO ducklake_data_file (" .. table.concat(cols, ", ") .. ") SELECT " .. table.concat(sel, ", ")
+        .. " FROM ducklake_data_file WHERE table_id = 3 AND end_snapshot IS NULL ORDER BY data_file_id LIMIT 1")
+      bare_snapshot(c, 27, "inserted_into_table:3")
+      c.exec("COMMIT")
+      so = sync.source(file)
+      r = sync.sync(db, so)
+      assert.are.equal(27, r.to)
+      assert.are.same({}, r.history_compared)
+      assert.are.equal(1, so.reads.rows.ducklake_data_file)
+      so:close()
+      assert_same(db, file)
+      db:close()
+    end)
+    con:close()
+    env:close()
+    if not ok then error(err, 0) end
+  end)
+
+  it("reads DuckLake's changes lists: commas inside quoted names, doubled quotes", function()
+    assert.are.same({ 'created_table:"main"."a,b"', "inserted_into_table:3" },
+      sync._change_tokens('created_table:"main"."a,b",inserted_into_table:3'))
+    assert.are.same({ 'created_schema:"x"",y"', "altered_table:1" },
+      sync._change_tokens('created_schema:"x"",y",altered_table:1'))
+    assert.is_nil(sync._change_tokens('created_schema:"open'))
   end)
 
   it("a refused rewrite (a version that is not there, a begin above the last snapshot) changes nothing", function()

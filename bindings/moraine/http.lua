@@ -23,7 +23,7 @@
 -- | `/tables/NAME/history?at=S` | every partition and sort spec version begun by S, and the mixed layout: files, rows and bytes live at S under each spec |
 -- | `/tables/NAME/history.svg?at=S` | the same timeline and layout as an SVG picture (`image/svg+xml`, moraine.layout_http) |
 -- | `/tables/NAME/clustering.svg?at=S&columns=a,b&share=s` | the live files as boxes in rank space with a query band (SVG) |
--- | `/health` | `{"status":"ok","last_snapshot":N}`; open to every client, policy or not |
+-- | `/health` | `{"status":"ok","last_snapshot":N}`, and with a follower (`moraine sync --follow`) `source_newest`, `lag_snapshots`, `lag_seconds`, `last_success`, `last_round`, `failing` (status "failing" then), `error`; open to every client, policy or not |
 --
 -- NAME is `table` (schema main, or unique) or `schema.table`. Every response
 -- carries the snapshot it answers for, in the body (`"snapshot"`) and in the
@@ -31,6 +31,14 @@
 -- never changes); a request with a matching `If-None-Match` gets 304. An
 -- unknown table, snapshot or path is 404, a malformed parameter 400, both with
 -- a JSON body `{"error": "...", "status": N}`.
+--
+-- Lag: when a follower (`moraine sync SOURCE --follow`) keeps the catalog,
+-- it writes its state beside it (moraine.follow_state, `moraine-follow.json`,
+-- read at most every 0.25 s per worker), and every answer carries
+-- `X-Moraine-Lag: snapshots=N; seconds=S` (N: the source's newest snapshot as
+-- of the follower's last round minus the catalog's last; S: seconds since the
+-- start of the follower's last successful round; `; failing` appended while
+-- its rounds fail). No state file: no header.
 --
 -- Secrets (docs/security.md): the secret columns of a row (the encryption
 -- keys of an encrypted lake's data and delete files) are always answered as
@@ -57,6 +65,7 @@
 local moraine = require "moraine"
 local catalog_version = require "moraine.catalog_version"
 local policy_mod = require "moraine.policy"
+local follow_state = require "moraine.follow_state"
 
 local ngx = ngx
 local json = moraine.json_encode
@@ -104,6 +113,7 @@ local function find_sha256()
 end
 
 local db      -- this worker's catalog handle
+local catalog_dir -- its directory (the follower's state file is there: moraine.follow_state)
 local sha256_hex -- string -> hex SHA-256 (find_sha256), set with a policy
 local policy  -- this worker's access policy (moraine.policy), or nil: every client reads every table, keys redacted
 local CHUNK = 500 -- file rows per flushed chunk
@@ -135,6 +145,7 @@ function _M.init_worker(path, opts)
     policy = policy_mod.new(p)
   end
   db = moraine.open(path, { read_only = true, create = false, map_size = opts and opts.map_size })
+  catalog_dir = path
   return true
 end
 
@@ -389,7 +400,8 @@ local ENDPOINTS = {
   { "/tables/NAME/history.svg", "at", "the spec timeline and rows per spec as an SVG picture (docs/layout.md)" },
   { "/tables/NAME/clustering.svg", "at", "the live files as boxes in rank space with a query band, an SVG picture "
     .. "(columns=a,b and share=s optional; docs/layout.md)" },
-  { "/health", "", "{status, last_snapshot}; open to every client, even under an access policy" },
+  { "/health", "", "{status, last_snapshot} and, with a follower, source_newest, lag_snapshots, lag_seconds, "
+    .. "last_success, last_round, failing, error; open to every client, even under an access policy" },
 }
 
 -- GET /: a JSON index of the endpoints, with the location prefix in front
@@ -448,6 +460,33 @@ local function authenticate()
   return tok
 end
 
+-- The follower's state (moraine.follow_state), read at most every 0.25 s
+-- per worker, or nil when no follower ever wrote one; and the time now.
+local state_cache, state_read_at = nil, -1
+local function follower()
+  ngx.update_time()
+  local now = ngx.now()
+  if now - state_read_at >= 0.25 then
+    state_cache = catalog_dir and follow_state.read(catalog_dir) or nil
+    state_read_at = now
+  end
+  return state_cache, now
+end
+
+-- The X-Moraine-Lag value for a catalog whose last snapshot is @last:
+-- "snapshots=N; seconds=S" (a part unknown is left out), "; failing" when
+-- the follower's last round failed; nil without a follower.
+local function lag_header(last)
+  local st, now = follower()
+  if not st then return nil end
+  local snaps, secs = follow_state.lag(st, last, now)
+  local parts = {}
+  if snaps then parts[#parts + 1] = "snapshots=" .. string.format("%d", snaps) end
+  if secs then parts[#parts + 1] = string.format("seconds=%.3f", secs) end
+  if st.failing then parts[#parts + 1] = "failing" end
+  return table.concat(parts, "; ")
+end
+
 local function health()
   local ok, last = pcall(db.last_snapshot, db)
   if not ok then
@@ -461,7 +500,20 @@ local function health()
   ngx.status = 200
   ngx.header["Content-Type"] = "application/json"
   ngx.header["Cache-Control"] = "no-store"
-  ngx.say(('{"status":"ok","last_snapshot":%s}'):format(last == nil and "null" or json(last)))
+  local st, now = follower()
+  if not st then
+    ngx.say(('{"status":"ok","last_snapshot":%s}'):format(last == nil and "null" or json(last)))
+    return ngx.exit(200)
+  end
+  local snaps, secs = follow_state.lag(st, last, now)
+  local lag = lag_header(last)
+  if lag then ngx.header["X-Moraine-Lag"] = lag end
+  local doc = { status = st.failing and "failing" or "ok", last_snapshot = last == nil and NULL or last,
+    source_newest = st.source_newest or NULL, lag_snapshots = snaps or NULL, lag_seconds = secs or NULL,
+    last_success = st.last_success or NULL, last_round = st.last_round or NULL, failing = st.failing == true,
+    error = st.error or NULL }
+  ngx.say(json(doc, { "status", "last_snapshot", "source_newest", "lag_snapshots", "lag_seconds", "last_success",
+    "last_round", "failing", "error" }))
   return ngx.exit(200)
 end
 
@@ -492,6 +544,9 @@ local function serve(opts)
     ngx.header["Cache-Control"] = "private"
     ngx.header["Vary"] = "Authorization"
   end
+  local lok, last = pcall(db.last_snapshot, db)
+  local lag = lok and lag_header(last) or nil
+  if lag then ngx.header["X-Moraine-Lag"] = lag end
   local handler, name, pic = route(uri)
   if name and not is_utf8(name) then return fail(400, "the table name is not valid UTF-8") end
   if not handler then return fail(404, "no such path: " .. uri .. " (GET " .. prefix .. "/ lists the endpoints)") end
@@ -539,7 +594,9 @@ end
 -- scopes) with a JSON error, 405 for methods other than GET and HEAD, 503
 -- before init_worker (or when its policy failed to load), 500 for an engine
 -- error (logged; never with the token). `/health` answers 200
--- `{"status":"ok","last_snapshot":N}` to every client. Never raises: an error
+-- `{"status":"ok","last_snapshot":N}` to every client (with a follower's
+-- state: its lag too, see the module's "Lag"); answers carry
+-- `X-Moraine-Lag` when a follower keeps the catalog. Never raises: an error
 -- escaping the handlers is logged and answered 500 when the headers are not
 -- sent yet.
 function _M.serve(opts)

@@ -526,7 +526,9 @@ local function run(m, tx, st, on_data)
   elseif v == "drop_schema" then
     local s = find(m.schemas, st.name)
     if not s then if st.if_exists then return end schema_of(m, st.name) end
-    call(tx, "drop_schema", s.name)
+    -- DuckLake (DuckLakeSchemaEntry::TryDropSchema): refused while the schema
+    -- has tables or views, unless CASCADE, which drops them (the verb checks)
+    call(tx, "drop_schema", s.name, st.cascade or false)
     local _, i = find(m.schemas, st.name)
     table.remove(m.schemas, i)
   elseif v == "create_table" then

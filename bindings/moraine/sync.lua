@@ -65,9 +65,25 @@
 -- (the first commit id's, or one snapshot-less commit when there is none),
 -- before its staged rows and after its check of the catalog's last snapshot.
 -- Non-versioned tables are made equal in the round's last commit, as before.
+--
+-- What is compared: DuckLake rewrites the past only (a) by expiring
+-- snapshots, (b) inside a new snapshot whose `ducklake_snapshot_changes` names
+-- the table by id (`merge_adjacent:T`, `compacted_table:T`, a DELETE
+-- replacing a delete file: `deleted_from_table:T`, `flushed_inlined:T`), or
+-- (c) in the non-versioned `ducklake_files_scheduled_for_deletion`. So a
+-- round first reads one row (`snapshot_stats`: the source's newest snapshot,
+-- the count and sum of its ids at or below L). Ids at or below L that differ
+-- from the catalog's (an expiry) compare everything. Else no newer snapshot
+-- compares nothing (and reads no versioned row). Else the new snapshots'
+-- changes decide: the versioned tables with a `table_id` column are compared
+-- on their rows of the tables named (both sides filtered by table_id), and
+-- the inlined-data tables of those tables whole; everything is compared when
+-- the new snapshots do not tell (a gap in their ids: one expired above L; a
+-- commit id without a snapshot; a snapshot without changes; a change kind
+-- that is not known to name its table). The round's result says which
+-- (`history_compared`).
 -- Memory: the comparison holds one table (its versions' forms and its
--- children) of each side at a time, as `compare` does, and every round reads
--- all versions at or below L once from both sides; the rewrites found are
+-- children) of each side at a time, as `compare` does; the rewrites found are
 -- held until the commit. Assumed of DuckLake: the parents that have children
 -- (data files, partition and sort specs, snapshots) have one version per key.
 --
@@ -358,7 +374,29 @@ end
 -- The rewrites of one table @t: deletes (catalog versions the source lacks)
 -- appended to @out.deletes, inserts (source versions the catalog lacks, with
 -- their children) to @out.inserts.
-local function table_rewrites(db, src, tables, t, from, out)
+-- The catalog's rows of @name (every version), restricted to the table ids
+-- @ids (an array; nil: all): fn(row, children, ord) for each.
+local function scan_catalog(rd, name, ids, fn)
+  if not ids then
+    for row, children, ord in rd:scan(name, { at = moraine.ALL }) do fn(row, children, ord) end
+    return
+  end
+  for _, id in ipairs(ids) do
+    local ok, it, st, ctl = pcall(rd.scan, rd, name, { at = moraine.ALL, table_id = id })
+    if ok then
+      for row, children, ord in it, st, ctl do fn(row, children, ord) end
+    else -- a relation not keyed by table_id first (EINVAL): every row, filtered
+      if not (moraine.is_error(it) and it.code == "EINVAL") then error(it, 0) end
+      for row, children, ord in rd:scan(name, { at = moraine.ALL }) do
+        if row.table_id ~= nil and row.table_id ~= NULL and same_int(row.table_id, id) then fn(row, children, ord) end
+      end
+    end
+  end
+end
+
+-- @ids: nil (every row of @t) or an array of table ids (the rows of those
+-- tables only, on both sides: @t has a table_id column)
+local function table_rewrites(db, src, tables, t, from, out, ids)
   local name, cols = t.name, t.columns
   local snapshot = t.placement == "snapshot"
   local bcol = snapshot and "snapshot_id" or "begin_snapshot"
@@ -371,7 +409,7 @@ local function table_rewrites(db, src, tables, t, from, out)
   local have, nhave = {}, 0
   if db:relation(name) then
     db:read(function(rd)
-      for row, children, ord in rd:scan(name, { at = moraine.ALL }) do
+      scan_catalog(rd, name, ids, function(row, children, ord)
         local kids = {}
         for _, ct in ipairs(kids_of) do
           for _, k in ipairs(children and children[ct.name] or {}) do kids[#kids + 1] = { name = ct.name, row = k } end
@@ -384,7 +422,7 @@ local function table_rewrites(db, src, tables, t, from, out)
         end
         l[#l + 1] = { row = row, ord = ord }
         nhave = nhave + 1
-      end
+      end)
     end)
   end
   -- the source's children of versions at or below from, by parent key and begin
@@ -392,7 +430,7 @@ local function table_rewrites(db, src, tables, t, from, out)
   for _, ct in ipairs(kids_of) do
     local c = CHILD[ct.name]
     for row, pos, pb in src:select(ct, { kind = "child", parent = name, keys = c.keys, parent_column = bcol,
-      lo = -1, hi = from }) do
+      lo = -1, hi = from, table_ids = ids }) do
       local pk = key_form(row, c.keys) .. "\0" .. vform(pb)
       local l = kids[pk]
       if not l then
@@ -403,7 +441,7 @@ local function table_rewrites(db, src, tables, t, from, out)
     end
   end
   local pkeys = #kids_of > 0 and CHILD[kids_of[1].name].keys or nil
-  for row, pos in src:select(t, { kind = "id", column = bcol, lo = -1, hi = from }) do
+  for row, pos in src:select(t, { kind = "id", column = bcol, lo = -1, hi = from, table_ids = ids }) do
     local r = row
     if not snapshot and row.end_snapshot ~= NULL and ilt(from, row.end_snapshot) then
       r = {}
@@ -428,12 +466,153 @@ local function table_rewrites(db, src, tables, t, from, out)
   end
 end
 
--- Every rewrite of the round (nil @from: none), deletes first in table order.
-local function plan_rewrites(db, src, tables, from)
+-- ---- which tables a round compares --------------------------------------------------
+-- DuckLake changes the past only (a) when it expires snapshots (the source's
+-- snapshot ids at or below L are then fewer than the catalog's), (b) inside a
+-- new snapshot whose ducklake_snapshot_changes names the table by id
+-- (merge_adjacent / compacted_table, a DELETE replacing a delete file:
+-- deleted_from_table, flushed_inlined, ...; an INSERT, ALTER or DROP only
+-- begins and ends versions at the new snapshot), (c) in the non-versioned
+-- ducklake_files_scheduled_for_deletion (made equal every round anyway).
+
+-- the change kinds whose value is a table id and with which a rewrite of
+-- that table's past may come (a DELETE replacing a delete file, a flush of
+-- inlined data, a compaction or merge)
+local ID_KINDS = {}
+for _, k in ipairs({ "deleted_from_table", "tables_deleted_from", "inlined_delete", "flushed_inlined",
+  "compacted_table", "merge_adjacent" }) do ID_KINDS[k] = true end
+-- the change kinds whose value is a table id and which only begin or end
+-- versions at the new snapshot (an INSERT adds files that begin there; an
+-- ALTER or DROP ends and begins rows there): the ordinary replay brings
+-- them, nothing of the past is compared (a plain append stays cheap)
+local APPEND_KINDS = {}
+for _, k in ipairs({ "inserted_into_table", "tables_inserted_into", "inlined_insert", "altered_table",
+  "dropped_table" }) do APPEND_KINDS[k] = true end
+-- the change kinds that name no table and rewrite no past version (a
+-- schema, view or macro created, altered or dropped: rows begun or ended at
+-- the new snapshot, which the ordinary replay brings)
+local NAME_KINDS = {}
+for _, k in ipairs({ "created_schema", "created_table", "created_view", "created_scalar_macro",
+  "created_table_macro", "dropped_schema", "dropped_view", "altered_view", "dropped_scalar_macro",
+  "dropped_table_macro" }) do NAME_KINDS[k] = true end
+
+-- The tokens of a changes_made value: comma-separated outside double quotes
+-- (DuckLake quotes names, doubling a quote inside), or nil when a quote is
+-- left open.
+local function change_tokens(s)
+  local out, cur, quoted, i = {}, {}, false, 1
+  while i <= #s do
+    local ch = s:sub(i, i)
+    if quoted then
+      if ch == '"' and s:sub(i + 1, i + 1) == '"' then
+        cur[#cur + 1] = '""'
+        i = i + 1
+      elseif ch == '"' then
+        quoted = false
+        cur[#cur + 1] = ch
+      else
+        cur[#cur + 1] = ch
+      end
+    elseif ch == '"' then
+      quoted = true
+      cur[#cur + 1] = ch
+    elseif ch == "," then
+      out[#out + 1] = table.concat(cur)
+      cur = {}
+    else
+      cur[#cur + 1] = ch
+    end
+    i = i + 1
+  end
+  if quoted then return nil end
+  out[#out + 1] = table.concat(cur)
+  return out
+end
+M._change_tokens = change_tokens -- (tests)
+
+-- The scope of the comparison when the round has new snapshots and no
+-- expiry: the table ids their changes name (a set inum -> id), or "all" and
+-- why, when the new snapshots do not tell (a snapshot id missing in
+-- (@from, @newest]: one expired above L; a commit id without its snapshot; a
+-- snapshot without changes; a change kind not known to name its table).
+local function scope_of_new(src, tables, from, newest, ids)
+  local st, ct = tables.ducklake_snapshot, tables.ducklake_snapshot_changes
+  if not st or not ct or newest == nil then return "all", "the source has no snapshot changes" end
+  local seen, n = {}, 0
+  for row in src:select(st, { kind = "id", column = "snapshot_id", lo = from, hi = newest }) do
+    seen[inum(row.snapshot_id)] = true
+    n = n + 1
+  end
+  -- every changes row read first (an iterator left early keeps its cursor)
+  local changes = {}
+  for row in src:select(ct, { kind = "id", column = "snapshot_id", lo = from, hi = newest }) do
+    changes[#changes + 1] = row
+  end
+  if tonumber(moraine.int64(newest) - from) ~= n then
+    return "all", "a snapshot above the catalog's last was expired at the source"
+  end
+  for _, id in ipairs(ids) do
+    if not seen[inum(id)] then return "all", "commit id " .. inum(id) .. " has no snapshot" end
+  end
+  local set, told = {}, {}
+  for _, row in ipairs(changes) do
+    local made = row.changes_made
+    if type(made) ~= "string" then return "all", "snapshot " .. inum(row.snapshot_id) .. " lists no changes" end
+    local toks = change_tokens(made)
+    if not toks then return "all", "snapshot " .. inum(row.snapshot_id) .. ": unreadable changes" end
+    for _, tok in ipairs(toks) do
+      local kind, val = tok:match("^([%a_]+):(.*)$")
+      if kind and ID_KINDS[kind] and val:match("^%d+$") and #val <= 18 then
+        local id = sync_source.parse_int(val)
+        set[inum(id)] = id
+      elseif not (kind and (NAME_KINDS[kind] or (APPEND_KINDS[kind] and val:match("^%d+$")))) then
+        return "all", "snapshot " .. inum(row.snapshot_id) .. ": change '" .. tok .. "' names no table"
+      end
+    end
+    told[inum(row.snapshot_id)] = true
+  end
+  for k in pairs(seen) do
+    if not told[k] then return "all", "snapshot " .. k .. " has no ducklake_snapshot_changes row" end
+  end
+  return set
+end
+
+-- the table id of an inlined-data table of DuckLake
+-- (ducklake_inlined_data_<table_id>_<schema_version>), or nil
+local function inlined_table_id(name)
+  local id = name:match("^ducklake_inlined_%a+_(%d+)")
+  return id and #id <= 18 and sync_source.parse_int(id) or nil
+end
+
+-- Every rewrite of the round, deletes first in table order. @scope: nil (no
+-- comparison), "all" (every versioned table and ducklake_snapshot, whole) or
+-- a set of table ids (the versioned tables with a table_id column, their rows
+-- of those tables; the inlined-data tables of those tables, whole).
+local function plan_rewrites(db, src, tables, from, scope)
   local out = { deletes = {}, inserts = {} }
-  if from == nil then return out end
+  if from == nil or scope == nil then return out end
+  local ids
+  if scope ~= "all" then
+    ids = {}
+    for _, id in pairs(scope) do ids[#ids + 1] = id end
+    table.sort(ids, ilt)
+    if #ids == 0 then return out end
+  end
   for _, t in ipairs(tables) do
-    if t.placement == "temporal" or t.placement == "snapshot" then table_rewrites(db, src, tables, t, from, out) end
+    if t.placement == "temporal" or t.placement == "snapshot" then
+      if not ids then
+        table_rewrites(db, src, tables, t, from, out)
+      elseif t.placement == "temporal" then
+        local has_tid = false
+        for _, c in ipairs(t.columns) do if c == "table_id" then has_tid = true end end
+        local inl = inlined_table_id(t.name)
+        if has_tid then
+          table_rewrites(db, src, tables, t, from, out, ids)
+        elseif inl and scope[inum(inl)] then
+          table_rewrites(db, src, tables, t, from, out)
+        end
+      end
+    end
   end
   return out
 end
@@ -461,7 +640,9 @@ end
 --   earlier sync (or import) of the same source wrote
 -- @param source a source spec (string, see `source`) or a source object
 -- @tparam[opt] table opts `batch` (commit ids per source query, default 64),
---   `progress(done, total)` called after each commit (`true` cancels with
+--   `progress(done, total, id, newest)` called after each commit (commit
+--   ids done and in all, the id just committed, the source's newest
+--   snapshot; returning `true` cancels with
 --   EINVAL "sync cancelled"; what was committed stays), `before_commit(id)`
 --   (tests: called before each commit)
 -- @return a table `{from = catalog's last snapshot before (nil: none), to =
@@ -471,7 +652,11 @@ end
 --   longer has (expired there; this round deleted them), sorted, empty when
 --   none; history_deleted, history_inserted = versions (and snapshot rows)
 --   at or below the catalog's last snapshot this round deleted and inserted
---   as the source did (see "How sync replays the past"); version = the source's DuckLake catalog version,
+--   as the source did (see "How sync replays the past"); history_compared =
+--   what the round compared for them: `{}` (nothing), an array of table ids
+--   (the rows of those tables), or "all" (with `history_why`, a sentence);
+--   source_newest = the source's newest snapshot id as the round read it
+--   (nil: it has none); version = the source's DuckLake catalog version,
 --   its ducklake_metadata 'version' value, e.g. "0.1" or "1.1-dev1", or nil)`.
 --   Any catalog version is copied row for row as stored (an old catalog is
 --   not migrated: v0.1's ducklake_partition_column.column_id stays a position)
@@ -503,11 +688,46 @@ function M.sync(db, source, opts)
       local from = catalog_last(db)
       check_follows(db, src, tables, from)
       check_columns(db, tables)
-      local ids = src:commit_ids(from)
+      -- the source's newest snapshot, and the count and sum of its ids at or
+      -- below L (one row): no newer snapshot means no commit id (DuckLake
+      -- writes a snapshot with every row it begins or ends, and never expires
+      -- the newest); ids at or below L equal to the catalog's means no expiry
+      -- (DuckLake never adds a snapshot below its newest)
+      local newest, n_src, sum_src = src:snapshot_stats(from)
+      local ids
+      if from ~= nil and newest ~= nil and same_int(newest, from) then ids = {} else ids = src:commit_ids(from) end
       local expected = from
-      local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label,
-        expired_at_source = expired_at_source(db, src, tables, from), version = catalog_version(src, tables) }
-      local rewrites = plan_rewrites(db, src, tables, from)
+      local result = { from = from, snapshots = 0, rows_changed = 0, source = src.label, expired_at_source = {},
+        version = catalog_version(src, tables), source_newest = newest }
+      local scope, why
+      if from ~= nil then
+        local n_cat, sum_cat = 0, 0
+        if db:relation("ducklake_snapshot") then
+          db:read(function(rd)
+            for row in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
+              n_cat = n_cat + 1
+              sum_cat = sum_cat + row.snapshot_id
+            end
+          end)
+        end
+        if tostring(n_cat) ~= n_src or inum(sum_cat) ~= sum_src then
+          result.expired_at_source = expired_at_source(db, src, tables, from)
+          scope, why = "all", "snapshots expired at the source"
+        elseif #ids > 0 then
+          scope, why = scope_of_new(src, tables, from, newest, ids)
+        end
+      end
+      if scope == nil then
+        result.history_compared = {}
+      elseif scope == "all" then
+        result.history_compared, result.history_why = "all", why
+      else
+        local l = {}
+        for _, id in pairs(scope) do l[#l + 1] = id end
+        table.sort(l, ilt)
+        result.history_compared = l
+      end
+      local rewrites = plan_rewrites(db, src, tables, from, scope)
       result.history_deleted, result.history_inserted = #rewrites.deletes, #rewrites.inserts
       local rewrites_pending = #rewrites.deletes + #rewrites.inserts > 0
       -- defines the source's tables the catalog lacks; returns the set of
@@ -566,7 +786,7 @@ function M.sync(db, source, opts)
           rewrites_pending = false
           expected = id
           result.snapshots = result.snapshots + 1
-          if opts.progress and opts.progress(n, #ids) == true then
+          if opts.progress and opts.progress(n, #ids, id, newest) == true then
             raise("EINVAL", "sync: sync cancelled after source snapshot %s", inum(id))
           end
         end

@@ -124,13 +124,23 @@ local function sql_ident(s) return '"' .. s:gsub('"', '""') .. '"' end
 
 local function sql_int(v) return int_text(v) end
 
+-- ` AND <alias>table_id IN (...)` for a filter's `table_ids` (an array of
+-- exact integers), or ""
+local function sql_table_ids(f, a)
+  if not f or not f.table_ids then return "" end
+  local l = {}
+  for i, v in ipairs(f.table_ids) do l[i] = sql_int(v) end
+  if #l == 0 then return " AND 1 = 0" end
+  return " AND " .. a .. "table_id IN (" .. table.concat(l, ", ") .. ")"
+end
+
 -- The WHERE clause of a filter (see source:select)
 local function sql_where(f, alias)
   if not f then return "" end
   local a = alias and (alias .. ".") or ""
   if f.kind == "id" then
     return string.format(" WHERE %s%s > %s AND %s%s <= %s", a, sql_ident(f.column), sql_int(f.lo), a,
-      sql_ident(f.column), sql_int(f.hi))
+      sql_ident(f.column), sql_int(f.hi)) .. sql_table_ids(f, a)
   elseif f.kind == "versions" then
     return string.format(" WHERE (%sbegin_snapshot > %s AND %sbegin_snapshot <= %s) OR "
       .. "(%send_snapshot > %s AND %send_snapshot <= %s)", a, sql_int(f.lo), a, sql_int(f.hi), a, sql_int(f.lo), a,
@@ -144,9 +154,10 @@ end
 -- (kind "int", "bool", "real", "text", "any"); dialect.select_list(col, kind, alias)
 -- -> SQL expressions; dialect.convert(raw, i, kind) -> value, consumed.
 local function sql_source(kind, label, con, env, dialect)
-  local src = { kind = kind, label = label, con = con, env = env }
+  local src = { kind = kind, label = label, con = con, env = env, reads = { queries = 0, rows = {} } }
 
   function src:exec(sql)
+    self.reads.queries = self.reads.queries + 1
     local cur, err = self.con:execute(sql)
     if not cur and tostring(err):find("not a database", 1, true) then
       raise("EINVAL", "sync: %s is not a SQLite database (%s)", self.label, tostring(err):gsub("^LuaSQL: ", ""))
@@ -176,7 +187,14 @@ local function sql_source(kind, label, con, env, dialect)
     self.tables_cache = nil
   end
 
+  -- the cursors of iterators not run to their end (a caller that stopped
+  -- early): closed by finish, before its COMMIT (SQLite refuses to commit with
+  -- a statement in progress, and would keep its read lock)
+  src.open_cursors = {}
+
   function src:finish()
+    for cur in pairs(self.open_cursors) do pcall(cur.close, cur) end
+    self.open_cursors = {}
     self:exec("COMMIT")
     self.tables_cache = nil
   end
@@ -221,19 +239,25 @@ local function sql_source(kind, label, con, env, dialect)
       sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t JOIN "
         .. sql_ident(f.parent) .. " p ON " .. table.concat(on, " AND ")
         .. string.format(" WHERE p.%s > %s AND p.%s <= %s", sql_ident(pcol), sql_int(f.lo), sql_ident(pcol),
-          sql_int(f.hi))
+          sql_int(f.hi)) .. sql_table_ids(f, "p.")
     else
       sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t" .. sql_where(f, alias)
     end
     sql = sql .. " ORDER BY " .. dialect.order(alias)
     local cur = self:exec(sql)
     local ncols = #t.columns
+    local rows = self.reads.rows
+    local open = self.open_cursors
+    open[cur] = true
     return function()
+      if not open[cur] then return nil end
       local raw = cur:fetch({}, "n")
       if not raw then
+        open[cur] = nil
         cur:close()
         return nil
       end
+      rows[t.name] = (rows[t.name] or 0) + 1
       local row, i = {}, 1
       for _, c in ipairs(t.columns) do
         local v, used = dialect.convert(raw, i, t.kinds[c])
@@ -267,6 +291,18 @@ local function sql_source(kind, label, con, env, dialect)
       ids[#ids + 1] = parse_int(r[1])
     end
     return ids
+  end
+
+  -- the newest snapshot id (nil: none), and the count and sum of the
+  -- snapshot ids at or below @at (nil: 0, 0), as decimal text; one row read
+  function src:snapshot_stats(at)
+    local t = self:tables().ducklake_snapshot
+    if not t then return nil, "0", "0" end
+    local below = at and sql_int(at) or "-1"
+    local r = self:all("SELECT CAST(MAX(snapshot_id) AS TEXT), CAST(COUNT(CASE WHEN snapshot_id <= " .. below
+      .. " THEN 1 END) AS TEXT), CAST(COALESCE(SUM(CASE WHEN snapshot_id <= " .. below
+      .. " THEN snapshot_id END), 0) AS TEXT) FROM " .. sql_ident(t.name))[1]
+    return r[1] and parse_int(r[1]) or nil, r[2], r[3]
   end
 
   return src
@@ -415,7 +451,7 @@ end
 -- ---- NDJSON source ---------------------------------------------------------------------
 
 local function open_ndjson(dir)
-  local src = { kind = "ndjson", label = dir }
+  local src = { kind = "ndjson", label = dir, reads = { queries = 0, rows = {} } }
   local function list()
     local names = {}
     local p = io.popen("ls -1 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
@@ -466,11 +502,18 @@ local function open_ndjson(dir)
     if v == nil or v == NULL then return false end
     return ilt(lo, v) and not ilt(hi, v)
   end
-  function src.select(_, t, f)
+  local function in_ids(f, v)
+    if not f.table_ids then return true end
+    for _, id in ipairs(f.table_ids) do
+      if v ~= nil and v ~= NULL and inum(v) == inum(id) then return true end
+    end
+    return false
+  end
+  local function select(t, f)
     local rows = load(t)
     local match
     if f and f.kind == "id" then
-      match = function(r) return within(r[f.column], f.lo, f.hi) end
+      match = function(r) return within(r[f.column], f.lo, f.hi) and in_ids(f, r.table_id) end
     elseif f and f.kind == "versions" then
       match = function(r) return within(r.begin_snapshot, f.lo, f.hi) or within(r.end_snapshot, f.lo, f.hi) end
     elseif f and f.kind == "child" then
@@ -495,7 +538,7 @@ local function open_ndjson(dir)
       local ptab = src.tables()[f.parent]
       local picked, begins = {}, {}
       for _, p in ipairs(ptab and load(ptab) or {}) do
-        if within(p[f.parent_column], f.lo, f.hi) then
+        if within(p[f.parent_column], f.lo, f.hi) and in_ids(f, p.table_id) then
           local k = {}
           for i, c in ipairs(f.keys) do k[i] = vform(p[c]) end
           for _, i in ipairs(idx[table.concat(k, "\0")] or {}) do
@@ -534,6 +577,32 @@ local function open_ndjson(dir)
       end
     end
   end
+  function src.select(_, t, f)
+    src.reads.queries = src.reads.queries + 1
+    local it = select(t, f)
+    local rows = src.reads.rows
+    return function()
+      local row, pos, extra = it()
+      if row ~= nil then rows[t.name] = (rows[t.name] or 0) + 1 end
+      return row, pos, extra
+    end
+  end
+  function src.snapshot_stats(_, at)
+    local t = src.tables().ducklake_snapshot
+    if not t then return nil, "0", "0" end
+    local newest, n, sum = nil, 0, 0
+    for _, r in ipairs(load(t)) do
+      local id = r.snapshot_id
+      if id ~= nil and id ~= NULL then
+        if newest == nil or ilt(newest, id) then newest = id end
+        if at ~= nil and not ilt(at, id) then
+          n = n + 1
+          sum = sum + id
+        end
+      end
+    end
+    return newest, tostring(n), int_text(sum)
+  end
   function src.commit_ids(_, after)
     local seen, ids = {}, {}
     local function add(v)
@@ -565,8 +634,10 @@ end
 -- @tparam string spec `postgres:CONNINFO`, a `postgres://` or
 --   `postgresql://` URI, a directory of NDJSON files, or a SQLite file
 -- @return a source object (methods `begin`, `finish`, `tables`,
---   `commit_ids`, `select`, `close`; fields `kind` "postgres", "sqlite" or
---   "ndjson" and `label`)
+--   `commit_ids`, `select`, `snapshot_stats`, `close`; fields `kind`
+--   "postgres", "sqlite" or "ndjson", `label`, and `reads = {queries = n,
+--   rows = {table name -> rows returned}}`, counted since the source was
+--   opened: what a round read, for tests and benchmarks)
 -- @raise EIO (cannot connect, open or read; the message names the source),
 --   EINVAL (a file that is not a SQLite database); a plain string error when
 --   the LuaSQL driver needed is not installed or `spec` is not a string
@@ -599,5 +670,7 @@ M.vform = vform
 M.ilt = ilt
 --- `inum(v)`: an exact integer as a string usable as a Lua table key.
 M.inum = inum
+--- `parse_int(s)`: decimal integer text to an exact integer.
+M.parse_int = parse_int
 
 return M

@@ -16,6 +16,7 @@ local istr, key, is_null, num, exists, is_dir = util.istr, util.key, util.is_nul
 local cell = output.cell
 
 local catalog_version = require "moraine.catalog_version"
+local ident_rules = require "moraine.ident"
 local M = {}
 
 -- ---- opening the catalog -------------------------------------------------------------------
@@ -141,34 +142,57 @@ local function list_names(tabs)
   return #names > 0 and concat(names, ", ") or "none"
 end
 
---- Finds TABLE in a list of tables: "name" (schema main, or unique
--- across schemas) or "schema.name".
--- @tparam {table,...} tabs the tables (as `tables_at` or `table_versions` give them)
--- @tparam string name TABLE
--- @treturn ?table the table, or nil
--- @treturn ?{table,...} when the name is ambiguous: the tables it names
-function M.find_table(tabs, name)
+-- One pass of @{find_table}: names compared with @{eq}.
+local function find_with(tabs, name, eq)
   local hits = {}
   for i = 1, #name do
     if name:sub(i, i) == "." then
       local sch, tn = name:sub(1, i - 1), name:sub(i + 1)
       for _, t in ipairs(tabs) do
-        if t.schema == sch and t.name == tn then hits[#hits + 1] = t end
+        if eq(t.schema, sch) and eq(t.name, tn) then hits[#hits + 1] = t end
       end
     end
   end
   if #hits == 1 then return hits[1] end
-  local main, named = nil, {}
+  if #hits > 1 then return nil, hits end
+  local mains, named = {}, {}
   for _, t in ipairs(tabs) do
-    if t.name == name then
+    if eq(t.name, name) then
       named[#named + 1] = t
-      if t.schema == "main" then main = t end
+      if t.schema == "main" then mains[#mains + 1] = t end
     end
   end
-  if main then return main end
+  if #mains == 1 then return mains[1] end
+  if #mains > 1 then return nil, mains end
   if #named == 1 then return named[1] end
   if #named > 1 then return nil, named end
   return nil
+end
+
+local function exact(a, b) return a == b end
+
+--- Finds TABLE in a list of tables: "name" (schema main, or unique
+-- across schemas) or "schema.name". Names follow DuckDB's rule,
+-- case-insensitive and case-preserving (`moraine.ident.same`: ASCII letters
+-- folded): a match spelled exactly as stored wins; else a unique match
+-- without regard to case; several such matches are ambiguous.
+-- @tparam {table,...} tabs the tables (as `tables_at` or `table_versions` give them)
+-- @tparam string name TABLE
+-- @treturn ?table the table, or nil
+-- @treturn ?{table,...} when the name is ambiguous: the tables it names
+function M.find_table(tabs, name)
+  local t, amb = find_with(tabs, name, exact)
+  if t or amb then return t, amb end
+  return find_with(tabs, name, ident_rules.same)
+end
+
+--- Whether table version @v is named TABLE (@{find_table}'s rule: exactly or
+-- without regard to case, bare or as schema.name).
+-- @tparam table v a table (as `tables_at` or `table_versions` give them)
+-- @tparam string name TABLE
+-- @treturn boolean
+function M.named(v, name)
+  return ident_rules.same(v.name, name) or ident_rules.same(M.qualified(v), name)
 end
 
 --- Every version of ducklake_table that some snapshot saw.
@@ -239,7 +263,7 @@ function M.resolve_table(rd, name, S, what)
   -- was it there at another snapshot? (a dropped or renamed table)
   local byid, order = {}, {}
   for _, v in ipairs(M.table_versions(rd)) do
-    if v.name == name or M.qualified(v) == name then
+    if M.named(v, name) then
       local k = key(v.id)
       if not byid[k] then byid[k] = {}; order[#order + 1] = k end
       local l = byid[k]
@@ -251,7 +275,7 @@ function M.resolve_table(rd, name, S, what)
     local parts = {}
     for i, k in ipairs(order) do
       local vs = {}
-      for _, v in ipairs(byid[k]) do if v.name == name or M.qualified(v) == name then vs[#vs + 1] = v end end
+      for _, v in ipairs(byid[k]) do if M.named(v, name) then vs[#vs + 1] = v end end
       local span, _, hi = M.lifetime(vs)
       parts[i] = "#" .. k .. " at " .. span .. (hi and (" (--at " .. istr(hi) .. ")") or "")
     end

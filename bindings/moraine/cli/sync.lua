@@ -9,6 +9,7 @@ local errors = require "moraine.cli.errors"
 local util = require "moraine.cli.util"
 local output = require "moraine.cli.output"
 local catalog = require "moraine.cli.catalog"
+local follow_state = require "moraine.follow_state"
 
 local M = {}
 
@@ -52,6 +53,12 @@ local function note_expired(r)
     #gone == 1 and "" or "s", table.concat(ids, ", "), #gone > 10 and ", ..." or ""))
 end
 
+-- "N snapshots, S s" (or "unknown")
+local function lag_text(snaps, secs)
+  return string.format("%s snapshot%s, %s", snaps and tostring(snaps) or "unknown", snaps == 1 and "" or "s",
+    secs and string.format("%.3f s", secs) or "unknown s")
+end
+
 local function follow(ctx, source)
   local text = ctx.opts.interval or "1"
   local n, unit = text:match("^(%d*%.?%d+)(m?s?)$")
@@ -62,25 +69,50 @@ local function follow(ctx, source)
   end
   local db = open_catalog(ctx, true)
   local last_expired = 0
+  -- what the HTTP workers read (moraine.follow_state): written after every
+  -- round, and about once a second during a long one
+  local state = { source_kind = source:match("^postgres") and "postgres" or util.is_dir(source) and "ndjson" or "sqlite",
+    interval = secs, failing = false, last_snapshot = db:last_snapshot() }
+  local function save()
+    local ok, e = pcall(follow_state.write, ctx.dir, state)
+    if not ok then io.stderr:write("moraine: ", moraine.is_error(e) and e.message or tostring(e), "\n") end
+  end
   while true do
     local t0 = moraine.clock()
-    local ok, r = pcall(sync.sync, db, source)
+    local began = follow_state.now()
+    local saved = t0
+    local ok, r = pcall(sync.sync, db, source, { progress = function(_, _, id, newest)
+      if moraine.clock() - saved >= 1 then
+        state.last_snapshot, state.source_newest, saved = id, newest, moraine.clock()
+        save()
+      end
+    end })
+    local now = follow_state.now()
+    state.last_round = now
     if ok then
+      state.last_snapshot, state.source_newest = r.to, r.source_newest
+      state.as_of, state.last_success, state.failing, state.error = began, now, false, nil
+      save()
       if #r.expired_at_source ~= last_expired then
         last_expired = #r.expired_at_source
         note_expired(r)
       end
       if r.snapshots > 0 or r.rows_changed > 0 then
         io.stdout:write(string.format("synced %d snapshots, last snapshot %s, %d rows of non-versioned tables "
-          .. "changed, in %.3f s\n", r.snapshots, r.to and util.istr(r.to) or "none", r.rows_changed, moraine.clock() - t0))
+          .. "changed, in %.3f s; behind the source: %s\n", r.snapshots, r.to and util.istr(r.to) or "none",
+          r.rows_changed, moraine.clock() - t0, lag_text(follow_state.lag(state, nil, follow_state.now()))))
         io.stdout:flush()
       end
-    elseif moraine.is_error(r) and r.code ~= "EIO" then
-      db:close()
-      errors.fail(r.code .. ": " .. r.message, "the catalog keeps every snapshot it had; nothing of another writer was removed")
     else
-      io.stderr:write("moraine: ", moraine.is_error(r) and (r.code .. ": " .. r.message) or tostring(r),
-        " (trying again in ", text, ")\n")
+      state.last_snapshot, state.failing = db:last_snapshot(), true
+      state.error = moraine.is_error(r) and (r.code .. ": " .. r.message) or tostring(r)
+      save()
+      if moraine.is_error(r) and r.code ~= "EIO" then
+        db:close()
+        errors.fail(r.code .. ": " .. r.message, "the catalog keeps every snapshot it had; nothing of another writer was removed")
+      end
+      io.stderr:write("moraine: ", state.error, " (trying again in ", text, "; behind the source: ",
+        lag_text(follow_state.lag(state, nil, now)), ")\n")
     end
     os.execute(string.format("sleep %.3f", secs))
   end
@@ -280,11 +312,17 @@ SOURCE's is refused (ECONFLICT), and so is a round during which another
 writer commits; every snapshot already replayed stays, nothing another
 writer committed is removed. Interrupted at any point, running the same
 command again finishes the job. Rows SOURCE deleted or changed at or below
-the catalog's last snapshot (expiry, cleanup, compaction) are not replayed
-yet: 'moraine compare SOURCE' shows them. With --follow, sync runs again
+the catalog's last snapshot (expiry, merge of adjacent files, a replaced
+delete file, cleanup) are replayed too (docs/sync.md). With --follow, sync runs again
 every --interval (default 1 second) until it is stopped, printing one line
-per round that replayed something; a source that cannot be read is
-reported and tried again next round; a conflict ends it (exit 1).]],
+per round that replayed something, with how far the catalog is behind the
+source (snapshots, and seconds since the start of the last round that
+caught up); a source that cannot be read is reported and tried again next
+round; a conflict ends it (exit 1). After every round it writes
+DIR/moraine-follow.json (written whole, then renamed into place): the
+catalog's last snapshot, the source's newest, when the last round
+succeeded, whether it is failing; moraine.http answers it as
+X-Moraine-Lag and /health.]],
     options = {
       { "--follow", "keep syncing, one round every --interval" },
       { "--interval SECONDS", "time between two rounds of --follow: 2, 0.5, 500ms, 1s (default 1s)" },
