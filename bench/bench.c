@@ -7,6 +7,7 @@
  *   bench sqlite WORK plain     SQLite with DuckLake's schema exactly as DuckLake creates it
  *   bench sqlite WORK indexed   the same plus the indexes a tuned deployment adds (table_id first)
  *   bench interleave WORK       the shapes of (a) by moraine C, the floor and indexed SQLite, interleaved
+ *   bench commit WORK [R [N [verb|staged]]]  R rounds of one N-file verb commit and one staged commit (files/s)
  *
  * WORK holds meta.json, catalog/ and sql/ (bench/sql.mjs); stores go to
  * WORK/stores/, results to WORK/results/<peer>.json. Every workload is timed
@@ -1559,6 +1560,222 @@ static void run_loop(const char *shape, int n)
     moraine_close(db);
 }
 
+/* ---- `bench commit WORK [ROUNDS]`: the two commit paths of (e), 10k files each ----
+ *
+ * verb: moraine_tx_begin + moraine_tx_add_data_files(10k files, 3 partition
+ * values and BENCH_STATS stats each) + moraine_tx_commit, as (e) e_10k.
+ * staged: moraine_txn_begin + moraine_txn_insert of the snapshot row, its
+ * change list and 10k ducklake_data_file rows with the same children (3
+ * partition values, BENCH_STATS stats) + moraine_txn_commit: the rows the
+ * verb commit writes, given directly. Inputs are built before the clock
+ * starts; each round times one commit of each path (no fsync) on a copy of
+ * the imported store. Prints every round and the medians, in files/s. For
+ * before/after comparisons, run two builds of this program alternately
+ * (bench/commit_ab.sh). */
+
+
+static int ci(const moraine_relation_info *r, const char *n)
+{
+    int i = moraine_column_index(r, n);
+    if (i < 0) die("commit: %s has no column %s", r->name, n);
+    return i;
+}
+
+/* one staged commit of @nfiles files at snapshot last+1; *secs: its time (begin to commit) */
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void staged_commit(moraine_db *db, const moraine_data_file *fs, int nfiles, double *secs, double *cpu)
+{
+    moraine_relation_info sn, ch, df, pv, st;
+    mcheck(moraine_relation(db, "ducklake_snapshot", &sn), "rel");
+    mcheck(moraine_relation(db, "ducklake_snapshot_changes", &ch), "rel");
+    mcheck(moraine_relation(db, "ducklake_data_file", &df), "rel");
+    mcheck(moraine_relation(db, "ducklake_file_partition_value", &pv), "rel");
+    mcheck(moraine_relation(db, "ducklake_file_column_stats", &st), "rel");
+    /* the last snapshot's row: its counters */
+    moraine_read *rd;
+    mcheck(moraine_read_begin(db, &rd), "read_begin");
+    int64_t last;
+    if (moraine_read_last_snapshot(rd, &last) != 1) die("commit: no snapshot");
+    moraine_cursor *c;
+    moraine_row row;
+    mcheck(moraine_scan_open(rd, "ducklake_snapshot", MORAINE_ANY_SCOPE, last, &c), "scan");
+    int64_t schema_version = -1, next_cat = -1, next_file = -1;
+    int rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1)
+        if (row.vals[ci(&sn, "snapshot_id")].i == last) {
+            schema_version = row.vals[ci(&sn, "schema_version")].i;
+            next_cat = row.vals[ci(&sn, "next_catalog_id")].i;
+            next_file = row.vals[ci(&sn, "next_file_id")].i;
+        }
+    mcheck(rc, "cursor");
+    moraine_cursor_close(c);
+    moraine_read_end(rd);
+    if (next_file < 0) die("commit: no row for snapshot %" PRId64, last);
+    int64_t S = last + 1;
+    /* inputs: every row built before the clock starts */
+    moraine_value *snap = calloc(sn.ncols, sizeof *snap), *chg = calloc(ch.ncols, sizeof *chg);
+    size_t npk = (size_t)M.pkeys, nstat = (size_t)M.stats;
+    moraine_value *dfr = calloc((size_t)nfiles * df.ncols, sizeof *dfr);
+    moraine_value *pvr = calloc((size_t)nfiles * npk * pv.ncols, sizeof *pvr);
+    moraine_value *str = calloc((size_t)nfiles * nstat * st.ncols, sizeof *str);
+    if (!snap || !chg || !dfr || !pvr || !str) die("out of memory");
+    static const char tm[] = "2026-12-01 00:00:00.000000+00";
+    snap[ci(&sn, "snapshot_id")] = (moraine_value){.type = MORAINE_INT, .i = S};
+    snap[ci(&sn, "snapshot_time")] = (moraine_value){.type = MORAINE_STR, .s = tm, .len = strlen(tm)};
+    snap[ci(&sn, "schema_version")] = (moraine_value){.type = MORAINE_INT, .i = schema_version};
+    snap[ci(&sn, "next_catalog_id")] = (moraine_value){.type = MORAINE_INT, .i = next_cat};
+    snap[ci(&sn, "next_file_id")] = (moraine_value){.type = MORAINE_INT, .i = next_file + nfiles};
+    char changes[64];
+    snprintf(changes, sizeof changes, "inserted_into_table:%" PRId64, M.T);
+    chg[ci(&ch, "snapshot_id")] = (moraine_value){.type = MORAINE_INT, .i = S};
+    chg[ci(&ch, "changes_made")] = (moraine_value){.type = MORAINE_STR, .s = changes, .len = strlen(changes)};
+    static const char parquet[] = "parquet";
+    /* column positions resolved once (the bench's own cost stays out of the profile) */
+    const int d_id = ci(&df, "data_file_id"), d_tab = ci(&df, "table_id"), d_begin = ci(&df, "begin_snapshot"), d_path = ci(&df, "path"),
+              d_rel = ci(&df, "path_is_relative"), d_fmt = ci(&df, "file_format"), d_rc = ci(&df, "record_count"),
+              d_size = ci(&df, "file_size_bytes"), d_foot = ci(&df, "footer_size"), d_row = ci(&df, "row_id_start");
+    const int p_id = ci(&pv, "data_file_id"), p_tab = ci(&pv, "table_id"), p_k = ci(&pv, "partition_key_index"), p_v = ci(&pv, "partition_value");
+    const int s_id = ci(&st, "data_file_id"), s_tab = ci(&st, "table_id"), s_col = ci(&st, "column_id"), s_sz = ci(&st, "column_size_bytes"),
+              s_vc = ci(&st, "value_count"), s_nc = ci(&st, "null_count"), s_min = ci(&st, "min_value"), s_max = ci(&st, "max_value");
+#define SETI(arr, col, v) (arr)[col] = (moraine_value){.type = MORAINE_INT, .i = (v)}
+#define SETS(arr, col, str_) (arr)[col] = (moraine_value){.type = MORAINE_STR, .s = (str_), .len = strlen(str_)}
+    for (int i = 0; i < nfiles; i++) {
+        const moraine_data_file *f = &fs[i];
+        int64_t id = next_file + i;
+        moraine_value *d = dfr + (size_t)i * df.ncols;
+        SETI(d, d_id, id);
+        SETI(d, d_tab, M.T);
+        SETI(d, d_begin, S);
+        SETS(d, d_path, f->path);
+        d[d_rel] = (moraine_value){.type = MORAINE_BOOL, .i = 1};
+        SETS(d, d_fmt, parquet);
+        SETI(d, d_rc, f->record_count);
+        SETI(d, d_size, f->file_size_bytes);
+        SETI(d, d_foot, f->footer_size);
+        SETI(d, d_row, (int64_t)i * 1000000);
+        for (size_t k = 0; k < npk; k++) {
+            moraine_value *p = pvr + ((size_t)i * npk + k) * pv.ncols;
+            SETI(p, p_id, id);
+            SETI(p, p_tab, M.T);
+            SETI(p, p_k, (int64_t)k);
+            SETS(p, p_v, f->partition_values[k]);
+        }
+        for (size_t k = 0; k < nstat; k++) {
+            const moraine_column_stats *s = &f->stats[k];
+            moraine_value *p = str + ((size_t)i * nstat + k) * st.ncols;
+            SETI(p, s_id, id);
+            SETI(p, s_tab, M.T);
+            SETI(p, s_col, (int64_t)k + 1);
+            SETI(p, s_sz, s->column_size_bytes);
+            SETI(p, s_vc, s->value_count);
+            SETI(p, s_nc, s->null_count);
+            SETS(p, s_min, s->min_value);
+            SETS(p, s_max, s->max_value);
+        }
+    }
+#undef SETI
+#undef SETS
+    double t = now(), c0 = cpu_now();
+    moraine_txn *tx;
+    mcheck(moraine_txn_begin(db, S, &tx), "txn_begin");
+    mcheck(moraine_txn_insert(tx, "ducklake_snapshot", snap, sn.ncols, -1), "insert snapshot");
+    mcheck(moraine_txn_insert(tx, "ducklake_snapshot_changes", chg, ch.ncols, -1), "insert changes");
+    for (int i = 0; i < nfiles; i++) {
+        mcheck(moraine_txn_insert(tx, "ducklake_data_file", dfr + (size_t)i * df.ncols, df.ncols, -1), "insert data file");
+        for (size_t k = 0; k < npk; k++)
+            mcheck(moraine_txn_insert(tx, "ducklake_file_partition_value", pvr + ((size_t)i * npk + k) * pv.ncols, pv.ncols, -1), "insert partition value");
+        for (size_t k = 0; k < nstat; k++)
+            mcheck(moraine_txn_insert(tx, "ducklake_file_column_stats", str + ((size_t)i * nstat + k) * st.ncols, st.ncols, -1), "insert stats");
+    }
+    mcheck(moraine_txn_commit(tx), "txn_commit");
+    *secs = now() - t;
+    *cpu = cpu_now() - c0;
+    free(snap);
+    free(chg);
+    free(dfr);
+    free(pvr);
+    free(str);
+}
+
+static void free_files(moraine_data_file *fs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free((char *)fs[i].path);
+        for (size_t k = 0; k < fs[i].npartition_values; k++) free((char *)fs[i].partition_values[k]);
+        free((void *)fs[i].partition_values);
+        for (size_t k = 0; k < fs[i].nstats; k++) {
+            free((char *)fs[i].stats[k].min_value);
+            free((char *)fs[i].stats[k].max_value);
+        }
+        free((void *)fs[i].stats);
+    }
+    free(fs);
+}
+
+static void run_commit(int rounds, int nfiles, const char *only)
+{
+    if (rounds < 1) rounds = 1;
+    char dir[4300], cmd[13000];
+    snprintf(dir, sizeof dir, "%s/stores/moraine-commit-%ld", WORK, (long)getpid());
+    struct stat sb;
+    if (stat(store_dir("moraine"), &sb)) {
+        fprintf(stderr, "commit: importing the catalog into %s\n", store_dir("moraine"));
+        m_import_one(0);
+        char from[4300];
+        snprintf(from, sizeof from, "%s/stores/moraine-import", WORK);
+        if (rename(from, store_dir("moraine"))) die("rename: %s", strerror(errno));
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", dir, store_dir("moraine"), dir);
+    if (system(cmd)) die("cannot copy the store");
+    moraine_options o = {0};
+    o.no_sync = 1;
+    moraine_db *db;
+    mcheck(moraine_open(dir, &o, &db), "open");
+    double *rv = calloc((size_t)rounds, sizeof *rv), *rs = calloc((size_t)rounds, sizeof *rs);
+    double *cv = calloc((size_t)rounds, sizeof *cv), *cs = calloc((size_t)rounds, sizeof *cs); /* per CPU second */
+    int do_verb = !only || !strcmp(only, "verb"), do_staged = !only || !strcmp(only, "staged");
+    static int64_t seq = 1000;
+    for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
+        moraine_data_file *fs = make_files(nfiles, ++seq);
+        if (do_verb) {
+            double t = now(), c0 = cpu_now();
+            moraine_tx *tx;
+            mcheck(moraine_tx_begin(db, &tx), "tx_begin");
+            mcheck(moraine_tx_add_data_files(tx, NULL, M.bench_table, fs, (size_t)nfiles, NULL), "add_data_files");
+            int64_t snap;
+            mcheck(moraine_tx_commit(tx, &snap), "tx_commit");
+            t = now() - t;
+            double c = cpu_now() - c0;
+            if (r >= 0) rv[r] = nfiles / t, cv[r] = nfiles / c;
+        }
+        free_files(fs, nfiles);
+        fs = make_files(nfiles, ++seq);
+        if (do_staged) {
+            double t, c;
+            staged_commit(db, fs, nfiles, &t, &c);
+            if (r >= 0) rs[r] = nfiles / t, cs[r] = nfiles / c;
+        }
+        free_files(fs, nfiles);
+        if (r >= 0)
+            fprintf(stderr, "commit round %d: verb %.0f files/s (%.0f per CPU s), staged %.0f files/s (%.0f per CPU s)\n", r, do_verb ? rv[r] : 0,
+                    do_verb ? cv[r] : 0, do_staged ? rs[r] : 0, do_staged ? cs[r] : 0);
+    }
+    printf("commit %d files x %d rounds: verb median %.0f files/s (%.0f per CPU s), staged median %.0f files/s (%.0f per CPU s)\n", nfiles, rounds,
+           do_verb ? median(rv, rounds) : 0, do_verb ? median(cv, rounds) : 0, do_staged ? median(rs, rounds) : 0, do_staged ? median(cs, rounds) : 0);
+    free(rv);
+    free(rs);
+    free(cv);
+    free(cs);
+    moraine_close(db);
+    rm_rf(dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -1590,6 +1807,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(argv[1], "loop")) {
         peer_name = "loop";
         run_loop(argc > 3 ? argv[3] : "pv", argc > 4 ? atoi(argv[4]) : 100);
+        return 0;
+    } else if (!strcmp(argv[1], "commit")) {
+        peer_name = "commit";
+        run_commit(argc > 3 ? atoi(argv[3]) : 5, argc > 4 ? atoi(argv[4]) : 10000, argc > 5 ? argv[5] : NULL);
         return 0;
     } else if (!strcmp(argv[1], "interleave")) {
         peer_name = "interleave";

@@ -58,17 +58,29 @@ int mr_txn_usable(moraine_txn *txn)
 
 /* ---- pending entries ---- */
 
-static uint64_t fnv(const uint8_t *p, size_t n)
+/* The hash of an identity key: eight bytes at a time (keys are mostly
+ * 9-byte integer elements), each word mixed in by a multiply, the result
+ * folded so that the low bits (the slot) depend on every byte. */
+static uint64_t key_hash(const uint8_t *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
+    uint64_t h = 1469598103934665603ULL ^ (n * 0x9E3779B97F4A7C15ULL);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+    }
+    uint64_t w = 0;
+    for (size_t k = 0; i < n; i++, k += 8) w |= (uint64_t)p[i] << k;
+    h = (h ^ w) * 0x94D049BB133111EBULL;
+    return h ^ (h >> 29);
 }
 
 pending **mr_pending_slot(moraine_txn *txn, const uint8_t *k, size_t n)
 {
     size_t mask = txn->nslots - 1;
-    for (size_t i = fnv(k, n) & mask;; i = (i + 1) & mask) {
+    for (size_t i = key_hash(k, n) & mask;; i = (i + 1) & mask) {
         pending *e = txn->slots[i];
         if (!e || (e->ident.len == n && memcmp(e->ident.p, k, n) == 0)) return &txn->slots[i];
     }
@@ -113,13 +125,44 @@ static int grow_slots(moraine_txn *txn)
 void mr_pending_free(pending *e)
 {
     if (!e) return;
-    mr_buf_free(&e->ident);
-    mr_buf_free(&e->target);
-    free(e->vals);
+    if (!(e->arena & MR_PA_IDENT)) mr_buf_free(&e->ident);
+    if (!(e->arena & MR_PA_TARGET)) mr_buf_free(&e->target);
+    if (!(e->arena & MR_PA_VALS)) free(e->vals);
     free(e->store);
     for (size_t i = 0; i < e->ngroups; i++) mr_buf_free(&e->groups[i].bytes);
     free(e->groups);
-    free(e);
+    if (!(e->arena & MR_PA_STRUCT)) free(e);
+}
+
+void *mr_txn_alloc(moraine_txn *txn, size_t n)
+{
+    const size_t a = _Alignof(max_align_t);
+    if (n > SIZE_MAX / 2) return NULL;
+    n = (n + a - 1) / a * a;
+    mr_chunk *c = txn->arena;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > ((size_t)64 << 10) ? n : (size_t)64 << 10;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = txn->arena;
+        c->used = 0;
+        c->cap = cap;
+        txn->arena = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+int mr_pending_set_ident(moraine_txn *txn, pending *e, const uint8_t *k, size_t n)
+{
+    uint8_t *p = mr_txn_alloc(txn, n ? n : 1);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    if (!(e->arena & MR_PA_IDENT)) mr_buf_free(&e->ident);
+    memcpy(p, k, n);
+    e->ident = (mr_buf){.p = p, .len = n, .cap = n};
+    e->arena |= MR_PA_IDENT;
+    return 0;
 }
 
 /* Registers a new pending entry under identity key @k (newest wins). */
@@ -142,12 +185,14 @@ int mr_pending_add(moraine_txn *txn, pending *e)
     return 0;
 }
 
-pending *mr_pending_new(mr_rel *r, int64_t ord)
+pending *mr_pending_new(moraine_txn *txn, mr_rel *r, int64_t ord)
 {
-    pending *e = calloc(1, sizeof *e);
+    pending *e = mr_txn_alloc(txn, sizeof *e);
     if (e) {
+        memset(e, 0, sizeof *e);
         e->rel = r;
         e->ord = ord;
+        e->arena = MR_PA_STRUCT;
     }
     return e;
 }
@@ -211,6 +256,8 @@ int moraine_txn_define(moraine_txn *txn, const char *name, size_t ncols, const c
     }
     txn->defs = d;
     txn->defs[txn->ndefs++] = r;
+    memset(txn->relcache, 0, sizeof txn->relcache); /* the new definition comes first */
+    txn->pc_child = NULL;
     return 0;
 }
 
@@ -308,6 +355,10 @@ void mr_txn_free(moraine_txn *txn)
     mr_buf_free(&txn->kb);
     mr_buf_free(&txn->kb2);
     mr_counts_free(&txn->counts);
+    for (mr_chunk *c = txn->arena, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
     free(txn);
 }
 

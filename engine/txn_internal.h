@@ -10,6 +10,7 @@
 #define MORAINE_TXN_INTERNAL_H
 
 #include "internal.h"
+#include <stddef.h>
 
 /* A child group of a pending entry: the encoded rows of one child relation. */
 typedef struct {
@@ -17,6 +18,20 @@ typedef struct {
     uint64_t nrows;
     mr_buf bytes;
 } group;
+
+/* What of a pending entry lives in its commit's arena (freed with the commit). */
+#define MR_PA_STRUCT 1u  /* the entry itself */
+#define MR_PA_VALS 2u    /* vals and the strings they point to */
+#define MR_PA_IDENT 4u   /* ident's bytes (never changed once set) */
+#define MR_PA_TARGET 8u  /* target points at ident's bytes (a live row's target is its identity) */
+
+/* A chunk of a commit's arena: rows and entries allocated by bumping, freed
+ * together when the commit ends (no malloc/free per row). */
+typedef struct mr_chunk {
+    struct mr_chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+} mr_chunk;
 
 typedef struct pending {
     mr_buf ident;        /* current-subspace key (snapshot key for snapshots) */
@@ -34,7 +49,10 @@ typedef struct pending {
     uint8_t *store;      /* owned bytes the string values point into */
     group *groups;
     size_t ngroups;
+    unsigned arena;      /* MR_PA_*: parts owned by the commit's arena */
 } pending;
+
+#define MR_TXN_RELCACHE 16
 
 struct moraine_txn {
     moraine_db *db;
@@ -58,6 +76,16 @@ struct moraine_txn {
     int rewind;          /* history rewrites may reach up to snapshot - 1 (moraine_txn_rewind) */
     mr_counts counts;    /* entries added (+) and removed (-) per counted key range (count.c) */
     mr_buf kb, kb2;      /* key scratch */
+    mr_chunk *arena;     /* this commit's arena (mr_txn_alloc), newest chunk first */
+    mr_rel *relcache[MR_TXN_RELCACHE]; /* relations last named (txn_rows.c); emptied when one is defined */
+    /* the parent entry the last child row attached to (txn_rows.c): the next
+     * child of the same relation with the same integer parent key attaches
+     * to it without encoding and hashing the key again; valid while no
+     * entry was added (nlist) and no relation defined */
+    const mr_rel *pc_child;
+    int64_t pc_key[MR_MAX_KEYCOLS];
+    pending *pc_parent;
+    size_t pc_nlist;
 };
 
 /* ---- txn.c ---- */
@@ -85,8 +113,14 @@ int mr_pending_store_seen(pending *head);
 void mr_pending_free(pending *e);
 /* Registers a new pending entry under its identity key (newest wins). ENOMEM. */
 int mr_pending_add(moraine_txn *txn, pending *e);
-/* A new entry of relation @r at row position @ord, or NULL (out of memory). */
-pending *mr_pending_new(mr_rel *r, int64_t ord);
+/* A new entry of relation @r at row position @ord (in the commit's arena),
+ * or NULL (out of memory). */
+pending *mr_pending_new(moraine_txn *txn, mr_rel *r, int64_t ord);
+/* Sets entry @e's identity to the @n bytes at @k (copied into the arena). ENOMEM. */
+int mr_pending_set_ident(moraine_txn *txn, pending *e, const uint8_t *k, size_t n);
+/* @n bytes from the commit's arena, aligned for any object; freed when the
+ * commit ends. NULL when out of memory. */
+void *mr_txn_alloc(moraine_txn *txn, size_t n);
 /* Marks the environment's writer gone (commit or abort ended it). */
 void mr_writer_done(mr_env *sh);
 /* Frees the transaction's memory (not its LMDB transaction). */

@@ -14,26 +14,70 @@
 
 /* ---- pending entries ---- */
 
-/* Copies a row: the values and every string they point to. */
-static int copy_row(pending *e, const moraine_value *row, size_t n)
+/* Copies a row: the values and every string they point to, in one block of
+ * the commit's arena (e->vals; e->store stays NULL). */
+static int copy_row(moraine_txn *txn, pending *e, const moraine_value *row, size_t n)
 {
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         if (row[i].type == MORAINE_STR || row[i].type == MORAINE_JSON) bytes += row[i].len;
-    e->vals = calloc(n ? n : 1, sizeof *e->vals);
-    e->store = malloc(bytes ? bytes : 1);
-    if (!e->vals || !e->store) return mr_err(MORAINE_ENOMEM, "out of memory");
+    size_t head = (n ? n : 1) * sizeof *e->vals;
+    if (bytes > SIZE_MAX - head) return mr_err(MORAINE_ENOMEM, "out of memory");
+    e->vals = mr_txn_alloc(txn, head + bytes);
+    if (!e->vals) return mr_err(MORAINE_ENOMEM, "out of memory");
+    e->arena |= MR_PA_VALS;
+    char *store = (char *)e->vals + head;
     size_t off = 0;
     for (size_t i = 0; i < n; i++) {
         e->vals[i] = row[i];
         if (row[i].type == MORAINE_STR || row[i].type == MORAINE_JSON) {
-            if (row[i].len) memcpy(e->store + off, row[i].s, row[i].len);
-            e->vals[i].s = (const char *)e->store + off;
+            if (row[i].len) memcpy(store + off, row[i].s, row[i].len);
+            e->vals[i].s = store + off;
             off += row[i].len;
         }
     }
     e->ncols = n;
     return 0;
+}
+
+/* A new, zeroed child group of @e. Groups grow only here: 4 at first, then
+ * doubling whenever their number reaches a power of two. NULL: out of memory. */
+static group *group_add(pending *e)
+{
+    size_t n = e->ngroups;
+    if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
+        size_t cap = n == 0 ? 4 : n * 2;
+        group *gs = realloc(e->groups, cap * sizeof *gs);
+        if (!gs) return NULL;
+        e->groups = gs;
+    }
+    group *g = &e->groups[e->ngroups++];
+    memset(g, 0, sizeof *g);
+    return g;
+}
+
+/* A live row's target is its identity: the same bytes (in the arena), not a copy. */
+static void target_is_ident(pending *e)
+{
+    if (!(e->arena & MR_PA_TARGET)) mr_buf_free(&e->target);
+    e->target = (mr_buf){.p = e->ident.p, .len = e->ident.len, .cap = e->ident.len};
+    e->arena |= MR_PA_TARGET;
+}
+
+/* Makes @e's target its own buffer again (before it is rewritten). */
+static void target_detach(pending *e)
+{
+    if (e->arena & MR_PA_TARGET) {
+        e->target = (mr_buf){0};
+        e->arena &= ~MR_PA_TARGET;
+    }
+}
+
+/* Names row @row of @r for a message (built only when a message needs it). */
+static const char *describe(char *out, size_t outlen, const mr_rel *r, const moraine_value *row, size_t n)
+{
+    mr_describe_row(r, row, n, out, outlen);
+    return out;
 }
 
 /* Loads the stored value at @key (a live row or a snapshot) into a pending
@@ -63,7 +107,7 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
         mr_key_describe(key->p, key->len, desc, sizeof desc);
         return mr_err(MORAINE_ECORRUPT, "stored row %s names an unknown table", desc);
     }
-    pending *e = mr_pending_new(r, 0);
+    pending *e = mr_pending_new(txn, r, 0);
     if (!e) return mr_err(MORAINE_ENOMEM, "out of memory");
     int rc = 0;
     e->store = malloc(v.mv_size ? v.mv_size : 1);
@@ -82,14 +126,11 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
                 rc = mr_err(MORAINE_ECORRUPT, "child group runs past the end of the value");
                 break;
             }
-            group *g = realloc(e->groups, (e->ngroups + 1) * sizeof *g);
+            group *g = group_add(e);
             if (!g) {
                 rc = mr_err(MORAINE_ENOMEM, "out of memory");
                 break;
             }
-            e->groups = g;
-            g = &e->groups[e->ngroups++];
-            memset(g, 0, sizeof *g);
             g->rel_id = (uint32_t)id;
             g->nrows = nrows;
             rc = mr_buf_put(&g->bytes, p, (size_t)nbytes);
@@ -103,8 +144,8 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
         }
     }
     e->from_store = 1;
-    if (!rc) rc = mr_buf_put(&e->ident, key->p, key->len);
-    if (!rc) rc = mr_buf_put(&e->target, key->p, key->len);
+    if (!rc) rc = mr_pending_set_ident(txn, e, key->p, key->len);
+    if (!rc) target_is_ident(e);
     if (!rc) rc = mr_pending_add(txn, e);
     if (rc) {
         mr_pending_free(e);
@@ -116,10 +157,24 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
 
 /* ---- relations ---- */
 
+/* The relation @name as this commit sees it (mr_txn_rel), through a small
+ * cache of the last relations named (slot by length and two characters,
+ * confirmed by comparing the whole name); moraine_txn_define empties it. */
+static mr_rel *cached_rel(moraine_txn *txn, const char *name)
+{
+    size_t len = strlen(name);
+    size_t slot = len ? (len * 31u + (unsigned char)name[len - 1] + 7u * (unsigned char)name[len / 2]) % MR_TXN_RELCACHE : 0;
+    mr_rel *r = txn->relcache[slot];
+    if (r && strcmp(r->info.name, name) == 0) return r;
+    r = mr_txn_rel(txn, name);
+    if (r) txn->relcache[slot] = r;
+    return r;
+}
+
 static int rel_of(moraine_txn *txn, const char *name, mr_rel **out)
 {
     if (!name) return mr_err(MORAINE_EINVAL, "NULL table name");
-    mr_rel *r = mr_txn_rel(txn, name);
+    mr_rel *r = cached_rel(txn, name);
     if (!r) return mr_err(MORAINE_ENOTFOUND, "table '%s' is not defined in this catalog (define it first)", name);
     if (r->info.ncols == 0) return mr_err(MORAINE_EINVAL, "table '%s' was defined without columns; define its columns first", name);
     *out = r;
@@ -177,7 +232,7 @@ static int take_ord(moraine_txn *txn, mr_rel *r, int64_t ord, int64_t *out)
 
 static int parent_ident(moraine_txn *txn, mr_rel *child, const moraine_value *row, mr_rel **parent, mr_buf *out)
 {
-    mr_rel *p = mr_txn_rel(txn, child->info.parent);
+    mr_rel *p = cached_rel(txn, child->info.parent);
     if (!p || p->info.ncols == 0) return 0;
     *parent = p;
     out->len = 0;
@@ -194,18 +249,44 @@ static int parent_ident(moraine_txn *txn, mr_rel *child, const moraine_value *ro
     return rc ? rc : 1;
 }
 
+/* Whether child row @row of @child names by integers the parent the last
+ * child attached to (txn->pc_*): that entry, else NULL. */
+static pending *parent_cached(moraine_txn *txn, const mr_rel *child, const moraine_value *row)
+{
+    if (txn->pc_child != child || txn->pc_nlist != txn->nlist) return NULL;
+    for (int i = 0; i < child->nkey; i++) {
+        const moraine_value *v = &row[child->parentkey[i]];
+        if (v->type != MORAINE_INT || v->i != txn->pc_key[i]) return NULL;
+    }
+    return txn->pc_parent;
+}
+
+/* Remembers @pe as the parent of child row @row (only for integer parent keys:
+ * strings would have to be copied to be compared later). */
+static void parent_remember(moraine_txn *txn, const mr_rel *child, const moraine_value *row, pending *pe)
+{
+    txn->pc_child = NULL;
+    if (child->nkey < 1 || child->nkey > MR_MAX_KEYCOLS) return;
+    for (int i = 0; i < child->nkey; i++) {
+        const moraine_value *v = &row[child->parentkey[i]];
+        if (v->type != MORAINE_INT) return;
+        txn->pc_key[i] = v->i;
+    }
+    txn->pc_child = child;
+    txn->pc_parent = pe;
+    txn->pc_nlist = txn->nlist;
+}
+
 static int append_child(pending *parent, mr_rel *child, const moraine_value *row, size_t n, int64_t ord)
 {
     group *g = NULL;
     for (size_t i = 0; i < parent->ngroups; i++)
         if (parent->groups[i].rel_id == child->info.id) g = &parent->groups[i];
     if (!g) {
-        group *gs = realloc(parent->groups, (parent->ngroups + 1) * sizeof *gs);
-        if (!gs) return mr_err(MORAINE_ENOMEM, "out of memory");
-        parent->groups = gs;
-        g = &gs[parent->ngroups++];
-        memset(g, 0, sizeof *g);
+        if (!(g = group_add(parent))) return mr_err(MORAINE_ENOMEM, "out of memory");
         g->rel_id = child->info.id;
+        int rc = mr_buf_reserve(&g->bytes, 256); /* a file's partition values or stats at once */
+        if (rc) return rc;
     }
     g->nrows++;
     return mr_encode_row(&g->bytes, ord, row, n);
@@ -235,15 +316,17 @@ static int put_rows_value(moraine_txn *txn, mr_rel *r, const moraine_value *row,
  * (DuckLake ends the old one when it sets a new one; moraine_verify checks
  * it): a second live ducklake_partition_info / ducklake_sort_info row for the
  * same table is refused, whether the first is stored or inserted by this commit. */
-static int one_live_spec(moraine_txn *txn, mr_rel *r, const moraine_value *row, const char *desc)
+static int one_live_spec(moraine_txn *txn, mr_rel *r, const moraine_value *row, size_t n)
 {
+    char desc[256];
     if (strcmp(r->info.name, "ducklake_partition_info") != 0 && strcmp(r->info.name, "ducklake_sort_info") != 0) return 0;
     const moraine_value *tid = &row[r->keycols[0]];
     for (size_t i = 0; i < txn->nlist; i++) {
         pending *e = txn->list[i];
         if (e->rel->info.id != r->info.id || e->ended || e->discarded || e->from_store) continue;
         if (e->vals[r->keycols[0]].type == tid->type && e->vals[r->keycols[0]].i == tid->i)
-            return mr_err(MORAINE_EEXIST, "%s row %s: the table already has a live spec (inserted by this commit); end it first", r->info.name, desc);
+            return mr_err(MORAINE_EEXIST, "%s row %s: the table already has a live spec (inserted by this commit); end it first", r->info.name,
+                          describe(desc, sizeof desc, r, row, n));
     }
     mr_buf prefix = {0};
     int rc = mr_buf_byte(&prefix, MR_SUB_CURRENT);
@@ -259,7 +342,8 @@ static int one_live_spec(moraine_txn *txn, mr_rel *r, const moraine_value *row, 
         if (mr_pending_store_seen(head) && !mr_pending_live(head)) continue; /* ended by this commit */
         char other[200];
         mr_key_describe(k.mv_data, k.mv_size, other, sizeof other);
-        rc = mr_err(MORAINE_EEXIST, "%s row %s: the table already has a live spec (%s); end it first", r->info.name, desc, other);
+        rc = mr_err(MORAINE_EEXIST, "%s row %s: the table already has a live spec (%s); end it first", r->info.name,
+                    describe(desc, sizeof desc, r, row, n), other);
     }
     if (c) mdb_cursor_close(c);
     mr_buf_free(&prefix);
@@ -268,9 +352,9 @@ static int one_live_spec(moraine_txn *txn, mr_rel *r, const moraine_value *row, 
 
 static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row, size_t n, int64_t ord)
 {
-    char desc[256];
+    char desc_[256];
+#define desc describe(desc_, sizeof desc_, r, row, n)
     const moraine_value *b = &row[r->info.begin_col], *e = &row[r->info.end_col];
-    mr_describe_row(r, row, n, desc, sizeof desc);
     if (txn->snapshot == MORAINE_NO_SNAPSHOT)
         return mr_err(MORAINE_EINVAL, "%s row %s: temporal rows need a commit with a snapshot id", r->info.name, desc);
     if (b->type != MORAINE_INT || b->i != txn->snapshot)
@@ -297,12 +381,12 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     }
     if (live_elsewhere && e->type == MORAINE_NULL)
         return mr_err(MORAINE_EEXIST, "%s row %s: a live row with this key already exists", r->info.name, desc);
-    if (e->type == MORAINE_NULL && (rc = one_live_spec(txn, r, row, desc))) return rc;
-    pending *p = mr_pending_new(r, ord);
+    if (e->type == MORAINE_NULL && (rc = one_live_spec(txn, r, row, n))) return rc;
+    pending *p = mr_pending_new(txn, r, ord);
     if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
-    rc = copy_row(p, row, n);
-    if (!rc) rc = mr_buf_put(&p->ident, txn->kb.p, txn->kb.len);
-    if (!rc && e->type == MORAINE_NULL) rc = mr_buf_put(&p->target, txn->kb.p, txn->kb.len);
+    rc = copy_row(txn, p, row, n);
+    if (!rc) rc = mr_pending_set_ident(txn, p, txn->kb.p, txn->kb.len);
+    if (!rc && e->type == MORAINE_NULL) target_is_ident(p);
     if (!rc && e->type != MORAINE_NULL) {
         /* a version no snapshot sees goes straight to history */
         rc = mr_history_key(&p->target, r, p->vals, ord);
@@ -311,19 +395,19 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     }
     if (!rc) {
         /* a live row must fit in history too, or it could never be ended */
-        mr_buf hk = {0};
+        mr_buf *hk = &txn->kb2;
         moraine_value saved = p->vals[r->info.end_col];
         p->vals[r->info.end_col].type = MORAINE_INT;
         p->vals[r->info.end_col].i = INT64_MAX;
-        rc = mr_history_key(&hk, r, p->vals, ord);
+        rc = mr_history_key(hk, r, p->vals, ord);
         p->vals[r->info.end_col] = saved;
-        if (!rc && hk.len > MR_MAX_KEY)
-            rc = mr_err(MORAINE_EINVAL, "%s row %s: its key (%zu bytes in history) is longer than LMDB's %d", r->info.name, desc, hk.len, MR_MAX_KEY);
-        mr_buf_free(&hk);
+        if (!rc && hk->len > MR_MAX_KEY)
+            rc = mr_err(MORAINE_EINVAL, "%s row %s: its key (%zu bytes in history) is longer than LMDB's %d", r->info.name, desc, hk->len, MR_MAX_KEY);
     }
     if (!rc) rc = mr_pending_add(txn, p); /* newest: its children follow it */
     if (rc) mr_pending_free(p);
     return rc;
+#undef desc
 }
 
 int moraine_txn_insert(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord)
@@ -340,47 +424,50 @@ int moraine_txn_insert(moraine_txn *txn, const char *name, const moraine_value *
         rc = insert_temporal(txn, r, row, ncols, ord);
         break;
     case MORAINE_PLACE_SNAPSHOT: {
-        mr_describe_row(r, row, ncols, desc, sizeof desc);
         const moraine_value *id = &row[r->keycols[0]];
         if (id->type != MORAINE_INT || id->i != txn->snapshot) {
-            rc = mr_err(MORAINE_EINVAL, "ducklake_snapshot row %s: column 'snapshot_id' must be this commit's snapshot %lld", desc,
-                        (long long)txn->snapshot);
+            rc = mr_err(MORAINE_EINVAL, "ducklake_snapshot row %s: column 'snapshot_id' must be this commit's snapshot %lld",
+                        describe(desc, sizeof desc, r, row, ncols), (long long)txn->snapshot);
             break;
         }
         if ((rc = mr_snapshot_key(&txn->kb, id->i))) break;
         MDB_val k = {txn->kb.len, txn->kb.p}, v;
         if (mr_pending_lookup(txn, &txn->kb) || mdb_get(txn->t, txn->db->dbi, &k, &v) == 0) {
-            rc = mr_err(MORAINE_EEXIST, "ducklake_snapshot row %s: snapshot already recorded", desc);
+            rc = mr_err(MORAINE_EEXIST, "ducklake_snapshot row %s: snapshot already recorded", describe(desc, sizeof desc, r, row, ncols));
             break;
         }
-        pending *p = mr_pending_new(r, ord);
+        pending *p = mr_pending_new(txn, r, ord);
         if (!p) {
             rc = mr_err(MORAINE_ENOMEM, "out of memory");
             break;
         }
-        rc = copy_row(p, row, ncols);
-        if (!rc) rc = mr_buf_put(&p->ident, txn->kb.p, txn->kb.len);
-        if (!rc) rc = mr_buf_put(&p->target, txn->kb.p, txn->kb.len);
+        rc = copy_row(txn, p, row, ncols);
+        if (!rc) rc = mr_pending_set_ident(txn, p, txn->kb.p, txn->kb.len);
+        if (!rc) target_is_ident(p);
         if (!rc) rc = mr_pending_add(txn, p);
         if (rc) mr_pending_free(p);
         break;
     }
     case MORAINE_PLACE_CHILD: {
+        pending *pe = parent_cached(txn, r, row);
+        if (pe) {
+            rc = append_child(pe, r, row, ncols, ord);
+            break;
+        }
         mr_rel *parent = NULL;
-        mr_buf pk = {0};
-        int found = parent_ident(txn, r, row, &parent, &pk);
-        pending *pe = NULL;
+        mr_buf *pk = &txn->kb2; /* scratch: the parent's identity */
+        int found = parent_ident(txn, r, row, &parent, pk);
         if (found > 0) {
-            pe = mr_pending_lookup(txn, &pk);
+            pe = mr_pending_lookup(txn, pk);
             if (!pe) {
-                found = load_pending(txn, &pk, &pe);
+                found = load_pending(txn, pk, &pe);
                 if (found < 0) rc = found;
             }
         } else if (found < 0) {
             rc = found;
         }
-        mr_buf_free(&pk);
         if (rc) break;
+        if (pe) parent_remember(txn, r, row, pe);
         if (pe) rc = append_child(pe, r, row, ncols, ord);
         else rc = put_rows_value(txn, r, row, ncols, ord, MDB_NOOVERWRITE); /* no live parent: kept as a loose row */
         break;
@@ -508,6 +595,7 @@ int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, 
     e->ended = 1;
     e->history_noover = 1;
     if (e->from_store) e->delete_current = 1; /* also when it was loaded to gain children */
+    target_detach(e);
     if ((rc = mr_history_key(&e->target, r, e->vals, e->ord))) return mr_txn_fail(txn, rc);
     if (e->target.len > MR_MAX_KEY)
         return mr_txn_fail(txn, mr_err(MORAINE_EINVAL, "%s row %s: its history key of %zu bytes is longer than LMDB's %d", name, desc, e->target.len, MR_MAX_KEY));

@@ -6,6 +6,7 @@
  * emits into the staged commit (new, ended, taken back).
  */
 #include "verbs_internal.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,56 +54,76 @@ static int col_of(const orow *r, const char *name)
     return i;
 }
 
-void mv_orow_set_int(orow *r, const char *name, int64_t v)
+void mv_orow_set_int_at(orow *r, int i, int64_t v)
 {
-    int i = col_of(r, name);
     if (i < 0) return; /* a catalog without the column: nothing to set */
     if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
     r->v[i] = (moraine_value){.type = MORAINE_INT, .i = v};
 }
 
-void mv_orow_set_bool(orow *r, const char *name, int v)
+void mv_orow_set_bool_at(orow *r, int i, int v)
 {
-    int i = col_of(r, name);
     if (i < 0) return;
     if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
     r->v[i] = (moraine_value){.type = MORAINE_BOOL, .i = v != 0};
 }
 
-void mv_orow_set_null(orow *r, const char *name)
+void mv_orow_set_null_at(orow *r, int i)
 {
-    int i = col_of(r, name);
     if (i < 0) return;
     if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
     r->v[i] = (moraine_value){.type = MORAINE_NULL};
 }
 
-int mv_orow_set_str(orow *r, const char *name, const char *s)
+void mv_orow_set_int(orow *r, const char *name, int64_t v) { mv_orow_set_int_at(r, col_of(r, name), v); }
+void mv_orow_set_bool(orow *r, const char *name, int v) { mv_orow_set_bool_at(r, col_of(r, name), v); }
+void mv_orow_set_null(orow *r, const char *name) { mv_orow_set_null_at(r, col_of(r, name)); }
+
+/* Every text a verb stores must be exportable: NDJSON, SQL and the HTTP
+ * answers carry UTF-8 only (C strings hold no NUL; the Lua binding refuses
+ * one). EINVAL naming column @name, else 0; *len_out: strlen(@s). */
+int mv_text_check(const char *name, const char *s, size_t *len_out)
+{
+    size_t len = strlen(s);
+    if (len_out) *len_out = len;
+    /* ASCII (the usual path, value, name) is UTF-8: eight bytes at a time */
+    uint64_t high = 0;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        high |= w;
+    }
+    for (; i < len; i++) high |= (unsigned char)s[i];
+    if (!(high & 0x8080808080808080ULL)) return 0;
+    if (mr_utf8_valid(s, len)) return 0;
+    char shown[200];
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && o + 5 < sizeof shown && p - (const unsigned char *)s < 60; p++)
+        o += (size_t)snprintf(shown + o, sizeof shown - o, *p >= 0x20 && *p < 0x7F && *p != '\\' ? "%c" : "\\x%02x", *p);
+    shown[o] = 0;
+    return mr_err(MORAINE_EINVAL, "%s '%s' is not valid UTF-8, which the catalog's exports (NDJSON, SQL, JSON) need: refused", name, shown);
+}
+
+int mv_orow_set_str_at(orow *r, int i, const char *s)
 {
     if (!s) {
-        mv_orow_set_null(r, name);
+        mv_orow_set_null_at(r, i);
         return 0;
     }
-    int i = col_of(r, name);
     if (i < 0) return 0;
-    /* every text a verb stores must be exportable: NDJSON, SQL and the HTTP
-     * answers carry UTF-8 only (C strings hold no NUL; the Lua binding
-     * refuses one) */
-    if (!mr_utf8_valid(s, strlen(s))) {
-        char shown[200];
-        size_t o = 0;
-        for (const unsigned char *p = (const unsigned char *)s; *p && o + 5 < sizeof shown && p - (const unsigned char *)s < 60; p++)
-            o += (size_t)snprintf(shown + o, sizeof shown - o, *p >= 0x20 && *p < 0x7F && *p != '\\' ? "%c" : "\\x%02x", *p);
-        shown[o] = 0;
-        return mr_err(MORAINE_EINVAL, "%s '%s' is not valid UTF-8, which the catalog's exports (NDJSON, SQL, JSON) need: refused",
-                      name, shown);
-    }
-    char *c = strdup(s);
+    size_t len;
+    int rc = mv_text_check(r->rel->colnames[i], s, &len);
+    if (rc) return rc;
+    char *c = malloc(len + 1);
     if (!c) return mr_err(MORAINE_ENOMEM, "out of memory");
+    memcpy(c, s, len + 1);
     if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
-    r->v[i] = (moraine_value){.type = MORAINE_STR, .s = c, .len = strlen(c)};
+    r->v[i] = (moraine_value){.type = MORAINE_STR, .s = c, .len = len};
     return 0;
 }
+
+int mv_orow_set_str(orow *r, const char *name, const char *s) { return mv_orow_set_str_at(r, col_of(r, name), s); }
 
 int64_t mv_orow_int(const orow *r, const char *name, int64_t dflt)
 {
@@ -201,11 +222,25 @@ void mv_model_free(model *m)
 }
 
 /* Appends a copy of a row to an array of owned rows. */
-int mv_push_row(orow **arr, size_t *n, const moraine_relation_info *r, const moraine_value *vals)
+/* Makes room for one more row in an array of @n owned rows. Arrays of rows
+ * grow only here: 8 rows at first, then doubling whenever @n reaches a power
+ * of two, so an array of n rows always has room for the next power of two
+ * (taking rows out keeps it; a transaction adds thousands of files). ENOMEM. */
+static int rows_room(orow **arr, size_t n)
 {
-    orow *p = realloc(*arr, (*n + 1) * sizeof *p);
+    if (n != 0 && (n < 8 || (n & (n - 1)) != 0)) return 0;
+    size_t cap = n < 8 ? 8 : n * 2;
+    if (cap > SIZE_MAX / sizeof **arr) return mr_err(MORAINE_ENOMEM, "out of memory");
+    orow *p = realloc(*arr, cap * sizeof *p);
     if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
     *arr = p;
+    return 0;
+}
+
+int mv_push_row(orow **arr, size_t *n, const moraine_relation_info *r, const moraine_value *vals)
+{
+    if (rows_room(arr, *n)) return MORAINE_ENOMEM;
+    orow *p = *arr;
     int rc = mv_orow_from(&p[*n], r, vals);
     if (!rc) (*n)++;
     return rc;
@@ -214,10 +249,8 @@ int mv_push_row(orow **arr, size_t *n, const moraine_relation_info *r, const mor
 /* Moves owned row @r onto the end of an array of owned rows. */
 int mv_take_row(orow **arr, size_t *n, orow *r)
 {
-    orow *p = realloc(*arr, (*n + 1) * sizeof *p);
-    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
-    *arr = p;
-    p[(*n)++] = *r;
+    if (rows_room(arr, *n)) return MORAINE_ENOMEM;
+    (*arr)[(*n)++] = *r;
     r->v = NULL;
     return 0;
 }

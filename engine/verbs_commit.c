@@ -343,7 +343,18 @@ static int plan_ids(moraine_tx *tx, int64_t **first_out)
     int64_t start = d.next_catalog_id;
     char **vnames = calloc(n ? n : 1, sizeof *vnames);
     if (!vnames) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < n; i++) {
+    /* The data verbs after the last catalog verb need not be applied here:
+     * they take no catalog id and belong to no entry (key INT64_MIN), and
+     * what a verb plans depends only on the verbs before it. The commit
+     * applies them (and checks them) right after, to the same snapshot. */
+    size_t nplan = n;
+    while (nplan > 0) {
+        int k = tx->verbs[nplan - 1].kind;
+        if (k != V_ADD_FILES && k != V_ADD_DELETES && k != V_DELETE_FILES && k != V_REWRITE) break;
+        key[nplan - 1] = INT64_MIN;
+        nplan--;
+    }
+    for (size_t i = 0; !rc && i < nplan; i++) {
         verb *v = &tx->verbs[i];
         tstate *t = NULL;
         key[i] = INT64_MIN; /* no entry */

@@ -33,9 +33,128 @@ static int load_stats(model *m, tstate *t)
     return rc < 0 ? rc : 0;
 }
 
+/* The file relations of one add_data_files / rewrite_files verb, their
+ * columns resolved once by name (-1: the catalog lacks the column, which is
+ * then not set, as mv_orow_set_* does), scratch rows for the child rows
+ * (emitted, not kept: their strings point at the verb's) and the stats
+ * columns of the last file, reused while the next names the same ones. */
+typedef struct {
+    int resolved;
+    const moraine_relation_info *df, *pv, *st; /* NULL: missing (mv_need_rel says why when one is needed) */
+    int df_id, df_table, df_begin, df_order, df_path, df_relative, df_format, df_records, df_size, df_footer, df_row_id, df_pid, df_groups;
+    int pv_id, pv_table, pv_begin, pv_index, pv_value;
+    int st_id, st_table, st_begin, st_column, st_size, st_values, st_nulls, st_min, st_max, st_nan;
+    moraine_value *pvrow, *strow;
+    const char **snames; /* the last file's stats column names (the verb's strings) */
+    int64_t *scids;      /* and their column ids */
+    size_t nsnames, capsnames;
+} filecols;
+
+static void filecols_free(filecols *fc)
+{
+    free(fc->pvrow);
+    free(fc->strow);
+    free(fc->snames);
+    free(fc->scids);
+}
+
+static const moraine_relation_info *resolve_rel(model *m, const char *name)
+{
+    const moraine_relation_info *r = mv_rel(m, name);
+    return r && r->ncols ? r : NULL;
+}
+
+static int colx(const moraine_relation_info *r, const char *name) { return r ? moraine_column_index(r, name) : -1; }
+
+static int filecols_resolve(model *m, filecols *fc)
+{
+    if (fc->resolved) return 0;
+    fc->resolved = 1;
+    const moraine_relation_info *d = fc->df = resolve_rel(m, "ducklake_data_file");
+    fc->df_id = colx(d, "data_file_id"), fc->df_table = colx(d, "table_id"), fc->df_begin = colx(d, "begin_snapshot");
+    fc->df_order = colx(d, "file_order"), fc->df_path = colx(d, "path"), fc->df_relative = colx(d, "path_is_relative");
+    fc->df_format = colx(d, "file_format"), fc->df_records = colx(d, "record_count"), fc->df_size = colx(d, "file_size_bytes");
+    fc->df_footer = colx(d, "footer_size"), fc->df_row_id = colx(d, "row_id_start"), fc->df_pid = colx(d, "partition_id");
+    fc->df_groups = colx(d, "row_group_count");
+    const moraine_relation_info *p = fc->pv = resolve_rel(m, "ducklake_file_partition_value");
+    fc->pv_id = colx(p, "data_file_id"), fc->pv_table = colx(p, "table_id"), fc->pv_begin = colx(p, "begin_snapshot");
+    fc->pv_index = colx(p, "partition_key_index"), fc->pv_value = colx(p, "partition_value");
+    const moraine_relation_info *s = fc->st = resolve_rel(m, "ducklake_file_column_stats");
+    fc->st_id = colx(s, "data_file_id"), fc->st_table = colx(s, "table_id"), fc->st_begin = colx(s, "begin_snapshot");
+    fc->st_column = colx(s, "column_id"), fc->st_size = colx(s, "column_size_bytes"), fc->st_values = colx(s, "value_count");
+    fc->st_nulls = colx(s, "null_count"), fc->st_min = colx(s, "min_value"), fc->st_max = colx(s, "max_value");
+    fc->st_nan = colx(s, "contains_nan");
+    if ((p && !(fc->pvrow = calloc(p->ncols, sizeof *fc->pvrow))) || (s && !(fc->strow = calloc(s->ncols, sizeof *fc->strow))))
+        return mr_err(MORAINE_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Sets cell @i of scratch row @row (i < 0: the catalog lacks the column). */
+static void cell_int(moraine_value *row, int i, int64_t v)
+{
+    if (i >= 0) row[i] = (moraine_value){.type = MORAINE_INT, .i = v};
+}
+
+/* A text cell pointing at @s (no copy: the row is emitted before @s goes),
+ * checked as mv_orow_set_str checks it; NULL: NULL. */
+static int cell_str(const moraine_relation_info *r, moraine_value *row, int i, const char *s)
+{
+    if (i < 0) return 0;
+    if (!s) {
+        row[i] = (moraine_value){.type = MORAINE_NULL};
+        return 0;
+    }
+    size_t len;
+    int rc = mv_text_check(r->colnames[i], s, &len);
+    if (!rc) row[i] = (moraine_value){.type = MORAINE_STR, .s = s, .len = len};
+    return rc;
+}
+
+/* A fresh scratch row of @r: every cell NULL, begin_snapshot the snapshot being written. */
+static void scratch_row(model *m, const moraine_relation_info *r, moraine_value *row, int begin)
+{
+    for (size_t i = 0; i < r->ncols; i++) row[i] = (moraine_value){.type = MORAINE_NULL};
+    cell_int(row, begin, m->snap);
+}
+
+static int emit_scratch(model *m, const moraine_relation_info *r, const moraine_value *row)
+{
+    return m->stx ? moraine_txn_insert(m->stx, r->name, row, r->ncols, -1) : 0;
+}
+
+/* The column ids named by @f's stats into fc->scids (the last file's, when it
+ * named the same columns: the same lookup would give the same ids). */
+static int stats_columns(tstate *t, filecols *fc, const moraine_data_file *f)
+{
+    if (f->nstats > fc->capsnames) {
+        size_t cap = f->nstats < 8 ? 8 : f->nstats;
+        const char **n = realloc(fc->snames, cap * sizeof *n);
+        if (n) fc->snames = n;
+        int64_t *c = n ? realloc(fc->scids, cap * sizeof *c) : NULL;
+        if (c) fc->scids = c;
+        if (!n || !c) return mr_err(MORAINE_ENOMEM, "out of memory");
+        fc->capsnames = cap;
+    }
+    for (size_t i = 0; i < f->nstats; i++) {
+        const char *col = f->stats[i].column;
+        if (col && i < fc->nsnames && fc->snames[i] && strcmp(fc->snames[i], col) == 0) continue;
+        int ci = mv_find_column(t, col);
+        if (ci < 0) {
+            fc->nsnames = 0;
+            return mr_err(MORAINE_ENOTFOUND, "data file %s: statistics name column \"%s\", which table \"%s\" does not have", f->path,
+                          col ? col : "", mv_orow_str(&t->row, "table_name"));
+        }
+        fc->snames[i] = col;
+        fc->scids[i] = mv_orow_int(&t->cols[ci], "column_id", -1);
+        if (i >= fc->nsnames) fc->nsnames = i + 1;
+    }
+    if (fc->nsnames > f->nstats) fc->nsnames = f->nstats;
+    return 0;
+}
+
 /* Inserts one data file with its partition values and stats. */
-static int add_file(model *m, tstate *t, const moraine_data_file *f, int64_t partition_id, int has_pid, const char *const *values, size_t nvalues,
-                    int row_ids, int64_t *id_out)
+static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *f, int64_t partition_id, int has_pid, const char *const *values,
+                    size_t nvalues, int row_ids, int64_t *id_out)
 {
     if (!f->path || !*f->path) return mr_err(MORAINE_EINVAL, "a data file needs a path");
     if (f->record_count < 0) return mr_err(MORAINE_EINVAL, "data file %s: record_count is negative", f->path);
@@ -60,73 +179,71 @@ static int add_file(model *m, tstate *t, const moraine_data_file *f, int64_t par
                                                                                       : NULL;
         if (bad) return mr_err(MORAINE_EINVAL, "data file %s: statistics of column \"%s\": %s is negative", f->path, st->column ? st->column : "", bad);
     }
-    int rc;
-    int64_t *cids = calloc(f->nstats ? f->nstats : 1, sizeof *cids);
-    if (!cids) return mr_err(MORAINE_ENOMEM, "out of memory");
-    for (size_t i = 0; i < f->nstats; i++) {
-        int ci = mv_find_column(t, f->stats[i].column);
-        if (ci < 0) {
-            free(cids);
-            return mr_err(MORAINE_ENOTFOUND, "data file %s: statistics name column \"%s\", which table \"%s\" does not have", f->path,
-                          f->stats[i].column ? f->stats[i].column : "", mv_orow_str(&t->row, "table_name"));
-        }
-        cids[i] = mv_orow_int(&t->cols[ci], "column_id", -1);
-    }
+    int rc = filecols_resolve(m, fc);
+    if (!rc) rc = stats_columns(t, fc, f);
+    if (rc) return rc;
+    const moraine_relation_info *dr;
+    if (!fc->df) return mv_need_rel(m, "ducklake_data_file", &dr);
     orow d;
-    if ((rc = mv_new_row(m, "ducklake_data_file", &d))) {
-        free(cids);
-        return rc;
-    }
+    if ((rc = mv_orow_from(&d, fc->df, NULL))) return rc;
+    mv_orow_set_int_at(&d, fc->df_begin, m->snap);
     int64_t id = m->next_file_id++;
-    mv_orow_set_int(&d, "data_file_id", id);
-    mv_orow_set_int(&d, "table_id", t->table_id);
-    mv_orow_set_null(&d, "file_order");
-    rc = mv_orow_set_str(&d, "path", f->path);
-    mv_orow_set_bool(&d, "path_is_relative", !f->path_is_absolute);
-    if (!rc) rc = mv_orow_set_str(&d, "file_format", f->file_format ? f->file_format : "parquet");
-    mv_orow_set_int(&d, "record_count", f->record_count);
-    mv_orow_set_int(&d, "file_size_bytes", f->file_size_bytes);
-    if (f->footer_size == INT64_MIN) mv_orow_set_null(&d, "footer_size");
-    else mv_orow_set_int(&d, "footer_size", f->footer_size);
+    mv_orow_set_int_at(&d, fc->df_id, id);
+    mv_orow_set_int_at(&d, fc->df_table, t->table_id);
+    mv_orow_set_null_at(&d, fc->df_order);
+    rc = mv_orow_set_str_at(&d, fc->df_path, f->path);
+    mv_orow_set_bool_at(&d, fc->df_relative, !f->path_is_absolute);
+    if (!rc) rc = mv_orow_set_str_at(&d, fc->df_format, f->file_format ? f->file_format : "parquet");
+    mv_orow_set_int_at(&d, fc->df_records, f->record_count);
+    mv_orow_set_int_at(&d, fc->df_size, f->file_size_bytes);
+    if (f->footer_size == INT64_MIN) mv_orow_set_null_at(&d, fc->df_footer);
+    else mv_orow_set_int_at(&d, fc->df_footer, f->footer_size);
     if (row_ids) {
-        mv_orow_set_int(&d, "row_id_start", t->next_row_id);
+        mv_orow_set_int_at(&d, fc->df_row_id, t->next_row_id);
         t->next_row_id += f->record_count;
     }
-    if (has_pid) mv_orow_set_int(&d, "partition_id", partition_id);
-    if (f->row_group_count > 0) mv_orow_set_int(&d, "row_group_count", f->row_group_count);
+    if (has_pid) mv_orow_set_int_at(&d, fc->df_pid, partition_id);
+    if (f->row_group_count > 0) mv_orow_set_int_at(&d, fc->df_groups, f->row_group_count);
     t->record_count += f->record_count;
     t->file_size_bytes += f->file_size_bytes;
     if (!rc) rc = mv_emit_insert(m, &d);
     for (size_t i = 0; !rc && i < nvalues; i++) {
-        orow pv;
-        if ((rc = mv_new_row(m, "ducklake_file_partition_value", &pv))) break;
-        mv_orow_set_int(&pv, "data_file_id", id);
-        mv_orow_set_int(&pv, "table_id", t->table_id);
-        mv_orow_set_int(&pv, "partition_key_index", (int64_t)i);
-        rc = mv_orow_set_str(&pv, "partition_value", values[i]);
-        if (!rc) rc = mv_emit_insert(m, &pv);
-        mv_orow_free(&pv);
+        const moraine_relation_info *r = fc->pv;
+        if (!r) {
+            rc = mv_need_rel(m, "ducklake_file_partition_value", &r);
+            break;
+        }
+        moraine_value *pv = fc->pvrow;
+        scratch_row(m, r, pv, fc->pv_begin);
+        cell_int(pv, fc->pv_id, id);
+        cell_int(pv, fc->pv_table, t->table_id);
+        cell_int(pv, fc->pv_index, (int64_t)i);
+        rc = cell_str(r, pv, fc->pv_value, values[i]);
+        if (!rc) rc = emit_scratch(m, r, pv);
     }
     for (size_t i = 0; !rc && i < f->nstats; i++) {
         const moraine_column_stats *s = &f->stats[i];
-        orow st;
-        if ((rc = mv_new_row(m, "ducklake_file_column_stats", &st))) break;
-        mv_orow_set_int(&st, "data_file_id", id);
-        mv_orow_set_int(&st, "table_id", t->table_id);
-        mv_orow_set_int(&st, "column_id", cids[i]);
-        if (s->column_size_bytes != INT64_MIN) mv_orow_set_int(&st, "column_size_bytes", s->column_size_bytes);
-        if (s->value_count != INT64_MIN) mv_orow_set_int(&st, "value_count", s->value_count);
-        if (s->null_count != INT64_MIN) mv_orow_set_int(&st, "null_count", s->null_count);
-        rc = mv_orow_set_str(&st, "min_value", s->min_value);
-        if (!rc) rc = mv_orow_set_str(&st, "max_value", s->max_value);
-        if (s->contains_nan >= 0) mv_orow_set_bool(&st, "contains_nan", s->contains_nan);
-        if (!rc) rc = mv_emit_insert(m, &st);
-        mv_orow_free(&st);
+        const moraine_relation_info *r = fc->st;
+        if (!r) {
+            rc = mv_need_rel(m, "ducklake_file_column_stats", &r);
+            break;
+        }
+        moraine_value *st = fc->strow;
+        scratch_row(m, r, st, fc->st_begin);
+        cell_int(st, fc->st_id, id);
+        cell_int(st, fc->st_table, t->table_id);
+        cell_int(st, fc->st_column, fc->scids[i]);
+        if (s->column_size_bytes != INT64_MIN) cell_int(st, fc->st_size, s->column_size_bytes);
+        if (s->value_count != INT64_MIN) cell_int(st, fc->st_values, s->value_count);
+        if (s->null_count != INT64_MIN) cell_int(st, fc->st_nulls, s->null_count);
+        rc = cell_str(r, st, fc->st_min, s->min_value);
+        if (!rc) rc = cell_str(r, st, fc->st_max, s->max_value);
+        if (s->contains_nan >= 0 && fc->st_nan >= 0) st[fc->st_nan] = (moraine_value){.type = MORAINE_BOOL, .i = s->contains_nan != 0};
+        if (!rc) rc = emit_scratch(m, r, st);
     }
     /* keep it: later verbs of this transaction see it (drop_table ends it) */
     if (!rc) rc = mv_take_row(&t->added, &t->nadded, &d);
     if (d.v) mv_orow_free(&d);
-    free(cids);
     if (id_out) *id_out = id;
     return rc;
 }
@@ -144,11 +261,13 @@ int mv_do_add_files(model *m, verb *v)
         if (v->files[i].npartition_values != want)
             return mr_err(MORAINE_EINVAL, "add_data_files: file %zu (%s) has %zu partition values; the live partition spec of \"%s\" has %zu keys", i,
                           v->files[i].path ? v->files[i].path : "", v->files[i].npartition_values, v->table, want);
+    filecols fc = {0};
     for (size_t i = 0; !rc && i < v->nfiles; i++) {
         int64_t id;
-        rc = add_file(m, t, &v->files[i], pid, has_pid, v->files[i].partition_values, v->files[i].npartition_values, 1, &id);
+        rc = add_file(m, t, &fc, &v->files[i], pid, has_pid, v->files[i].partition_values, v->files[i].npartition_values, 1, &id);
         if (!rc && i == 0 && v->ids) v->ids[0] = id;
     }
+    filecols_free(&fc);
     if (!rc && v->nfiles) t->inserted = 1;
     return rc;
 }
@@ -405,12 +524,14 @@ int mv_do_rewrite(model *m, verb *v)
         if (!rc) rc = mv_id_push(&t->ended, &t->nended, v->ids[i]);
         if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del);
     }
+    filecols fc = {0};
     for (size_t i = 0; !rc && i < v->nfiles; i++) {
         const moraine_data_file *f = &v->files[i];
         const char *const *vals = f->npartition_values ? f->partition_values : (const char *const *)lf[0].values;
         /* DuckLake: compaction outputs carry no row_id_start */
-        rc = add_file(m, t, f, pid, has_pid, vals, lf[0].nvalues, 0, NULL);
+        rc = add_file(m, t, &fc, f, pid, has_pid, vals, lf[0].nvalues, 0, NULL);
     }
+    filecols_free(&fc);
     live_files_free(lf, v->nids);
     if (!rc) t->compacted = 1;
     return rc;

@@ -46,6 +46,15 @@ void mv_orow_set_null(orow *r, const char *name);
 /* Sets column @name to a copy of @s (NULL: NULL). EINVAL when @s is not
  * valid UTF-8, ENOMEM. */
 int mv_orow_set_str(orow *r, const char *name, const char *s);
+/* The same by column index @i (resolved once, moraine_column_index; -1: the
+ * catalog lacks the column, nothing is set). */
+void mv_orow_set_int_at(orow *r, int i, int64_t v);
+void mv_orow_set_bool_at(orow *r, int i, int v);
+void mv_orow_set_null_at(orow *r, int i);
+int mv_orow_set_str_at(orow *r, int i, const char *s);
+/* Checks that text @s for column @name is valid UTF-8 (what every text a verb
+ * stores must be); EINVAL naming the column. *len_out (NULL: not wanted): strlen(@s). */
+int mv_text_check(const char *name, const char *s, size_t *len_out);
 /* Column @name's integer, or @dflt when absent or not an integer. */
 int64_t mv_orow_int(const orow *r, const char *name, int64_t dflt);
 /* 1 when column @name is NULL or absent. */

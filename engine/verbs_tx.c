@@ -6,6 +6,8 @@
  * public moraine_tx_* calls that record them. The commit is verbs_commit.c.
  */
 #include "verbs_internal.h"
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,27 +59,93 @@ static void verb_free(verb *v)
     memset(v, 0, sizeof *v);
 }
 
+/* Sizes of a copy's two regions: arrays (each rounded up to the alignment of
+ * any object) first, then strings. 0 on overflow. */
+static int add_size(size_t *total, size_t n)
+{
+    if (n > SIZE_MAX - *total) return 0;
+    *total += n;
+    return 1;
+}
+
+static size_t aligned(size_t n)
+{
+    const size_t a = _Alignof(max_align_t);
+    return n % a ? n + (a - n % a) : n;
+}
+
+static int add_array(size_t *arrays, size_t n, size_t size)
+{
+    return n <= (SIZE_MAX / 2) / size && add_size(arrays, aligned(n * size));
+}
+
+static int add_text(size_t *texts, const char *s) { return !s || add_size(texts, strlen(s) + 1); }
+
+/* An array of @n bytes from the arrays region (stays aligned). */
+static void *take_array(uint8_t **pa, size_t n)
+{
+    void *r = *pa;
+    *pa += aligned(n);
+    return r;
+}
+
+/* A copy of @s in the strings region (NULL: NULL). */
+static const char *take_text(uint8_t **ps, const char *s)
+{
+    if (!s) return NULL;
+    size_t len = strlen(s) + 1;
+    char *c = (char *)*ps;
+    memcpy(c, s, len);
+    *ps += len;
+    return c;
+}
+
+/* Copies the files and every array and string they point to into one block
+ * the verb owns (a 10k-file verb holds some 200k strings): the arrays first,
+ * aligned, then the strings. */
 static int copy_files(verb *v, const moraine_data_file *files, size_t n, int *ok)
 {
-    v->files = vcopy(v, files, n, sizeof *files, ok);
+    v->files = NULL;
     v->nfiles = n;
-    for (size_t i = 0; *ok && i < n; i++) {
+    if (!n || !*ok) return 0;
+    size_t arrays = 0, texts = 0;
+    int fits = add_array(&arrays, n, sizeof *files);
+    for (size_t i = 0; fits && i < n; i++) {
+        const moraine_data_file *f = &files[i];
+        fits = add_text(&texts, f->path) && add_text(&texts, f->file_format) && add_array(&arrays, f->npartition_values, sizeof(char *)) &&
+               add_array(&arrays, f->nstats, sizeof *f->stats);
+        for (size_t k = 0; fits && k < f->npartition_values; k++) fits = add_text(&texts, f->partition_values[k]);
+        for (size_t k = 0; fits && k < f->nstats; k++)
+            fits = add_text(&texts, f->stats[k].column) && add_text(&texts, f->stats[k].min_value) && add_text(&texts, f->stats[k].max_value);
+    }
+    size_t total = arrays;
+    if (fits) fits = add_size(&total, texts);
+    uint8_t *block = fits ? own(v, malloc(total ? total : 1)) : NULL;
+    if (!block) {
+        *ok = 0;
+        return 0;
+    }
+    uint8_t *pa = block, *ps = block + arrays;
+    v->files = take_array(&pa, n * sizeof *files);
+    memcpy(v->files, files, n * sizeof *files);
+    for (size_t i = 0; i < n; i++) {
         moraine_data_file *f = &v->files[i];
-        f->path = vdup(v, files[i].path, ok);
-        f->file_format = vdup(v, files[i].file_format, ok);
+        f->path = take_text(&ps, files[i].path);
+        f->file_format = take_text(&ps, files[i].file_format);
         if (files[i].npartition_values) {
-            const char **pv = vcopy(v, files[i].partition_values, files[i].npartition_values, sizeof(char *), ok);
-            for (size_t k = 0; *ok && k < files[i].npartition_values; k++) pv[k] = vdup(v, files[i].partition_values[k], ok);
+            const char **pv = take_array(&pa, files[i].npartition_values * sizeof(char *));
+            for (size_t k = 0; k < files[i].npartition_values; k++) pv[k] = take_text(&ps, files[i].partition_values[k]);
             f->partition_values = pv;
         } else {
             f->partition_values = NULL;
         }
         if (files[i].nstats) {
-            moraine_column_stats *st = vcopy(v, files[i].stats, files[i].nstats, sizeof *st, ok);
-            for (size_t k = 0; *ok && k < files[i].nstats; k++) {
-                st[k].column = vdup(v, files[i].stats[k].column, ok);
-                st[k].min_value = vdup(v, files[i].stats[k].min_value, ok);
-                st[k].max_value = vdup(v, files[i].stats[k].max_value, ok);
+            moraine_column_stats *st = take_array(&pa, files[i].nstats * sizeof *st);
+            memcpy(st, files[i].stats, files[i].nstats * sizeof *st);
+            for (size_t k = 0; k < files[i].nstats; k++) {
+                st[k].column = take_text(&ps, files[i].stats[k].column);
+                st[k].min_value = take_text(&ps, files[i].stats[k].min_value);
+                st[k].max_value = take_text(&ps, files[i].stats[k].max_value);
             }
             f->stats = st;
         } else {
