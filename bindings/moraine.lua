@@ -449,7 +449,19 @@ Every method raises:
 - `tx:drop_column(tbl, name)` — `ALTER TABLE tbl DROP COLUMN name`
   (`moraine_tx_drop_column`). Raises ENOTFOUND (table or column), EINVAL
   (the live partition spec partitions on the column, or the live sort spec
-  names it).
+  names it). A STRUCT column's field rows end with it.
+- `tx:add_field(tbl, path, field)` — `ALTER TABLE tbl ADD COLUMN s.f TYPE`
+  (`moraine_tx_add_field`): `path` is the struct, a name or an array of
+  names (`{"s", "b"}` for s.b); `field` as one element of create_table's
+  `columns` (not nested, no `not_null`). Raises ENOTFOUND (table, path),
+  EEXIST (the field exists), EINVAL (not a struct, DuckLake's words).
+- `tx:rename_field(tbl, path, new)` — `ALTER TABLE tbl RENAME COLUMN s.f TO
+  new` (`moraine_tx_rename_field`); `path` names the field (two names at
+  least). Raises ENOTFOUND, EEXIST (a field of the struct has the name),
+  EINVAL.
+- `tx:drop_field(tbl, path)` — `ALTER TABLE tbl DROP COLUMN s.f`
+  (`moraine_tx_drop_field`): the field's rows and its own fields' end.
+  Raises ENOTFOUND, EINVAL (the struct's last field; not a struct).
 - `tx:rename_table(tbl, new_name)` — `ALTER TABLE tbl RENAME TO new_name`
   (`moraine_tx_rename_table`; the table keeps its id and path). Raises
   ENOTFOUND, EEXIST, EINVAL (empty new name).

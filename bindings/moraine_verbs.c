@@ -524,6 +524,77 @@ static int l_vtx_drop_column(lua_State *L)
     return vtx_table_name(L, "drop_column", moraine_tx_drop_column);
 }
 
+/* The column path at @idx for verb @verb: a name (a path of one name) or an
+ * array of names, {"s", "f"} for s.f. Pushes the array of C strings (a
+ * userdata; the strings stay referenced by the argument) and returns it,
+ * the count in *n_out. Raises EINVAL for anything else, a NUL byte in a name. */
+static const char **read_path(lua_State *L, int idx, const char *verb, size_t *n_out)
+{
+    idx = mr_absindex(L, idx);
+    size_t len;
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        const char **p = (const char **)scratch(L, 1, sizeof *p);
+        p[0] = lua_tolstring(L, idx, &len);
+        if (strlen(p[0]) != len)
+            raise_errf(L, MORAINE_EINVAL, "%s: path contains a NUL byte", verb);
+        *n_out = 1;
+        return p;
+    }
+    if (lua_type(L, idx) != LUA_TTABLE)
+        raise_errf(L, MORAINE_EINVAL, "%s: path must be a name or an array of names, got %s", verb, luaL_typename(L, idx));
+    size_t n = array_len(L, idx);
+    const char **p = (const char **)scratch(L, n, sizeof *p);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, idx, (int)i + 1);
+        if (lua_type(L, -1) != LUA_TSTRING)
+            raise_errf(L, MORAINE_EINVAL, "%s: path[%d] must be a string, got %s", verb, (int)i + 1, luaL_typename(L, -1));
+        p[i] = lua_tolstring(L, -1, &len);
+        if (strlen(p[i]) != len)
+            raise_errf(L, MORAINE_EINVAL, "%s: path[%d] contains a NUL byte", verb, (int)i + 1);
+        lua_pop(L, 1);
+    }
+    *n_out = n;
+    return p;
+}
+
+/* tx:add_field(tbl, path, field) -- ADD COLUMN s.f (moraine_tx_add_field) */
+static int l_vtx_add_field(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    const char *schema, *table;
+    vtx_table(L, 4, "add_field", &schema, &table);
+    size_t n;
+    const char **path = read_path(L, 3, "add_field", &n);
+    moraine_column_def f;
+    memset(&f, 0, sizeof f);
+    read_column(L, 4, "add_field: field", &f);
+    return vtx_done(L, moraine_tx_add_field(t->tx, schema, table, path, n, &f));
+}
+
+/* tx:rename_field(tbl, path, new_name) -- RENAME COLUMN s.f TO g (moraine_tx_rename_field) */
+static int l_vtx_rename_field(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    const char *new_name = check_name(L, 4);
+    const char *schema, *table;
+    vtx_table(L, 4, "rename_field", &schema, &table);
+    size_t n;
+    const char **path = read_path(L, 3, "rename_field", &n);
+    return vtx_done(L, moraine_tx_rename_field(t->tx, schema, table, path, n, new_name));
+}
+
+/* tx:drop_field(tbl, path) -- DROP COLUMN s.f (moraine_tx_drop_field) */
+static int l_vtx_drop_field(lua_State *L)
+{
+    lvtx *t = check_vtx(L);
+    const char *schema, *table;
+    vtx_table(L, 3, "drop_field", &schema, &table);
+    size_t n;
+    const char **path = read_path(L, 3, "drop_field", &n);
+    return vtx_done(L, moraine_tx_drop_field(t->tx, schema, table, path, n));
+}
+
 /* tx:rename_table(tbl, new_name) */
 static int l_vtx_rename_table(lua_State *L)
 {
@@ -804,6 +875,9 @@ const luaL_Reg vtx_methods[] = {{"base", l_vtx_base},
                                        {"add_column", l_vtx_add_column},
                                        {"rename_column", l_vtx_rename_column},
                                        {"drop_column", l_vtx_drop_column},
+                                       {"add_field", l_vtx_add_field},
+                                       {"rename_field", l_vtx_rename_field},
+                                       {"drop_field", l_vtx_drop_field},
                                        {"rename_table", l_vtx_rename_table},
                                        {"drop_table", l_vtx_drop_table},
                                        {"set_partitioning", l_vtx_set_partitioning},

@@ -867,9 +867,66 @@ int moraine_tx_rename_column(moraine_tx *tx, const char *schema, const char *tab
 /**
  * DuckLake: ALTER TABLE DROP COLUMN. Refused (EINVAL) when the live partition
  * spec partitions on the column ("the table is partitioned by this column")
- * or the live sort spec names it. ENOTFOUND (table or column).
+ * or the live sort spec names it. A STRUCT column's field rows end with it
+ * (DuckLake's ColumnChangeInfo::DropField). ENOTFOUND (table or column).
  */
 int moraine_tx_drop_column(moraine_tx *tx, const char *schema, const char *table, const char *name);
+
+/*
+ * STRUCT fields. DuckLake stores a STRUCT column as a ducklake_column row of
+ * column_type "struct" and one row per field whose parent_column is the
+ * struct's column_id (a field may be a struct itself). A path names a
+ * column and then a field of it, and so on: {"s", "f"} is s.f; names are
+ * compared as DuckDB does, ASCII case-insensitively. The struct's own row is
+ * never rewritten (its column_type stays "struct"). Each verb alters the
+ * table: change altered_table:T, schema_version + 1, a schema_versions row.
+ * DuckLake's code: DuckLakeTableEntry::AlterTable(AddFieldInfo /
+ * RenameFieldInfo / RemoveFieldInfo) in ducklake_table_entry.cpp, the rows
+ * written by HandleChangedFields (ducklake_transaction_state.cpp) and
+ * ColumnToSQLRecursive (ducklake_metadata_manager.cpp); docs/verbs.md.
+ */
+
+/**
+ * DuckLake: ALTER TABLE ADD COLUMN s.f TYPE [DEFAULT lit] (AddFieldInfo).
+ * @path (@npath >= 1 names) is the struct; @field the new field (its
+ * not_null must be 0; a nested type, struct/list/map, is refused: moraine
+ * writes no child rows for it). The row: column_id = column_order = the
+ * table's largest column_id ever + 1, parent_column the struct's id,
+ * nulls_allowed false, initial_default and default_value the default (none:
+ * NULL and 'NULL'), default_value_type 'literal'.
+ * Errors: ENOTFOUND (table; "Column "s" does not exist"), EEXIST ("Failed to
+ * add field - field "f" already exists in column "s""), EINVAL (empty path,
+ * "Fields can only be added to structs - s is a INTEGER", empty name or
+ * type, a nested type, not_null).
+ */
+int moraine_tx_add_field(moraine_tx *tx, const char *schema, const char *table, const char *const *path, size_t npath,
+                         const moraine_column_def *field);
+
+/**
+ * DuckLake: ALTER TABLE RENAME COLUMN s.f TO g (RenameFieldInfo). @path
+ * (@npath >= 2) is the field. Its row is ended and a new one written with
+ * the same column_id, column_order, column_type and parent_column and the
+ * new name; as DuckLake's RenameField builds it, nothing else is carried
+ * over: initial_default NULL, default_value 'NULL', default_value_type ''
+ * (empty), nulls_allowed false. A nested field's own fields are untouched.
+ * Errors: ENOTFOUND (table, path), EEXIST ("Failed to rename field "f" to
+ * "g" - field with this name already exists in column "s"", also for the
+ * field's own name), EINVAL (a path of fewer than 2 names, an empty new
+ * name, a parent that is not a struct: "Only rename on top-level struct
+ * fields is supported currently").
+ */
+int moraine_tx_rename_field(moraine_tx *tx, const char *schema, const char *table, const char *const *path, size_t npath,
+                            const char *new_name);
+
+/**
+ * DuckLake: ALTER TABLE DROP COLUMN s.f (RemoveFieldInfo). @path (@npath >=
+ * 2) is the field. Its row and the rows of its own fields are ended.
+ * Errors: ENOTFOUND (table, path), EINVAL (a path of fewer than 2 names;
+ * "Cannot drop field 'f' from column 'l' - it's not a struct"; the struct's
+ * last field: "Failed to convert DuckDB type to DuckLake - unsupported type
+ * STRUCT()", DuckLake's refusal of an empty struct).
+ */
+int moraine_tx_drop_field(moraine_tx *tx, const char *schema, const char *table, const char *const *path, size_t npath);
 
 /** DuckLake: ALTER TABLE RENAME TO. The table keeps its id and path. ENOTFOUND, EEXIST. */
 int moraine_tx_rename_table(moraine_tx *tx, const char *schema, const char *table, const char *new_name);

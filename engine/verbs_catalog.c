@@ -425,6 +425,7 @@ int mv_find_column(tstate *t, const char *name)
 {
     for (size_t i = 0; i < t->ncols; i++) {
         const char *n = mv_orow_str(&t->cols[i], "column_name");
+        if (!mv_orow_is_null(&t->cols[i], "parent_column")) continue; /* a STRUCT's field, not a column */
         if (n && name && mr_ident_eq(n, name)) return (int)i; /* DuckDB: case-insensitive */
     }
     return -1;

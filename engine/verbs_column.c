@@ -5,6 +5,7 @@
  * it) and alter_column (ALTER COLUMN: type, default, NOT NULL).
  */
 #include "verbs_internal.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,6 +173,27 @@ int mv_do_rename_column(model *m, verb *v)
     return rc;
 }
 
+/* Retires live column row t->cols[@ci] and, for a nested column, every row
+ * under it (parent_column chains), the row before its children, depth
+ * first: the order of DuckLake's ColumnChangeInfo::DropField
+ * (ducklake_table_entry.cpp), whose dropped_fields the commit ends one by
+ * one (DuckLakeMetadataManager::WriteDroppedColumns). The rows leave t->cols. */
+static int remove_tree(model *m, tstate *t, int ci)
+{
+    int64_t id = mv_orow_int(&t->cols[ci], "column_id", -1);
+    int rc = mv_retire_row(m, &t->cols[ci]);
+    if (rc) return rc;
+    mv_orow_free(&t->cols[ci]);
+    t->cols[ci] = t->cols[--t->ncols];
+    for (;;) {
+        int k = -1;
+        for (size_t i = 0; k < 0 && i < t->ncols; i++)
+            if (mv_orow_int(&t->cols[i], "parent_column", -1) == id) k = (int)i;
+        if (k < 0) return 0;
+        if ((rc = remove_tree(m, t, k))) return rc;
+    }
+}
+
 int mv_do_drop_column(model *m, verb *v)
 {
     tstate *t;
@@ -190,9 +212,7 @@ int mv_do_drop_column(model *m, verb *v)
             return mr_err(MORAINE_EINVAL, "Cannot drop column \"%s\" - the table is sorted by this column. Reset or change the sort order "
                           "on this table in order to drop this column", v->a);
     }
-    if ((rc = mv_retire_row(m, &t->cols[ci]))) return rc;
-    mv_orow_free(&t->cols[ci]);
-    t->cols[ci] = t->cols[--t->ncols];
+    if ((rc = remove_tree(m, t, ci))) return rc;
     t->altered = t->schema_row = 1;
     m->schema_changed = 1;
     return 0;
@@ -296,4 +316,207 @@ int mv_do_alter_column(model *m, verb *v)
         m->schema_changed = 1;
     }
     return rc;
+}
+
+/* ---- STRUCT fields ----
+ * DuckLake keeps a STRUCT column as a ducklake_column row of column_type
+ * "struct" (DuckLakeTypes::ToString, ducklake_types.cpp: the type's fields
+ * are not in the text) and one row per field whose parent_column is the
+ * struct's column_id, column_order = column_id (ColumnToSQLRecursive,
+ * ducklake_metadata_manager.cpp). ALTER TABLE ADD / RENAME / DROP COLUMN
+ * s.f are DuckLakeTableEntry::AlterTable(AddFieldInfo / RenameFieldInfo /
+ * RemoveFieldInfo) (ducklake_table_entry.cpp): a CHANGE_COLUMN_TYPE local
+ * change whose ColumnChangeInfo lists new_fields and dropped_fields; the
+ * commit (HandleChangedFields, ducklake_transaction_state.cpp) ends the
+ * dropped fields' rows and inserts the new ones. The struct's own row is
+ * not touched (its column_type stays "struct"). The change is
+ * altered_table:T with a schema_versions row (GetTransactionTableChanges,
+ * ducklake_transaction.cpp), as for add_column. */
+
+/* The index in t->cols of the live field @name (compared as DuckDB does,
+ * case-insensitively: DuckLakeFieldId's child_map) of the column or field
+ * with column_id @parent, or -1. */
+static int field_of(tstate *t, int64_t parent, const char *name)
+{
+    for (size_t i = 0; i < t->ncols; i++) {
+        if (mv_orow_int(&t->cols[i], "parent_column", -1) != parent) continue;
+        const char *n = mv_orow_str(&t->cols[i], "column_name");
+        if (n && name && mr_ident_eq(n, name)) return (int)i;
+    }
+    return -1;
+}
+
+/* The @n names of @path joined with "." into @buf (cut to @cap bytes). */
+static const char *join_path(char *const *path, size_t n, char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n && at + 1 < cap; i++) {
+        int w = snprintf(buf + at, cap - at, "%s%s", i ? "." : "", path[i] ? path[i] : "");
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+    return buf;
+}
+
+/* The index in t->cols of the column or field named by the first @n names
+ * of @path (a top-level column, then a field of it, ...) into *out.
+ * EINVAL for an empty path, ENOTFOUND with DuckLake's words (the
+ * BinderException of DuckLakeTableEntry::GetFieldId, ducklake_table_entry.cpp). */
+static int resolve_path(tstate *t, char *const *path, size_t n, int *out)
+{
+    char buf[512];
+    if (!n || !path[0] || !*path[0]) return mr_err(MORAINE_EINVAL, "an empty column path");
+    int ci = mv_find_column(t, path[0]);
+    for (size_t i = 1; ci >= 0 && i < n; i++) ci = field_of(t, mv_orow_int(&t->cols[ci], "column_id", -1), path[i]);
+    if (ci < 0) return mr_err(MORAINE_ENOTFOUND, "Column \"%s\" does not exist", join_path(path, n, buf, sizeof buf));
+    *out = ci;
+    return 0;
+}
+
+/* 1 when column @ci of @t is a STRUCT. */
+static int is_struct(tstate *t, int ci)
+{
+    const char *ty = mv_orow_str(&t->cols[ci], "column_type");
+    return ty && strcmp(ty, "struct") == 0;
+}
+
+/* DuckDB's name of a type DuckLake spells @dl (the words of DuckLake's
+ * messages come from DuckDB's LogicalType::ToString); other types as stored. */
+static const char *duckdb_type_name(const char *dl)
+{
+    static const char *const names[][2] = {
+        {"boolean", "BOOLEAN"}, {"int8", "TINYINT"}, {"int16", "SMALLINT"}, {"int32", "INTEGER"}, {"int64", "BIGINT"},
+        {"int128", "HUGEINT"}, {"uint8", "UTINYINT"}, {"uint16", "USMALLINT"}, {"uint32", "UINTEGER"}, {"uint64", "UBIGINT"},
+        {"uint128", "UHUGEINT"}, {"float32", "FLOAT"}, {"float64", "DOUBLE"}, {"varchar", "VARCHAR"}, {"date", "DATE"},
+        {"timestamp", "TIMESTAMP"}, {"timestamptz", "TIMESTAMP WITH TIME ZONE"}, {"time", "TIME"}, {"blob", "BLOB"},
+        {"uuid", "UUID"}, {"interval", "INTERVAL"},
+    };
+    for (size_t i = 0; dl && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(dl, names[i][0]) == 0) return names[i][1];
+    return dl ? dl : "";
+}
+
+/* 1 when DuckLake type @ty is nested (its row has child rows). */
+static int nested_type(const char *ty)
+{
+    static const char *const kinds[] = {"struct", "list", "map", "array"};
+    for (size_t i = 0; i < 4; i++) {
+        size_t n = strlen(kinds[i]), k = 0;
+        while (k < n && ty[k] && (ty[k] | 0x20) == kinds[i][k]) k++;
+        if (k == n && (ty[n] == 0 || ty[n] == '(' || ty[n] == '<' || ty[n] == ' ')) return 1;
+    }
+    return 0;
+}
+
+static void mark_altered(model *m, tstate *t)
+{
+    t->altered = t->schema_row = 1;
+    m->schema_changed = 1;
+}
+
+int mv_do_add_field(model *m, verb *v)
+{
+    tstate *t;
+    int rc = mv_find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    const moraine_column_def *d = &v->cols[0];
+    int pi;
+    if ((rc = resolve_path(t, v->path, v->npath, &pi))) return rc;
+    if (!is_struct(t, pi))
+        return mr_err(MORAINE_EINVAL, "Fields can only be added to structs - %s is a %s", mv_orow_str(&t->cols[pi], "column_name"),
+                      duckdb_type_name(mv_orow_str(&t->cols[pi], "column_type")));
+    if (!d->name || !*d->name) return mr_err(MORAINE_EINVAL, "add_field: a field needs a name");
+    if (!d->type || !*d->type) return mr_err(MORAINE_EINVAL, "add_field: field \"%s\" needs a type", d->name);
+    if (nested_type(d->type))
+        return mr_err(MORAINE_EINVAL, "add_field: field \"%s\" is of nested type %s; moraine adds fields of other types only", d->name, d->type);
+    if (d->not_null) return mr_err(MORAINE_EINVAL, "add_field: field \"%s\": DuckLake writes no NOT NULL for a struct field", d->name);
+    int64_t pid = mv_orow_int(&t->cols[pi], "column_id", -1);
+    if (field_of(t, pid, d->name) >= 0)
+        return mr_err(MORAINE_EEXIST, "Failed to add field - field \"%s\" already exists in column \"%s\"", d->name, v->path[v->npath - 1]);
+    /* DuckLake: the table's next column id (RequireNextColumnId); the row from
+     * AddNewColumns: ExtractDefaultValue gives initial_default and the
+     * default, nulls_allowed keeps DuckLakeColumnInfo's default, false */
+    int64_t id = t->max_column_id + 1;
+    orow c;
+    if ((rc = mv_column_row(m, t, d, id, id, 1, &c))) return rc;
+    mv_orow_set_int(&c, "parent_column", pid);
+    mv_orow_set_bool(&c, "nulls_allowed", 0);
+    if ((rc = mv_emit_insert(m, &c)) || (rc = mv_take_row(&t->cols, &t->ncols, &c))) {
+        mv_orow_free(&c);
+        return rc;
+    }
+    t->max_column_id = id;
+    if (id > t->max_order) t->max_order = id;
+    mark_altered(m, t);
+    return 0;
+}
+
+int mv_do_rename_field(model *m, verb *v)
+{
+    tstate *t;
+    int rc = mv_find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    if (v->npath < 2) return mr_err(MORAINE_EINVAL, "rename_field: the path names a column, not a field (rename_column renames columns)");
+    int fi, pi;
+    if ((rc = resolve_path(t, v->path, v->npath, &fi)) || (rc = resolve_path(t, v->path, v->npath - 1, &pi))) return rc;
+    if (!is_struct(t, pi)) return mr_err(MORAINE_EINVAL, "Only rename on top-level struct fields is supported currently");
+    if (!v->b || !*v->b) return mr_err(MORAINE_EINVAL, "rename_field: empty new name");
+    /* DuckLake compares the new name with every field, the renamed one too */
+    char buf[512];
+    if (field_of(t, mv_orow_int(&t->cols[pi], "column_id", -1), v->b) >= 0)
+        return mr_err(MORAINE_EEXIST, "Failed to rename field \"%s\" to \"%s\" - field with this name already exists in column \"%s\"",
+                      v->path[v->npath - 1], v->b, join_path(v->path, v->npath - 1, buf, sizeof buf));
+    /* DuckLake's RenameField: the field dropped and a new row with the same
+     * column_id, name, type and parent; nothing else of the old row is
+     * carried: its DuckLakeColumnInfo defaults give initial_default NULL,
+     * default_value 'NULL', default_value_type '' and nulls_allowed false
+     * (ColumnToSQLRecursive). A nested field's own fields stay as they are. */
+    orow c;
+    if ((rc = mv_new_row(m, "ducklake_column", &c))) return rc;
+    int64_t id = mv_orow_int(&t->cols[fi], "column_id", -1);
+    mv_orow_set_int(&c, "column_id", id);
+    mv_orow_set_int(&c, "table_id", t->table_id);
+    mv_orow_set_int(&c, "column_order", id);
+    rc = mv_orow_set_str(&c, "column_name", v->b);
+    if (!rc) rc = mv_orow_set_str(&c, "column_type", mv_orow_str(&t->cols[fi], "column_type"));
+    mv_orow_set_null(&c, "initial_default");
+    if (!rc) rc = mv_orow_set_str(&c, "default_value", "NULL");
+    mv_orow_set_bool(&c, "nulls_allowed", 0);
+    mv_orow_set_int(&c, "parent_column", mv_orow_int(&t->cols[pi], "column_id", -1));
+    if (!rc) rc = mv_orow_set_str(&c, "default_value_type", "");
+    if (!rc) rc = mv_orow_set_str(&c, "default_value_dialect", "duckdb");
+    if (!rc) rc = mv_retire_row(m, &t->cols[fi]);
+    if (!rc) rc = mv_emit_insert(m, &c);
+    if (rc) {
+        mv_orow_free(&c);
+        return rc;
+    }
+    mv_orow_free(&t->cols[fi]);
+    t->cols[fi] = c;
+    mark_altered(m, t);
+    return 0;
+}
+
+int mv_do_drop_field(model *m, verb *v)
+{
+    tstate *t;
+    int rc = mv_find_table(m, v->schema, v->table, &t);
+    if (rc) return rc;
+    if (v->npath < 2) return mr_err(MORAINE_EINVAL, "drop_field: the path names a column, not a field (drop_column drops columns)");
+    int fi, pi;
+    if ((rc = resolve_path(t, v->path, v->npath, &fi)) || (rc = resolve_path(t, v->path, v->npath - 1, &pi))) return rc;
+    /* DuckLakeFieldId::RemoveField (ducklake_field_data.cpp) */
+    if (!is_struct(t, pi))
+        return mr_err(MORAINE_EINVAL, "Cannot drop field '%s' from column '%s' - it's not a struct", mv_orow_str(&t->cols[fi], "column_name"),
+                      mv_orow_str(&t->cols[pi], "column_name"));
+    /* the struct left without fields: DuckLakeTableEntry::CheckSupportedTypes
+     * refuses it (DuckLakeTypes::ToString of a STRUCT without children) */
+    int64_t pid = mv_orow_int(&t->cols[pi], "column_id", -1);
+    size_t nf = 0;
+    for (size_t i = 0; i < t->ncols; i++) nf += mv_orow_int(&t->cols[i], "parent_column", -1) == pid;
+    if (nf < 2) return mr_err(MORAINE_EINVAL, "Failed to convert DuckDB type to DuckLake - unsupported type STRUCT()");
+    if ((rc = remove_tree(m, t, fi))) return rc;
+    mark_altered(m, t);
+    return 0;
 }

@@ -67,7 +67,7 @@ const char *mv_orow_str(const orow *r, const char *name);
 enum {
     V_CREATE_SCHEMA, V_CREATE_TABLE, V_ADD_COLUMN, V_RENAME_COLUMN, V_DROP_COLUMN, V_RENAME_TABLE, V_DROP_TABLE,
     V_SET_PARTITIONING, V_SET_SORTING, V_CLEAR_SORTING, V_ADD_FILES, V_ADD_DELETES, V_DELETE_FILES, V_REWRITE,
-    V_ALTER_COLUMN, V_SET_COMMENT, V_CREATE_VIEW, V_DROP_VIEW, V_DROP_SCHEMA
+    V_ALTER_COLUMN, V_SET_COMMENT, V_CREATE_VIEW, V_DROP_VIEW, V_DROP_SCHEMA, V_ADD_FIELD, V_RENAME_FIELD, V_DROP_FIELD
 };
 
 typedef struct {
@@ -88,6 +88,8 @@ typedef struct {
     size_t nids;
     moraine_column_alter alt; /* V_ALTER_COLUMN */
     int cascade;              /* V_DROP_SCHEMA */
+    char **path;              /* V_ADD_FIELD (the struct), V_RENAME_FIELD and V_DROP_FIELD (the field) */
+    size_t npath;
     void **owned;
     size_t nowned, capowned;
 } verb;
@@ -182,7 +184,9 @@ sstate *mv_schema_by_id(model *m, int64_t id);
 /* Finds table schema.name live in the model (loading it on first use) into
  * *out. EINVAL without a name, ENOTFOUND, read errors. */
 int mv_find_table(model *m, const char *schema, const char *name, tstate **out);
-/* The index of @t's live column @name in t->cols, or -1. */
+/* The index of @t's live top-level column @name (parent_column NULL; a
+ * STRUCT's fields are rows of t->cols too, found by path in verbs_column.c)
+ * in t->cols, or -1. */
 int mv_find_column(tstate *t, const char *name);
 
 /* ---- emitting rows (verbs_catalog.c) ---- */
@@ -224,6 +228,10 @@ int mv_do_add_column(model *m, verb *v);
 int mv_do_rename_column(model *m, verb *v);
 int mv_do_drop_column(model *m, verb *v);
 int mv_do_alter_column(model *m, verb *v);
+/* STRUCT fields (ALTER TABLE ADD / RENAME / DROP COLUMN s.f; docs/verbs.md) */
+int mv_do_add_field(model *m, verb *v);
+int mv_do_rename_field(model *m, verb *v);
+int mv_do_drop_field(model *m, verb *v);
 
 /* verbs_spec.c */
 /* Checks sort key @k (the @i-th): EINVAL for an empty expression, a

@@ -177,6 +177,9 @@ int mv_apply(model *m, verb *v)
     case V_CREATE_VIEW:
     case V_DROP_VIEW: return mv_do_view(m, v);
     case V_DROP_SCHEMA: return mv_do_drop_schema(m, v);
+    case V_ADD_FIELD: return mv_do_add_field(m, v);
+    case V_RENAME_FIELD: return mv_do_rename_field(m, v);
+    case V_DROP_FIELD: return mv_do_drop_field(m, v);
     }
     return mr_err(MORAINE_EINVAL, "unknown verb");
 }
@@ -355,6 +358,44 @@ int moraine_tx_drop_column(moraine_tx *tx, const char *schema, const char *table
 {
     VERB_BEGIN(V_DROP_COLUMN);
     v.a = vdup(&v, name, &ok);
+    VERB_END();
+}
+
+/* Copies the @n names of @path into the verb; *ok becomes 0 on allocation
+ * failure (the callers refuse a NULL path with n > 0 first). */
+static void copy_path(verb *v, const char *const *path, size_t n, int *ok)
+{
+    v->path = vcopy(v, path, n, sizeof(char *), ok);
+    v->npath = *ok ? n : 0;
+    for (size_t i = 0; *ok && i < n; i++) v->path[i] = vdup(v, path[i], ok);
+}
+
+int moraine_tx_add_field(moraine_tx *tx, const char *schema, const char *table, const char *const *path, size_t npath,
+                         const moraine_column_def *field)
+{
+    if (!field) return mr_err(MORAINE_EINVAL, "add_field: NULL field");
+    if (npath && !path) return mr_err(MORAINE_EINVAL, "add_field: NULL path");
+    VERB_BEGIN(V_ADD_FIELD);
+    copy_path(&v, path, npath, &ok);
+    copy_cols(&v, field, 1, &ok);
+    VERB_END();
+}
+
+int moraine_tx_rename_field(moraine_tx *tx, const char *schema, const char *table, const char *const *path, size_t npath,
+                            const char *new_name)
+{
+    if (npath && !path) return mr_err(MORAINE_EINVAL, "rename_field: NULL path");
+    VERB_BEGIN(V_RENAME_FIELD);
+    copy_path(&v, path, npath, &ok);
+    v.b = vdup(&v, new_name, &ok);
+    VERB_END();
+}
+
+int moraine_tx_drop_field(moraine_tx *tx, const char *schema, const char *table, const char *const *path, size_t npath)
+{
+    if (npath && !path) return mr_err(MORAINE_EINVAL, "drop_field: NULL path");
+    VERB_BEGIN(V_DROP_FIELD);
+    copy_path(&v, path, npath, &ok);
     VERB_END();
 }
 

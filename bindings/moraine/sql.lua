@@ -130,8 +130,16 @@ local function default_of(e)
   return expr.render(e), "expression"
 end
 
-function Parser:column_def()
+-- A column definition; @path_ok: the name may be a dotted path (ALTER TABLE
+-- ADD COLUMN s.f: a STRUCT field), then col.path is the struct's path.
+function Parser:column_def(path_ok)
   local col = { name = self:name() }
+  if path_ok and expr.is_op(self:peek(), ".") then
+    local parts = { col.name }
+    while self:op(".") do parts[#parts + 1] = self:name() end
+    col.name = table.remove(parts)
+    col.path = parts
+  end
   col.sqltype = self:type_name()
   while self:peek() and not expr.is_op(self:peek(), ",") and not expr.is_op(self:peek(), ")") do
     if self:kw("NOT") then self:expect_kw("NULL") col.not_null = true
@@ -172,16 +180,25 @@ function Parser:alter_table(st)
   if self:kw("ADD") then
     self:kw("COLUMN")
     if self:kw("IF") then self:expect_kw("NOT") self:expect_kw("EXISTS") st.if_not_exists = true end
-    st.action, st.column = "add_column", self:column_def()
+    st.action, st.column = "add_column", self:column_def(true)
+    if st.column.path then st.action = "add_field" end
   elseif self:kw("DROP") then
     self:kw("COLUMN")
     if self:kw("IF") then self:expect_kw("EXISTS") st.if_exists = true end
     st.action, st.name = "drop_column", self:name()
+    if expr.is_op(self:peek(), ".") then
+      st.action, st.path = "drop_field", { st.name }
+      while self:op(".") do st.path[#st.path + 1] = self:name() end
+    end
   elseif self:kw("RENAME") then
     if self:kw("TO") then st.action, st.new = "rename_table", self:name()
     else
       self:kw("COLUMN")
       st.action, st.name = "rename_column", self:name()
+      if expr.is_op(self:peek(), ".") then
+        st.action, st.path = "rename_field", { st.name }
+        while self:op(".") do st.path[#st.path + 1] = self:name() end
+      end
       self:expect_kw("TO")
       st.new = self:name()
     end
@@ -435,6 +452,12 @@ end
 
 local function ref(s, t) return { schema = s.name, table = t.name } end
 
+-- The code of an error a verb raised (a moraine error), or nil.
+local function code_of(e)
+  local ok, c = pcall(function() return e.code end)
+  return ok and c or nil
+end
+
 local function column_of(t, name, what)
   local c, i = find(t.columns, name)
   if not c then
@@ -615,6 +638,34 @@ local function run(m, tx, st, on_data)
       if not ty then fail("EINVAL", "moraine does not map the type " .. c.sqltype .. " to DuckLake's") end
       tx:add_column(ref(s, t), { name = c.name, type = ty, not_null = c.not_null, default = c.default })
       t.columns[#t.columns + 1] = { name = c.name, type = ty, not_null = c.not_null }
+    elseif a == "add_field" or a == "drop_field" or a == "rename_field" then
+      -- STRUCT fields (DuckLake: DuckLakeTableEntry::AlterTable(AddFieldInfo /
+      -- RemoveFieldInfo / RenameFieldInfo)); the verbs check the path and
+      -- refuse with DuckLake's words
+      local ok, e
+      if a == "add_field" then
+        local c = st.column
+        if c.default_kind == "expression" then
+          fail("EINVAL", "moraine adds a struct field with a literal default only (DuckLake keeps an expression "
+            .. "as the field's default_value and no initial_default)")
+        end
+        local ty = M.ducklake_type(c.sqltype)
+        if not ty then fail("EINVAL", "moraine does not map the type " .. c.sqltype .. " to DuckLake's") end
+        if c.not_null then
+          fail("EINVAL", "moraine adds no NOT NULL struct field (DuckLake writes nulls_allowed false for every new field)")
+        end
+        ok, e = pcall(tx.add_field, tx, ref(s, t), c.path, { name = c.name, type = ty, default = c.default })
+        -- DuckLake: ADD COLUMN IF NOT EXISTS of a field that exists does nothing (if_field_not_exists)
+        if not ok and st.if_not_exists and code_of(e) == "EEXIST" then return end
+      elseif a == "drop_field" then
+        -- DuckLake: DROP COLUMN IF EXISTS of a field that does not exist (or
+        -- of a column that does not) does nothing (if_column_exists)
+        ok, e = pcall(tx.drop_field, tx, ref(s, t), st.path)
+        if not ok and st.if_exists and code_of(e) == "ENOTFOUND" then return end
+      else
+        ok, e = pcall(tx.rename_field, tx, ref(s, t), st.path, st.new)
+      end
+      if not ok then error(e, 0) end
     elseif a == "drop_column" then
       local c, i = find(t.columns, st.name)
       if not c then
