@@ -87,22 +87,22 @@ $(BUILD)/libmoraine.so.$(SOMAJOR) $(BUILD)/libmoraine.so: $(SHLIB)
 # built once per runtime into one shared object.
 lua: $(BUILD)/lua54/moraine/core.so $(BUILD)/luajit/moraine/core.so
 
-$(BUILD)/lua54/moraine/core.so: $(BINDING_SRC) $(BINDING_HDR) $(ENGINE_OBJ) engine/moraine.h
+$(BUILD)/lua54/moraine/core.so: $(BINDING_SRC) $(BINDING_HDR) $(ENGINE_OBJ) $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -I$(LUA54_INC) -shared -o $@ $(BINDING_SRC) $(ENGINE_OBJ) $(LIBS)
 
-$(BUILD)/luajit/moraine/core.so: $(BINDING_SRC) $(BINDING_HDR) $(ENGINE_OBJ) engine/moraine.h
+$(BUILD)/luajit/moraine/core.so: $(BINDING_SRC) $(BINDING_HDR) $(ENGINE_OBJ) $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -I$(LUAJIT_INC) -shared -o $@ $(BINDING_SRC) $(ENGINE_OBJ) $(LIBS)
 
 # Each test binary: rebuilt when its source, the library it links (and so any
 # engine source) or a header it reads changes.
-$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libmoraine.a tests/c/check.h engine/moraine.h engine/internal.h $(BUILD)/tests/crash_writer
+$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libmoraine.a tests/c/check.h $(ENGINE_HDR) $(BUILD)/tests/crash_writer
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/c -o $@ $< $(BUILD)/libmoraine.a $(LIBS)
 
 # The process the crash and concurrency tests kill or read beside.
-$(BUILD)/tests/crash_writer: tests/crash/writer.c $(BUILD)/libmoraine.a engine/moraine.h
+$(BUILD)/tests/crash_writer: tests/crash/writer.c $(BUILD)/libmoraine.a $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libmoraine.a $(LIBS)
 
@@ -174,7 +174,7 @@ $(BUILD)/bench/gen: bench/gen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $<
 
-$(BUILD)/bench/bench: bench/bench.c $(BUILD)/libmoraine.a engine/moraine.h
+$(BUILD)/bench/bench: bench/bench.c $(BUILD)/libmoraine.a $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BUILD)/libmoraine.a -lsqlite3 $(LIBS)
 
@@ -213,7 +213,7 @@ install: all
 	ln -sf libmoraine.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libmoraine.so.$(SOMAJOR)
 	ln -sf libmoraine.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libmoraine.so
 	install -m 644 moraine.1 $(DESTDIR)$(MANDIR)/man1/moraine.1
-	install -m 644 engine/moraine.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 engine/moraine.h engine/moraine_verbs.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' moraine.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc
 	install -d $(DESTDIR)$(LUA54_LIBDIR)/moraine $(DESTDIR)$(LUAJIT_LIBDIR)/moraine \
@@ -252,7 +252,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libmoraine.a $(DESTDIR)$(PREFIX)/lib/libmoraine.so \
 	  $(DESTDIR)$(PREFIX)/lib/libmoraine.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libmoraine.so.$(VERSION) \
 	  $(DESTDIR)$(MANDIR)/man1/moraine.1 \
-	  $(DESTDIR)$(PREFIX)/include/moraine.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc $(DESTDIR)$(PREFIX)/bin/moraine \
+	  $(DESTDIR)$(PREFIX)/include/moraine.h $(DESTDIR)$(PREFIX)/include/moraine_verbs.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/moraine.pc $(DESTDIR)$(PREFIX)/bin/moraine \
 	  $(DESTDIR)$(LUA54_LIBDIR)/moraine/core.so $(DESTDIR)$(LUAJIT_LIBDIR)/moraine/core.so \
 	  $(DESTDIR)$(LUA54_SHARE)/moraine.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine.lua \
 	  $(DESTDIR)$(LUA54_SHARE)/moraine/*.lua $(DESTDIR)$(LUAJIT_SHARE)/moraine/*.lua \
