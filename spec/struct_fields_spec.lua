@@ -111,6 +111,7 @@ describe("STRUCT fields", function()
   after_each(function()
     if db then db:close() end
     db = nil
+    support.cleanup()
   end)
 
   local BASE = {
