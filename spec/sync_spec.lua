@@ -344,6 +344,15 @@ describe("moraine.sync", function()
       support.expect_err("EIO", "cannot connect to PostgreSQL", sync.sync, db,
         "postgres:host=127.0.0.1 port=1 dbname=postgres user=moraine connect_timeout=2")
       assert.is_nil(db:last_snapshot())
+      -- a password in the connection string is never shown
+      local ok, e = pcall(sync.sync, db, "postgres:host=127.0.0.1 port=1 dbname=postgres user=moraine "
+        .. "password=s3cr3t connect_timeout=2")
+      assert.is_false(ok)
+      assert.truthy(e.message:find("password=...", 1, true), e.message)
+      assert.is_nil(e.message:find("s3cr3t", 1, true), e.message)
+      ok, e = pcall(sync.sync, db, "postgresql://moraine:s3cr3t@127.0.0.1:1/postgres?connect_timeout=2")
+      assert.is_false(ok)
+      assert.is_nil(e.message:find("s3cr3t", 1, true), e.message)
       db:close()
     end)
   end)

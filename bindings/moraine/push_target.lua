@@ -6,6 +6,7 @@
 
 local moraine = require "moraine"
 local sqlite = require "moraine.sqlite"
+local sync_source = require "moraine.sync_source"
 
 local core = moraine.core
 local NULL = moraine.null
@@ -141,18 +142,7 @@ end
 local function open_postgres(spec)
   local conninfo = spec:match("^postgres:(.*)$")
   if spec:match("^postgres://") or spec:match("^postgresql://") then conninfo = spec end
-  local label = "PostgreSQL (" .. conninfo:gsub("password=%S*", "password=...") :gsub("://([^:@/]*):[^@/]*@", "://%1:...@") .. ")"
-  local ok, driver = pcall(require, "luasql.postgres")
-  if not ok then
-    error("moraine.push: LuaSQL's PostgreSQL driver (luasql.postgres) is not installed "
-      .. "(Debian: apt-get install lua-sql-postgres): " .. tostring(driver), 4)
-  end
-  local env = driver.postgres()
-  local con, cerr = env:connect(conninfo)
-  if not con then
-    env:close()
-    raise("EIO", "push: cannot connect to %s: %s", label, (tostring(cerr):gsub("^LuaSQL: ", "")))
-  end
+  local con, env, label = sync_source.pg_connect(conninfo, "push", 4)
   local t = { path = label, con = con, env = env, kind = "postgres", rowid = "ctid" }
   local kinds = {} -- table -> column -> kind, filled by t.tables
   function t.exec(sql)

@@ -310,19 +310,40 @@ local function kind_of_decl(decl)
   return "text"
 end
 
-local function open_postgres(conninfo)
+--- A PostgreSQL connection string as it may be shown: a `password=` value
+-- and a URI's password replaced by `...`.
+-- @tparam string conninfo libpq's `key=value` string or a postgres:// URI
+-- @treturn string
+function M.pg_label(conninfo)
+  return (conninfo:gsub("password=%S*", "password=..."):gsub("://([^:@/]*):[^@/]*@", "://%1:...@"))
+end
+
+--- Connects to PostgreSQL through LuaSQL (Debian: lua-sql-postgres).
+-- @tparam string conninfo libpq's connection string or URI
+-- @tparam string who the caller's name in messages ("sync", "push")
+-- @tparam integer level the error level for a missing driver (as `error`)
+-- @return con, env (LuaSQL's), label (`PostgreSQL (conninfo)`, password hidden)
+-- @raise EIO "WHO: cannot connect to PostgreSQL (...): reason" (password
+--   hidden); a plain string error when the driver is not installed
+function M.pg_connect(conninfo, who, level)
+  local label = "PostgreSQL (" .. M.pg_label(conninfo) .. ")"
   local ok, driver = pcall(require, "luasql.postgres")
   if not ok then
-    error("moraine.sync: LuaSQL's PostgreSQL driver (luasql.postgres) is not installed "
-      .. "(Debian: apt-get install lua-sql-postgres): " .. tostring(driver), 3)
+    error("moraine." .. who .. ": LuaSQL's PostgreSQL driver (luasql.postgres) is not installed "
+      .. "(Debian: apt-get install lua-sql-postgres): " .. tostring(driver), level + 1)
   end
   local env = driver.postgres()
   local con, err = env:connect(conninfo)
   if not con then
     env:close()
-    raise("EIO", "sync: cannot connect to PostgreSQL (%s): %s", conninfo, tostring(err):gsub("^LuaSQL: ", ""))
+    raise("EIO", "%s: cannot connect to %s: %s", who, label, (tostring(err):gsub("^LuaSQL: ", "")))
   end
-  local label = conninfo
+  return con, env, label
+end
+
+local function open_postgres(conninfo)
+  local con, env = M.pg_connect(conninfo, "sync", 3)
+  local label = M.pg_label(conninfo)
   local dialect = {
     begin_sql = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
   }
