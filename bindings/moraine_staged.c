@@ -199,54 +199,59 @@ static int l_tx_define(lua_State *L)
     return 0;
 }
 
-static int l_tx_insert(lua_State *L)
-{
-    ltxn *t = tx_enter(L);
-    const char *name = check_name(L, 2);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    int64_t ord = opt_int(L, 4, -1);
-    lua_settop(L, 4);
+/* The shape every row call shares: tx(name, row[, ord]) at stack slots 2, 3,
+ * 4 (@top: the last slot kept). Fills *@info; returns the row's values
+ * (owned by the stack until the call returns). @ord_required: ord must be
+ * given (put_row), else it defaults to -1. Raises as check_name, tx_relation
+ * and row_values do. */
+typedef struct {
+    ltxn *t;
+    const char *name;
+    int64_t ord;
     moraine_relation_info info;
-    tx_relation(L, t, name, &info);
-    moraine_value *vals = row_values(L, t, 3, &info, 0);
-    int rc = moraine_txn_insert(t->txn, name, vals, info.ncols, ord);
+    moraine_value *vals;
+} row_call;
+
+static void row_call_args(lua_State *L, row_call *c, int ord_required, int key_only, int top)
+{
+    c->t = tx_enter(L);
+    c->name = check_name(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    c->ord = ord_required ? check_int(L, 4) : top >= 4 ? opt_int(L, 4, -1) : -1;
+    lua_settop(L, top);
+    tx_relation(L, c->t, c->name, &c->info);
+    c->vals = row_values(L, c->t, 3, &c->info, key_only);
+}
+
+/* The end every call shares: an engine error fails the transaction (and
+ * raises), else the call returns nothing. */
+static int tx_done(lua_State *L, ltxn *t, int rc)
+{
     if (rc != 0)
         return tx_fail_engine(L, t, rc);
     tx_leave(t);
     return 0;
+}
+
+static int l_tx_insert(lua_State *L)
+{
+    row_call c;
+    row_call_args(L, &c, 0, 0, 4);
+    return tx_done(L, c.t, moraine_txn_insert(c.t->txn, c.name, c.vals, c.info.ncols, c.ord));
 }
 
 static int l_tx_end_row(lua_State *L)
 {
-    ltxn *t = tx_enter(L);
-    const char *name = check_name(L, 2);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_settop(L, 3);
-    moraine_relation_info info;
-    tx_relation(L, t, name, &info);
-    moraine_value *vals = row_values(L, t, 3, &info, 1);
-    int rc = moraine_txn_end(t->txn, name, vals, info.ncols);
-    if (rc != 0)
-        return tx_fail_engine(L, t, rc);
-    tx_leave(t);
-    return 0;
+    row_call c;
+    row_call_args(L, &c, 0, 1, 3);
+    return tx_done(L, c.t, moraine_txn_end(c.t->txn, c.name, c.vals, c.info.ncols));
 }
 
 static int l_tx_put_row(lua_State *L)
 {
-    ltxn *t = tx_enter(L);
-    const char *name = check_name(L, 2);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    int64_t ord = check_int(L, 4);
-    lua_settop(L, 4);
-    moraine_relation_info info;
-    tx_relation(L, t, name, &info);
-    moraine_value *vals = row_values(L, t, 3, &info, 0);
-    int rc = moraine_txn_put_row(t->txn, name, vals, info.ncols, ord);
-    if (rc != 0)
-        return tx_fail_engine(L, t, rc);
-    tx_leave(t);
-    return 0;
+    row_call c;
+    row_call_args(L, &c, 1, 0, 4);
+    return tx_done(L, c.t, moraine_txn_put_row(c.t->txn, c.name, c.vals, c.info.ncols, c.ord));
 }
 
 static int l_tx_delete_row(lua_State *L)
@@ -254,41 +259,23 @@ static int l_tx_delete_row(lua_State *L)
     ltxn *t = tx_enter(L);
     const char *name = check_name(L, 2);
     int64_t ord = check_int(L, 3);
-    int rc = moraine_txn_delete_row(t->txn, name, ord);
-    if (rc != 0)
-        return tx_fail_engine(L, t, rc);
-    tx_leave(t);
-    return 0;
+    return tx_done(L, t, moraine_txn_delete_row(t->txn, name, ord));
 }
 
 /* History rewrites (moraine_txn_delete_version, _delete_snapshot,
  * _insert_version): a sync replaying what DuckLake changed in the past. */
 static int l_tx_delete_version(lua_State *L)
 {
-    ltxn *t = tx_enter(L);
-    const char *name = check_name(L, 2);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    int64_t ord = opt_int(L, 4, -1);
-    lua_settop(L, 4);
-    moraine_relation_info info;
-    tx_relation(L, t, name, &info);
-    moraine_value *vals = row_values(L, t, 3, &info, 0);
-    int rc = moraine_txn_delete_version(t->txn, name, vals, info.ncols, ord);
-    if (rc != 0)
-        return tx_fail_engine(L, t, rc);
-    tx_leave(t);
-    return 0;
+    row_call c;
+    row_call_args(L, &c, 0, 0, 4);
+    return tx_done(L, c.t, moraine_txn_delete_version(c.t->txn, c.name, c.vals, c.info.ncols, c.ord));
 }
 
 static int l_tx_delete_snapshot(lua_State *L)
 {
     ltxn *t = tx_enter(L);
     int64_t id = check_int(L, 2);
-    int rc = moraine_txn_delete_snapshot(t->txn, id);
-    if (rc != 0)
-        return tx_fail_engine(L, t, rc);
-    tx_leave(t);
-    return 0;
+    return tx_done(L, t, moraine_txn_delete_snapshot(t->txn, id));
 }
 
 /* tx:insert_version(name, row, ord, children): children an array of
@@ -327,11 +314,7 @@ static int l_tx_insert_version(lua_State *L)
         kids[i].ord = opt_int(L, lua_gettop(L), -1);
         /* the name, row table and value array stay on the stack until the call returns */
     }
-    int rc = moraine_txn_insert_version(t->txn, name, vals, info.ncols, ord, kids, n);
-    if (rc != 0)
-        return tx_fail_engine(L, t, rc);
-    tx_leave(t);
-    return 0;
+    return tx_done(L, t, moraine_txn_insert_version(t->txn, name, vals, info.ncols, ord, kids, n));
 }
 
 int l_txn_gc(lua_State *L)
