@@ -469,10 +469,11 @@ static void verify_report(void *ud, const char *key, const char *problem)
     }
 }
 
-/* db:verify(opts) -> array of {key =, problem =} */
-int l_db_verify(lua_State *L)
+/* The verify calls' shared body: @d the catalog (db:verify), or NULL and
+ * @path (moraine.verify_path: the check runs in a child process). The options
+ * table is at slot 2; returns the array of {key =, problem =}. */
+static int verify_call(lua_State *L, ldb *d, const char *path)
 {
-    ldb *d = check_db(L, 1);
     lua_settop(L, 2);
     push_progress_opt(L, 2);                   /* 3 */
     lua_pushnil(L);                            /* 4: error slot */
@@ -480,9 +481,15 @@ int l_db_verify(lua_State *L)
     lua_pushcfunction(L, verify_append);       /* 6 */
     luaL_checkstack(L, 8, NULL);
     collect_ctx c = {{L, 3, 4, 0, 0}, 5, 6};
-    d->busy++;
-    int rc = moraine_verify(d->db, verify_report, &c, lua_isnil(L, 3) ? NULL : progress_cb, &c.p);
-    d->busy--;
+    moraine_progress_fn pf = lua_isnil(L, 3) ? NULL : progress_cb;
+    int rc;
+    if (d) {
+        d->busy++;
+        rc = moraine_verify(d->db, verify_report, &c, pf, &c.p);
+        d->busy--;
+    } else {
+        rc = moraine_verify_path(path, verify_report, &c, pf, &c.p);
+    }
     if (rc < 0)
         lua_pushstring(L, moraine_errmsg());
     if (c.p.failed) {
@@ -497,31 +504,17 @@ int l_db_verify(lua_State *L)
     return 1;
 }
 
+/* db:verify(opts) -> array of {key =, problem =} */
+int l_db_verify(lua_State *L)
+{
+    return verify_call(L, check_db(L, 1), NULL);
+}
+
 /* moraine.verify_path(path, opts) -> array of {key =, problem =}: verify
  * run in a child process (moraine_verify_path). */
 int l_verify_path(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
-    lua_settop(L, 2);
-    push_progress_opt(L, 2);                   /* 3 */
-    lua_pushnil(L);                            /* 4: error slot */
-    lua_newtable(L);                           /* 5: result */
-    lua_pushcfunction(L, verify_append);       /* 6 */
-    luaL_checkstack(L, 8, NULL);
-    collect_ctx c = {{L, 3, 4, 0, 0}, 5, 6};
-    int rc = moraine_verify_path(path, verify_report, &c, lua_isnil(L, 3) ? NULL : progress_cb, &c.p);
-    if (rc < 0)
-        lua_pushstring(L, moraine_errmsg());
-    if (c.p.failed) {
-        lua_pushvalue(L, 4);
-        return lua_error(L);
-    }
-    if (rc < 0)
-        return raise_top(L, rc);
-    if (c.p.cancelled)
-        return raise_errf(L, MORAINE_EINVAL, "verify cancelled");
-    lua_settop(L, 5);
-    return 1;
+    return verify_call(L, NULL, luaL_checkstring(L, 1));
 }
 
 /* (out, moraine_stat *) as lightuserdata -> appends one stats entry */
