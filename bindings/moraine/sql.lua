@@ -389,19 +389,6 @@ local function load_model(db)
           end
         end
         t.has_stats = stats[row.table_id] == true
-        -- every name the table and its columns ever had, with the snapshots
-        -- each version began at (for created_with_table)
-        t.name_begins, t.column_begins = {}, {}
-        for v in rd:scan("ducklake_table", { table_id = row.table_id, at = require("moraine").ALL }) do
-          local set = t.name_begins[v.table_name] or {}
-          set[tostring(v.begin_snapshot)] = true
-          t.name_begins[v.table_name] = set
-        end
-        for c in rd:scan("ducklake_column", { table_id = row.table_id, at = require("moraine").ALL }) do
-          local set = t.column_begins[c.column_name] or {}
-          set[tostring(c.begin_snapshot)] = true
-          t.column_begins[c.column_name] = set
-        end
         local ps = rd:partition_spec(row.table_id)
         if ps then
           t.partition = {}
@@ -497,19 +484,6 @@ local function partition_key(t, e)
     return { column = c.name, transform = "bucket(" .. count .. ")" }
   end
   fail("EINVAL", "Unsupported partition transform " .. fn)
-end
-
--- Whether column @c of table @t counts, for DuckLake, as created with the
--- table: a version of the table named as it is now and a version of the
--- column named as it is now began at the same snapshot (names byte for byte,
--- as the metadata manager's SQL compares them; versions committed before
--- this transaction only).
-local function created_with_table(t, c)
-  local tb = t.name_begins and t.name_begins[t.name]
-  local cb = t.column_begins and t.column_begins[c.name]
-  if not tb or not cb then return false end
-  for b in pairs(tb) do if cb[b] then return true end end
-  return false
 end
 
 local function sort_keys(t, keys)
@@ -738,16 +712,9 @@ local function run(m, tx, st, on_data)
       local c = column_of(t, st.name, 'Failed to alter column - column "' .. st.name .. '" does not exist')
       local change
       if a == "set_default" then
-        -- DuckLake (DuckLakeTableEntry::AlterTable(SetDefaultInfo)): a
-        -- default that is not a constant is refused for a column not
-        -- "created with the table": its metadata manager looks for a version
-        -- of the table under its name today and a version of the column
-        -- under its name today that began at the same snapshot. A table
-        -- renamed since it was created has no such version (corpus seed_0020)
-        if st.default_kind == "expression" and not created_with_table(t, c) then
-          fail("EINVAL", "We cannot add a column with a non-literal default value. Add the column and then "
-            .. 'explicitly set the default for new values using "ALTER ... SET DEFAULT"')
-        end
+        -- a non-constant default for a column DuckLake does not count as
+        -- created with its table is refused by the alter_column verb
+        -- (engine/verbs_column.c, DuckLake's IsColumnCreatedWithTable)
         change = { default = st.default, default_type = st.default_kind }
       elseif a == "drop_default" then change = { drop_default = true }
       elseif a == "set_not_null" then
