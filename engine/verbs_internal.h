@@ -216,6 +216,11 @@ int mv_do_create_table(model *m, verb *v);
 int mv_do_rename_table(model *m, verb *v);
 int mv_do_drop_table(model *m, verb *v);
 int mv_do_set_comment(model *m, verb *v);
+/* Ends the live 'comment' rows of table @t (@column_id < 0: the table's and
+ * every column's, as DuckLake's DropTables; else that column's
+ * ducklake_column_tag rows, as DuckLake's WriteExpiredColumnTags for a dropped
+ * column or field); rows this transaction wrote are taken back. Read errors. */
+int mv_end_tags(model *m, tstate *t, int64_t column_id);
 int mv_do_view(model *m, verb *v); /* V_CREATE_VIEW and V_DROP_VIEW */
 int mv_do_drop_schema(model *m, verb *v);
 
