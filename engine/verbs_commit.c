@@ -193,6 +193,31 @@ static int check_conflicts(model *now, model *mine)
         size_t n = parse_changes(row.vals[ic].s, row.vals[ic].len, ch, 256);
         for (size_t k = 0; !rc && k < n; k++) {
             const char *kind = ch[k].kind, *arg = ch[k].arg;
+            int created_entry = strcmp(kind, "created_table") == 0 || strcmp(kind, "created_view") == 0;
+            int dropped_schema = strcmp(kind, "dropped_schema") == 0;
+            /* DuckLake's CheckForConflicts: a schema this transaction drops was dropped already, or
+             * another transaction created an entry in it (a CASCADE would drop what it never saw) */
+            for (size_t i = 0; !rc && (created_entry || dropped_schema) && i < mine->ndropped_schemas; i++) {
+                int64_t sid = mine->dropped_schemas[i];
+                snprintf(tmp, sizeof tmp, "%lld", (long long)sid);
+                quote_ident(q, sizeof q, schema_name_of(mine, sid));
+                size_t ql = strlen(q);
+                if (dropped_schema && strcmp(arg, tmp) == 0)
+                    rc = mr_err(MORAINE_ECONFLICT, "conflict on schema %s (schema_id %lld): snapshot %lld dropped it already", q,
+                                (long long)sid, (long long)snap);
+                else if (created_entry && strncmp(arg, q, ql) == 0 && arg[ql] == '.')
+                    rc = mr_err(MORAINE_ECONFLICT, "conflict on schema %s (schema_id %lld): snapshot %lld created an entry in this schema (%s)",
+                                q, (long long)sid, (long long)snap, arg);
+            }
+            /* ... and a table this transaction creates is in a schema another transaction dropped */
+            for (size_t i = 0; !rc && dropped_schema && i < mine->ntables; i++) {
+                tstate *t = &mine->tables[i];
+                snprintf(tmp, sizeof tmp, "%lld", (long long)t->schema_id);
+                if (t->created && strcmp(arg, tmp) == 0)
+                    rc = mr_err(MORAINE_ECONFLICT, "conflict on table \"%s\": snapshot %lld dropped its schema (schema_id %s)",
+                                t->row.rel ? mv_orow_str(&t->row, "table_name") : "", (long long)snap, tmp);
+            }
+            if (rc) continue;
             if (strcmp(kind, "created_schema") == 0) {
                 for (size_t i = 0; !rc && i < mine->ncreated_schema_names; i++) {
                     quote_ident(q, sizeof q, mine->created_schema_names[i]);
