@@ -97,9 +97,15 @@ $(BUILD)/luajit/moraine/core.so: $(BINDING_SRC) $(BINDING_HDR) $(ENGINE_OBJ) $(E
 
 # Each test binary: rebuilt when its source, the library it links (and so any
 # engine source) or a header it reads changes.
-$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libmoraine.a tests/c/check.h $(ENGINE_HDR) $(BUILD)/tests/crash_writer
+$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libmoraine.a tests/c/check.h $(ENGINE_HDR) $(BUILD)/tests/crash_writer $(BUILD)/tests/idorder_oracle
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/c -o $@ $< $(BUILD)/libmoraine.a $(LIBS)
+
+# The C++ library's std::unordered_map that test_idorder checks
+# engine/verbs_idorder.c against (built without the sanitizers: it is the oracle).
+$(BUILD)/tests/idorder_oracle: tests/c/idorder_oracle.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++11 -Wall -Wextra -Werror -O2 -o $@ $<
 
 # The process the crash and concurrency tests kill or read beside.
 $(BUILD)/tests/crash_writer: tests/crash/writer.c $(BUILD)/libmoraine.a $(ENGINE_HDR)

@@ -113,9 +113,11 @@ int moraine_tx_drop_schema(moraine_tx *tx, const char *name, int cascade);
 
 /**
  * DuckLake: CREATE TABLE schema.name (columns). @table_id_out (may be NULL)
- * receives the id the table has if committed on the base snapshot and nothing
- * touched after it in the transaction takes a catalog id (DuckLake numbers a
- * transaction's entries newest first at commit; docs/verbs.md).
+ * receives the id the table gets when it is the only entry of the
+ * transaction that takes catalog ids and the transaction commits on its base
+ * snapshot; with several, DuckLake's commit-time walk of its hash maps
+ * decides (docs/verbs.md, "Catalog ids"): read the id back by name after the
+ * commit.
  * Errors: ENOTFOUND (no such schema), EEXIST (a live table of that name),
  * EINVAL (no columns, duplicate column name, empty type).
  */

@@ -182,6 +182,8 @@ static int remove_tree(model *m, tstate *t, int ci)
 {
     int64_t id = mv_orow_int(&t->cols[ci], "column_id", -1);
     int rc = mv_retire_row(m, &t->cols[ci]);
+    /* DuckLake: WriteExpiredColumnTags ends the dropped column's (and each dropped field's) tags */
+    if (!rc && !t->created) rc = mv_end_tags(m, t, id);
     if (rc) return rc;
     mv_orow_free(&t->cols[ci]);
     t->cols[ci] = t->cols[--t->ncols];

@@ -193,6 +193,31 @@ static int check_conflicts(model *now, model *mine)
         size_t n = parse_changes(row.vals[ic].s, row.vals[ic].len, ch, 256);
         for (size_t k = 0; !rc && k < n; k++) {
             const char *kind = ch[k].kind, *arg = ch[k].arg;
+            int created_entry = strcmp(kind, "created_table") == 0 || strcmp(kind, "created_view") == 0;
+            int dropped_schema = strcmp(kind, "dropped_schema") == 0;
+            /* DuckLake's CheckForConflicts: a schema this transaction drops was dropped already, or
+             * another transaction created an entry in it (a CASCADE would drop what it never saw) */
+            for (size_t i = 0; !rc && (created_entry || dropped_schema) && i < mine->ndropped_schemas; i++) {
+                int64_t sid = mine->dropped_schemas[i];
+                snprintf(tmp, sizeof tmp, "%lld", (long long)sid);
+                quote_ident(q, sizeof q, schema_name_of(mine, sid));
+                size_t ql = strlen(q);
+                if (dropped_schema && strcmp(arg, tmp) == 0)
+                    rc = mr_err(MORAINE_ECONFLICT, "conflict on schema %s (schema_id %lld): snapshot %lld dropped it already", q,
+                                (long long)sid, (long long)snap);
+                else if (created_entry && strncmp(arg, q, ql) == 0 && arg[ql] == '.')
+                    rc = mr_err(MORAINE_ECONFLICT, "conflict on schema %s (schema_id %lld): snapshot %lld created an entry in this schema (%s)",
+                                q, (long long)sid, (long long)snap, arg);
+            }
+            /* ... and a table this transaction creates is in a schema another transaction dropped */
+            for (size_t i = 0; !rc && dropped_schema && i < mine->ntables; i++) {
+                tstate *t = &mine->tables[i];
+                snprintf(tmp, sizeof tmp, "%lld", (long long)t->schema_id);
+                if (t->created && strcmp(arg, tmp) == 0)
+                    rc = mr_err(MORAINE_ECONFLICT, "conflict on table \"%s\": snapshot %lld dropped its schema (schema_id %s)",
+                                t->row.rel ? mv_orow_str(&t->row, "table_name") : "", (long long)snap, tmp);
+            }
+            if (rc) continue;
             if (strcmp(kind, "created_schema") == 0) {
                 for (size_t i = 0; !rc && i < mine->ncreated_schema_names; i++) {
                     quote_ident(q, sizeof q, mine->created_schema_names[i]);
@@ -320,17 +345,87 @@ static int emit_snapshot(model *m, moraine_tx *tx)
     return rc;
 }
 
+/* The entries' map of schema @sc in the schema-level map (created when
+ * @create), or NULL. ENOMEM through *rc. */
+static mv_hmap *schema_entries(mv_hmap *tables, const char *sc, int create, int *rc)
+{
+    mv_hnode *o = mv_hmap_find(tables, sc);
+    if (!o && create && (*rc = mv_hmap_put(tables, sc, 0, &o))) return NULL;
+    if (o && !o->sub && create && !(o->sub = calloc(1, sizeof *o->sub))) *rc = mr_err(MORAINE_ENOMEM, "out of memory");
+    return o ? o->sub : NULL;
+}
+
+/* DuckLakeTransaction::DropTable / DropView of a transaction-local entry:
+ * its node goes, and the schema's map with it when it is left empty. */
+static void drop_entry(mv_hmap *tables, const char *sc, const char *name)
+{
+    int rc = 0;
+    mv_hmap *e = schema_entries(tables, sc, 0, &rc);
+    if (!e || !mv_hmap_find(e, name)) return;
+    mv_hmap_erase(e, name);
+    if (e->len == 0) mv_hmap_erase(tables, sc);
+}
+
+/* Records in the simulated maps what verb @v (applied as verb @i, owner
+ * @key) does to DuckLake's transaction-local entries. ENOMEM. */
+static int track_entry(mv_hmap *schemas, mv_hmap *tables, const verb *v, int64_t key)
+{
+    const char *sc = v->schema ? v->schema : "main";
+    int rc = 0;
+    mv_hmap *e;
+    switch (v->kind) {
+    case V_CREATE_SCHEMA: return mv_hmap_put(schemas, v->a, key, NULL);
+    case V_DROP_SCHEMA:
+        mv_hmap_erase(schemas, v->a);
+        mv_hmap_erase(tables, v->a); /* CASCADE: its transaction-local tables and views go too */
+        return 0;
+    case V_DROP_TABLE:
+    case V_DROP_VIEW: drop_entry(tables, sc, v->table); return 0;
+    case V_ADD_FILES:
+    case V_ADD_DELETES:
+    case V_DELETE_FILES:
+    case V_REWRITE: return 0; /* data: transaction-local storage, no catalog entry */
+    case V_RENAME_TABLE: {
+        e = schema_entries(tables, sc, 1, &rc);
+        if (!e) return rc;
+        int local = mv_hmap_find(e, v->table) != NULL;
+        if ((rc = mv_hmap_put(e, v->a, key, NULL))) return rc;
+        /* HandleRenameOldEntry: an entry already local leaves its old name */
+        if (local && mv_hmap_find(e, v->a) != mv_hmap_find(e, v->table)) mv_hmap_erase(e, v->table);
+        return 0;
+    }
+    default: /* CREATE TABLE / VIEW and every ALTER: DuckLakeCatalogSet::CreateEntry */
+        e = schema_entries(tables, sc, 1, &rc);
+        return e ? mv_hmap_put(e, v->table, key, NULL) : rc;
+    }
+}
+
+/* Gives the verbs of owner @key not yet given ids their first ids, in
+ * statement order, from *cur. */
+static void assign_owner(moraine_tx *tx, const int64_t *key, const int64_t *used, int64_t *first, char *done,
+                         int64_t owner, int64_t *cur)
+{
+    for (size_t i = 0; i < tx->nverbs; i++)
+        if (!done[i] && key[i] == owner) {
+            first[i] = *cur;
+            *cur += used[i];
+            done[i] = 1;
+        }
+}
+
 /* DuckLake's catalog-id order (issue 16, item 5 and the corpus): DuckLake
- * gives the catalog ids of one transaction (new tables, views, partition and
- * sort specs) at commit, walking its transaction-local entries newest first:
- * the objects of the table or view touched last get the lowest ids (corpus
- * seed_0014 step 4: CREATE EventTime, SET PARTITIONED BY on city, CREATE
- * REGION give REGION 3, city's spec 4, EventTime 5). New schemas come first,
- * in statement order. Within one entry the ids follow the statements. The
- * plan applies the verbs once to a checking model to learn which entry each
- * verb touches and how many ids it takes, then gives each verb its first id.
- * (DuckLake's walk is a hash map's; newest first is its order whenever no
- * two entries share a bucket, which holds in all but one corpus scenario.) */
+ * gives the catalog ids of one transaction (new schemas, then new tables,
+ * views, partition and sort specs) at commit, walking its
+ * transaction-local maps in their iteration order (verbs_idorder.c: new
+ * schemas by name; then, schema by schema, tables and views by name). Within
+ * one entry the ids follow the statements (corpus seed_0014 step 4: CREATE
+ * EventTime, SET PARTITIONED BY on city, CREATE REGION give REGION 3, city's
+ * spec 4, EventTime 5; seed_0010 step 21: stage.day4, "my schema".UserId7 and
+ * main.amount's spec give UserId7 10, the spec 11, day4 12). The plan applies
+ * the verbs once to a checking model to learn which entry each verb touches
+ * and how many ids it takes, replays DuckLake's map operations, then gives
+ * each verb its first id. Verbs of entries the transaction dropped again
+ * (DuckLake walks no entry for them) come after, in statement order. */
 static int plan_ids(moraine_tx *tx, int64_t **first_out)
 {
     size_t n = tx->nverbs;
@@ -339,10 +434,12 @@ static int plan_ids(moraine_tx *tx, int64_t **first_out)
     int rc = mv_model_init(&d, tx->db, NULL);
     int64_t *key = calloc(n ? n : 1, sizeof *key), *used = calloc(n ? n : 1, sizeof *used);
     int64_t *first = calloc(n ? n : 1, sizeof *first);
-    if (!key || !used || !first) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
+    char *done = calloc(n ? n : 1, 1);
+    if (!key || !used || !first || !done) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
     int64_t start = d.next_catalog_id;
     char **vnames = calloc(n ? n : 1, sizeof *vnames);
     if (!vnames) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
+    mv_hmap schemas = {0}, tables = {0};
     /* The data verbs after the last catalog verb need not be applied here:
      * they take no catalog id and belong to no entry (key INT64_MIN), and
      * what a verb plans depends only on the verbs before it. The commit
@@ -361,7 +458,7 @@ static int plan_ids(moraine_tx *tx, int64_t **first_out)
         int k = v->kind;
         int data = k == V_ADD_FILES || k == V_ADD_DELETES || k == V_DELETE_FILES || k == V_REWRITE;
         if (k == V_CREATE_SCHEMA) key[i] = INT64_MIN + 1 + (int64_t)i;
-        else if (k != V_CREATE_TABLE && k != V_CREATE_VIEW && k != V_DROP_VIEW && !data &&
+        else if (k != V_CREATE_TABLE && k != V_CREATE_VIEW && k != V_DROP_VIEW && k != V_DROP_SCHEMA && !data &&
                  mv_find_table(&d, v->schema, v->table, &t) == 0)
             key[i] = t->table_id;
         int64_t before = d.next_catalog_id;
@@ -379,34 +476,33 @@ static int plan_ids(moraine_tx *tx, int64_t **first_out)
                 if (vnames[j] && strcmp(vnames[j], vnames[i]) == 0) key[i] = key[j];
             if (key[i] == -2) key[i] = -1000000 - (int64_t)i;
         }
+        if (!data && (key[i] != INT64_MIN || k == V_DROP_SCHEMA)) rc = track_entry(&schemas, &tables, v, key[i]);
     }
     mv_model_free(&d);
     if (!rc) {
         int64_t cur = start;
-        /* schemas first, in statement order */
-        for (size_t i = 0; i < n; i++)
-            if (tx->verbs[i].kind == V_CREATE_SCHEMA) { first[i] = cur; cur += used[i]; }
-        /* entries newest first (by their first touch), each in statement order */
-        for (size_t e = n; e-- > 0;) {
-            if (key[e] == INT64_MIN || tx->verbs[e].kind == V_CREATE_SCHEMA) continue;
-            int firsttouch = 1;
-            for (size_t j = 0; j < e; j++)
-                if (key[j] == key[e]) firsttouch = 0;
-            if (!firsttouch) continue;
-            for (size_t i = e; i < n; i++)
-                if (key[i] == key[e]) { first[i] = cur; cur += used[i]; }
+        for (size_t s = 0; s < schemas.len; s++)
+            assign_owner(tx, key, used, first, done, schemas.n[s].owner, &cur);
+        for (size_t s = 0; s < tables.len; s++) {
+            mv_hmap *e = tables.n[s].sub;
+            for (size_t j = 0; e && j < e->len; j++) assign_owner(tx, key, used, first, done, e->n[j].owner, &cur);
         }
-        /* verbs of no entry (data) take no catalog id; give them the end */
+        /* entries dropped again, then the verbs of no entry (data: they take no catalog id) */
+        for (size_t i = 0; i < n; i++)
+            if (!done[i] && key[i] != INT64_MIN) assign_owner(tx, key, used, first, done, key[i], &cur);
         for (size_t i = 0; i < n; i++)
             if (key[i] == INT64_MIN) first[i] = cur;
         *first_out = first;
         first = NULL;
     }
+    mv_hmap_free(&schemas);
+    mv_hmap_free(&tables);
     for (size_t i = 0; vnames && i < n; i++) free(vnames[i]);
     free(vnames);
     free(key);
     free(used);
     free(first);
+    free(done);
     return rc;
 }
 

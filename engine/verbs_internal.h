@@ -216,6 +216,11 @@ int mv_do_create_table(model *m, verb *v);
 int mv_do_rename_table(model *m, verb *v);
 int mv_do_drop_table(model *m, verb *v);
 int mv_do_set_comment(model *m, verb *v);
+/* Ends the live 'comment' rows of table @t (@column_id < 0: the table's and
+ * every column's, as DuckLake's DropTables; else that column's
+ * ducklake_column_tag rows, as DuckLake's WriteExpiredColumnTags for a dropped
+ * column or field); rows this transaction wrote are taken back. Read errors. */
+int mv_end_tags(model *m, tstate *t, int64_t column_id);
 int mv_do_view(model *m, verb *v); /* V_CREATE_VIEW and V_DROP_VIEW */
 int mv_do_drop_schema(model *m, verb *v);
 
@@ -267,5 +272,36 @@ int mv_apply(model *m, verb *v);
 
 /* The current time as DuckLake writes snapshot_time: "YYYY-MM-DD HH:MM:SS.ffffff+00". */
 void mv_now_text(char *out, size_t n);
+
+/* ---- DuckLake's transaction-local maps, for the catalog-id order (verbs_idorder.c) ---- */
+
+/* A node of a simulated case_insensitive_map_t: the entry's name (borrowed,
+ * it must outlive the map), its CIHash, its owner (the caller's key) and, for
+ * the schema-level map, the entries' map of that schema (owned). */
+typedef struct mv_hmap mv_hmap;
+typedef struct {
+    const char *name;
+    uint64_t hash;
+    int64_t owner;
+    mv_hmap *sub;
+} mv_hnode;
+/* A std::unordered_map (libstdc++) keyed case-insensitively: its nodes in
+ * iteration order. Zero-initialised is empty. */
+struct mv_hmap {
+    mv_hnode *n;
+    size_t len, cap, nbkt, next_resize;
+};
+/* DuckDB's StringUtil::CIHash of a NUL-terminated name. */
+uint64_t mv_cihash(const char *s);
+/* The node of @name (case-insensitive, as StringUtil::CIEquals), or NULL. */
+mv_hnode *mv_hmap_find(mv_hmap *m, const char *name);
+/* map[name] = owner: an existing node keeps its place (its owner changes), a
+ * new one takes the place libstdc++ gives it, rehashing as libstdc++ does.
+ * *out (may be NULL) gets the node. ENOMEM. */
+int mv_hmap_put(mv_hmap *m, const char *name, int64_t owner, mv_hnode **out);
+/* Erases @name's node (and its sub-map), when present. */
+void mv_hmap_erase(mv_hmap *m, const char *name);
+/* Frees the nodes and sub-maps; the map is empty again. */
+void mv_hmap_free(mv_hmap *m);
 
 #endif

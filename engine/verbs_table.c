@@ -179,17 +179,7 @@ int mv_do_drop_table(model *m, verb *v)
     for (size_t i = 0; !rc && i < t->nadded; i++) rc = mv_end_row(m, &t->added[i]);
     for (size_t i = 0; !rc && i < t->nadded_dels; i++) rc = mv_end_row(m, &t->added_dels[i]);
     /* DuckLake ends the table's and its columns' comments with it (corpus seed_0005, seed_0012) */
-    if (!rc && !t->created) rc = load_tags(m, t);
-    for (size_t i = 0; !rc && i < t->ntags; i++) {
-        orow *r = &t->tags[i];
-        if (!mv_orow_is_null(r, "end_snapshot")) continue;
-        if (mv_orow_int(r, "begin_snapshot", -1) == m->snap) {
-            rc = m->stx ? mr_txn_discard(m->stx, r->rel->name, r->v, r->rel->ncols) : 0;
-            if (!rc) mv_orow_set_int(r, "end_snapshot", m->snap);
-        } else {
-            rc = mv_end_row(m, r);
-        }
-    }
+    if (!rc && !t->created) rc = mv_end_tags(m, t, -1);
     if (rc) return rc;
     t->live = 0;
     t->dropped = 1;
@@ -219,6 +209,24 @@ static int load_tags(model *m, tstate *t)
     }
     t->tags_loaded = 1;
     return 0;
+}
+
+int mv_end_tags(model *m, tstate *t, int64_t column_id)
+{
+    int rc = load_tags(m, t);
+    for (size_t i = 0; !rc && i < t->ntags; i++) {
+        orow *r = &t->tags[i];
+        if (!mv_orow_is_null(r, "end_snapshot")) continue;
+        if (column_id >= 0 && (strcmp(r->rel->name, "ducklake_column_tag") != 0 || mv_orow_int(r, "column_id", -1) != column_id))
+            continue;
+        if (mv_orow_int(r, "begin_snapshot", -1) == m->snap) { /* written by this transaction: taken back */
+            rc = m->stx ? mr_txn_discard(m->stx, r->rel->name, r->v, r->rel->ncols) : 0;
+            if (!rc) mv_orow_set_int(r, "end_snapshot", m->snap);
+        } else {
+            rc = mv_end_row(m, r);
+        }
+    }
+    return rc;
 }
 
 int mv_do_set_comment(model *m, verb *v)

@@ -199,6 +199,28 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     db:close()
   end)
 
+  it("DROP COLUMN ends the column's comment, and only that column's (DuckLake: WriteExpiredColumnTags, GH #1310)", function()
+    local db = moraine.open(support.tmpdir("coltags"), { no_sync = true })
+    db:init()
+    db:exec("CREATE TABLE t(a INTEGER, b INTEGER)")
+    db:exec("BEGIN; COMMENT ON COLUMN t.a IS 'about a'; COMMENT ON COLUMN t.b IS 'about b'; COMMENT ON TABLE t IS 'about t'; COMMIT")
+    local commented = db:last_snapshot()
+    db:exec("ALTER TABLE t RENAME COLUMN b TO c") -- the column lives on under another name: its comment stays
+    db:exec("ALTER TABLE t DROP COLUMN a")
+    local dropped = db:last_snapshot()
+    local ends = {}
+    for _, r in ipairs(db:scan("ducklake_column_tag", { at = moraine.ALL })) do
+      ends[r.row.value] = r.row.end_snapshot
+    end
+    assert.are.equal(dropped, tonumber(ends["about a"]))
+    assert.are.equal(moraine.null, ends["about b"])
+    local tags = db:scan("ducklake_tag", { at = moraine.ALL })
+    assert.are.equal(1, #tags)
+    assert.are.equal(moraine.null, tags[1].row.end_snapshot)
+    assert.are.equal(commented + 2, dropped)
+    db:close()
+  end)
+
   it("refuses DML: moraine writes no data, and nothing is committed", function()
     local db = moraine.open(support.tmpdir("dml"), { no_sync = true })
     db:init()
