@@ -218,6 +218,7 @@ void mr_txn_forget(moraine_txn *txn);
 mr_rel *mr_txn_rel(moraine_txn *txn, const char *name);
 int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord_hint); /* txn_rows.c */
 int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols);                  /* txn_rows.c */
+int mr_txn_unend(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols);                    /* txn_rows.c */
 /* an import's intermediate commit may lack its ducklake_snapshot row (expired snapshots; commit.c) */
 void mr_txn_partial_snapshot(moraine_txn *txn, int partial);
 

@@ -626,6 +626,35 @@ int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row,
     return 0;
 }
 
+/* Takes back this commit's end of a row: the row is live again where it was
+ * (the verb path: DuckLake compares a table's final sort spec with the
+ * committed one only, so a committed spec that an earlier verb of the
+ * transaction replaced, and that is set again, is never ended). @row: the
+ * row's values, its key columns at least. Returns 0; MORAINE_ENOTLIVE when
+ * the newest version of that key in this commit is not one it ended. */
+int mr_txn_unend(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols)
+{
+    int rc = mr_txn_usable(txn);
+    if (rc) return rc;
+    mr_rel *r;
+    if ((rc = rel_of(txn, name, &r))) return mr_txn_fail(txn, rc);
+    if (r->info.placement != MORAINE_PLACE_TEMPORAL || ncols != r->info.ncols || r->nkey == 0)
+        return mr_txn_fail(txn, mr_err(MORAINE_EINVAL, "%s: only rows of keyed temporal tables can be taken back", name));
+    if ((rc = mr_current_key(&txn->kb, r, row, 0))) return mr_txn_fail(txn, rc);
+    pending *e = mr_pending_lookup(txn, &txn->kb);
+    if (!e || !e->ended || e->discarded) {
+        char desc[256];
+        mr_describe_row(r, row, ncols, desc, sizeof desc);
+        return mr_txn_fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: not a row this commit ended", name, desc));
+    }
+    e->vals[r->info.end_col].type = MORAINE_NULL;
+    e->ended = 0;
+    e->history_noover = 0;
+    if (e->from_store) e->delete_current = 0; /* written back where it is */
+    target_is_ident(e);
+    return 0;
+}
+
 /* ---- non-temporal rows ---- */
 
 int moraine_txn_put_row(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, int64_t ord)

@@ -192,6 +192,9 @@ static void tstate_free(tstate *t)
     if (t->sort.rel) mv_orow_free(&t->sort);
     for (size_t i = 0; i < t->nskeys; i++) mv_orow_free(&t->skeys[i]);
     free(t->skeys);
+    if (t->base_sort.rel) mv_orow_free(&t->base_sort);
+    for (size_t i = 0; i < t->nbase_skeys; i++) mv_orow_free(&t->base_skeys[i]);
+    free(t->base_skeys);
     free(t->deleted_files);
     free(t->ended);
     free(t->ended_dels);

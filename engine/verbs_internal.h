@@ -111,6 +111,9 @@ typedef struct {
     orow sort;
     orow *skeys;
     size_t nskeys;
+    orow base_sort;        /* the committed sort spec, once this transaction replaced it (rel NULL otherwise) */
+    orow *base_skeys;
+    size_t nbase_skeys;
     int stats_loaded, stats_dirty;
     int64_t record_count, next_row_id, file_size_bytes, stats_ord;
     int created, inserted, deleted, altered, dropped, compacted, renamed, schema_row;

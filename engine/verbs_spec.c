@@ -24,14 +24,24 @@ int mv_replace_sort(model *m, tstate *t, const moraine_sort_key *keys, size_t n)
     if (t->sort.rel) {
         /* DuckLake: a second SET SORTED BY in one transaction writes only the
          * last spec; the first one's sort_id stays used (issue 16, item 4) */
-        if (mv_orow_int(&t->sort, "begin_snapshot", -1) == m->snap) {
+        int committed = mv_orow_int(&t->sort, "begin_snapshot", -1) != m->snap;
+        if (!committed) {
             if (m->stx && (rc = mr_txn_discard(m->stx, t->sort.rel->name, t->sort.v, t->sort.rel->ncols))) return rc;
         } else if ((rc = mv_end_row(m, &t->sort))) {
             return rc;
         }
-        mv_orow_free(&t->sort);
+        if (committed && !t->base_sort.rel) {
+            /* kept: a later SET SORTED BY of this transaction may give it back */
+            t->base_sort = t->sort;
+            t->base_skeys = t->skeys;
+            t->nbase_skeys = t->nskeys;
+            t->skeys = NULL;
+        } else {
+            mv_orow_free(&t->sort);
+            for (size_t i = 0; i < t->nskeys; i++) mv_orow_free(&t->skeys[i]);
+        }
         t->sort.rel = NULL;
-        for (size_t i = 0; i < t->nskeys; i++) mv_orow_free(&t->skeys[i]);
+        t->sort.v = NULL;
         t->nskeys = 0;
     }
     if (!keys) return 0;
@@ -156,13 +166,17 @@ int mv_do_set_partitioning(model *m, verb *v)
  * ORDER_DEFAULT, never equal to a stored one (corpus seed_0015 step 34 writes
  * a new spec, seed_0002 step 26 does not); a missing dialect or direction is
  * duckdb / ASC, as DuckLake builds them. */
-static int same_sorting(const model *m, const tstate *t, const moraine_sort_key *keys, size_t n)
+/* 1 when the spec of @sort (rel NULL: none) with its @nskeys expression rows
+ * equals @keys as DuckLake's DuckLakeSortInfo::operator== compares them: per
+ * key expression, dialect, direction and null order; a key without a null
+ * order (the parser's ORDER_DEFAULT) equals no stored one. */
+static int same_spec(const orow *sort, const orow *skeys, size_t nskeys, const moraine_sort_key *keys, size_t n)
 {
-    if (!t->sort.rel || t->nskeys != n || mv_orow_int(&t->sort, "begin_snapshot", -1) == m->snap) return 0;
+    if (!sort->rel || nskeys != n) return 0;
     for (size_t i = 0; i < n; i++) {
         const orow *e = NULL;
-        for (size_t j = 0; j < t->nskeys; j++)
-            if (mv_orow_int(&t->skeys[j], "sort_key_index", -1) == (int64_t)i) e = &t->skeys[j];
+        for (size_t j = 0; j < nskeys; j++)
+            if (mv_orow_int(&skeys[j], "sort_key_index", -1) == (int64_t)i) e = &skeys[j];
         if (!e || !keys[i].null_order) return 0;
         const char *want[4] = {keys[i].expression, keys[i].dialect ? keys[i].dialect : "duckdb",
                                keys[i].sort_direction ? keys[i].sort_direction : "ASC", keys[i].null_order};
@@ -173,6 +187,43 @@ static int same_sorting(const model *m, const tstate *t, const moraine_sort_key 
         }
     }
     return 1;
+}
+
+/* The committed spec in force, equal to @keys (same_spec). */
+static int same_sorting(const model *m, const tstate *t, const moraine_sort_key *keys, size_t n)
+{
+    return t->sort.rel && mv_orow_int(&t->sort, "begin_snapshot", -1) != m->snap && same_spec(&t->sort, t->skeys, t->nskeys, keys, n);
+}
+
+/* DuckLake writes a table's sort spec once, at commit, comparing only the
+ * transaction's final spec with the committed one (WriteNewSortKeys,
+ * CheckTableSortEqual): a SET SORTED BY that comes back to the committed
+ * spec after an earlier SET or RESET of the same transaction leaves the
+ * committed spec in force, never ended, and writes none; every SET SORTED BY
+ * still took a catalog id (GetNewSortKey). Here the transaction's own spec is
+ * taken back and the committed one's end too. */
+static int back_to_committed(model *m, tstate *t)
+{
+    int rc = 0;
+    if (t->sort.rel) {
+        if (m->stx) rc = mr_txn_discard(m->stx, t->sort.rel->name, t->sort.v, t->sort.rel->ncols);
+        if (rc) return rc;
+        mv_orow_free(&t->sort);
+        for (size_t i = 0; i < t->nskeys; i++) mv_orow_free(&t->skeys[i]);
+        free(t->skeys);
+        t->skeys = NULL;
+        t->nskeys = 0;
+    }
+    mv_orow_set_null(&t->base_sort, "end_snapshot");
+    if (m->stx && (rc = mr_txn_unend(m->stx, t->base_sort.rel->name, t->base_sort.v, t->base_sort.rel->ncols))) return rc;
+    t->sort = t->base_sort;
+    t->skeys = t->base_skeys;
+    t->nskeys = t->nbase_skeys;
+    memset(&t->base_sort, 0, sizeof t->base_sort);
+    t->base_skeys = NULL;
+    t->nbase_skeys = 0;
+    m->next_catalog_id++;
+    return 0;
 }
 
 int mv_do_set_sorting(model *m, verb *v)
@@ -199,6 +250,12 @@ int mv_do_set_sorting(model *m, verb *v)
     /* DuckLake: RESET SORTED BY on a table with no sort spec still commits an
      * altered_table snapshot (schema_version + 1) and writes no sort rows
      * (corpus seed_0001 step 7). */
+    if (v->kind == V_SET_SORTING && t->base_sort.rel && same_spec(&t->base_sort, t->base_skeys, t->nbase_skeys, v->skeys, v->nsk)) {
+        if ((rc = back_to_committed(m, t))) return rc;
+        t->altered = 1;
+        m->schema_changed = 1;
+        return 0;
+    }
     if ((v->kind == V_SET_SORTING || t->sort.rel) &&
         (rc = mv_replace_sort(m, t, v->kind == V_SET_SORTING ? v->skeys : NULL, v->nsk)))
         return rc;

@@ -221,6 +221,48 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     db:close()
   end)
 
+  it("SET SORTED BY back to the committed spec in one transaction: the committed spec stays live, none written (DuckLake: WriteNewSortKeys compares only the final spec)", function()
+    local db = moraine.open(support.tmpdir("sortfinal"), { no_sync = true })
+    db:init()
+    db:exec("CREATE TABLE t(a INTEGER, b INTEGER)")
+    db:exec("ALTER TABLE t SET SORTED BY (a ASC NULLS LAST)")
+    local function state()
+      local sorts = {}
+      for _, r in ipairs(db:scan("ducklake_sort_info", { at = moraine.ALL })) do
+        sorts[#sorts + 1] = ("%s:%s-%s"):format(tostring(r.row.sort_id), tostring(r.row.begin_snapshot), tostring(r.row.end_snapshot))
+      end
+      local snaps = db:scan("ducklake_snapshot", { at = moraine.ALL })
+      local last = snaps[#snaps].row
+      return table.concat(sorts, " "), tonumber(last.next_catalog_id), tonumber(last.schema_version)
+    end
+    local sorts0, next0, sv0 = state()
+    assert.are.equal("2:2-NULL", sorts0)
+    -- SET then SET back: both take a catalog id, the table is altered, no sort row changes
+    db:exec("BEGIN; ALTER TABLE t SET SORTED BY (b DESC NULLS FIRST); ALTER TABLE t SET SORTED BY (a ASC NULLS LAST); COMMIT")
+    local sorts1, next1, sv1 = state()
+    assert.are.equal(sorts0, sorts1)
+    assert.are.equal(next0 + 2, next1)
+    assert.are.equal(sv0 + 1, sv1)
+    local changes = db:scan("ducklake_snapshot_changes", { at = moraine.ALL })
+    assert.are.equal("altered_table:1", changes[#changes].row.changes_made)
+    -- RESET then SET back: the same (RESET takes no id)
+    db:exec("BEGIN; ALTER TABLE t RESET SORTED BY; ALTER TABLE t SET SORTED BY (a ASC NULLS LAST); COMMIT")
+    local sorts2, next2 = state()
+    assert.are.equal(sorts0, sorts2)
+    assert.are.equal(next1 + 1, next2)
+    -- back and away again: the last spec is written with the last id, the committed one ended
+    db:exec("BEGIN; ALTER TABLE t SET SORTED BY (b); ALTER TABLE t SET SORTED BY (a ASC NULLS LAST); ALTER TABLE t SET SORTED BY (b DESC NULLS FIRST); COMMIT")
+    local sorts3, next3 = state()
+    local S = db:last_snapshot()
+    assert.are.equal(("2:2-%d %d:%d-NULL"):format(S, next2 + 2, S), sorts3)
+    assert.are.equal(next2 + 3, next3)
+    -- a key without NULLS FIRST/LAST never equals a stored one: written anew
+    db:exec("BEGIN; ALTER TABLE t SET SORTED BY (a); ALTER TABLE t SET SORTED BY (b DESC); COMMIT")
+    assert.are.equal(("2:2-%d %d:%d-%d %d:%d-NULL"):format(S, next2 + 2, S, S + 1, next3 + 1, S + 1), (state()))
+    assert.are.same({}, db:verify())
+    db:close()
+  end)
+
   it("refuses DML: moraine writes no data, and nothing is committed", function()
     local db = moraine.open(support.tmpdir("dml"), { no_sync = true })
     db:init()
