@@ -602,25 +602,40 @@ int mr_txn_end_at(moraine_txn *txn, const char *name, const moraine_value *row, 
     return 0;
 }
 
+/* The newest entry of this commit for the key of @row in keyed temporal
+ * table @name (NULL when none), for the take-back calls below; *r gets the
+ * table. Errors fail the commit. */
+static int take_back_entry(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols, mr_rel **r, pending **out)
+{
+    int rc = mr_txn_usable(txn);
+    if (rc) return rc;
+    if ((rc = rel_of(txn, name, r))) return mr_txn_fail(txn, rc);
+    if ((*r)->info.placement != MORAINE_PLACE_TEMPORAL || ncols != (*r)->info.ncols || (*r)->nkey == 0)
+        return mr_txn_fail(txn, mr_err(MORAINE_EINVAL, "%s: only rows of keyed temporal tables can be taken back", name));
+    if ((rc = mr_current_key(&txn->kb, *r, row, 0))) return mr_txn_fail(txn, rc);
+    *out = mr_pending_lookup(txn, &txn->kb);
+    return 0;
+}
+
+static int not_taken_back(moraine_txn *txn, const mr_rel *r, const char *name, const moraine_value *row, size_t ncols, const char *what)
+{
+    char desc[256];
+    mr_describe_row(r, row, ncols, desc, sizeof desc);
+    return mr_txn_fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: not a row this commit %s", name, desc, what));
+}
+
 /* Takes back a live row this commit inserted (the verb path: a column renamed
  * twice in one transaction keeps only its last version, as DuckLake writes
  * only the net change). Returns 0, MORAINE_ENOTLIVE when no such row was
  * inserted by this commit. */
 int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols)
 {
-    int rc = mr_txn_usable(txn);
-    if (rc) return rc;
     mr_rel *r;
-    if ((rc = rel_of(txn, name, &r))) return mr_txn_fail(txn, rc);
-    if (r->info.placement != MORAINE_PLACE_TEMPORAL || ncols != r->info.ncols || r->nkey == 0)
-        return mr_txn_fail(txn, mr_err(MORAINE_EINVAL, "%s: only rows of keyed temporal tables can be taken back", name));
-    if ((rc = mr_current_key(&txn->kb, r, row, 0))) return mr_txn_fail(txn, rc);
-    pending *e = mr_pending_live(mr_pending_lookup(txn, &txn->kb));
-    if (!e || e->from_store) {
-        char desc[256];
-        mr_describe_row(r, row, ncols, desc, sizeof desc);
-        return mr_txn_fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: not a row this commit inserted", name, desc));
-    }
+    pending *e;
+    int rc = take_back_entry(txn, name, row, ncols, &r, &e);
+    if (rc) return rc;
+    e = mr_pending_live(e);
+    if (!e || e->from_store) return not_taken_back(txn, r, name, row, ncols, "inserted");
     e->discarded = 1;
     e->ended = 1; /* no longer live: a later insert of the key is allowed */
     return 0;
@@ -634,19 +649,11 @@ int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row,
  * the newest version of that key in this commit is not one it ended. */
 int mr_txn_unend(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols)
 {
-    int rc = mr_txn_usable(txn);
-    if (rc) return rc;
     mr_rel *r;
-    if ((rc = rel_of(txn, name, &r))) return mr_txn_fail(txn, rc);
-    if (r->info.placement != MORAINE_PLACE_TEMPORAL || ncols != r->info.ncols || r->nkey == 0)
-        return mr_txn_fail(txn, mr_err(MORAINE_EINVAL, "%s: only rows of keyed temporal tables can be taken back", name));
-    if ((rc = mr_current_key(&txn->kb, r, row, 0))) return mr_txn_fail(txn, rc);
-    pending *e = mr_pending_lookup(txn, &txn->kb);
-    if (!e || !e->ended || e->discarded) {
-        char desc[256];
-        mr_describe_row(r, row, ncols, desc, sizeof desc);
-        return mr_txn_fail(txn, mr_err(MORAINE_ENOTLIVE, "%s row %s: not a row this commit ended", name, desc));
-    }
+    pending *e;
+    int rc = take_back_entry(txn, name, row, ncols, &r, &e);
+    if (rc) return rc;
+    if (!e || !e->ended || e->discarded) return not_taken_back(txn, r, name, row, ncols, "ended");
     e->vals[r->info.end_col].type = MORAINE_NULL;
     e->ended = 0;
     e->history_noover = 0;
