@@ -8,55 +8,12 @@
 -- DuckLake's own rows in the fixture.
 --
 -- Usage: sh scripts/run-lua.sh lua5.4 build examples/scenarios/s2_multi_table.lua [NEW_CATALOG_DIR]
--- Loaded with dofile, the script returns build(dir, log), which builds the catalog in the
+-- Loaded with dofile, the script returns build(dir, log) (examples/scenarios/scenario.lua), which builds the catalog in the
 -- new directory dir, reports each statement through log (default print) and returns the open db.
-local moraine = require "moraine"
-local N = moraine.null
+local S = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "scenario.lua")
+local N, files, deletes = S.N, S.files, S.deletes
 
--- {path, record_count, file_size_bytes, footer_size, {partition values}, {{column, column_size_bytes,
--- value_count, null_count, min_value, max_value, contains_nan}, ...}} -> moraine data files
-local function files(list)
-  local out = {}
-  for i, f in ipairs(list) do
-    local stats = {}
-    for j, s in ipairs(f[6]) do
-      local st = { column = s[1], column_size_bytes = s[2], value_count = s[3], null_count = s[4] }
-      if s[5] ~= N then st.min_value = s[5] end
-      if s[6] ~= N then st.max_value = s[6] end
-      if s[7] ~= N then st.contains_nan = s[7] end
-      stats[j] = st
-    end
-    out[i] = { path = f[1], record_count = f[2], file_size_bytes = f[3], partition_values = f[5], stats = stats }
-    if f[4] ~= N then out[i].footer_size = f[4] end
-  end
-  return out
-end
-
--- {data_file_id, path, delete_count, file_size_bytes, footer_size} -> moraine delete files
-local function deletes(list)
-  local out = {}
-  for i, d in ipairs(list) do
-    out[i] = { data_file_id = d[1], path = d[2], delete_count = d[3], file_size_bytes = d[4], footer_size = d[5] }
-  end
-  return out
-end
-
-local db, log
-
-local function run(sql, fn, opts)
-  local ok, snap = pcall(db.transaction, db, fn, opts)
-  if not ok then
-    log(("%-70s refused: %s"):format(sql, tostring(snap)))
-    return nil, snap
-  end
-  log(("%-70s %s"):format(sql, snap and ("snapshot " .. snap) or "no snapshot (nothing changed)"))
-  return snap
-end
-
-local function build(dir, logger)
-  log = logger or print
-  db = moraine.open(dir, { no_sync = true })
-  db:init("data/")  -- refuses a directory that already holds a catalog
+return S.main("s2_multi_table", function(run)
 
 run("CREATE SCHEMA sales", function(tx) tx:create_schema("sales") end)
 
@@ -234,17 +191,4 @@ run("INSERT INTO sales.orders VALUES (99999, 1, DATE '2026-01-01', 'paid', 10.0)
   }))
 end)
 
-  return db
-end
-
--- run as a script (not loaded by dofile from another program): build into the directory given
-if arg and arg[0] and arg[0]:match("s2_multi_table%.lua$") then
-  local dir = arg[1]
-  if not dir then dir = os.tmpname(); os.remove(dir); dir = dir .. ".moraine" end  -- a unique name, the file gone
-  os.remove(dir)
-  build(dir):close()
-  print("catalog written to " .. dir)
-else
-  return build
-end
-
+end)
