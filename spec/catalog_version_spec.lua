@@ -11,23 +11,8 @@ local cv = require "moraine.catalog_version"
 local upgrade = require "moraine.upgrade"
 
 local MIG = support.FIXTURES .. "/migrations"
-local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
-local ROOT = os.getenv("PWD") or "."
-local q = support.q
 
-local function run(args)
-  local dir = support.tmpdir("run")
-  support.mkdir(dir)
-  local qargs = {}
-  for i, a in ipairs(args) do qargs[i] = q(a) end
-  os.execute(string.format("cd %s && MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=%s sh %s %s >%s 2>%s </dev/null; "
-    .. "echo $? >%s", q(ROOT), RUNTIME, q(ROOT .. "/scripts/moraine-dev"), table.concat(qargs, " "), q(dir .. "/out"),
-    q(dir .. "/err"), q(dir .. "/rc")))
-  local r = { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
-    code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
-  r.show = "exit " .. tostring(r.code) .. "\n--- stdout:\n" .. r.out .. "\n--- stderr:\n" .. r.err
-  return r
-end
+local run = support.moraine -- `moraine ARGS...` as a subprocess: {out, err, code, show}
 
 local function ok_run(args)
   local r = run(args)

@@ -12,50 +12,7 @@ local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
 local ROOT = os.getenv("PWD") or "."
 local q = support.q
 
-local function moraine_cmd(args)
-  local qargs = {}
-  for i, a in ipairs(args) do qargs[i] = q(a) end
-  return "MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=" .. RUNTIME .. " sh " .. q(ROOT .. "/scripts/moraine-dev")
-    .. " " .. table.concat(qargs, " ")
-end
-
--- runs moraine ARGS; returns {out, err, code, show}
-local function run(args)
-  local dir = support.tmpdir("run")
-  support.mkdir(dir)
-  os.execute(moraine_cmd(args) .. " >" .. q(dir .. "/out") .. " 2>" .. q(dir .. "/err") .. " </dev/null; echo $? >"
-    .. q(dir .. "/rc"))
-  local r = { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
-    code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
-  r.show = "exit " .. tostring(r.code) .. "\n--- stdout:\n" .. r.out:sub(1, 3000) .. "\n--- stderr:\n" .. r.err
-  return r
-end
-
--- starts `moraine ARGS` in the background; returns {pid, wait = fn()}
-local function spawn(args)
-  local dir = support.tmpdir("bg")
-  support.mkdir(dir)
-  local qargs = {}
-  for i, a in ipairs(args) do qargs[i] = q(a) end
-  support.write(dir .. "/run.sh", "echo $$ > " .. q(dir .. "/pid") .. "\nexec env MORAINE_CATALOG= MORAINE_FORCE_TTY= "
-    .. "MORAINE_LUA=" .. RUNTIME .. " sh " .. q(ROOT .. "/scripts/moraine-dev") .. " " .. table.concat(qargs, " ") .. "\n")
-  os.execute("(sh " .. q(dir .. "/run.sh") .. " >" .. q(dir .. "/out") .. " 2>" .. q(dir .. "/err")
-    .. " </dev/null; echo $? >" .. q(dir .. "/rc.tmp") .. "; mv " .. q(dir .. "/rc.tmp") .. " " .. q(dir .. "/rc")
-    .. ") &")
-  local pid
-  while not pid do
-    local f = io.open(dir .. "/pid")
-    if f then
-      pid = f:read("*l")
-      f:close()
-      if pid == "" then pid = nil end
-    end
-    if not pid then os.execute("sleep 0.01") end
-  end
-  return { pid = pid, wait = function()
-    while not io.open(dir .. "/rc") do os.execute("sleep 0.02") end
-  end }
-end
+local run, spawn = support.moraine, support.spawn_moraine
 
 local function exists(p)
   local ok, _, code = os.rename(p, p)

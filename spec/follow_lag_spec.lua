@@ -8,8 +8,6 @@ local sqlite = require "moraine.sqlite"
 local follow_state = require "moraine.follow_state"
 local support = require "support"
 
-local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
-local ROOT = os.getenv("PWD") or "."
 local BUILD = os.getenv("MORAINE_BUILD") or "build"
 local sh, q = support.sh, support.q
 
@@ -77,12 +75,7 @@ local function get(port, path)
   return code, headers, body
 end
 
-local function moraine_cmd(args)
-  local qargs = {}
-  for i, a in ipairs(args) do qargs[i] = q(a) end
-  return "MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=" .. RUNTIME .. " sh " .. q(ROOT .. "/scripts/moraine-dev")
-    .. " " .. table.concat(qargs, " ")
-end
+local moraine_cmd = support.moraine_cmd
 
 -- /health's document once @pred(doc) holds (20 s at most), or the last one
 local function health_until(port, pred)

@@ -13,23 +13,9 @@ local clustering = require "moraine.clustering"
 local svg = require "moraine.svg"
 
 local NULL = moraine.null
-local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
-local ROOT = os.getenv("PWD") or "."
 local q = support.q
 
--- `moraine ARGS...` as a subprocess: {out, err, code}
-local function run(args)
-  local dir = support.tmpdir("cli")
-  support.mkdir(dir)
-  local qa = {}
-  for i, a in ipairs(args) do qa[i] = q(a) end
-  os.execute(string.format("cd %s && MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=%s sh %s %s >%s 2>%s </dev/null; echo $? >%s",
-    q(ROOT), RUNTIME, q(ROOT .. "/scripts/moraine-dev"), table.concat(qa, " "), q(dir .. "/out"), q(dir .. "/err"), q(dir .. "/rc")))
-  local r = { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
-    code = tonumber(support.read(dir .. "/rc"):match("%d+")) }
-  r.show = "exit " .. r.code .. "\n" .. r.out:sub(1, 2000) .. "\n" .. r.err
-  return r
-end
+local run = support.moraine -- `moraine ARGS...` as a subprocess: {out, err, code, show}
 
 local function new_catalog()
   local dir = support.tmpdir("layout")

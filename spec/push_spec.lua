@@ -431,17 +431,7 @@ describe("moraine.push", function()
 end)
 
 describe("moraine push (the command)", function()
-  local function run(args)
-    local dir = support.tmpdir("run")
-    support.mkdir(dir)
-    local qargs = {}
-    for i, a in ipairs(args) do qargs[i] = q(a) end
-    os.execute(("cd %s && MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=%s sh scripts/moraine-dev %s >%s 2>%s; "
-      .. "echo $? >%s"):format(q(ROOT), RUNTIME, table.concat(qargs, " "), q(dir .. "/out"), q(dir .. "/err"),
-      q(dir .. "/rc")))
-    return { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
-      code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
-  end
+  local run = support.moraine
 
   it("exports --format sqlite, pushes, says up to date, refuses a missing target and an unknown format", function()
     local cat = support.tmpdir("c")

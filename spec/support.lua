@@ -27,6 +27,59 @@ function support.q(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
+local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
+local ROOT = os.getenv("PWD") or "."
+
+--- The shell command that runs `moraine ARGS` (a list of strings, each quoted
+-- here) through scripts/moraine-dev with this spec's runtime (the specs run
+-- from the repository root), with no catalog or terminal taken from the
+-- environment; one simple command, so `exec` may prefix it.
+function support.moraine_cmd(args)
+  local qargs = {}
+  for i, a in ipairs(args) do qargs[i] = support.q(a) end
+  return "env MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=" .. RUNTIME .. " sh "
+    .. support.q(ROOT .. "/scripts/moraine-dev") .. " " .. table.concat(qargs, " ")
+end
+
+--- Runs `moraine ARGS` to its end, stdin empty. Returns {out, err, code, show}:
+-- stdout and stderr as text, the exit status, and a summary for assertion
+-- messages.
+function support.moraine(args)
+  local dir = support.tmpdir("run")
+  support.mkdir(dir)
+  os.execute(support.moraine_cmd(args) .. " >" .. support.q(dir .. "/out") .. " 2>" .. support.q(dir .. "/err")
+    .. " </dev/null; echo $? >" .. support.q(dir .. "/rc"))
+  local r = { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
+    code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
+  r.show = "exit " .. tostring(r.code) .. "\n--- stdout:\n" .. r.out:sub(1, 3000) .. "\n--- stderr:\n" .. r.err
+  return r
+end
+
+--- Starts `moraine ARGS` in the background. Returns {pid, dir, wait}: its
+-- process id (once it runs), the folder holding its out, err and (when it has
+-- exited) rc files, and wait(), which returns once it has exited.
+function support.spawn_moraine(args)
+  local dir = support.tmpdir("bg")
+  support.mkdir(dir)
+  local q = support.q
+  support.write(dir .. "/run.sh", "echo $$ > " .. q(dir .. "/pid") .. "\nexec " .. support.moraine_cmd(args) .. "\n")
+  os.execute("(sh " .. q(dir .. "/run.sh") .. " >" .. q(dir .. "/out") .. " 2>" .. q(dir .. "/err")
+    .. " </dev/null; echo $? >" .. q(dir .. "/rc.tmp") .. "; mv " .. q(dir .. "/rc.tmp") .. " " .. q(dir .. "/rc") .. ") &")
+  local pid
+  while not pid do
+    local f = io.open(dir .. "/pid")
+    if f then
+      pid = f:read("*l")
+      f:close()
+      if pid == "" then pid = nil end
+    end
+    if not pid then os.execute("sleep 0.01") end
+  end
+  return { pid = pid, dir = dir, wait = function()
+    while not io.open(dir .. "/rc") do os.execute("sleep 0.02") end
+  end }
+end
+
 --- Calls fn(...) expecting it to raise a moraine error (moraine.is_error) with
 -- code @code (a string such as "EINVAL"); @needles is nil, one string, or a list
 -- of strings that must each occur in the error's message (plain find). Also

@@ -9,30 +9,12 @@ local support = require "support"
 local pg = require "pg_support"
 
 local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
-local ROOT = os.getenv("PWD") or "."
 local FIX = support.FIXTURES
 local S1 = FIX .. "/s1_evolution/catalog"
 local S2 = FIX .. "/s2_multi_table/catalog"
 local q = support.q
 
-local function moraine_cmd(args)
-  local qargs = {}
-  for i, a in ipairs(args) do qargs[i] = q(a) end
-  return "MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=" .. RUNTIME .. " sh " .. q(ROOT .. "/scripts/moraine-dev")
-    .. " " .. table.concat(qargs, " ")
-end
-
--- runs moraine ARGS; returns {out, err, code, show}
-local function run(args)
-  local dir = support.tmpdir("run")
-  support.mkdir(dir)
-  os.execute(moraine_cmd(args) .. " >" .. q(dir .. "/out") .. " 2>" .. q(dir .. "/err") .. " </dev/null; echo $? >"
-    .. q(dir .. "/rc"))
-  local r = { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
-    code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
-  r.show = "exit " .. tostring(r.code) .. "\n--- stdout:\n" .. r.out:sub(1, 3000) .. "\n--- stderr:\n" .. r.err
-  return r
-end
+local run = support.moraine
 
 local function ok_run(args)
   local r = run(args)
@@ -43,27 +25,12 @@ end
 -- starts `moraine ARGS` in the background; returns {pid = the interpreter's
 -- process id (the shell execs env, moraine-dev, run-lua.sh and the
 -- interpreter in turn: one process), wait = fn() -> {out, err, code}}
+-- starts `moraine ARGS` in the background; returns {pid, printed = fn(text), wait = fn() -> {out, err, code}}
 local function spawn(args)
-  local dir = support.tmpdir("bg")
-  support.mkdir(dir)
-  local qargs = {}
-  for i, a in ipairs(args) do qargs[i] = q(a) end
-  support.write(dir .. "/run.sh", "echo $$ > " .. q(dir .. "/pid") .. "\nexec env MORAINE_CATALOG= MORAINE_FORCE_TTY= "
-    .. "MORAINE_LUA=" .. RUNTIME .. " sh " .. q(ROOT .. "/scripts/moraine-dev") .. " " .. table.concat(qargs, " ") .. "\n")
-  os.execute("(sh " .. q(dir .. "/run.sh") .. " >" .. q(dir .. "/out") .. " 2>" .. q(dir .. "/err")
-    .. " </dev/null; echo $? >" .. q(dir .. "/rc.tmp") .. "; mv " .. q(dir .. "/rc.tmp") .. " " .. q(dir .. "/rc")
-    .. ") &")
-  local pid
-  while not pid do
-    local f = io.open(dir .. "/pid")
-    if f then
-      pid = f:read("*l")
-      f:close()
-    end
-    if not pid then os.execute("sleep 0.01") end
-  end
+  local p = support.spawn_moraine(args)
+  local dir = p.dir
   return {
-    pid = pid,
+    pid = p.pid,
     -- true once the process' stdout so far holds @text (30 s at most)
     printed = function(text)
       local t0 = moraine.clock()
@@ -77,7 +44,7 @@ local function spawn(args)
       return false
     end,
     wait = function()
-      while not io.open(dir .. "/rc") do os.execute("sleep 0.05") end
+      p.wait()
       return { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
         code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
     end,
