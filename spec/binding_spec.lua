@@ -1056,6 +1056,13 @@ describe("rd:snapshot", function()
     db:read(function(rd) kept = rd end)
     support.expect_err("ETXN", nil, kept.snapshot, kept, 1)
     db:close()
+    -- a catalog with no snapshot (and no ducklake_snapshot table): nil, not an error
+    local empty = moraine.open(support.tmpdir("empty"), { no_sync = true })
+    empty:read(function(rd)
+      assert.is_nil(rd:snapshot())
+      assert.is_nil(rd:snapshot(0))
+    end)
+    empty:close()
   end)
 
   it("a snapshot row damaged in the file raises ECORRUPT (its CRC-32C); the other rows still read", function()

@@ -9,7 +9,8 @@
  *    it is the newest row, as DuckLake's ATTACH reads it;
  *  - ids with no row answer 0: above the newest, negative, INT64_MIN/MAX, and
  *    an id whose row was expired (moraine_txn_delete_snapshot) while the rows
- *    around it stay; NULL arguments are MORAINE_EINVAL;
+ *    around it stay, any id in a catalog without the ducklake_snapshot table;
+ *    NULL arguments are MORAINE_EINVAL;
  *  - a damaged value: one byte of a snapshot row's cells changed in the LMDB
  *    file (not through the engine) makes the lookup fail with
  *    MORAINE_ECORRUPT naming the checksum, as the scan does; the other
@@ -169,6 +170,22 @@ int main(void)
     moraine_cursor_close(cu);
     moraine_read_end(rd);
     moraine_close(db);
+
+    /* a catalog without the ducklake_snapshot table: 0, not an error */
+    char tmpl2[1024];
+    char *dir2 = check_mkdtemp(tmpl2, sizeof tmpl2, "moraine-read-snapshot-empty");
+    CHECK(dir2 != NULL, "mkdtemp");
+    if (dir2) {
+        moraine_db *empty;
+        CHECK_RC(moraine_open(dir2, &o, &empty), 0);
+        CHECK_RC(moraine_read_begin(empty, &rd), 0);
+        CHECK_RC(moraine_read_snapshot(rd, 0, &l), 0);
+        moraine_read_end(rd);
+        moraine_close(empty);
+        char cmd2[1100];
+        snprintf(cmd2, sizeof cmd2, "rm -rf '%s'", dir2);
+        if (system(cmd2) != 0) check_note("could not remove %s", dir2);
+    }
 
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
