@@ -6,7 +6,7 @@
  *   bench floor WORK            the same key ranges walked with raw LMDB cursors, no decoding
  *   bench sqlite WORK plain     SQLite with DuckLake's schema exactly as DuckLake creates it
  *   bench sqlite WORK indexed   the same plus the indexes a tuned deployment adds (table_id first)
- *   bench interleave WORK       the shapes of (a) by moraine C, the floor and indexed SQLite, interleaved
+ *   bench interleave WORK       the shapes of (a) and (d) by moraine C, the floor and indexed SQLite, interleaved
  *   bench commit WORK [R [N [verb|staged]]]  R rounds of one N-file verb commit and one staged commit (files/s)
  *
  * WORK holds meta.json, catalog/ and sql/ (bench/sql.mjs); stores go to
@@ -442,19 +442,33 @@ static const char *ATTACH_RELS[] = {"ducklake_metadata",   "ducklake_snapshot", 
                                     "ducklake_table_column_stats"};
 #define NATTACH (sizeof ATTACH_RELS / sizeof *ATTACH_RELS)
 
-static uint64_t m_attach(void *p)
+/* @by_key: the newest ducklake_snapshot row read by its key, as DuckLake's
+ * LoadDuckLake reads it (`WHERE snapshot_id = (SELECT MAX(snapshot_id) ...)`:
+ * moraine_read_last_snapshot, then moraine_read_snapshot); else every
+ * snapshot row up to S scanned (the read before moraine_read_snapshot).
+ * Every other relation is scanned at S with its children. Returns the rows
+ * and child rows read. */
+static uint64_t attach_read(mctx *c, int by_key)
 {
-    mctx *c = p;
     moraine_read *rd;
     mcheck(moraine_read_begin(c->db, &rd), "read_begin");
     uint64_t n = 0, h = 0;
     for (size_t i = 0; i < NATTACH; i++) {
         moraine_relation_info ri;
         if (moraine_relation(c->db, ATTACH_RELS[i], &ri)) continue;
-        moraine_cursor *cu;
-        mcheck(moraine_scan_open(rd, ATTACH_RELS[i], MORAINE_ANY_SCOPE, c->S, &cu), ATTACH_RELS[i]);
         moraine_row r, k;
         int rc;
+        if (by_key && ri.placement == MORAINE_PLACE_SNAPSHOT) {
+            int64_t last;
+            if (moraine_read_last_snapshot(rd, &last) != 1 || last != c->S) die("(d): the newest snapshot is not %" PRId64, c->S);
+            rc = moraine_read_snapshot(rd, last, &r);
+            if (rc != 1) die("(d): no snapshot row %" PRId64 " (%d: %s)", last, rc, moraine_errmsg());
+            h += touch(r.vals, r.ncols);
+            n++;
+            continue;
+        }
+        moraine_cursor *cu;
+        mcheck(moraine_scan_open(rd, ATTACH_RELS[i], MORAINE_ANY_SCOPE, c->S, &cu), ATTACH_RELS[i]);
         while ((rc = moraine_cursor_next(cu, &r)) == 1) {
             n++;
             h += touch(r.vals, r.ncols);
@@ -476,6 +490,9 @@ static uint64_t m_attach(void *p)
     c->sink += h;
     return n;
 }
+
+static uint64_t m_attach(void *p) { return attach_read(p, 1); }
+static uint64_t m_attach_walk(void *p) { return attach_read(p, 0); }
 
 /* (e): verb commits adding files to the bench table */
 typedef struct {
@@ -801,7 +818,18 @@ static uint64_t f_attach(void *p)
             n += walk_rel(cu, 'C', r, 0, 0, 0, 0, &c->sink);
             n += walk_rel(cu, 'H', r, 0, 0, c->S + 1, !c->attach_scoped[i], &c->sink);
             break;
-        case MORAINE_PLACE_SNAPSHOT: n += walk_rel(cu, 'S', 0, 0, 0, 0, 0, &c->sink); break;
+        case MORAINE_PLACE_SNAPSHOT: {
+            /* the newest snapshot row by its key, as moraine's (d) reads it */
+            uint8_t key[16];
+            key[0] = 'S';
+            MDB_val k = {1 + kint(key + 1, c->S), key}, v;
+            int rc = mdb_get(txn, c->dbi, &k, &v);
+            if (rc) die("floor (d): snapshot %" PRId64 ": %s", c->S, mdb_strerror(rc));
+            const uint8_t *vb = v.mv_data;
+            c->sink += k.mv_size + v.mv_size + vb[0] + vb[v.mv_size - 1];
+            n++;
+            break;
+        }
         default: n += walk_rel(cu, 'R', r, 0, 0, 0, 0, &c->sink); break;
         }
     }
@@ -920,6 +948,20 @@ static double f_import_one(int run)
     return t;
 }
 
+/* the relation ids, placements and scoping of what (d) reads, for f_attach */
+static void attach_rels(moraine_db *db, fctx *c)
+{
+    static const char *scoped[] = {"ducklake_table", "ducklake_column", "ducklake_data_file", "ducklake_delete_file", "ducklake_partition_info", "ducklake_sort_info", "ducklake_column_tag"};
+    moraine_relation_info ri;
+    for (size_t i = 0; i < NATTACH; i++) {
+        if (moraine_relation(db, ATTACH_RELS[i], &ri) || ri.ncols == 0) continue;
+        c->attach_rel[i] = ri.id;
+        c->attach_place[i] = ri.placement;
+        for (size_t s = 0; s < sizeof scoped / sizeof *scoped; s++)
+            if (!strcmp(scoped[s], ATTACH_RELS[i])) c->attach_scoped[i] = 1;
+    }
+}
+
 static void run_floor(void)
 {
     fctx c;
@@ -939,14 +981,7 @@ static void run_floor(void)
     c.rel_pi = ri.id;
     mcheck(moraine_relation(db, "ducklake_sort_info", &ri), "rel");
     c.rel_si = ri.id;
-    static const char *scoped[] = {"ducklake_table", "ducklake_column", "ducklake_data_file", "ducklake_delete_file", "ducklake_partition_info", "ducklake_sort_info", "ducklake_column_tag"};
-    for (size_t i = 0; i < NATTACH; i++) {
-        if (moraine_relation(db, ATTACH_RELS[i], &ri) || ri.ncols == 0) continue;
-        c.attach_rel[i] = ri.id;
-        c.attach_place[i] = ri.placement;
-        for (size_t s = 0; s < sizeof scoped / sizeof *scoped; s++)
-            if (!strcmp(scoped[s], ATTACH_RELS[i])) c.attach_scoped[i] = 1;
-    }
+    attach_rels(db, &c);
     moraine_close(db);
 
     import_runs("f_import", f_import_one);
@@ -1334,7 +1369,7 @@ static void run_sqlite(void)
     unlink(p);
 }
 
-/* ---- interleaved: the (a) shapes of every in-process peer, A B C A B C ... ---- */
+/* ---- interleaved: the (a) shapes and (d) of every in-process peer, A B C A B C ... ---- */
 
 typedef struct {
     const char *peer, *shape;
@@ -1361,7 +1396,9 @@ static void fmt_s(char *b, size_t n, double s)
 
 /* Every shape of workload (a) by moraine C (row at a time and projected), the
  * raw LMDB floor (on a copy of the store: LMDB allows one environment per
- * file per process) and indexed SQLite, in rounds: each round runs every
+ * file per process) and indexed SQLite, and workload (d) by the same peers
+ * (moraine C reading the newest snapshot row by its key, and walking every
+ * snapshot row as before moraine_read_snapshot), in rounds: each round runs every
  * entry once, starting one further along each round, so every ratio is
  * measured under the same load. Min and median of BENCH_INTERLEAVE_ROUNDS
  * rounds (21). Needs the stores of `bench moraine` and `bench sqlite WORK
@@ -1393,13 +1430,15 @@ static void run_interleave(void)
     lmdb_check(mdb_dbi_open(txn, NULL, 0, &fc.dbi), "dbi");
     mdb_txn_abort(txn);
     fc.S = M.last;
+    attach_rels(db, &fc);
     sq_indexed = 1;
     sqlite3 *sdb;
     sqcheck(NULL, sqlite3_open_v2(sq_path(), &sdb, SQLITE_OPEN_READONLY, NULL), "open indexed SQLite (run `bench sqlite WORK indexed` first)");
     static const int64_t one[] = {1};
     mctx mc = {db, M.last, 0, 0, 0};
     pctx p_all = {db, M.last, NULL, 0, 0, 0, 0}, p_pv = {db, M.last, one, 0, 0, 0, 0}, p_1 = {db, M.last, one, 1, 0, 0, 0};
-    sqctx s_all = {sdb, NULL, 0, 0, 0}, s_pv = s_all, s_1 = s_all;
+    sqctx s_all = {sdb, NULL, 0, 0, 0}, s_pv = s_all, s_1 = s_all, s_d = s_all;
+    s_d.st = sql_file("sqlite", "d", &s_d.n);
     s_all.st = sql_file("sqlite", "a", &s_all.n);
     s_pv.st = sql_file("sqlite", "a_pv", &s_pv.n);
     s_1.st = sql_file("sqlite", "a_1col", &s_1.n);
@@ -1413,12 +1452,16 @@ static void run_interleave(void)
         {"moraine_c_proj", "all", m_files_proj, &p_all, NULL, 0},
         {"moraine_c_rows", "all", m_files, &mc, NULL, 0},
         {"sqlite_indexed", "all", sq_query, &s_all, NULL, 0},
+        {"floor", "d", f_attach, &fc, NULL, 0},
+        {"moraine_c", "d", m_attach, &mc, NULL, 0},
+        {"moraine_c_walk", "d", m_attach_walk, &mc, NULL, 0},
+        {"sqlite_indexed", "d", sq_query, &s_d, NULL, 0},
     };
     size_t ne = sizeof E / sizeof *E;
     for (size_t i = 0; i < ne; i++) {
         E[i].t = calloc((size_t)R, sizeof(double));
         E[i].rows = E[i].fn(E[i].ctx); /* warm-up */
-        if (i && E[i].rows != E[0].rows) die("interleave: %s/%s answered %" PRIu64 " files, the floor walked %" PRIu64, E[i].peer, E[i].shape, E[i].rows, E[0].rows);
+        if (i && strcmp(E[i].shape, "d") && E[i].rows != E[0].rows) die("interleave: %s/%s answered %" PRIu64 " files, the floor walked %" PRIu64, E[i].peer, E[i].shape, E[i].rows, E[0].rows);
     }
     for (int r = 0; r < R; r++) {
         for (size_t j = 0; j < ne; j++) {
@@ -1487,6 +1530,30 @@ static void run_interleave(void)
         fprintf(f, "| %s | %s / %s | %s / %s | %s%s%s%s | %s / %s | %.2f× | %.2f× | %.1f× |\n", shape_names[s], a, b, c1, c2, rows ? g1 : "—",
                 rows ? " / " : "", rows ? g2 : "", "", d1, d2, median(pj->t, R) / fl, median(pj->t, R) / median(E[1].t, R),
                 median(sq->t, R) / median(pj->t, R));
+    }
+    {
+        /* (d): the whole catalog at S, as ATTACH reads it */
+        const ient *fd = NULL, *md = NULL, *mw = NULL, *sd = NULL;
+        for (size_t i = 0; i < ne; i++) {
+            if (strcmp(E[i].shape, "d")) continue;
+            if (!strcmp(E[i].peer, "floor")) fd = &E[i];
+            if (!strcmp(E[i].peer, "moraine_c")) md = &E[i];
+            if (!strcmp(E[i].peer, "moraine_c_walk")) mw = &E[i];
+            if (!strcmp(E[i].peer, "sqlite_indexed")) sd = &E[i];
+        }
+        const ient *col[4] = {fd, md, mw, sd};
+        char t[4][2][32];
+        for (int i = 0; i < 4; i++) {
+            fmt_s(t[i][0], sizeof t[i][0], minv(col[i]->t, R));
+            fmt_s(t[i][1], sizeof t[i][1], median(col[i]->t, R));
+        }
+        fprintf(f, "\n(d) the whole catalog at snapshot %" PRId64 " as ATTACH reads it, %d interleaved rounds; min / median (rows read: moraine %" PRIu64
+                   ", walking the snapshot rows %" PRIu64 ")\n\n",
+                M.last, R, md->rows, mw->rows);
+        fprintf(f, "| floor (raw LMDB) | moraine C, snapshot row by key | moraine C, snapshot rows walked | SQLite indexed | SQLite idx ÷ C | SQLite idx ÷ C walked | C ÷ floor |\n");
+        fprintf(f, "|---:|---:|---:|---:|---:|---:|---:|\n");
+        fprintf(f, "| %s / %s | %s / %s | %s / %s | %s / %s | %.2f× | %.2f× | %.2f× |\n", t[0][0], t[0][1], t[1][0], t[1][1], t[2][0], t[2][1], t[3][0],
+                t[3][1], median(sd->t, R) / median(md->t, R), median(sd->t, R) / median(mw->t, R), median(md->t, R) / median(fd->t, R));
     }
     fclose(f);
     fprintf(stderr, "%s", slurp(path));

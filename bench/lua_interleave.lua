@@ -11,8 +11,12 @@
 -- query when a scan needs every column's stats). moraine answers each through
 -- rd:files_batch (the columns DuckLake's query selects), and `all` also row
 -- at a time (rd:files with its children, as bench/lua_bench.lua); and (d), the
--- whole catalog at S as ATTACH reads it, through rd:scan_columns, row at a
--- time (as bench/lua_bench.lua) and SQLite's d.sql. Needs the
+-- whole catalog at S as ATTACH reads it: the newest ducklake_snapshot row by
+-- its key (rd:snapshot(), as DuckLake reads WHERE snapshot_id = (SELECT
+-- MAX(snapshot_id) ...)) and every other relation through rd:scan_columns,
+-- or row at a time (as bench/lua_bench.lua), or through rd:scan_columns with
+-- every snapshot row up to S walked (the read before rd:snapshot), beside
+-- SQLite's d.sql. Needs the
 -- stores of `bench moraine` and `bench sqlite WORK indexed`. Min and median of
 -- BENCH_INTERLEAVE_ROUNDS rounds (21); writes results/interleave_<runtime>.md.
 local moraine = require "moraine"
@@ -74,34 +78,44 @@ for _, r in ipairs(db:relations()) do
     KIDS[r.parent][r.name] = true
   end
 end
+-- the newest snapshot row by its key: 1 row read
+local function snapshot_row(rd)
+  local row = rd:snapshot()
+  assert(row and row.snapshot_id == LAST, "(d): the newest snapshot row is not LAST's")
+  return 1
+end
 local function attach_rows()
   return db:read(function(rd)
     local n = 0
     for _, r in ipairs(RELS) do
-      if have[r] and #have[r].columns > 0 then
+      if r == "ducklake_snapshot" then
+        n = n + snapshot_row(rd)
+      elseif have[r] and #have[r].columns > 0 then
         for _, children in rd:scan(r, { at = LAST }) do
           n = n + 1
-          if r ~= "ducklake_snapshot" then
-            for _, kids in pairs(children) do n = n + #kids end
-          end
+          for _, kids in pairs(children) do n = n + #kids end
         end
       end
     end
     return n
   end)
 end
-local function attach_batch()
-  return db:read(function(rd)
-    local n = 0
-    for _, r in ipairs(RELS) do
-      if have[r] and #have[r].columns > 0 then
-        local b = rd:scan_columns(r, { at = LAST, children = KIDS[r] })
-        n = n + tonumber(b.n)
-        for _, k in pairs(b.children or {}) do n = n + tonumber(k.n) end
+local function attach_batch(walk)
+  return function()
+    return db:read(function(rd)
+      local n = 0
+      for _, r in ipairs(RELS) do
+        if r == "ducklake_snapshot" and not walk then
+          n = n + snapshot_row(rd)
+        elseif have[r] and #have[r].columns > 0 then
+          local b = rd:scan_columns(r, { at = LAST, children = KIDS[r] })
+          n = n + tonumber(b.n)
+          for _, k in pairs(b.children or {}) do n = n + tonumber(k.n) end
+        end
       end
-    end
-    return n
-  end)
+      return n
+    end)
+  end
 end
 
 local function sql(name)
@@ -117,9 +131,10 @@ local E = {
   { peer = "moraine_" .. runtime .. "_batch", shape = "all", fn = batch(true) },
   { peer = "moraine_" .. runtime .. "_rows", shape = "all", fn = rows },
   { peer = "sqlite_indexed", shape = "all", fn = sql("a") },
-  { peer = "moraine_" .. runtime .. "_batch", shape = "d", fn = attach_batch },
+  { peer = "moraine_" .. runtime .. "_batch", shape = "d", fn = attach_batch(false) },
   { peer = "moraine_" .. runtime .. "_rows", shape = "d", fn = attach_rows },
   { peer = "sqlite_indexed", shape = "d", fn = sql("d") },
+  { peer = "moraine_" .. runtime .. "_walk", shape = "d", fn = attach_batch(true) },
 }
 local first = {}
 for _, e in ipairs(E) do
@@ -132,8 +147,11 @@ for _, e in ipairs(E) do
     error(string.format("%s/%s answered %d files, %s %d", e.peer, e.shape, e.rows, f.peer, f.rows))
   end
 end
-if first.d and E[#E - 1].rows ~= first.d.rows then
-  error(string.format("(d): scan_columns counted %d rows, rd:scan %d", first.d.rows, E[#E - 1].rows))
+local by = {}
+for _, e in ipairs(E) do by[e.peer .. "/" .. e.shape] = e end
+local d_batch, d_rows = by["moraine_" .. runtime .. "_batch/d"], by["moraine_" .. runtime .. "_rows/d"]
+if d_batch.rows ~= d_rows.rows then
+  error(string.format("(d): scan_columns counted %d rows, rd:scan %d", d_batch.rows, d_rows.rows))
 end
 for r = 1, R do
   for j = 1, #E do
@@ -170,17 +188,21 @@ out[#out + 1] = string.format("through %s: (a) table %d at snapshot %d (%d files
 out[#out + 1] = "| shape | moraine batch (rd:files_batch) | moraine row at a time (rd:files) | SQLite indexed | SQLite idx ÷ batch |"
 out[#out + 1] = "|---|---:|---:|---:|---:|"
 local names = { pv = "(a) partition values, no stats", ["1col"] = "(a) partition values + min/max of one column",
-  all = "(a) partition values + min/max of every column", d = "(d) the whole catalog at S, as ATTACH reads it (rd:scan_columns)" }
+  all = "(a) partition values + min/max of every column", d = "(d) the whole catalog at S, as ATTACH reads it (rd:snapshot + rd:scan_columns)" }
 for _, shape in ipairs({ "pv", "1col", "all", "d" }) do
   local b, w, s
   for _, e in ipairs(E) do
     if e.shape == shape then
-      if e.peer:find("_batch$") then b = e elseif e.peer:find("_rows$") then w = e else s = e end
+      if e.peer:find("_batch$") then b = e elseif e.peer:find("_rows$") then w = e elseif e.peer:find("^sqlite") then s = e end
     end
   end
   out[#out + 1] = string.format("| %s | %s / %s | %s | %s / %s | %.2f× |", names[shape], fmt(sorted(b.t)[1]), fmt(median(b.t)),
     w and (fmt(sorted(w.t)[1]) .. " / " .. fmt(median(w.t))) or "—", fmt(sorted(s.t)[1]), fmt(median(s.t)), median(s.t) / median(b.t))
 end
+local walk = by["moraine_" .. runtime .. "_walk/d"]
+out[#out + 1] = string.format("\n(d) rows read: %d with the newest snapshot row by its key (rd:snapshot), %d walking every snapshot row up to S"
+  .. " (rd:scan_columns of ducklake_snapshot, the read before rd:snapshot): %s / %s, SQLite idx ÷ that %.2f×",
+  d_batch.rows, walk.rows, fmt(sorted(walk.t)[1]), fmt(median(walk.t)), median(by["sqlite_indexed/d"].t) / median(walk.t))
 local text = table.concat(out, "\n") .. "\n"
 io.stderr:write(text)
 os.execute("mkdir -p '" .. work .. "/results'")

@@ -43,10 +43,10 @@ step "SQLite, DuckLake's schema as created"
 "$bin/bench" sqlite "$work" plain || fail "the SQLite peer failed"
 step "SQLite with table_id-first indexes"
 "$bin/bench" sqlite "$work" indexed || fail "the indexed SQLite peer failed"
-step "interleaved (a): raw LMDB floor, moraine C (projected, row at a time), indexed SQLite"
+step "interleaved (a) and (d): raw LMDB floor, moraine C (projected, row at a time), indexed SQLite"
 "$bin/bench" interleave "$work" || fail "the interleaved C run failed"
 for rt in luajit lua5.4; do
-  step "interleaved (a) through Lua ($rt): rd:files_batch, rd:files, indexed SQLite"
+  step "interleaved (a) and (d) through Lua ($rt): rd:files_batch, rd:files, rd:snapshot + rd:scan_columns, indexed SQLite"
   sub=lua54; [ "$rt" = luajit ] && sub=luajit
   LUA_CPATH="$root/$bin/$sub/?.so;;" sh scripts/run-lua.sh "$rt" "$build" bench/lua_interleave.lua "$work" || fail "the interleaved Lua run ($rt) failed"
 done

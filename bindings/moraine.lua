@@ -580,6 +580,14 @@ snapshot, or only the live rows when the catalog has no snapshot yet):
 - `rd:partition_spec_by_id(T, partition_id)` — nil or the partition spec
   `partition_id` of table `T` with `.columns`, whatever its lifetime (live,
   ended, or never visible: begin == end) (`moraine_partition_spec_by_id`).
+- `rd:snapshot(id)` — the ducklake_snapshot row of snapshot `id` and its
+  children (`{ducklake_snapshot_changes = {...}}`, as `rd:scan` gives them),
+  or nil when there is no such row (never committed, expired, or no
+  ducklake_snapshot table) (`moraine_read_snapshot`: one key lookup, not a
+  scan of every snapshot row). `id` nil: the read's newest snapshot, the row
+  DuckLake's ATTACH reads (`WHERE snapshot_id = (SELECT MAX(snapshot_id)
+  ...)`); nil when the catalog has none. Raises EINVAL (`id` not an integer
+  or nil), ECORRUPT (the stored row is damaged: its CRC-32C), ELMDB, ETXN.
 - `rd:table_id(schema, name, S)` — the table_id of table `name` in schema
   `schema` (nil: "main") as named at snapshot `S` (default: the newest), or
   nil plus a message when there is none then (`moraine_table_id_at`: a table

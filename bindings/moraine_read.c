@@ -2,7 +2,7 @@
  * moraine_read.c — read transactions (moraine.read) and cursors
  * (moraine.cursor): db:read, db:scan and the read methods scan, files,
  * scan_json, secret_count, partition_spec, sort_spec, partition_spec_by_id,
- * table_id (files_batch and scan_columns: moraine_batch.c).
+ * table_id, snapshot (files_batch and scan_columns: moraine_batch.c).
  */
 #include <stdlib.h>
 
@@ -380,6 +380,38 @@ static int l_read_partition_spec_by_id(lua_State *L)
     return read_spec(L, SPEC_PARTITION_BY_ID);
 }
 
+/* rd:snapshot(id) -> the ducklake_snapshot row of snapshot id and its
+ * children ({ducklake_snapshot_changes = {...}}), or nil when there is no
+ * such row (moraine_read_snapshot: one key lookup; id nil is the read's
+ * newest snapshot, as DuckLake's ATTACH reads MAX(snapshot_id)) */
+static int l_read_snapshot(lua_State *L)
+{
+    lread *r = check_read(L, 1);
+    int64_t id;
+    if (lua_isnoneornil(L, 2)) {
+        int rc = moraine_read_last_snapshot(r->rd, &id);
+        if (rc < 0) return raise_engine(L, rc);
+        if (rc == 0) {
+            lua_pushnil(L);
+            return 1;
+        }
+    } else if (!to_int64(L, 2, &id)) {
+        return raise_errf(L, MORAINE_EINVAL, "snapshot: the snapshot id must be an integer or nil, got %s",
+                          lua_type(L, 2) == LUA_TNUMBER ? "a number with no exact int64 value" : luaL_typename(L, 2));
+    }
+    moraine_row row;
+    int rc = moraine_read_snapshot(r->rd, id, &row);
+    if (rc < 0) return raise_engine(L, rc);
+    if (rc == 0) {
+        lua_pushnil(L);
+        return 1;
+    }
+    luaL_checkstack(L, 8, NULL);
+    push_row(L, &row);
+    push_children(L, r, &r->ch, &r->ch_active, &row, NULL);
+    return 2;
+}
+
 /* rd:table_id(schema, name, S) -> table_id, or nil and the message when no
  * such table at S (moraine_table_id_at; schema nil is "main", S nil the newest) */
 static int l_read_table_id(lua_State *L)
@@ -476,4 +508,5 @@ const luaL_Reg read_methods[] = {{"last_snapshot", l_read_last_snapshot},
                                         {"sort_spec", l_read_sort_spec},
                                         {"partition_spec_by_id", l_read_partition_spec_by_id},
                                         {"table_id", l_read_table_id},
+                                        {"snapshot", l_read_snapshot},
                                         {NULL, NULL}};

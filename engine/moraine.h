@@ -594,6 +594,28 @@ int moraine_sort_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, m
 int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t partition_id, moraine_row *row);
 
 /**
+ * moraine_read_snapshot - the ducklake_snapshot row of snapshot @snapshot_id,
+ * by one key lookup (the snapshot subspace is keyed by snapshot_id,
+ * docs/keyspace.md), not a scan of every snapshot row. DuckLake's ATTACH
+ * reads the newest one this way (`... FROM ducklake_snapshot WHERE
+ * snapshot_id = (SELECT MAX(snapshot_id) FROM ducklake_snapshot)`):
+ * moraine_read_last_snapshot gives that id.
+ * @snapshot_id: any integer; an id the catalog never committed, one whose row
+ *   was expired (moraine_txn_delete_snapshot), or a catalog without the
+ *   ducklake_snapshot table all answer 0.
+ * @row: filled with every column of the row in catalog order (row->ncols is
+ *   the relation's column count) and its embedded ducklake_snapshot_changes
+ *   (walk them with moraine_row_children). The value's CRC-32C over key and
+ *   value is checked as on every read. The row is valid until the next call
+ *   on @rd of this function, moraine_partition_spec_at, moraine_sort_spec_at
+ *   or moraine_partition_spec_by_id, or moraine_read_end.
+ * Returns 1 and fills @row, 0 if there is no such row, MORAINE_EINVAL (NULL
+ * @rd or @row), MORAINE_ECORRUPT (the stored value is damaged: its checksum,
+ * header or cells; the message names the key), MORAINE_ELMDB, MORAINE_ENOMEM.
+ */
+int moraine_read_snapshot(moraine_read *rd, int64_t snapshot_id, moraine_row *row);
+
+/**
  * moraine_table_id_at - the table_id of table @table in schema @schema as
  * DuckLake names it at snapshot @snapshot (time travel: a table dropped
  * later, or renamed later, is found under the name it had at @snapshot; a

@@ -655,9 +655,10 @@ void moraine_cursor_close(moraine_cursor *c)
     free(c);
 }
 
-/* The ducklake_snapshot row of snapshot @id, by one key lookup (internal:
- * the verb path reads its base's counters this way). Returns 1, 0 if there is
- * no such row, or an error. The row is valid like a spec lookup's. */
+/* The ducklake_snapshot row of snapshot @id, by one key lookup: the body of
+ * moraine_read_snapshot (moraine.h), also how the verb path reads its base's
+ * counters. Returns 1, 0 if there is no such row, or an error. The row is
+ * valid like a spec lookup's. */
 int mr_snapshot_row(moraine_read *rd, int64_t id, moraine_row *row)
 {
     pthread_mutex_lock(&rd->db->mu);
@@ -677,6 +678,12 @@ int mr_snapshot_row(moraine_read *rd, int64_t id, moraine_row *row)
     }
     mr_buf_free(&k);
     return rc;
+}
+
+int moraine_read_snapshot(moraine_read *rd, int64_t snapshot_id, moraine_row *row)
+{
+    if (!rd || !row) return mr_err(MORAINE_EINVAL, "moraine_read_snapshot: NULL argument");
+    return mr_snapshot_row(rd, snapshot_id, row);
 }
 
 /* ---- spec lookups ---- */

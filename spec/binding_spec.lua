@@ -1018,6 +1018,76 @@ describe("rd:table_id", function()
   end)
 end)
 
+describe("rd:snapshot", function()
+  teardown(function() support.cleanup() end)
+
+  it("reads one snapshot row by its id: the scan's row and changes, nil for ids with no row (s2)", function()
+    local db = support.import_fixture("s2_multi_table")
+    local last = db:last_snapshot()
+    local n, changes = 0, 0
+    db:read(function(rd)
+      for row, children in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do
+        local got, kids = rd:snapshot(row.snapshot_id)
+        assert.are.same(row, got)
+        assert.are.same(children, kids)
+        n = n + 1
+        if kids.ducklake_snapshot_changes then changes = changes + 1 end
+      end
+      -- nil: the newest, what DuckLake's ATTACH reads (MAX(snapshot_id))
+      local newest = rd:snapshot()
+      assert.are.equal(last, newest.snapshot_id)
+      assert.are.same(rd:snapshot(last), newest)
+      for _, id in ipairs({ last + 1, -1, math.maxinteger or 2 ^ 53, math.mininteger or -2 ^ 53 }) do
+        assert.is_nil(rd:snapshot(id), tostring(id))
+      end
+      support.expect_err("EINVAL", "snapshot id must be an integer", rd.snapshot, rd, "5")
+      support.expect_err("EINVAL", "snapshot id must be an integer", rd.snapshot, rd, 1.5)
+    end)
+    assert.are.equal(26, n)
+    assert.is_true(changes > 0, "no snapshot row carried changes: children not compared")
+    -- an expired snapshot has no row; its neighbours stay
+    db:commit(nil, function(tx) tx:delete_snapshot(3) end)
+    db:read(function(rd)
+      assert.is_nil(rd:snapshot(3))
+      assert.are.equal(2, rd:snapshot(2).snapshot_id)
+      assert.are.equal(4, rd:snapshot(4).snapshot_id)
+    end)
+    local kept
+    db:read(function(rd) kept = rd end)
+    support.expect_err("ETXN", nil, kept.snapshot, kept, 1)
+    db:close()
+    -- a catalog with no snapshot (and no ducklake_snapshot table): nil, not an error
+    local empty = moraine.open(support.tmpdir("empty"), { no_sync = true })
+    empty:read(function(rd)
+      assert.is_nil(rd:snapshot())
+      assert.is_nil(rd:snapshot(0))
+    end)
+    empty:close()
+  end)
+
+  it("a snapshot row damaged in the file raises ECORRUPT (its CRC-32C); the other rows still read", function()
+    local db, dir = support.import_fixture("s2_multi_table")
+    local time = db:read(function(rd) return rd:snapshot(5).snapshot_time end)
+    db:close()
+    -- change the last digit of snapshot 5's snapshot_time wherever the file holds it
+    local last = time:sub(-4, -4)
+    assert.truthy(last:match("%d"), time)
+    local damaged = time:sub(1, -5) .. (last == "0" and "1" or "0") .. time:sub(-3)
+    local bytes = support.read(dir .. "/data.mdb")
+    local k
+    bytes, k = bytes:gsub(time:gsub("%p", "%%%0"), (damaged:gsub("%%", "%%%%")))
+    assert.is_true(k > 0, "snapshot 5's time not found in the file")
+    support.write(dir .. "/data.mdb", bytes)
+    db = moraine.open(dir, { read_only = true })
+    db:read(function(rd)
+      support.expect_err("ECORRUPT", { "checksum", "ducklake_snapshot" }, rd.snapshot, rd, 5)
+      assert.are.equal(6, rd:snapshot(6).snapshot_id)
+      assert.are.equal(db:last_snapshot(), rd:snapshot().snapshot_id)
+    end)
+    db:close()
+  end)
+end)
+
 describe("import progress", function()
   teardown(function() support.cleanup() end)
 
