@@ -296,7 +296,9 @@ typedef struct {
  * when nothing changes (corpus seed_0010 step 2). altered_table, schema_version
  * + 1, a ducklake_schema_versions row. ENOTFOUND (table or column), EINVAL
  * (empty type, default_value_type other than literal/expression,
- * nulls_allowed outside -1..1, nothing to change).
+ * nulls_allowed outside -1..1, nothing to change, a type change from or to
+ * a nested type: DuckLake's TypePromotion rewrites child rows, which moraine
+ * does not write).
  */
 int moraine_tx_alter_column(moraine_tx *tx, const char *schema, const char *table, const char *column, const moraine_column_alter *alt);
 

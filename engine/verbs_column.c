@@ -338,6 +338,19 @@ int mv_do_alter_column(model *m, verb *v)
         return mr_err(MORAINE_EINVAL, "alter_column \"%s\": default_value_type must be literal or expression, not \"%s\"", v->a,
                       a->default_value_type);
     if (!a->type && !a->set_default && a->nulls_allowed < 0) return mr_err(MORAINE_EINVAL, "alter_column \"%s\": nothing to change", v->a);
+    if (a->type) {
+        /* DuckLake changes a nested column's type by TypePromotion
+         * (ducklake_table_entry.cpp), which rewrites its child rows: moraine
+         * does not write those, so neither side of the change may be nested */
+        mv_type nt;
+        if ((rc = mv_type_parse(v->a, a->type, &nt))) return rc;
+        int nested = mv_type_nested(&nt);
+        mv_type_free(&nt);
+        const char *old = mv_orow_str(&t->cols[ci], "column_type");
+        if (nested || (old && (strcmp(old, "struct") == 0 || strcmp(old, "list") == 0 || strcmp(old, "map") == 0)))
+            return mr_err(MORAINE_EINVAL, "alter_column \"%s\": moraine changes the type of a column only between non-nested types (%s to %s)",
+                          v->a, old ? old : "?", a->type);
+    }
     /* DuckLake (DuckLakeTableEntry::AlterTable(SetDefaultInfo)): a default
      * that is not a constant only for a column created with its table (corpus
      * seed_0020 step 36 refuses it on a table renamed since) */
