@@ -24,7 +24,7 @@
 #include <string.h>
 
 /* Deepest nesting read (DuckDB bounds its parser's recursion too). */
-#define MV_TYPE_DEPTH 64
+#define MV_TYPE_DEPTH 100
 
 typedef struct {
     const char *s; /* the whole text */
@@ -125,7 +125,7 @@ static int read_name(reader *r, char **out)
 static int expect(reader *r, char c, const char *what)
 {
     blanks(r);
-    if (*r->p != c) return bad(r, what);
+    if (*r->p != c) return bad(r, *r->p ? what : "the type ends early: a '(' is not closed");
     r->p++;
     return 0;
 }
@@ -158,7 +158,7 @@ static int read_leaf(reader *r, mv_type *t)
 
 static int read_type(reader *r, mv_type *t, int depth)
 {
-    if (depth > MV_TYPE_DEPTH) return bad(r, "the type nests too deeply");
+    if (depth > MV_TYPE_DEPTH) return bad(r, "moraine reads a type nested 100 levels deep at most");
     blanks(r);
     static const char *const kinds[3] = {"struct", "list", "map"};
     int kind = -1;
