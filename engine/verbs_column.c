@@ -467,6 +467,57 @@ static const char *duckdb_type_name(const char *dl)
     return dl ? dl : "";
 }
 
+static void buf_str(mr_buf *b, const char *str) { (void)mr_buf_put(b, str, strlen(str)); }
+
+/* Appends DuckDB's text of the type of column row t->cols[@ci] to @b, as
+ * LogicalType::ToString writes it in DuckLake's messages: a nested type
+ * from its child rows ("INTEGER[]", "MAP(VARCHAR, INTEGER)",
+ * "STRUCT(a INTEGER)", names as DuckDB renders them), DECIMAL upper-cased.
+ * Out of memory: the text stays short. */
+static void duckdb_type_text(tstate *t, int ci, mr_buf *b, int depth)
+{
+    const char *ty = mv_orow_str(&t->cols[ci], "column_type");
+    int64_t id = mv_orow_int(&t->cols[ci], "column_id", -1);
+    int kind = !ty ? -1 : strcmp(ty, "struct") == 0 ? 0 : strcmp(ty, "list") == 0 ? 1 : strcmp(ty, "map") == 0 ? 2 : -1;
+    if (kind < 0 || depth > 100) {
+        if (ty && strncmp(ty, "decimal(", 8) == 0) {
+            buf_str(b, "DECIMAL");
+            buf_str(b, ty + 7);
+        } else {
+            buf_str(b, duckdb_type_name(ty));
+        }
+        return;
+    }
+    buf_str(b, kind == 0 ? "STRUCT(" : kind == 2 ? "MAP(" : "");
+    int64_t last = -1;
+    for (int n = 0;; n++) {
+        /* the children in column_id order (DuckLake numbers them in order) */
+        int next = -1;
+        for (size_t i = 0; i < t->ncols; i++) {
+            int64_t cid = mv_orow_int(&t->cols[i], "column_id", -1);
+            if (mv_orow_int(&t->cols[i], "parent_column", -1) == id && cid > last &&
+                (next < 0 || cid < mv_orow_int(&t->cols[next], "column_id", -1)))
+                next = (int)i;
+        }
+        if (next < 0) break;
+        last = mv_orow_int(&t->cols[next], "column_id", -1);
+        if (n) buf_str(b, ", ");
+        if (kind == 0) {
+            const char *nm = mv_orow_str(&t->cols[next], "column_name");
+            size_t len = moraine_ident_render(nm ? nm : "", NULL, 0) + 1;
+            char *q = malloc(len);
+            if (q) {
+                moraine_ident_render(nm ? nm : "", q, len);
+                buf_str(b, q);
+                buf_str(b, " ");
+                free(q);
+            }
+        }
+        duckdb_type_text(t, next, b, depth + 1);
+    }
+    buf_str(b, kind == 1 ? "[]" : ")");
+}
+
 static void mark_altered(model *m, tstate *t)
 {
     t->altered = t->schema_row = 1;
@@ -481,9 +532,15 @@ int mv_do_add_field(model *m, verb *v)
     const moraine_column_def *d = &v->cols[0];
     int pi;
     if ((rc = resolve_path(t, v->path, v->npath, &pi))) return rc;
-    if (!is_struct(t, pi))
-        return mr_err(MORAINE_EINVAL, "Fields can only be added to structs - %s is a %s", mv_orow_str(&t->cols[pi], "column_name"),
-                      duckdb_type_name(mv_orow_str(&t->cols[pi], "column_type")));
+    if (!is_struct(t, pi)) {
+        mr_buf b = {0};
+        duckdb_type_text(t, pi, &b, 0);
+        int full = mr_buf_byte(&b, 0) == 0;
+        rc = mr_err(MORAINE_EINVAL, "Fields can only be added to structs - %s is a %s", mv_orow_str(&t->cols[pi], "column_name"),
+                    full ? (const char *)b.p : "?");
+        mr_buf_free(&b);
+        return rc;
+    }
     if (!d->name || !*d->name) return mr_err(MORAINE_EINVAL, "add_field: a field needs a name");
     if (!d->type || !*d->type) return mr_err(MORAINE_EINVAL, "add_field: field \"%s\" needs a type", d->name);
     if (d->not_null) return mr_err(MORAINE_EINVAL, "add_field: field \"%s\": DuckLake writes no NOT NULL for a struct field", d->name);

@@ -210,7 +210,15 @@ describe("nested column types", function()
       "ALTER TABLE t DROP COLUMN l.element")
     expect_err("EINVAL", "Cannot drop field 'key' from column 'm' - it's not a struct", db.exec, db,
       "ALTER TABLE t DROP COLUMN m.key")
-    expect_err("EINVAL", "Fields can only be added to structs - l is a", db.exec, db, "ALTER TABLE t ADD COLUMN l.x INTEGER")
+    -- DuckLake's words: the type as DuckDB's LogicalType::ToString writes it
+    expect_err("EINVAL", "Fields can only be added to structs - l is a INTEGER[]", db.exec, db, "ALTER TABLE t ADD COLUMN l.x INTEGER")
+    expect_err("EINVAL", "Fields can only be added to structs - m is a MAP(VARCHAR, INTEGER)", db.exec, db,
+      "ALTER TABLE t ADD COLUMN m.x INTEGER")
+    assert.are.same(before, shapes(db))
+    db:exec('ALTER TABLE t ADD COLUMN w STRUCT("my f" DECIMAL(9,3), g STRUCT(h BIGINT))[]')
+    expect_err("EINVAL", 'Fields can only be added to structs - w is a STRUCT("my f" DECIMAL(9,3), g STRUCT(h BIGINT))[]', db.exec, db,
+      "ALTER TABLE t ADD COLUMN w.x INTEGER")
+    before = shapes(db)
     expect_err("EINVAL", "Only rename on top-level struct fields is supported currently", db.exec, db,
       "ALTER TABLE t RENAME COLUMN m.value TO v")
     assert.are.same(before, shapes(db))
