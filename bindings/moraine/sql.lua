@@ -12,6 +12,8 @@
 --
 -- Names follow DuckDB's rules (moraine.ident): looked up without regard to
 -- case, stored as written, a second name differing only by case refused.
+-- Column types are DuckDB's, nested ones too (STRUCT(name T, ...), T[],
+-- MAP(K, V)), written as DuckLake spells them (@{column_type}).
 -- @module moraine.sql
 local lpeg = require "lpeg"
 local ident = require "moraine.ident"
@@ -203,7 +205,7 @@ function M.column_type(c)
   end
   parse = function()
     depth = depth + 1
-    if depth > 64 then perr("the type nests too deeply") end
+    if depth > 100 then perr("moraine reads a type nested 100 levels deep at most") end
     local r = base()
     while expr.is_op(peek(), "[") do
       if expr.is_op(peek(1), "]") then
