@@ -73,6 +73,7 @@ build = {
         "bindings/moraine_values.c",
         "bindings/moraine_verbs.c",
         "engine/codec.c",
+        "engine/coltype.c",
         "engine/commit.c",
         "engine/compact.c",
         "engine/count.c",
