@@ -95,6 +95,7 @@ build = {
         "engine/verbs_column.c",
         "engine/verbs_commit.c",
         "engine/verbs_files.c",
+        "engine/verbs_idorder.c",
         "engine/verbs_init.c",
         "engine/verbs_spec.c",
         "engine/verbs_table.c",
