@@ -190,7 +190,11 @@ void *scratch(lua_State *L, size_t n, size_t sz)
 
 static const char *const column_fields[] = {"name", "type", "not_null", "default", NULL};
 
-/* The column definition table at tidx. */
+/* The column definition table at tidx: {name, type, not_null?, default?}
+ * into *c (strings owned by the table). `type` is passed as given, a nested
+ * type in the text moraine_column_def reads ("struct(a int32)",
+ * "list(int64)", "map(varchar, int32)"); the engine checks it. Raises EINVAL
+ * for an unknown field or a field of the wrong Lua type. */
 static void read_column(lua_State *L, int tidx, const char *ctx, moraine_column_def *c)
 {
     check_fields(L, tidx, column_fields, ctx);

@@ -25,11 +25,40 @@
  */
 typedef struct moraine_tx moraine_tx;
 
-/** A column of create_table / add_column. */
+/**
+ * A column of create_table / add_column (or a field of add_field).
+ *
+ * @type is the column_type as DuckLake spells it ("int64", "varchar",
+ * "timestamp", "decimal(18,2)", ...), stored as given. A nested type names
+ * its children, nested arbitrarily (engine/coltype.c):
+ *
+ *     struct(a int32, "b c" varchar)    STRUCT(a INTEGER, "b c" VARCHAR)
+ *     list(int64)                       BIGINT[]
+ *     map(varchar, list(int32))         MAP(VARCHAR, INTEGER[])
+ *
+ * struct, list and map are matched without regard to ASCII case; a field
+ * name is bare (a letter or '_', then letters, digits, '_', '$'; bytes >=
+ * 0x80 count as letters) or double-quoted with "" for a quote, stored as
+ * written; blanks may separate the parts. Such a column is written as
+ * DuckLake writes it (DuckLakeFieldId::FieldIdFromType,
+ * ducklake_field_data.cpp; DuckLakeTableEntry::ConvertColumn,
+ * ducklake_table_entry.cpp; ColumnToSQLRecursive,
+ * ducklake_metadata_manager.cpp): one ducklake_column row per node, its
+ * column_type "struct", "list", "map" or the leaf's type, a list's child
+ * named "element", a map's "key" and "value", parent_column the enclosing
+ * row's column_id; ids depth first (the column, then its first child and
+ * that child's children, ...), column_order = column_id. Refused (EINVAL): a
+ * text that begins with struct/list/map and does not read as above, a
+ * struct without fields (DuckLake's "Failed to convert DuckDB type to
+ * DuckLake - unsupported type STRUCT()"), two fields of one struct whose
+ * names differ only in case (DuckDB's "Duplicate struct entry name "a""), a
+ * default on a nested type (DuckLake's "Default value for STRUCT type not
+ * supported", LIST, MAP).
+ */
 typedef struct {
     const char *name;          /* column_name */
-    const char *type;          /* column_type as DuckLake spells it: "int64", "varchar", "timestamp", "decimal(18,2)", ... */
-    int not_null;              /* nonzero: nulls_allowed = false */
+    const char *type;          /* column_type as DuckLake spells it, a nested type with its children (above) */
+    int not_null;              /* nonzero: nulls_allowed = false (a nested column's children keep true) */
     const char *default_value; /* NULL: no default (DuckLake writes default_value 'NULL'); else the literal text */
 } moraine_column_def;
 
@@ -118,13 +147,28 @@ int moraine_tx_drop_schema(moraine_tx *tx, const char *name, int cascade);
  * snapshot; with several, DuckLake's commit-time walk of its hash maps
  * decides (docs/verbs.md, "Catalog ids"): read the id back by name after the
  * commit.
+ * Column ids: 1, 2, ... in statement order, a nested column's children
+ * right after it (DuckLakeFieldData::FromColumns); column_order =
+ * column_id. A nested column's rows: the column's own with
+ * nulls_allowed = !not_null, its children's true; a nested row has
+ * initial_default NULL, default_value 'NULL' and default_value_type ''
+ * (ConvertColumn writes no default for it), a non-nested child NULL,
+ * 'NULL', 'literal'.
  * Errors: ENOTFOUND (no such schema), EEXIST (a live table of that name),
- * EINVAL (no columns, duplicate column name, empty type).
+ * EINVAL (no columns, duplicate column name, empty type, a nested type
+ * moraine_column_def refuses).
  */
 int moraine_tx_create_table(moraine_tx *tx, const char *schema, const char *name, const moraine_column_def *cols, size_t ncols,
                             int64_t *table_id_out);
 
-/** DuckLake: ALTER TABLE ADD COLUMN. ENOTFOUND (table), EEXIST (column name), EINVAL. */
+/**
+ * DuckLake: ALTER TABLE ADD COLUMN. The column takes the table's largest
+ * column_id ever + 1 (column_order the same), a nested column's children
+ * the ids after it, depth first, with the values create_table writes for
+ * them (DuckLakeTableEntry::GetAddColumnInfo). A default is initial_default
+ * and default_value. ENOTFOUND (table), EEXIST (column name), EINVAL (no
+ * name or type, a nested type moraine_column_def refuses).
+ */
 int moraine_tx_add_column(moraine_tx *tx, const char *schema, const char *table, const moraine_column_def *col);
 
 /**
@@ -142,7 +186,8 @@ int moraine_tx_rename_column(moraine_tx *tx, const char *schema, const char *tab
 /**
  * DuckLake: ALTER TABLE DROP COLUMN. Refused (EINVAL) when the live partition
  * spec partitions on the column ("the table is partitioned by this column")
- * or the live sort spec names it. A STRUCT column's field rows end with it
+ * or the live sort spec names it. A nested column's child rows (a struct's
+ * fields, a list's element, a map's key and value, and theirs) end with it
  * (DuckLake's ColumnChangeInfo::DropField). ENOTFOUND (table or column).
  */
 int moraine_tx_drop_column(moraine_tx *tx, const char *schema, const char *table, const char *name);
@@ -164,15 +209,17 @@ int moraine_tx_drop_column(moraine_tx *tx, const char *schema, const char *table
 /**
  * DuckLake: ALTER TABLE ADD COLUMN s.f TYPE [DEFAULT lit] (AddFieldInfo).
  * @path (@npath >= 1 names) is the struct; @field the new field (its
- * not_null must be 0; a nested type, struct/list/map, is refused: moraine
- * writes no child rows for it). The row: column_id = column_order = the
- * table's largest column_id ever + 1, parent_column the struct's id,
- * nulls_allowed false, initial_default and default_value the default (none:
- * NULL and 'NULL'), default_value_type 'literal'.
+ * not_null must be 0; a nested type as moraine_column_def gives it). The
+ * row: column_id = column_order = the table's largest column_id ever + 1,
+ * parent_column the struct's id, nulls_allowed false, initial_default and
+ * default_value the default (none: NULL and 'NULL'), default_value_type
+ * 'literal'; a nested field's children take the ids after it, depth first,
+ * with the same values and no default (AddNewColumns writes every row of
+ * the new field through ExtractDefaultValue).
  * Errors: ENOTFOUND (table; "Column "s" does not exist"), EEXIST ("Failed to
  * add field - field "f" already exists in column "s""), EINVAL (empty path,
  * "Fields can only be added to structs - s is a INTEGER", empty name or
- * type, a nested type, not_null).
+ * type, a nested type moraine_column_def refuses, not_null).
  */
 int moraine_tx_add_field(moraine_tx *tx, const char *schema, const char *table, const char *const *path, size_t npath,
                          const moraine_column_def *field);
@@ -249,7 +296,9 @@ typedef struct {
  * when nothing changes (corpus seed_0010 step 2). altered_table, schema_version
  * + 1, a ducklake_schema_versions row. ENOTFOUND (table or column), EINVAL
  * (empty type, default_value_type other than literal/expression,
- * nulls_allowed outside -1..1, nothing to change).
+ * nulls_allowed outside -1..1, nothing to change, a type change from or to
+ * a nested type: DuckLake's TypePromotion rewrites child rows, which moraine
+ * does not write).
  */
 int moraine_tx_alter_column(moraine_tx *tx, const char *schema, const char *table, const char *column, const moraine_column_alter *alt);
 

@@ -30,24 +30,79 @@ int mv_column_row(model *m, tstate *t, const moraine_column_def *d, int64_t id, 
     return rc;
 }
 
+/* Writes the row of type node @ty named @name and its children's, depth
+ * first. @d is the column definition at the root (NULL below it). The
+ * values follow DuckLake's builders: CREATE TABLE and ADD COLUMN take the
+ * rows from DuckLakeTableEntry::ConvertColumn (ducklake_table_entry.cpp),
+ * which sets nulls_allowed true (false for a top-level NOT NULL column,
+ * GetTableColumns) and gives a nested row no default at all (initial_default
+ * NULL, default_value 'NULL', default_value_type '' as ColumnToSQLRecursive
+ * writes an unset DuckLakeColumnInfo) and a non-nested child the values of
+ * ExtractDefaultValue without a default (NULL, 'NULL', 'literal'); ADD
+ * COLUMN s.f takes them from AddNewColumns, which calls ExtractDefaultValue
+ * for every row, nested or not, and leaves nulls_allowed false. */
+static int emit_tree(model *m, tstate *t, const mv_type *ty, const char *name, const moraine_column_def *d, int64_t *next_id,
+                     int64_t parent, int how)
+{
+    int64_t id = (*next_id)++;
+    orow c;
+    int rc;
+    if (d && !ty->nkids) {
+        /* a non-nested column or field: its definition's default and NOT NULL */
+        if ((rc = mv_column_row(m, t, d, id, id, how != MV_COL_CREATE, &c))) return rc;
+        if (how == MV_COL_FIELD) mv_orow_set_bool(&c, "nulls_allowed", 0);
+    } else {
+        if ((rc = mv_new_row(m, "ducklake_column", &c))) return rc;
+        mv_orow_set_int(&c, "column_id", id);
+        mv_orow_set_int(&c, "table_id", t->table_id);
+        mv_orow_set_int(&c, "column_order", id);
+        rc = mv_orow_set_str(&c, "column_name", name);
+        if (!rc) rc = mv_orow_set_str(&c, "column_type", ty->type);
+        mv_orow_set_null(&c, "initial_default");
+        if (!rc) rc = mv_orow_set_str(&c, "default_value", "NULL");
+        mv_orow_set_bool(&c, "nulls_allowed", how == MV_COL_FIELD ? 0 : !(d && d->not_null));
+        if (!rc) rc = mv_orow_set_str(&c, "default_value_type", ty->nkids && how != MV_COL_FIELD ? "" : "literal");
+        if (!rc) rc = mv_orow_set_str(&c, "default_value_dialect", "duckdb");
+        if (rc) {
+            mv_orow_free(&c);
+            return rc;
+        }
+    }
+    if (parent >= 0) mv_orow_set_int(&c, "parent_column", parent);
+    else mv_orow_set_null(&c, "parent_column");
+    if ((rc = mv_emit_insert(m, &c)) || (rc = mv_take_row(&t->cols, &t->ncols, &c))) {
+        mv_orow_free(&c);
+        return rc;
+    }
+    if (id > t->max_column_id) t->max_column_id = id;
+    if (id > t->max_order) t->max_order = id;
+    for (size_t i = 0; !rc && i < ty->nkids; i++) rc = emit_tree(m, t, &ty->kids[i], ty->kids[i].name, NULL, next_id, id, how);
+    return rc;
+}
+
+int mv_column_rows(model *m, tstate *t, const moraine_column_def *d, int64_t *next_id, int64_t parent, int how)
+{
+    if (!d->name || !*d->name) return mr_err(MORAINE_EINVAL, "a column needs a name");
+    mv_type ty;
+    int rc = mv_type_parse(d->name, d->type, &ty);
+    if (rc) return rc;
+    /* DuckLake: DuckLakeFieldId::FieldIdFromType refuses a default on a nested type */
+    if (ty.nkids && d->default_value)
+        rc = mr_err(MORAINE_EINVAL, "Default value for %s type not supported", mv_type_duckdb_kind(&ty));
+    if (!rc) rc = emit_tree(m, t, &ty, d->name, d, next_id, parent, how);
+    mv_type_free(&ty);
+    return rc;
+}
+
 int mv_do_add_column(model *m, verb *v)
 {
     tstate *t;
     int rc = mv_find_table(m, v->schema, v->table, &t);
     if (rc) return rc;
     if (mv_find_column(t, v->cols[0].name) >= 0) return mr_err(MORAINE_EEXIST, "add_column: table \"%s\" already has a column \"%s\"", v->table, v->cols[0].name);
-    orow c;
-    if ((rc = mv_column_row(m, t, &v->cols[0], t->max_column_id + 1, t->max_column_id + 1, 1, &c))) return rc; /* DuckLake: column_order = column_id */
-    if ((rc = mv_emit_insert(m, &c))) {
-        mv_orow_free(&c);
-        return rc;
-    }
-    if ((rc = mv_take_row(&t->cols, &t->ncols, &c))) {
-        mv_orow_free(&c);
-        return rc;
-    }
-    t->max_column_id++;
-    t->max_order++;
+    /* DuckLake: the ids from the table's next column id, column_order = column_id */
+    int64_t next = t->max_column_id + 1;
+    if ((rc = mv_column_rows(m, t, &v->cols[0], &next, -1, MV_COL_ADD))) return rc;
     t->altered = t->schema_row = 1;
     m->schema_changed = 1;
     return 0;
@@ -283,6 +338,19 @@ int mv_do_alter_column(model *m, verb *v)
         return mr_err(MORAINE_EINVAL, "alter_column \"%s\": default_value_type must be literal or expression, not \"%s\"", v->a,
                       a->default_value_type);
     if (!a->type && !a->set_default && a->nulls_allowed < 0) return mr_err(MORAINE_EINVAL, "alter_column \"%s\": nothing to change", v->a);
+    if (a->type) {
+        /* DuckLake changes a nested column's type by TypePromotion
+         * (ducklake_table_entry.cpp), which rewrites its child rows: moraine
+         * does not write those, so neither side of the change may be nested */
+        mv_type nt;
+        if ((rc = mv_type_parse(v->a, a->type, &nt))) return rc;
+        int nested = mv_type_nested(&nt);
+        mv_type_free(&nt);
+        const char *old = mv_orow_str(&t->cols[ci], "column_type");
+        if (nested || (old && (strcmp(old, "struct") == 0 || strcmp(old, "list") == 0 || strcmp(old, "map") == 0)))
+            return mr_err(MORAINE_EINVAL, "alter_column \"%s\": moraine changes the type of a column only between non-nested types (%s to %s)",
+                          v->a, old ? old : "?", a->type);
+    }
     /* DuckLake (DuckLakeTableEntry::AlterTable(SetDefaultInfo)): a default
      * that is not a constant only for a column created with its table (corpus
      * seed_0020 step 36 refuses it on a table renamed since) */
@@ -399,16 +467,55 @@ static const char *duckdb_type_name(const char *dl)
     return dl ? dl : "";
 }
 
-/* 1 when DuckLake type @ty is nested (its row has child rows). */
-static int nested_type(const char *ty)
+static void buf_str(mr_buf *b, const char *str) { (void)mr_buf_put(b, str, strlen(str)); }
+
+/* Appends DuckDB's text of the type of column row t->cols[@ci] to @b, as
+ * LogicalType::ToString writes it in DuckLake's messages: a nested type
+ * from its child rows ("INTEGER[]", "MAP(VARCHAR, INTEGER)",
+ * "STRUCT(a INTEGER)", names as DuckDB renders them), DECIMAL upper-cased.
+ * Out of memory: the text stays short. */
+static void duckdb_type_text(tstate *t, int ci, mr_buf *b, int depth)
 {
-    static const char *const kinds[] = {"struct", "list", "map", "array"};
-    for (size_t i = 0; i < 4; i++) {
-        size_t n = strlen(kinds[i]), k = 0;
-        while (k < n && ty[k] && (ty[k] | 0x20) == kinds[i][k]) k++;
-        if (k == n && (ty[n] == 0 || ty[n] == '(' || ty[n] == '<' || ty[n] == ' ')) return 1;
+    const char *ty = mv_orow_str(&t->cols[ci], "column_type");
+    int64_t id = mv_orow_int(&t->cols[ci], "column_id", -1);
+    int kind = !ty ? -1 : strcmp(ty, "struct") == 0 ? 0 : strcmp(ty, "list") == 0 ? 1 : strcmp(ty, "map") == 0 ? 2 : -1;
+    if (kind < 0 || depth > 100) {
+        if (ty && strncmp(ty, "decimal(", 8) == 0) {
+            buf_str(b, "DECIMAL");
+            buf_str(b, ty + 7);
+        } else {
+            buf_str(b, duckdb_type_name(ty));
+        }
+        return;
     }
-    return 0;
+    buf_str(b, kind == 0 ? "STRUCT(" : kind == 2 ? "MAP(" : "");
+    int64_t last = -1;
+    for (int n = 0;; n++) {
+        /* the children in column_id order (DuckLake numbers them in order) */
+        int next = -1;
+        for (size_t i = 0; i < t->ncols; i++) {
+            int64_t cid = mv_orow_int(&t->cols[i], "column_id", -1);
+            if (mv_orow_int(&t->cols[i], "parent_column", -1) == id && cid > last &&
+                (next < 0 || cid < mv_orow_int(&t->cols[next], "column_id", -1)))
+                next = (int)i;
+        }
+        if (next < 0) break;
+        last = mv_orow_int(&t->cols[next], "column_id", -1);
+        if (n) buf_str(b, ", ");
+        if (kind == 0) {
+            const char *nm = mv_orow_str(&t->cols[next], "column_name");
+            size_t len = moraine_ident_render(nm ? nm : "", NULL, 0) + 1;
+            char *q = malloc(len);
+            if (q) {
+                moraine_ident_render(nm ? nm : "", q, len);
+                buf_str(b, q);
+                buf_str(b, " ");
+                free(q);
+            }
+        }
+        duckdb_type_text(t, next, b, depth + 1);
+    }
+    buf_str(b, kind == 1 ? "[]" : ")");
 }
 
 static void mark_altered(model *m, tstate *t)
@@ -425,31 +532,27 @@ int mv_do_add_field(model *m, verb *v)
     const moraine_column_def *d = &v->cols[0];
     int pi;
     if ((rc = resolve_path(t, v->path, v->npath, &pi))) return rc;
-    if (!is_struct(t, pi))
-        return mr_err(MORAINE_EINVAL, "Fields can only be added to structs - %s is a %s", mv_orow_str(&t->cols[pi], "column_name"),
-                      duckdb_type_name(mv_orow_str(&t->cols[pi], "column_type")));
+    if (!is_struct(t, pi)) {
+        mr_buf b = {0};
+        duckdb_type_text(t, pi, &b, 0);
+        int full = mr_buf_byte(&b, 0) == 0;
+        rc = mr_err(MORAINE_EINVAL, "Fields can only be added to structs - %s is a %s", mv_orow_str(&t->cols[pi], "column_name"),
+                    full ? (const char *)b.p : "?");
+        mr_buf_free(&b);
+        return rc;
+    }
     if (!d->name || !*d->name) return mr_err(MORAINE_EINVAL, "add_field: a field needs a name");
     if (!d->type || !*d->type) return mr_err(MORAINE_EINVAL, "add_field: field \"%s\" needs a type", d->name);
-    if (nested_type(d->type))
-        return mr_err(MORAINE_EINVAL, "add_field: field \"%s\" is of nested type %s; moraine adds fields of other types only", d->name, d->type);
     if (d->not_null) return mr_err(MORAINE_EINVAL, "add_field: field \"%s\": DuckLake writes no NOT NULL for a struct field", d->name);
     int64_t pid = mv_orow_int(&t->cols[pi], "column_id", -1);
     if (field_of(t, pid, d->name) >= 0)
         return mr_err(MORAINE_EEXIST, "Failed to add field - field \"%s\" already exists in column \"%s\"", d->name, v->path[v->npath - 1]);
-    /* DuckLake: the table's next column id (RequireNextColumnId); the row from
+    /* DuckLake: the table's next column id (RequireNextColumnId), a nested
+     * field's own fields after it (FieldIdFromColumn); the rows from
      * AddNewColumns: ExtractDefaultValue gives initial_default and the
      * default, nulls_allowed keeps DuckLakeColumnInfo's default, false */
-    int64_t id = t->max_column_id + 1;
-    orow c;
-    if ((rc = mv_column_row(m, t, d, id, id, 1, &c))) return rc;
-    mv_orow_set_int(&c, "parent_column", pid);
-    mv_orow_set_bool(&c, "nulls_allowed", 0);
-    if ((rc = mv_emit_insert(m, &c)) || (rc = mv_take_row(&t->cols, &t->ncols, &c))) {
-        mv_orow_free(&c);
-        return rc;
-    }
-    t->max_column_id = id;
-    if (id > t->max_order) t->max_order = id;
+    int64_t next = t->max_column_id + 1;
+    if ((rc = mv_column_rows(m, t, d, &next, pid, MV_COL_FIELD))) return rc;
     mark_altered(m, t);
     return 0;
 }

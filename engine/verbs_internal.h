@@ -227,11 +227,42 @@ int mv_end_tags(model *m, tstate *t, int64_t column_id);
 int mv_do_view(model *m, verb *v); /* V_CREATE_VIEW and V_DROP_VIEW */
 int mv_do_drop_schema(model *m, verb *v);
 
+/* coltype.c: a column's type (moraine_column_def.type) read into the tree
+ * of rows DuckLake writes for it. */
+typedef struct mv_type {
+    char *name;           /* a child's name: a struct field's, "element", "key", "value"; NULL at the root */
+    char *type;           /* column_type: "struct", "list", "map", or a non-nested type as given */
+    struct mv_type *kids; /* the children, in DuckLake's order (a struct's fields as written; key, value) */
+    size_t nkids;
+} mv_type;
+/* Reads @text, the type of column @col (for messages), into *out (free with
+ * mv_type_free). A text that does not begin with struct, list or map is a
+ * non-nested type, kept as given. EINVAL (empty, a nested type that cannot
+ * be read, a STRUCT without fields: DuckLake's "Failed to convert DuckDB
+ * type to DuckLake - unsupported type STRUCT()", two fields of a struct
+ * whose names differ only in case: DuckDB's "Duplicate struct entry name"),
+ * ENOMEM. */
+int mv_type_parse(const char *col, const char *text, mv_type *out);
+void mv_type_free(mv_type *t);
+/* 1 when @t has children (struct, list, map). */
+int mv_type_nested(const mv_type *t);
+/* DuckDB's word for nested @t ("STRUCT", "LIST", "MAP"), NULL when not nested. */
+const char *mv_type_duckdb_kind(const mv_type *t);
+
 /* verbs_column.c */
 /* The ducklake_column row of column @d of @t with column_id @id and
  * column_order @order (@adding: its default is initial_default too) into
  * *out. EINVAL without a name or type. */
 int mv_column_row(model *m, tstate *t, const moraine_column_def *d, int64_t id, int64_t order, int adding, orow *out);
+/* How a column's rows are written (mv_column_rows). */
+enum { MV_COL_CREATE, MV_COL_ADD, MV_COL_FIELD };
+/* Writes column @d of @t and, for a nested type, its children's rows, ids
+ * from *next_id (preorder, column_order = column_id) under @parent (-1:
+ * top-level); the rows join t->cols and t->max_column_id / max_order follow.
+ * @how: MV_COL_CREATE (CREATE TABLE), MV_COL_ADD (ADD COLUMN), MV_COL_FIELD
+ * (ADD COLUMN s.f). EINVAL (no name, a type mv_type_parse refuses, a default
+ * on a nested type), ENOMEM, staged-commit errors. */
+int mv_column_rows(model *m, tstate *t, const moraine_column_def *d, int64_t *next_id, int64_t parent, int how);
 int mv_do_add_column(model *m, verb *v);
 int mv_do_rename_column(model *m, verb *v);
 int mv_do_drop_column(model *m, verb *v);

@@ -102,14 +102,12 @@ int mv_do_create_table(model *m, verb *v)
     t->schema_row = 1;
     t->stats_loaded = 1;
     t->stats_ord = -1;
-    for (size_t i = 0; !rc && i < v->ncols; i++) {
-        orow c;
-        if ((rc = mv_column_row(m, t, &v->cols[i], (int64_t)i + 1, (int64_t)i + 1, 0, &c))) break;
-        rc = mv_emit_insert(m, &c);
-        if (!rc) rc = mv_take_row(&t->cols, &t->ncols, &c);
-        if (c.v) mv_orow_free(&c);
-    }
-    t->max_column_id = t->max_order = (int64_t)v->ncols;
+    /* DuckLake: column ids from 1 in statement order, a nested column's
+     * children right after it, depth first (DuckLakeFieldData::FromColumns,
+     * DuckLakeFieldId::FieldIdFromType, ducklake_field_data.cpp);
+     * column_order = column_id (ColumnToSQLRecursive) */
+    int64_t next = 1;
+    for (size_t i = 0; !rc && i < v->ncols; i++) rc = mv_column_rows(m, t, &v->cols[i], &next, -1, MV_COL_CREATE);
     m->schema_changed = 1;
     if (v->ids) v->ids[0] = id;
     return rc;

@@ -3,7 +3,9 @@
 -- rename_field / drop_field, issue 16 item 6).
 --
 -- No fixture holds a STRUCT column (tests/fixtures/ducklake has none), so the
--- expected rows are DuckLake's as its source writes them (duckdb/ducklake):
+-- expected rows are DuckLake's as its source writes them (duckdb/ducklake).
+-- The struct is created by db:exec (ADD COLUMN s STRUCT(...)), whose rows
+-- spec/nested_types_spec.lua checks. The field verbs:
 --   * DuckLakeTableEntry::AlterTable(AddFieldInfo / RenameFieldInfo /
 --     RemoveFieldInfo), AddNewColumns, RenameField, RemoveColumns
 --     (src/storage/ducklake_table_entry.cpp): a CHANGE_COLUMN_TYPE change
@@ -79,33 +81,20 @@ end
 describe("STRUCT fields", function()
   local dir, db
 
-  -- t (table_id 1): `CREATE TABLE t (id BIGINT)` through db:exec (snapshot
-  -- 1), then at snapshot 2, staged as DuckLake writes `ALTER TABLE t ADD
-  -- COLUMN s STRUCT(a INTEGER, b STRUCT(c VARCHAR))` (ids depth first from
-  -- the table's next column id, FieldIdFromType; column_order = column_id;
-  -- parent_column the enclosing struct's id): s 2, a 3, b 4, c 5
+  -- t (table_id 1): `CREATE TABLE t (id BIGINT)` (snapshot 1), then `ALTER
+  -- TABLE t ADD COLUMN s STRUCT(a INTEGER, b STRUCT(c VARCHAR))` (snapshot
+  -- 2), both through db:exec. DuckLake's rows for the struct (see
+  -- spec/nested_types_spec.lua for the rules): ids depth first from the
+  -- table's next column id (FieldIdFromType): s 2, a 3, b 4, c 5;
+  -- column_order = column_id; parent_column the enclosing struct's id;
+  -- ConvertColumn gives every row nulls_allowed true and a struct row no
+  -- default (default_value_type '').
   before_each(function()
     dir = support.tmpdir("struct_fields")
     db = moraine.open(dir, { no_sync = true })
     db:init("data/")
     db:exec("CREATE TABLE t (id BIGINT)")
-    local function full(rel, vals)
-      local row = {}
-      for _, c in ipairs(db:relation(rel).columns) do row[c] = N end
-      for k, v in pairs(vals) do row[k] = v end
-      return row
-    end
-    db:commit(2, function(tx)
-      tx:insert("ducklake_snapshot", full("ducklake_snapshot", { snapshot_id = 2, snapshot_time = "2026-01-01 00:00:00+00",
-        schema_version = 2, next_catalog_id = 2, next_file_id = 0 }))
-      tx:insert("ducklake_snapshot_changes", full("ducklake_snapshot_changes", { snapshot_id = 2, changes_made = "altered_table:1" }))
-      tx:insert("ducklake_schema_versions", full("ducklake_schema_versions", { begin_snapshot = 2, schema_version = 2, table_id = 1 }))
-      for _, c in ipairs({ { 2, "s", "struct", N }, { 3, "a", "int32", 2 }, { 4, "b", "struct", 2 }, { 5, "c", "varchar", 4 } }) do
-        tx:insert("ducklake_column", full("ducklake_column", { column_id = c[1], begin_snapshot = 2, table_id = 1,
-          column_order = c[1], column_name = c[2], column_type = c[3], initial_default = N, default_value = "NULL",
-          nulls_allowed = true, parent_column = c[4], default_value_type = "literal", default_value_dialect = "duckdb" }))
-      end
-    end)
+    assert.are.equal(2, db:exec("ALTER TABLE t ADD COLUMN s STRUCT(a INTEGER, b STRUCT(c VARCHAR))"))
   end)
 
   after_each(function()
@@ -116,9 +105,9 @@ describe("STRUCT fields", function()
 
   local BASE = {
     "1|1|NULL|1|1|id|int64|NULL|NULL|true|NULL|literal|duckdb",
-    "2|2|NULL|1|2|s|struct|NULL|NULL|true|NULL|literal|duckdb",
+    "2|2|NULL|1|2|s|struct|NULL|NULL|true|NULL||duckdb",
     "3|2|NULL|1|3|a|int32|NULL|NULL|true|2|literal|duckdb",
-    "4|2|NULL|1|4|b|struct|NULL|NULL|true|2|literal|duckdb",
+    "4|2|NULL|1|4|b|struct|NULL|NULL|true|2||duckdb",
     "5|2|NULL|1|5|c|varchar|NULL|NULL|true|4|literal|duckdb",
   }
 
@@ -173,13 +162,13 @@ describe("STRUCT fields", function()
 
   it("RENAME COLUMN s.b TO bb: a nested struct's own fields stay as they are", function()
     db:exec("ALTER TABLE t RENAME s.b TO bb")
-    expect_rows({ [4] = "4|2|3|1|4|b|struct|NULL|NULL|true|2|literal|duckdb" },
+    expect_rows({ [4] = "4|2|3|1|4|b|struct|NULL|NULL|true|2||duckdb" },
       { "4|3|NULL|1|4|bb|struct|NULL|NULL|false|2||duckdb" })
   end)
 
   it("DROP COLUMN s.b: the field's row and its own fields' rows end", function()
     assert.are.equal(3, db:exec("ALTER TABLE t DROP COLUMN s.b"))
-    expect_rows({ [4] = "4|2|3|1|4|b|struct|NULL|NULL|true|2|literal|duckdb",
+    expect_rows({ [4] = "4|2|3|1|4|b|struct|NULL|NULL|true|2||duckdb",
                   [5] = "5|2|3|1|5|c|varchar|NULL|NULL|true|4|literal|duckdb" })
     expect_altered(3)
   end)
@@ -244,14 +233,14 @@ describe("STRUCT fields", function()
       refused("EINVAL", "Failed to convert DuckDB type to DuckLake - unsupported type STRUCT()", "ALTER TABLE t DROP COLUMN s.b.c")
     end)
 
-    it("the verbs: a path too short, a nested field type, NOT NULL", function()
+    it("the verbs: a path too short, a struct type without fields, NOT NULL", function()
       local function tx_refused(code, needle, fn)
         expect_err(code, needle, db.transaction, db, fn)
         assert.are.same(BASE, shapes(db))
       end
       tx_refused("EINVAL", "not a field", function(tx) tx:drop_field("t", { "s" }) end)
       tx_refused("EINVAL", "not a field", function(tx) tx:rename_field("t", "s", "z") end)
-      tx_refused("EINVAL", "nested type", function(tx) tx:add_field("t", { "s" }, { name = "n", type = "struct" }) end)
+      tx_refused("EINVAL", "struct needs its fields", function(tx) tx:add_field("t", { "s" }, { name = "n", type = "struct" }) end)
       tx_refused("EINVAL", "NOT NULL", function(tx) tx:add_field("t", { "s" }, { name = "n", type = "int32", not_null = true }) end)
       tx_refused("EINVAL", "path", function(tx) tx:add_field("t", 7, { name = "n", type = "int32" }) end)
     end)

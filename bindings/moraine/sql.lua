@@ -12,6 +12,8 @@
 --
 -- Names follow DuckDB's rules (moraine.ident): looked up without regard to
 -- case, stored as written, a second name differing only by case refused.
+-- Column types are DuckDB's, nested ones too (STRUCT(name T, ...), T[],
+-- MAP(K, V)), written as DuckLake spells them (@{column_type}).
 -- @module moraine.sql
 local lpeg = require "lpeg"
 local ident = require "moraine.ident"
@@ -90,9 +92,9 @@ function Parser:expression()
   self.i = c.i
   return e
 end
-function Parser:type_name()
+function Parser:column_type()
   local c = expr.cursor(self.toks, self.i)
-  local t = expr.parse_type(c)
+  local t = M.column_type(c)
   self.i = c.i
   return t
 end
@@ -120,6 +122,108 @@ function M.ducklake_type(t)
   return DL_TYPES[t]
 end
 
+-- A name as moraine_column_def's nested type text takes it: double-quoted, '"' doubled.
+local function dl_name(n) return '"' .. n:gsub('"', '""') .. '"' end
+
+--- A column's type in a column definition (CREATE TABLE, ADD COLUMN): a
+-- DuckDB type as @{moraine.expr.parse_type} reads it, or a nested one,
+-- nested arbitrarily: `STRUCT(name type, ...)`, `type[]` (a list),
+-- `MAP(key, value)`.
+-- @tparam table c a cursor (@{moraine.expr.cursor})
+-- @treturn table `{sql = s, dl = s?, top = s?, unmapped = s?}`: the type as
+--   written (for messages), DuckLake's spelling as moraine_column_def.type
+--   takes it (`struct("a" int32)`, `list(int64)`, `map(varchar, int32)`;
+--   nil when a type in it has no DuckLake spelling moraine knows, then
+--   `unmapped` names it), and the column_type of the column's own row
+-- @raise `{sql_error = true, code = "EINVAL"}` with DuckDB's words where
+--   DuckDB refuses the type (`Duplicate struct entry name`, `Map type needs
+--   exactly two entries, key and value type`, `LIST is not valid as a
+--   stand-alone type`), DuckLake's for a STRUCT without fields and an ARRAY
+--   (`Failed to convert DuckDB type to DuckLake - unsupported type ...`)
+function M.column_type(c)
+  local function peek(k) return c.toks[c.i + (k or 0)] end
+  local function perr(what)
+    local t = peek()
+    fail("EINVAL", what .. (t and (" at byte " .. t.pos .. " ('" .. t.v .. "')") or " at the end of the statement"))
+  end
+  local function need(o, what) if not expr.is_op(peek(), o) then perr(what) end c.i = c.i + 1 end
+  local depth = 0
+  local parse
+  local function base()
+    local t = peek()
+    local up = t and t.kind == "id" and t.v:upper()
+    if up == "STRUCT" and expr.is_op(peek(1), "(") then
+      c.i = c.i + 2
+      -- DuckLake: a STRUCT without fields is no DuckLake type (DuckLakeTypes::ToString)
+      if expr.is_op(peek(), ")") then fail("EINVAL", "Failed to convert DuckDB type to DuckLake - unsupported type STRUCT()") end
+      local sql, dl, unmapped, seen = {}, {}, nil, {}
+      while true do
+        local n = peek()
+        if not n or (n.kind ~= "id" and n.kind ~= "qid") then perr("expected a struct field's name") end
+        c.i = c.i + 1
+        -- DuckDB's parser (Transformer::TransformTypeName): names unique without regard to case
+        local key = ident.fold(n.v)
+        if seen[key] then fail("EINVAL", 'Duplicate struct entry name "' .. n.v .. '"') end
+        seen[key] = true
+        local ft = parse()
+        sql[#sql + 1] = ident.render(n.v) .. " " .. ft.sql
+        if ft.dl then dl[#dl + 1] = dl_name(n.v) .. " " .. ft.dl else unmapped = unmapped or ft.unmapped end
+        if not expr.is_op(peek(), ",") then break end
+        c.i = c.i + 1
+      end
+      need(")", "expected ',' or ')' in STRUCT(...)")
+      return { sql = "STRUCT(" .. table.concat(sql, ", ") .. ")", dl = not unmapped and "struct(" .. table.concat(dl, ", ") .. ")" or nil,
+               unmapped = unmapped, top = "struct" }
+    elseif up == "STRUCT" then
+      perr("Struct needs a name and entries")
+    elseif up == "MAP" then
+      c.i = c.i + 1
+      if not expr.is_op(peek(), "(") then perr("Map type needs exactly two entries, key and value type") end
+      c.i = c.i + 1
+      local k = parse()
+      if not expr.is_op(peek(), ",") then fail("EINVAL", "Map type needs exactly two entries, key and value type") end
+      c.i = c.i + 1
+      local v = parse()
+      if not expr.is_op(peek(), ")") then fail("EINVAL", "Map type needs exactly two entries, key and value type") end
+      c.i = c.i + 1
+      local unmapped = k.unmapped or v.unmapped
+      return { sql = "MAP(" .. k.sql .. ", " .. v.sql .. ")", dl = not unmapped and "map(" .. k.dl .. ", " .. v.dl .. ")" or nil,
+               unmapped = unmapped, top = "map" }
+    elseif up == "LIST" then
+      -- DuckDB's transformer: a list is written T[]
+      fail("EINVAL", "LIST is not valid as a stand-alone type")
+    end
+    local name = expr.parse_type(c)
+    local lists = 0
+    while name:sub(-2) == "[]" do name, lists = name:sub(1, -3), lists + 1 end
+    local dl = M.ducklake_type(name)
+    local r = { sql = name, dl = dl, unmapped = not dl and name or nil, top = dl }
+    for _ = 1, lists do
+      r = { sql = r.sql .. "[]", dl = r.dl and "list(" .. r.dl .. ")", unmapped = r.unmapped, top = "list" }
+    end
+    return r
+  end
+  parse = function()
+    depth = depth + 1
+    if depth > 100 then perr("moraine reads a type nested 100 levels deep at most") end
+    local r = base()
+    while expr.is_op(peek(), "[") do
+      if expr.is_op(peek(1), "]") then
+        c.i = c.i + 2
+        r = { sql = r.sql .. "[]", dl = r.dl and "list(" .. r.dl .. ")", unmapped = r.unmapped, top = "list" }
+      elseif peek(1) and peek(1).kind == "num" and expr.is_op(peek(2), "]") then
+        -- DuckDB: T[N] is an ARRAY, which DuckLake does not store (DuckLakeTypes::ToString)
+        fail("EINVAL", "Failed to convert DuckDB type to DuckLake - unsupported type " .. r.sql .. "[" .. peek(1).v .. "]")
+      else
+        perr("expected ']'")
+      end
+    end
+    depth = depth - 1
+    return r
+  end
+  return parse()
+end
+
 -- A column default: literal text (DuckLake's default_value_type 'literal')
 -- or a rendered expression ('expression').
 local function default_of(e)
@@ -140,7 +244,8 @@ function Parser:column_def(path_ok)
     col.name = table.remove(parts)
     col.path = parts
   end
-  col.sqltype = self:type_name()
+  col.ctype = self:column_type()
+  col.sqltype = col.ctype.sql
   while self:peek() and not expr.is_op(self:peek(), ",") and not expr.is_op(self:peek(), ")") do
     if self:kw("NOT") then self:expect_kw("NULL") col.not_null = true
     elseif self:kw("NULL") then col.not_null = false
@@ -216,13 +321,13 @@ function Parser:alter_table(st)
     if self:kw("SET") then
       if self:kw("DEFAULT") then st.action = "set_default" st.default, st.default_kind = default_of(self:expression())
       elseif self:kw("NOT") then self:expect_kw("NULL") st.action = "set_not_null"
-      elseif self:kw("DATA") then self:expect_kw("TYPE") st.action, st.sqltype = "set_type", self:type_name()
+      elseif self:kw("DATA") then self:expect_kw("TYPE") st.action, st.ctype = "set_type", self:column_type()
       else self:err("expected DEFAULT, NOT NULL or DATA TYPE") end
     elseif self:kw("DROP") then
       if self:kw("DEFAULT") then st.action = "drop_default"
       elseif self:kw("NOT") then self:expect_kw("NULL") st.action = "drop_not_null"
       else self:err("expected DEFAULT or NOT NULL") end
-    elseif self:kw("TYPE") then st.action, st.sqltype = "set_type", self:type_name()
+    elseif self:kw("TYPE") then st.action, st.ctype = "set_type", self:column_type()
     else self:err("expected SET, DROP or TYPE") end
   else
     self:err("unsupported ALTER TABLE form")
@@ -507,6 +612,12 @@ local function call(tx, verb, ...)
   return f(tx, ...)
 end
 
+-- The DuckLake type text (moraine_column_def.type) of column definition @c.
+local function dl_type(c)
+  if not c.ctype.dl then fail("EINVAL", "moraine does not map the type " .. c.ctype.unmapped .. " to DuckLake's") end
+  return c.ctype.dl
+end
+
 local function run(m, tx, st, on_data)
   local v = st.verb
   if st.kind == "data" then
@@ -538,10 +649,9 @@ local function run(m, tx, st, on_data)
     local cols, t = {}, { name = parts[#parts], columns = {} }
     for i, c in ipairs(st.columns) do
       if find(t.columns, c.name) then fail("EEXIST", 'Column with name "' .. c.name .. '" already exists!') end
-      local ty = M.ducklake_type(c.sqltype)
-      if not ty then fail("EINVAL", "moraine does not map the type " .. c.sqltype .. " to DuckLake's") end
+      local ty = dl_type(c)
       cols[i] = { name = c.name, type = ty, not_null = c.not_null, default = c.default }
-      t.columns[i] = { name = c.name, type = ty, not_null = c.not_null }
+      t.columns[i] = { name = c.name, type = c.ctype.top, not_null = c.not_null }
     end
     tx:create_table(ref(s, t), cols)
     s.tables[#s.tables + 1] = t
@@ -608,10 +718,9 @@ local function run(m, tx, st, on_data)
         fail("EINVAL", "We cannot add a column with a non-literal default value. Add the column and then "
           .. 'explicitly set the default for new values using "ALTER ... SET DEFAULT"')
       end
-      local ty = M.ducklake_type(c.sqltype)
-      if not ty then fail("EINVAL", "moraine does not map the type " .. c.sqltype .. " to DuckLake's") end
+      local ty = dl_type(c)
       tx:add_column(ref(s, t), { name = c.name, type = ty, not_null = c.not_null, default = c.default })
-      t.columns[#t.columns + 1] = { name = c.name, type = ty, not_null = c.not_null }
+      t.columns[#t.columns + 1] = { name = c.name, type = c.ctype.top, not_null = c.not_null }
     elseif a == "add_field" or a == "drop_field" or a == "rename_field" then
       -- STRUCT fields (DuckLake: DuckLakeTableEntry::AlterTable(AddFieldInfo /
       -- RemoveFieldInfo / RenameFieldInfo)); the verbs check the path and
@@ -623,8 +732,7 @@ local function run(m, tx, st, on_data)
           fail("EINVAL", "moraine adds a struct field with a literal default only (DuckLake keeps an expression "
             .. "as the field's default_value and no initial_default)")
         end
-        local ty = M.ducklake_type(c.sqltype)
-        if not ty then fail("EINVAL", "moraine does not map the type " .. c.sqltype .. " to DuckLake's") end
+        local ty = dl_type(c)
         if c.not_null then
           fail("EINVAL", "moraine adds no NOT NULL struct field (DuckLake writes nulls_allowed false for every new field)")
         end
@@ -736,10 +844,9 @@ local function run(m, tx, st, on_data)
         change = { not_null = false }
         c.not_null = false
       else
-        local ty = M.ducklake_type(st.sqltype)
-        if not ty then fail("EINVAL", "moraine does not map the type " .. st.sqltype .. " to DuckLake's") end
+        local ty = dl_type(st)
         change = { type = ty }
-        c.type = ty
+        c.type = st.ctype.top
       end
       tx:alter_column(ref(s, t), c.name, change)
     end
