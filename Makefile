@@ -74,7 +74,10 @@ $(BUILD)/engine/%.o: engine/%.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
+# Written anew each time: `ar r` into an existing archive keeps the members of
+# engine sources that no longer exist (a renamed file's old object would clash).
 $(BUILD)/libmoraine.a: $(ENGINE_OBJ)
+	rm -f $@
 	ar rcs $@ $^
 
 $(SHLIB): $(ENGINE_OBJ)
