@@ -188,9 +188,9 @@ void *scratch(lua_State *L, size_t n, size_t sz)
     return p;
 }
 
-static const char *const column_fields[] = {"name", "type", "not_null", "default", NULL};
+static const char *const column_fields[] = {"name", "type", "not_null", "default", "default_type", NULL};
 
-/* The column definition table at tidx: {name, type, not_null?, default?}
+/* The column definition table at tidx: {name, type, not_null?, default?, default_type?}
  * into *c (strings owned by the table). `type` is passed as given, a nested
  * type in the text moraine_column_def reads ("struct(a int32)",
  * "list(int64)", "map(varchar, int32)"); the engine checks it. Raises EINVAL
@@ -202,6 +202,7 @@ static void read_column(lua_State *L, int tidx, const char *ctx, moraine_column_
     c->type = field_str(L, tidx, "type", ctx, 1);
     c->not_null = field_bool(L, tidx, "not_null", ctx, 0);
     c->default_value = field_str(L, tidx, "default", ctx, 0);
+    c->default_value_type = field_str(L, tidx, "default_type", ctx, 0);
 }
 
 /* Calls the key parser moraine.lua registered under @reg for the string at

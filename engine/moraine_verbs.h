@@ -59,7 +59,14 @@ typedef struct {
     const char *name;          /* column_name */
     const char *type;          /* column_type as DuckLake spells it, a nested type with its children (above) */
     int not_null;              /* nonzero: nulls_allowed = false (a nested column's children keep true) */
-    const char *default_value; /* NULL: no default (DuckLake writes default_value 'NULL'); else the literal text */
+    const char *default_value; /* NULL: no default (DuckLake writes default_value 'NULL'); else the default's text */
+    /* "literal" (NULL means this) or "expression", DuckLake's default_value_type. A literal is written as
+     * default_value and as initial_default, the value files written before the column existed read
+     * (DuckLake: ExtractInitialValue casts the constant to the column's type, so give the literal as the
+     * column's type renders it: "1.5" for a float64, "3.25" for a decimal(18,2)); an expression, as DuckDB
+     * renders it, gets no initial_default in CREATE TABLE and is refused by ADD COLUMN (DuckLake: "We cannot
+     * add a column with a non-literal default value..."). */
+    const char *default_value_type;
 } moraine_column_def;
 
 /** One key of a partition spec: a source column and a transform, verbatim. */

@@ -9,10 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mv_column_row(model *m, tstate *t, const moraine_column_def *d, int64_t id, int64_t order, int adding, orow *out)
+int mv_column_row(model *m, tstate *t, const moraine_column_def *d, int64_t id, int64_t order, orow *out)
 {
     if (!d->name || !*d->name) return mr_err(MORAINE_EINVAL, "a column needs a name");
     if (!d->type || !*d->type) return mr_err(MORAINE_EINVAL, "column \"%s\" needs a type", d->name);
+    int expression = d->default_value_type && strcmp(d->default_value_type, "literal") != 0;
+    if (expression && strcmp(d->default_value_type, "expression") != 0)
+        return mr_err(MORAINE_EINVAL, "column \"%s\": default_value_type \"%s\" (expected \"literal\" or \"expression\")", d->name,
+                      d->default_value_type);
+    if (expression && !d->default_value)
+        return mr_err(MORAINE_EINVAL, "column \"%s\": an expression default_value_type without a default", d->name);
     int rc = mv_new_row(m, "ducklake_column", out);
     if (rc) return rc;
     mv_orow_set_int(out, "column_id", id);
@@ -20,11 +26,12 @@ int mv_column_row(model *m, tstate *t, const moraine_column_def *d, int64_t id, 
     mv_orow_set_int(out, "column_order", order);
     rc = mv_orow_set_str(out, "column_name", d->name);
     if (!rc) rc = mv_orow_set_str(out, "column_type", d->type);
-    if (!rc) rc = mv_orow_set_str(out, "initial_default", adding ? d->default_value : NULL);
+    /* DuckLake: ExtractInitialValue, the constant (cast to the column's type) or nothing for an expression */
+    if (!rc) rc = mv_orow_set_str(out, "initial_default", expression ? NULL : d->default_value);
     if (!rc) rc = mv_orow_set_str(out, "default_value", d->default_value ? d->default_value : "NULL");
     mv_orow_set_bool(out, "nulls_allowed", !d->not_null);
     mv_orow_set_null(out, "parent_column");
-    if (!rc) rc = mv_orow_set_str(out, "default_value_type", "literal");
+    if (!rc) rc = mv_orow_set_str(out, "default_value_type", expression ? "expression" : "literal");
     if (!rc) rc = mv_orow_set_str(out, "default_value_dialect", "duckdb");
     if (rc) mv_orow_free(out);
     return rc;
@@ -49,7 +56,7 @@ static int emit_tree(model *m, tstate *t, const mv_type *ty, const char *name, c
     int rc;
     if (d && !ty->nkids) {
         /* a non-nested column or field: its definition's default and NOT NULL */
-        if ((rc = mv_column_row(m, t, d, id, id, how != MV_COL_CREATE, &c))) return rc;
+        if ((rc = mv_column_row(m, t, d, id, id, &c))) return rc;
         if (how == MV_COL_FIELD) mv_orow_set_bool(&c, "nulls_allowed", 0);
     } else {
         if ((rc = mv_new_row(m, "ducklake_column", &c))) return rc;
@@ -100,6 +107,10 @@ int mv_do_add_column(model *m, verb *v)
     int rc = mv_find_table(m, v->schema, v->table, &t);
     if (rc) return rc;
     if (mv_find_column(t, v->cols[0].name) >= 0) return mr_err(MORAINE_EEXIST, "add_column: table \"%s\" already has a column \"%s\"", v->table, v->cols[0].name);
+    const char *dt = v->cols[0].default_value_type;
+    if (v->cols[0].default_value && dt && strcmp(dt, "expression") == 0)
+        return mr_err(MORAINE_EINVAL, "We cannot add a column with a non-literal default value. Add the column and then explicitly set the "
+                                      "default for new values using \"ALTER ... SET DEFAULT\"");
     /* DuckLake: the ids from the table's next column id, column_order = column_id */
     int64_t next = t->max_column_id + 1;
     if ((rc = mv_column_rows(m, t, &v->cols[0], &next, -1, MV_COL_ADD))) return rc;

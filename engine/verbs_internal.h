@@ -251,9 +251,11 @@ const char *mv_type_duckdb_kind(const mv_type *t);
 
 /* verbs_column.c */
 /* The ducklake_column row of column @d of @t with column_id @id and
- * column_order @order (@adding: its default is initial_default too) into
- * *out. EINVAL without a name or type. */
-int mv_column_row(model *m, tstate *t, const moraine_column_def *d, int64_t id, int64_t order, int adding, orow *out);
+ * column_order @order into *out: a literal default is initial_default too,
+ * an expression default none (DuckLake's ExtractInitialValue). EINVAL
+ * without a name or type, or with a default_value_type other than
+ * "literal" / "expression" (or "expression" without a default). */
+int mv_column_row(model *m, tstate *t, const moraine_column_def *d, int64_t id, int64_t order, orow *out);
 /* How a column's rows are written (mv_column_rows). */
 enum { MV_COL_CREATE, MV_COL_ADD, MV_COL_FIELD };
 /* Writes column @d of @t and, for a nested type, its children's rows, ids

@@ -308,6 +308,7 @@ static int copy_cols(verb *v, const moraine_column_def *cols, size_t n, int *ok)
         v->cols[i].name = vdup(v, cols[i].name, ok);
         v->cols[i].type = vdup(v, cols[i].type, ok);
         v->cols[i].default_value = vdup(v, cols[i].default_value, ok);
+        v->cols[i].default_value_type = vdup(v, cols[i].default_value_type, ok);
     }
     return 0;
 }

@@ -263,6 +263,41 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     db:close()
   end)
 
+  it("column defaults: a literal is default_value and initial_default, an expression only default_value (DuckLake: FieldIdFromType, ExtractInitialValue, ExtractDefaultValue)", function()
+    local db = moraine.open(support.tmpdir("defaults"), { no_sync = true })
+    db:init()
+    db:exec("CREATE TABLE t(a INTEGER DEFAULT 42, b TIMESTAMP DEFAULT now(), c DOUBLE DEFAULT 1.5, d DATE DEFAULT '2024-02-29', "
+      .. "e VARCHAR DEFAULT NULL, f DECIMAL(18,2) DEFAULT 3.25, g BOOLEAN DEFAULT true, h VARCHAR DEFAULT 'it''s')")
+    db:exec("ALTER TABLE t ADD COLUMN i BIGINT DEFAULT -9223372036854775808")
+    local got = {}
+    for _, r in ipairs(db:scan("ducklake_column", {})) do
+      got[r.row.column_name] = { r.row.initial_default, r.row.default_value, r.row.default_value_type }
+    end
+    local N = moraine.null
+    assert.are.same({
+      a = { "42", "42", "literal" }, b = { N, "now()", "expression" }, c = { "1.5", "1.5", "literal" },
+      d = { "2024-02-29", "2024-02-29", "literal" }, e = { N, "NULL", "literal" }, f = { "3.25", "3.25", "literal" },
+      g = { "true", "true", "literal" }, h = { "it's", "it's", "literal" },
+      i = { "-9223372036854775808", "-9223372036854775808", "literal" },
+    }, got)
+    -- a literal whose cast to the column's type reads otherwise, and an expression in ADD COLUMN: refused, nothing written
+    local before = support.dump(db)
+    for _, case in ipairs({
+      { "ALTER TABLE t ADD COLUMN x DOUBLE DEFAULT 1", "EINVAL", "DEFAULT 1 of column x (float64)" },
+      { "ALTER TABLE t ADD COLUMN x DECIMAL(18,2) DEFAULT 3.2", "EINVAL", "exactly 2 decimals" },
+      { "ALTER TABLE t ADD COLUMN x TINYINT DEFAULT 300", "EINVAL", "in the type's range" },
+      { "ALTER TABLE t ADD COLUMN x INTEGER DEFAULT 007", "EINVAL", "without leading zeros" },
+      { "ALTER TABLE t ADD COLUMN x DATE DEFAULT '2023-02-29'", "EINVAL", "'YYYY-MM-DD'" },
+      { "ALTER TABLE t ADD COLUMN x TIMESTAMP DEFAULT '2024-01-01'", "EINVAL", "'YYYY-MM-DD HH:MM:SS'" },
+      { "CREATE TABLE u(x DOUBLE DEFAULT 1.50)", "EINVAL", "non-zero digit" },
+      { "ALTER TABLE t ADD COLUMN y TIMESTAMP DEFAULT now()", "EINVAL", "non-literal default value" },
+    }) do
+      support.expect_err(case[2], case[3], db.exec, db, case[1])
+      assert.are.equal(before, support.dump(db), case[1])
+    end
+    db:close()
+  end)
+
   it("refuses DML: moraine writes no data, and nothing is committed", function()
     local db = moraine.open(support.tmpdir("dml"), { no_sync = true })
     db:init()

@@ -226,12 +226,121 @@ end
 
 -- A column default: literal text (DuckLake's default_value_type 'literal')
 -- or a rendered expression ('expression').
+-- A third value says what the literal was: "str", "num", "bool" or "null".
 local function default_of(e)
   if e.k == "const" then
-    if e.str then return e.str, "literal" end
-    return e.text, "literal"
+    if e.str then return e.str, "literal", "str" end
+    if e.text == "NULL" then return e.text, "literal", "null" end
+    if e.text == "true" or e.text == "false" then return e.text, "literal", "bool" end
+    return e.text, "literal", "num"
   end
   return expr.render(e), "expression"
+end
+
+-- DuckLake writes a literal DEFAULT of CREATE TABLE and ADD COLUMN twice: as
+-- default_value, the constant as DuckDB parsed it, and as initial_default,
+-- the constant cast to the column's type (DuckLakeFieldId::FieldIdFromType:
+-- ExtractInitialValue; DuckLakeTableEntry ExtractDefaultValue;
+-- ColumnToSQLRecursive writes both through Value's string cast). The verbs
+-- write one text to both, so a literal is taken only where the cast leaves its
+-- text as it is; otherwise the statement is refused saying how to write it.
+local CANON_INT = "^%-?[1-9]%d*$"
+local function canon_int(v) return v == "0" or v:match(CANON_INT) ~= nil end
+local function canon_dec(v) return v:match("^%-?0%.%d+$") ~= nil or v:match("^%-?[1-9]%d*%.%d+$") ~= nil end
+
+-- The largest magnitude of each integer type, as digits: negative values
+-- may reach MIN, positive ones MAX (no float rounding in the comparison).
+local INT_LIMIT = {
+  int8 = { "128", "127" }, int16 = { "32768", "32767" }, int32 = { "2147483648", "2147483647" },
+  int64 = { "9223372036854775808", "9223372036854775807" },
+  int128 = { "170141183460469231731687303715884105728", "170141183460469231731687303715884105727" },
+  uint8 = { "0", "255" }, uint16 = { "0", "65535" }, uint32 = { "0", "4294967295" },
+  uint64 = { "0", "18446744073709551615" }, uint128 = { "0", "340282366920938463463374607431768211455" },
+}
+local function dec_le(a, b) return #a < #b or (#a == #b and a <= b) end
+local function in_int_range(v, ty)
+  local lim = INT_LIMIT[ty]
+  local mag = v:gsub("^%-", "")
+  return dec_le(mag, v:sub(1, 1) == "-" and lim[1] or lim[2])
+end
+
+local function valid_date(y, m, d)
+  y, m, d = tonumber(y), tonumber(m), tonumber(d)
+  if m < 1 or m > 12 or d < 1 then return false end
+  local days = ({ 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 })[m]
+  if m == 2 and (y % 4 == 0 and (y % 100 ~= 0 or y % 400 == 0)) then days = 29 end
+  return d <= days
+end
+local function valid_time(h, mi, se) return tonumber(h) < 24 and tonumber(mi) < 60 and tonumber(se) < 60 end
+
+-- nil when literal @v (of kind @kind) reads the same cast to DuckLake type
+-- @ty; else an example of how to write such a value
+local function cast_keeps(v, kind, ty)
+  if kind == "null" then return nil end
+  if ty == "varchar" or ty == "json" then
+    if kind == "str" or kind == "bool" or (kind == "num" and (canon_int(v) or canon_dec(v))) then return nil end
+    return "'" .. v .. "'"
+  end
+  local base = ty:match("^[%a_]+%d*")
+  if INT_LIMIT[base] and base == ty then
+    if (kind == "num" or kind == "str") and canon_int(v) and in_int_range(v, ty) then return nil end
+    return "an integer in the type's range without leading zeros, e.g. 42"
+  end
+  if ty == "float32" or ty == "float64" then
+    local sig = v:gsub("^%-", ""):gsub("%.", ""):gsub("^0+", "")
+    if kind == "num" and canon_dec(v) and v:match("[1-9]$") and #sig <= (ty == "float32" and 6 or 15)
+      and not v:match("^%-?0%.000") then return nil end
+    return "a decimal with a fractional part ending in a non-zero digit, e.g. 1.5"
+  end
+  local p, sc = ty:match("^decimal%((%d+),(%d+)%)$")
+  if p then
+    p, sc = tonumber(p), tonumber(sc)
+    if kind == "num" and (canon_int(v) or canon_dec(v)) then
+      local int, frac = v:gsub("^%-", ""):match("^(%d+)%.?(%d*)$")
+      if #frac == sc and #(int:gsub("^0+", "")) + sc <= p then return nil end
+    end
+    return ("a number with exactly %d decimal%s, e.g. %s"):format(sc, sc == 1 and "" or "s", sc > 0 and ("1." .. ("0"):rep(sc)) or "1")
+  end
+  if ty == "boolean" then
+    if kind == "bool" then return nil end
+    return "true or false"
+  end
+  if ty == "date" then
+    local y, m, d = v:match("^(%d%d%d%d)%-(%d%d)%-(%d%d)$")
+    if kind == "str" and y and tonumber(y) >= 1000 and valid_date(y, m, d) then return nil end
+    return "'YYYY-MM-DD', e.g. '2024-02-29'"
+  end
+  if ty == "timestamp" then
+    local y, m, d, h, mi, se = v:match("^(%d%d%d%d)%-(%d%d)%-(%d%d) (%d%d):(%d%d):(%d%d)$")
+    if kind == "str" and y and tonumber(y) >= 1000 and valid_date(y, m, d) and valid_time(h, mi, se) then return nil end
+    return "'YYYY-MM-DD HH:MM:SS', e.g. '2024-01-01 12:00:00'"
+  end
+  if ty == "time" then
+    local h, mi, se = v:match("^(%d%d):(%d%d):(%d%d)$")
+    if kind == "str" and h and valid_time(h, mi, se) then return nil end
+    return "'HH:MM:SS', e.g. '12:00:00'"
+  end
+  return "no literal: moraine does not render a " .. ty .. " constant as DuckDB does (use ALTER ... SET DEFAULT after adding the column)"
+end
+
+-- The verb's column definition for parsed column @c of DuckLake type @ty
+-- (CREATE TABLE, ADD COLUMN), its literal default checked by cast_keeps.
+local function column_of_def(c, ty)
+  local def = { name = c.name, type = ty, not_null = c.not_null }
+  local nested = ty:lower():match("^struct%(") or ty:lower():match("^list%(") or ty:lower():match("^map%(")
+  -- DEFAULT NULL: DuckLake writes what no default writes (the verb refuses any default of a nested type)
+  if c.default ~= nil and (c.default_lit ~= "null" or nested) then
+    if c.default_kind == "literal" and not nested then
+      local how = cast_keeps(c.default, c.default_lit, ty)
+      if how then
+        fail("EINVAL", ("DEFAULT %s of column %s (%s): DuckLake stores the constant and the constant cast to %s "
+          .. "(initial_default); moraine writes a literal only where both read the same: write it as %s"):format(
+          c.default_lit == "str" and ("'" .. c.default .. "'") or c.default, c.name, ty, ty, how))
+      end
+    end
+    def.default, def.default_type = c.default, c.default_kind
+  end
+  return def
 end
 
 -- A column definition; @path_ok: the name may be a dotted path (ALTER TABLE
@@ -249,7 +358,7 @@ function Parser:column_def(path_ok)
   while self:peek() and not expr.is_op(self:peek(), ",") and not expr.is_op(self:peek(), ")") do
     if self:kw("NOT") then self:expect_kw("NULL") col.not_null = true
     elseif self:kw("NULL") then col.not_null = false
-    elseif self:kw("DEFAULT") then col.default, col.default_kind = default_of(self:expression())
+    elseif self:kw("DEFAULT") then col.default, col.default_kind, col.default_lit = default_of(self:expression())
     else self:err("unsupported column option") end
   end
   return col
@@ -650,7 +759,7 @@ local function run(m, tx, st, on_data)
     for i, c in ipairs(st.columns) do
       if find(t.columns, c.name) then fail("EEXIST", 'Column with name "' .. c.name .. '" already exists!') end
       local ty = dl_type(c)
-      cols[i] = { name = c.name, type = ty, not_null = c.not_null, default = c.default }
+      cols[i] = column_of_def(c, ty)
       t.columns[i] = { name = c.name, type = c.ctype.top, not_null = c.not_null }
     end
     tx:create_table(ref(s, t), cols)
@@ -719,7 +828,7 @@ local function run(m, tx, st, on_data)
           .. 'explicitly set the default for new values using "ALTER ... SET DEFAULT"')
       end
       local ty = dl_type(c)
-      tx:add_column(ref(s, t), { name = c.name, type = ty, not_null = c.not_null, default = c.default })
+      tx:add_column(ref(s, t), column_of_def(c, ty))
       t.columns[#t.columns + 1] = { name = c.name, type = c.ctype.top, not_null = c.not_null }
     elseif a == "add_field" or a == "drop_field" or a == "rename_field" then
       -- STRUCT fields (DuckLake: DuckLakeTableEntry::AlterTable(AddFieldInfo /
@@ -736,7 +845,7 @@ local function run(m, tx, st, on_data)
         if c.not_null then
           fail("EINVAL", "moraine adds no NOT NULL struct field (DuckLake writes nulls_allowed false for every new field)")
         end
-        ok, e = pcall(tx.add_field, tx, ref(s, t), c.path, { name = c.name, type = ty, default = c.default })
+        ok, e = pcall(tx.add_field, tx, ref(s, t), c.path, column_of_def(c, ty))
         -- DuckLake: ADD COLUMN IF NOT EXISTS of a field that exists does nothing (if_field_not_exists)
         if not ok and st.if_not_exists and code_of(e) == "EEXIST" then return end
       elseif a == "drop_field" then

@@ -100,7 +100,7 @@ static int build_small(const char *dir, int nfiles)
     if (rc) return rc;
     int64_t snap;
     moraine_tx *tx;
-    moraine_column_def cols[] = {{"k", "int64", 0, NULL}, {"ts", "timestamp", 0, NULL}};
+    moraine_column_def cols[] = {{.name = "k", .type = "int64"}, {.name = "ts", .type = "timestamp"}};
     if ((rc = moraine_init(db, "data/"))) goto out;
     if ((rc = moraine_tx_begin(db, &tx))) goto out;
     if ((rc = moraine_tx_create_table(tx, NULL, "t", cols, 2, NULL)) || (rc = moraine_tx_commit(tx, &snap))) goto out;

@@ -291,7 +291,7 @@ static void generated(char *tmpl, size_t n)
 {
     moraine_db *db = open_new("moraine-project-gen", tmpl, n);
     CHECK_RC(moraine_init(db, "data/"), 0);
-    moraine_column_def cols[] = {{"a", "int64", 0, NULL}, {"b", "varchar", 0, NULL}, {"c", "timestamp", 0, NULL}};
+    moraine_column_def cols[] = {{.name = "a", .type = "int64"}, {.name = "b", .type = "varchar"}, {.name = "c", .type = "timestamp"}};
     moraine_tx *tx;
     CHECK_RC(moraine_tx_begin(db, &tx), 0);
     CHECK_RC(moraine_tx_create_table(tx, NULL, "t", cols, 3, NULL), 0);

@@ -37,7 +37,7 @@ int main(int argc, char **argv)
     if (have == 0 && (rc = moraine_init(db, "data/"))) return fail("init", rc);
     /* the table: created here unless a killed predecessor already committed it */
     moraine_tx *tx;
-    moraine_column_def cols[] = {{"k", "int64", 0, NULL}, {"ts", "timestamp", 0, NULL}};
+    moraine_column_def cols[] = {{.name = "k", .type = "int64"}, {.name = "ts", .type = "timestamp"}};
     if ((rc = moraine_tx_begin(db, &tx))) return fail("begin", rc);
     rc = moraine_tx_create_table(tx, NULL, "t", cols, 2, NULL);
     if (rc == MORAINE_EEXIST) {
