@@ -32,23 +32,8 @@
 
 enum { SK_BYTES, SK_INT, SK_FLOAT, SK_DOUBLE, SK_DECIMAL, SK_DATE, SK_TIME, SK_TIMETZ, SK_TS, SK_BOOL };
 
-/* The comparison a DuckLake column type asks for. */
-typedef struct {
-    int kind;
-    int is_signed, bits; /* SK_INT */
-    int width, scale;    /* SK_DECIMAL */
-    int unit;            /* SK_TS: 0 s, 3 ms, 6 us, 9 ns (fraction digits kept) */
-} statkind;
-
-/* A parsed value: cls 0 -infinity, 1 finite, 2 +infinity, 3 NaN. */
-typedef struct {
-    int cls;
-    int neg;      /* SK_INT, SK_DECIMAL: sign and magnitude digits (no leading zeros) */
-    size_t nd;
-    char d[48];
-    double f;     /* SK_FLOAT, SK_DOUBLE */
-    __int128 v;   /* temporal, boolean */
-} statkey;
+typedef mr_statkind statkind;
+typedef mr_statkey statkey;
 
 static int kind_of(const char *type, statkind *k)
 {
@@ -404,6 +389,15 @@ static int bytes_cmp(const char *a, const char *b)
     int c = memcmp(a, b, na < nb ? na : nb);
     if (c) return c < 0 ? -1 : 1;
     return na < nb ? -1 : na > nb;
+}
+
+int mr_stat_kind(const char *type, mr_statkind *k) { return kind_of(type, k); }
+
+int mr_stat_parse(const mr_statkind *k, const char *text, mr_statkey *out) { return k->kind == SK_BYTES ? 1 : parse_key(k, text, out); }
+
+int mr_stat_cmp(const mr_statkind *k, const mr_statkey *a, const char *ta, const mr_statkey *b, const char *tb)
+{
+    return k->kind == SK_BYTES ? bytes_cmp(ta, tb) : key_cmp(k, a, b);
 }
 
 int moraine_stat_check(const char *column_type, const char *text)

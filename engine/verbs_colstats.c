@@ -113,23 +113,14 @@ static const char *table_name(tstate *t)
     return n ? n : "";
 }
 
-/* @a < @b (@want -1) or @a > @b (@want 1) in @type; EINVAL naming the column. */
-static int beats(tstate *t, const mv_cstat *c, const char *a, const char *b, int want, int *out)
-{
-    int cmp;
-    int rc = moraine_stat_compare(c->type, a, b, &cmp);
-    if (rc)
-        return mr_err(rc, "table \"%s\", column id %lld: table column statistics cannot be merged: %s", table_name(t), (long long)c->column_id,
-                      moraine_errmsg());
-    *out = cmp == want;
-    return 0;
-}
-
 /* DuckLakeColumnStats::MergeStats of @n into @c. */
 static int cs_merge(tstate *t, mv_cstat *c, const mv_cstat *n)
 {
     int rc, differ = !c->type || !n->type || strcmp(c->type, n->type) != 0;
-    if (differ && (rc = set_text(&c->type, n->type))) return rc;
+    if (differ) {
+        if ((rc = set_text(&c->type, n->type))) return rc;
+        c->k = n->k;
+    }
     if (!n->has_nulls) c->has_nulls = 0;
     else if (c->has_nulls) c->null_count += n->null_count;
     if (!n->has_num) c->has_num = 0;
@@ -143,6 +134,7 @@ static int cs_merge(tstate *t, mv_cstat *c, const mv_cstat *n)
     if (!any_valid(c)) {
         if ((rc = set_text(&c->min, n->has_min ? n->min : NULL)) || (rc = set_text(&c->max, n->has_max ? n->max : NULL))) return rc;
         c->has_min = n->has_min, c->has_max = n->has_max;
+        c->kmin = n->kmin, c->kmax = n->kmax;
         c->any_valid = 1;
         return 0;
     }
@@ -150,16 +142,15 @@ static int cs_merge(tstate *t, mv_cstat *c, const mv_cstat *n)
         c->has_min = c->has_max = 0; /* values of different types are not compared */
         return 0;
     }
-    int win;
     if (!n->has_min) c->has_min = 0;
-    else if (c->has_min) {
-        if ((rc = beats(t, c, n->min, c->min, -1, &win))) return rc;
-        if (win && (rc = set_text(&c->min, n->min))) return rc;
+    else if (c->has_min && mr_stat_cmp(&c->k, &n->kmin, n->min, &c->kmin, c->min) < 0) {
+        if ((rc = set_text(&c->min, n->min))) return rc;
+        c->kmin = n->kmin;
     }
     if (!n->has_max) c->has_max = 0;
-    else if (c->has_max) {
-        if ((rc = beats(t, c, n->max, c->max, 1, &win))) return rc;
-        if (win && (rc = set_text(&c->max, n->max))) return rc;
+    else if (c->has_max && mr_stat_cmp(&c->k, &n->kmax, n->max, &c->kmax, c->max) > 0) {
+        if ((rc = set_text(&c->max, n->max))) return rc;
+        c->kmax = n->kmax;
     }
     return 0;
 }
@@ -169,6 +160,20 @@ static int cs_merge_into(tstate *t, mv_cstat **arr, size_t *len, const mv_cstat 
 {
     mv_cstat *c = cs_find(*arr, *len, n->column_id);
     return c ? cs_merge(t, c, n) : cs_push(arr, len, n, NULL);
+}
+
+/* Resolves @c's comparison and parses its min/max; EINVAL naming the table,
+ * column id and text when one is not a value of the type. */
+static int cs_parse(tstate *t, mv_cstat *c)
+{
+    int rc = mr_stat_kind(c->type, &c->k);
+    const char *bad = rc ? NULL : c->has_min && c->min && !mr_stat_parse(&c->k, c->min, &c->kmin) ? c->min
+                                  : c->has_max && c->max && !mr_stat_parse(&c->k, c->max, &c->kmax) ? c->max
+                                                                                                   : NULL;
+    if (bad)
+        return mr_err(MORAINE_EINVAL, "table \"%s\", column id %lld: the statistics value \"%s\" is not a value of the column's type %s", table_name(t),
+                      (long long)c->column_id, bad, c->type);
+    return rc;
 }
 
 /* The live column row of @t with id @id (a field too), or NULL. */
@@ -235,7 +240,8 @@ int mv_cstats_load(model *m, tstate *t)
         s.type = (char *)mv_orow_str(col, "column_type");
         s.min = mn, s.max = mx;
         mv_cstat *d;
-        rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_push(&t->cst, &t->ncst, &s, &d);
+        rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &s);
+        if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &d);
         if (!rc) d->ord = row.ord;
         free(mn), free(mx);
     }
@@ -243,21 +249,22 @@ int mv_cstats_load(model *m, tstate *t)
     return rc < 0 ? rc : 0;
 }
 
-int mv_cstats_check(tstate *t, const moraine_data_file *f, const char *const *types)
+int mv_cstats_parse(tstate *t, const moraine_data_file *f, const char *const *types, const mr_statkind *kinds, mr_statkey *kmin, mr_statkey *kmax)
 {
     for (size_t i = 0; i < f->nstats; i++) {
         const moraine_column_stats *s = &f->stats[i];
-        const char *which[2] = {s->min_value, s->max_value};
-        for (int k = 0; k < 2; k++) {
-            if (!which[k] || moraine_stat_check(types[i], which[k]) == 0) continue;
+        const char *bad = s->min_value && !mr_stat_parse(&kinds[i], s->min_value, &kmin[i]) ? "min_value"
+                          : s->max_value && !mr_stat_parse(&kinds[i], s->max_value, &kmax[i]) ? "max_value"
+                                                                                                : NULL;
+        if (bad)
             return mr_err(MORAINE_EINVAL, "data file %s: table \"%s\", column \"%s\": %s \"%s\" is not a value of the column's type %s", f->path,
-                          table_name(t), s->column ? s->column : "", k ? "max_value" : "min_value", which[k], types[i]);
-        }
+                          table_name(t), s->column ? s->column : "", bad, *bad == 'm' && bad[1] == 'i' ? s->min_value : s->max_value, types[i]);
     }
     return 0;
 }
 
-int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cids, const char *const *types, int rewrite_output)
+int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cids, const char *const *types, const mr_statkind *kinds,
+                       const mr_statkey *kmin, const mr_statkey *kmax, int rewrite_output)
 {
     int rc = 0;
     for (size_t i = 0; !rc && i < f->nstats; i++) {
@@ -272,6 +279,9 @@ int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cid
         n.has_nan = s->contains_nan >= 0, n.nan = s->contains_nan > 0;
         n.has_min = s->min_value != NULL, n.has_max = s->max_value != NULL;
         n.min = (char *)s->min_value, n.max = (char *)s->max_value;
+        n.k = kinds[i];
+        if (n.has_min) n.kmin = kmin[i];
+        if (n.has_max) n.kmax = kmax[i];
         if (rewrite_output) rc = cs_merge_into(t, &t->rw_pend, &t->nrw_pend, &n);
         else rc = cs_merge_into(t, &t->pend, &t->npend, &n);
     }
@@ -322,7 +332,8 @@ static int recompute(model *m, tstate *t, mv_cstat **out, size_t *nout, int *don
             n.min = col_text(&ch, moraine_column_index(ch.rel, "min_value"), &oom);
             n.max = col_text(&ch, moraine_column_index(ch.rel, "max_value"), &oom);
             n.has_min = n.min != NULL, n.has_max = n.max != NULL;
-            r2 = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_merge_into(t, out, nout, &n);
+            r2 = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &n);
+            if (!r2) r2 = cs_merge_into(t, out, nout, &n);
             free(n.min), free(n.max);
             if (r2) break;
         }
@@ -355,7 +366,8 @@ static int recompute(model *m, tstate *t, mv_cstat **out, size_t *nout, int *don
         int64_t cid = mv_orow_int(&t->cols[i], "column_id", -1);
         if (cs_find(*out, *nout, cid)) continue;
         mv_cstat e = {.column_id = cid, .type = (char *)mv_orow_str(&t->cols[i], "column_type"), .any_valid = 1, .ord = -1};
-        rc = cs_push(out, nout, &e, NULL);
+        rc = cs_parse(t, &e);
+        if (!rc) rc = cs_push(out, nout, &e, NULL);
     }
     if (!rc) *done = 1;
     return rc;

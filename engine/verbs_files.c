@@ -48,6 +48,8 @@ typedef struct {
     const char **snames; /* the last file's stats column names (the verb's strings) */
     int64_t *scids;      /* and their column ids */
     const char **stypes; /* and types (the live column rows' strings) */
+    mr_statkind *skinds; /* and how they compare */
+    mr_statkey *kmin, *kmax; /* the current file's min/max parsed */
     size_t nsnames, capsnames;
 } filecols;
 
@@ -58,6 +60,9 @@ static void filecols_free(filecols *fc)
     free(fc->snames);
     free(fc->scids);
     free(fc->stypes);
+    free(fc->skinds);
+    free(fc->kmin);
+    free(fc->kmax);
 }
 
 static const moraine_relation_info *resolve_rel(model *m, const char *name)
@@ -136,7 +141,13 @@ static int stats_columns(tstate *t, filecols *fc, const moraine_data_file *f)
         if (c) fc->scids = c;
         const char **ty = c ? realloc(fc->stypes, cap * sizeof *ty) : NULL;
         if (ty) fc->stypes = ty;
-        if (!n || !c || !ty) return mr_err(MORAINE_ENOMEM, "out of memory");
+        mr_statkind *k = ty ? realloc(fc->skinds, cap * sizeof *k) : NULL;
+        if (k) fc->skinds = k;
+        mr_statkey *k1 = k ? realloc(fc->kmin, cap * sizeof *k1) : NULL;
+        if (k1) fc->kmin = k1;
+        mr_statkey *k2 = k1 ? realloc(fc->kmax, cap * sizeof *k2) : NULL;
+        if (k2) fc->kmax = k2;
+        if (!n || !c || !ty || !k || !k1 || !k2) return mr_err(MORAINE_ENOMEM, "out of memory");
         fc->capsnames = cap;
     }
     for (size_t i = 0; i < f->nstats; i++) {
@@ -151,6 +162,11 @@ static int stats_columns(tstate *t, filecols *fc, const moraine_data_file *f)
         fc->snames[i] = col;
         fc->scids[i] = mv_orow_int(&t->cols[ci], "column_id", -1);
         fc->stypes[i] = mv_orow_str(&t->cols[ci], "column_type");
+        int rk = mr_stat_kind(fc->stypes[i], &fc->skinds[i]);
+        if (rk) {
+            fc->nsnames = 0;
+            return rk;
+        }
         if (i >= fc->nsnames) fc->nsnames = i + 1;
     }
     if (fc->nsnames > f->nstats) fc->nsnames = f->nstats;
@@ -186,7 +202,7 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
     }
     int rc = filecols_resolve(m, fc);
     if (!rc) rc = stats_columns(t, fc, f);
-    if (!rc) rc = mv_cstats_check(t, f, fc->stypes);
+    if (!rc) rc = mv_cstats_parse(t, f, fc->stypes, fc->skinds, fc->kmin, fc->kmax);
     if (rc) return rc;
     const moraine_relation_info *dr;
     if (!fc->df) return mv_need_rel(m, "ducklake_data_file", &dr);
@@ -247,8 +263,8 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
         if (s->contains_nan >= 0 && fc->st_nan >= 0) st[fc->st_nan] = (moraine_value){.type = MORAINE_BOOL, .i = s->contains_nan != 0};
         if (!rc) rc = emit_scratch(m, r, st);
     }
-    /* the table's column statistics (verbs_colstats.c) */
-    if (!rc) rc = mv_cstats_add_file(t, f, fc->scids, fc->stypes, !row_ids);
+    /* the table's column statistics (verbs_colstats.c), merged when the commit applies the verbs */
+    if (!rc && m->stx) rc = mv_cstats_add_file(t, f, fc->scids, fc->stypes, fc->skinds, fc->kmin, fc->kmax, !row_ids);
     /* keep it: later verbs of this transaction see it (drop_table ends it) */
     if (!rc) rc = mv_take_row(&t->added, &t->nadded, &d);
     if (d.v) mv_orow_free(&d);

@@ -106,6 +106,8 @@ typedef struct {
     int has_nulls, has_num, has_nan, nan, has_min, has_max, any_valid;
     uint64_t null_count, num_values;
     char *min, *max;
+    mr_statkind k;         /* how @type compares; kmin / kmax: min and max parsed */
+    mr_statkey kmin, kmax;
     int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
 } mv_cstat;
 
@@ -277,13 +279,16 @@ int mv_do_set_sorting(model *m, verb *v); /* V_SET_SORTING and V_CLEAR_SORTING *
  * them (docs/verbs.md, "Table column statistics") */
 /* Loads @t's committed rows (live columns only, in their current types) once. */
 int mv_cstats_load(model *m, tstate *t);
-/* EINVAL, naming the file, table, column and text, when a min/max of file @f
- * is not a value of its column's type (@types: the type of each of f's stats,
- * in order). */
-int mv_cstats_check(tstate *t, const moraine_data_file *f, const char *const *types);
-/* Merges file @f's stats (@cids / @types: each stat's column id and type) into
- * the transaction's files (@rewrite_output: the outputs of rewrite_files). ENOMEM. */
-int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cids, const char *const *types, int rewrite_output);
+/* Parses the min/max of file @f's stats (@types / @kinds: each stat's
+ * column type and its comparison, in order) into @kmin / @kmax; EINVAL,
+ * naming the file, table, column and text, when one is not a value of its
+ * column's type (DuckLake's cast would throw at commit). */
+int mv_cstats_parse(tstate *t, const moraine_data_file *f, const char *const *types, const mr_statkind *kinds, mr_statkey *kmin, mr_statkey *kmax);
+/* Merges file @f's stats (@cids, @types, @kinds: each stat's column id, type
+ * and comparison; @kmin / @kmax from mv_cstats_parse) into the transaction's
+ * files (@rewrite_output: the outputs of rewrite_files). ENOMEM. */
+int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cids, const char *const *types, const mr_statkind *kinds,
+                       const mr_statkey *kmin, const mr_statkey *kmax, int rewrite_output);
 /* Writes @t's ducklake_table_column_stats rows at commit. Read and staged-commit errors. */
 int mv_cstats_emit(model *m, tstate *t);
 /* Frees @t's statistics. */
