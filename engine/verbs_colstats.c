@@ -33,7 +33,8 @@ static void cs_clear(mv_cstat *c)
     free(c->type);
     free(c->min);
     free(c->max);
-    c->type = c->min = c->max = NULL;
+    free(c->extra);
+    c->type = c->min = c->max = c->extra = NULL;
 }
 
 static void cs_free_all(mv_cstat *a, size_t n)
@@ -90,6 +91,7 @@ static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, mv_cstat **out)
     d->type = dup_or_null(c->type, &oom);
     d->min = dup_or_null(c->min, &oom);
     d->max = dup_or_null(c->max, &oom);
+    d->extra = dup_or_null(c->extra, &oom);
     d->ord = -1;
     if (oom) {
         cs_clear(d);
@@ -121,6 +123,9 @@ static int cs_merge(tstate *t, mv_cstat *c, const mv_cstat *n)
         if ((rc = set_text(&c->type, n->type))) return rc;
         c->k = n->k;
     }
+    /* moraine's file stats carry no extra_stats: a merged geometry/variant bound is unknown */
+    free(c->extra);
+    c->extra = NULL;
     if (!n->has_nulls) c->has_nulls = 0;
     else if (c->has_nulls) c->null_count += n->null_count;
     if (!n->has_num) c->has_num = 0;
@@ -235,15 +240,16 @@ int mv_cstats_load(model *m, tstate *t)
         char *mn = col_text(&row, moraine_column_index(row.rel, "min_value"), &oom);
         char *mx = col_text(&row, moraine_column_index(row.rel, "max_value"), &oom);
         int ie = moraine_column_index(row.rel, "extra_stats");
+        char *ex = col_text(&row, ie, &oom);
         s.has_min = mn != NULL, s.has_max = mx != NULL;
         s.any_valid = s.has_min || s.has_max || (ie >= 0 && row.vals[ie].type == MORAINE_STR);
         s.type = (char *)mv_orow_str(col, "column_type");
-        s.min = mn, s.max = mx;
+        s.min = mn, s.max = mx, s.extra = ex;
         mv_cstat *d;
         rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &s);
         if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &d);
         if (!rc) d->ord = row.ord;
-        free(mn), free(mx);
+        free(mn), free(mx), free(ex);
     }
     moraine_cursor_close(c);
     return rc < 0 ? rc : 0;
@@ -401,7 +407,8 @@ static int delete_rows(model *m, tstate *t)
 
 int mv_cstats_emit(model *m, tstate *t)
 {
-    if (!t->cst_loaded || t->dropped || !m->stx) return 0;
+    /* only a commit with data verbs on the table writes its rows (a type change alone loads them, writes none) */
+    if (!t->cst_loaded || t->dropped || !m->stx || !(t->inserted || t->compacted || t->dropped_any)) return 0;
     int rc = 0;
     const moraine_relation_info *r = mv_rel(m, "ducklake_table_column_stats");
     if (!r) return 0;
@@ -409,8 +416,8 @@ int mv_cstats_emit(model *m, tstate *t)
     if (t->dropped_any && !remain) /* ApplyDroppedFileStats: the table emptied, its rows reset */
         for (size_t i = 0; i < t->ncst; i++) {
             mv_cstat *c = &t->cst[i];
-            free(c->min), free(c->max);
-            c->min = c->max = NULL;
+            free(c->min), free(c->max), free(c->extra);
+            c->min = c->max = c->extra = NULL;
             c->has_nulls = c->has_num = c->has_nan = c->nan = c->has_min = c->has_max = c->any_valid = 0;
             c->null_count = c->num_values = 0;
         }
@@ -438,7 +445,8 @@ int mv_cstats_emit(model *m, tstate *t)
     moraine_value *v = calloc(r->ncols ? r->ncols : 1, sizeof *v);
     if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
     int it = moraine_column_index(r, "table_id"), ic = moraine_column_index(r, "column_id"), inl = moraine_column_index(r, "contains_null"),
-        inan = moraine_column_index(r, "contains_nan"), imin = moraine_column_index(r, "min_value"), imax = moraine_column_index(r, "max_value");
+        inan = moraine_column_index(r, "contains_nan"), imin = moraine_column_index(r, "min_value"), imax = moraine_column_index(r, "max_value"),
+        iex = moraine_column_index(r, "extra_stats");
     for (size_t i = 0; !rc && i < t->ncst; i++) {
         mv_cstat *c = &t->cst[i];
         /* UpdateGlobalTableStatsSql: an UPDATE changes existing rows only */
@@ -450,6 +458,7 @@ int mv_cstats_emit(model *m, tstate *t)
         if (inan >= 0 && c->has_nan) v[inan] = (moraine_value){.type = MORAINE_BOOL, .i = c->nan != 0};
         if (imin >= 0 && c->has_min && c->min) v[imin] = (moraine_value){.type = MORAINE_STR, .s = c->min, .len = strlen(c->min)};
         if (imax >= 0 && c->has_max && c->max) v[imax] = (moraine_value){.type = MORAINE_STR, .s = c->max, .len = strlen(c->max)};
+        if (iex >= 0 && c->extra) v[iex] = (moraine_value){.type = MORAINE_STR, .s = c->extra, .len = strlen(c->extra)};
         rc = c->ord >= 0 ? moraine_txn_put_row(m->stx, r->name, v, r->ncols, c->ord) : moraine_txn_insert(m->stx, r->name, v, r->ncols, -1);
     }
     free(v);

@@ -106,6 +106,7 @@ typedef struct {
     int has_nulls, has_num, has_nan, nan, has_min, has_max, any_valid;
     uint64_t null_count, num_values;
     char *min, *max;
+    char *extra;           /* extra_stats as read (geometry, variant); NULL once new files merge in */
     mr_statkind k;         /* how @type compares; kmin / kmax: min and max parsed */
     mr_statkey kmin, kmax;
     int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
