@@ -101,7 +101,7 @@ typedef struct {
     json_t *j;
     int64_t T, last, old, tables, stats, pkeys, files;
     int64_t *table_ids;
-    const char **columns;
+    const char **columns, **column_types; /* column_types: NULL when meta.json has none */
     const char **pk_col, **pk_tr;
     const char *bench_table;
     uint64_t total_rows;
@@ -140,6 +140,11 @@ static void load_meta(void)
     a = json_object_get(M.j, "columns");
     M.columns = calloc(json_array_size(a), sizeof(char *));
     for (size_t i = 0; i < json_array_size(a); i++) M.columns[i] = json_string_value(json_array_get(a, i));
+    a = json_object_get(M.j, "column_types");
+    if (json_is_array(a)) {
+        M.column_types = calloc(json_array_size(a) + 1, sizeof(char *));
+        for (size_t i = 0; i < json_array_size(a); i++) M.column_types[i] = json_string_value(json_array_get(a, i));
+    }
     a = json_object_get(M.j, "bench_partition_keys");
     M.pk_col = calloc(json_array_size(a) + 1, sizeof(char *));
     M.pk_tr = calloc(json_array_size(a) + 1, sizeof(char *));
@@ -534,10 +539,20 @@ static moraine_data_file *make_files(int n, int64_t seq0)
             st[c].column_size_bytes = 200000 + c;
             st[c].value_count = f->record_count;
             st[c].null_count = c;
-            snprintf(b, sizeof b, "%d", i);
-            st[c].min_value = xstrdup(b);
-            snprintf(b, sizeof b, "%d", i + 100000);
-            st[c].max_value = xstrdup(b);
+            /* min/max are values of the column's type (the verbs refuse others: engine/statval.c) */
+            const char *ty = M.column_types && M.column_types[c] ? M.column_types[c] : "int64";
+            if (!strncmp(ty, "timestamp", 9) || !strcmp(ty, "date")) {
+                int date = !strcmp(ty, "date");
+                snprintf(b, sizeof b, date ? "2025-01-%02d" : "2025-01-%02d 00:%02d:%02d", 1 + i % 28, i / 60 % 60, i % 60);
+                st[c].min_value = xstrdup(b);
+                snprintf(b, sizeof b, date ? "2026-02-%02d" : "2026-02-%02d 12:%02d:%02d", 1 + i % 28, i / 60 % 60, i % 60);
+                st[c].max_value = xstrdup(b);
+            } else {
+                snprintf(b, sizeof b, "%d", i);
+                st[c].min_value = xstrdup(b);
+                snprintf(b, sizeof b, "%d", i + 100000);
+                st[c].max_value = xstrdup(b);
+            }
             st[c].contains_nan = -1;
         }
         f->stats = st;

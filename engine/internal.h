@@ -313,4 +313,29 @@ struct moraine_read {
     size_t spec_cap;
 };
 
+/* ---- column statistics compared as DuckLake does (statval.c) ---- */
+
+/* The comparison a DuckLake column type asks for (resolve once per column). */
+typedef struct {
+    int kind;            /* 0: bytes (std::string order); else a value kind */
+    int is_signed, bits; /* integers */
+    int width, scale;    /* decimal(width,scale) */
+    int unit;            /* timestamps: fraction digits kept (0, 3, 6, 9) */
+} mr_statkind;
+/* A parsed min/max text (the text itself for a bytes kind is compared as is). */
+typedef struct {
+    int cls;      /* 0 -infinity, 1 finite, 2 +infinity, 3 NaN */
+    int neg;      /* integers, decimals: sign and magnitude digits (no leading zeros) */
+    size_t nd;
+    char d[48];
+    double f;     /* float32, float64 */
+    __int128 v;   /* temporal, boolean */
+} mr_statkey;
+/* @type's comparison into *k; EINVAL (message set) for a malformed decimal(w,s). */
+int mr_stat_kind(const char *type, mr_statkind *k);
+/* 1 when @text is a value of kind @k (parsed into *out; a bytes kind: always 1, *out untouched), else 0. */
+int mr_stat_parse(const mr_statkind *k, const char *text, mr_statkey *out);
+/* -1, 0, 1: @a (text @ta) against @b (text @tb) in kind @k (bytes: the texts). */
+int mr_stat_cmp(const mr_statkind *k, const mr_statkey *a, const char *ta, const mr_statkey *b, const char *tb);
+
 #endif

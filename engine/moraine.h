@@ -86,6 +86,25 @@ int moraine_ident_is_keyword(const char *name);
 int moraine_ident_requires_quotes(const char *name);
 size_t moraine_ident_render(const char *name, char *out, size_t outlen);
 
+/**
+ * Column statistics compared as DuckLake compares them (engine/statval.c;
+ * DuckLakeColumnStats::MergeStats and RequiresValueComparison,
+ * src/storage/ducklake_stats.cpp / ducklake_stats.hpp).
+ * moraine_stat_compare - compares min/max texts @a and @b of a column of
+ * DuckLake type @column_type ("int64", "decimal(18,2)", "timestamptz", ...):
+ * integers, float32/64, decimals, date, time, timetz, timestamp (and _s, _ms,
+ * _ns, tz) and boolean as values of the type, every other type as bytes
+ * (std::string's order). Sets *cmp to -1, 0 or 1 and returns 0; EINVAL when a
+ * text is not a value of the type (out of range, another form, finer than the
+ * type; the message names the text and the type) or a decimal type is malformed.
+ * moraine_stat_check - 0 when @text is a value of @column_type (any text for
+ * a type compared as bytes), else EINVAL as above.
+ * moraine_stat_value_compared - 1 when @column_type's texts compare as values.
+ */
+int moraine_stat_compare(const char *column_type, const char *a, const char *b, int *cmp);
+int moraine_stat_check(const char *column_type, const char *text);
+int moraine_stat_value_compared(const char *column_type);
+
 /* ---- values ----------------------------------------------------------------- */
 typedef enum {
     MORAINE_NULL = 0,  /* SQL NULL */

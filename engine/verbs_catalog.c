@@ -204,6 +204,7 @@ static void tstate_free(tstate *t)
     free(t->added_dels);
     for (size_t i = 0; i < t->ntags; i++) mv_orow_free(&t->tags[i]);
     free(t->tags);
+    mv_cstats_free(t);
 }
 
 void mv_model_free(model *m)

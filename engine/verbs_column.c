@@ -373,6 +373,8 @@ int mv_do_alter_column(model *m, verb *v)
             return mr_err(MORAINE_EINVAL, "We cannot add a column with a non-literal default value. Add the column and then explicitly set the "
                           "default for new values using \"ALTER ... SET DEFAULT\"");
     }
+    /* the committed statistics are read in the committed types (DuckLake's FromGlobalStats) */
+    if (a->type && (rc = mv_cstats_load(m, t))) return rc;
     orow c;
     if ((rc = mv_orow_from(&c, t->cols[ci].rel, t->cols[ci].v))) return rc;
     rc = mv_retire_row(m, &t->cols[ci]);

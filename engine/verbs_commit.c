@@ -341,6 +341,8 @@ static int emit_snapshot(model *m, moraine_tx *tx)
                                : moraine_txn_insert(m->stx, r->name, s.v, r->ncols, -1);
         mv_orow_free(&s);
     }
+    /* ducklake_table_column_stats (verbs_colstats.c) */
+    for (size_t i = 0; !rc && i < m->ntables; i++) rc = mv_cstats_emit(m, ts[i]);
     free(ts);
     return rc;
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int load_stats(model *m, tstate *t)
+int mv_load_stats(model *m, tstate *t)
 {
     if (t->stats_loaded) return 0;
     t->stats_loaded = 1;
@@ -47,6 +47,9 @@ typedef struct {
     moraine_value *pvrow, *strow;
     const char **snames; /* the last file's stats column names (the verb's strings) */
     int64_t *scids;      /* and their column ids */
+    const char **stypes; /* and types (the live column rows' strings) */
+    mr_statkind *skinds; /* and how they compare */
+    mr_statkey *kmin, *kmax; /* the current file's min/max parsed */
     size_t nsnames, capsnames;
 } filecols;
 
@@ -56,6 +59,10 @@ static void filecols_free(filecols *fc)
     free(fc->strow);
     free(fc->snames);
     free(fc->scids);
+    free(fc->stypes);
+    free(fc->skinds);
+    free(fc->kmin);
+    free(fc->kmax);
 }
 
 static const moraine_relation_info *resolve_rel(model *m, const char *name)
@@ -132,7 +139,15 @@ static int stats_columns(tstate *t, filecols *fc, const moraine_data_file *f)
         if (n) fc->snames = n;
         int64_t *c = n ? realloc(fc->scids, cap * sizeof *c) : NULL;
         if (c) fc->scids = c;
-        if (!n || !c) return mr_err(MORAINE_ENOMEM, "out of memory");
+        const char **ty = c ? realloc(fc->stypes, cap * sizeof *ty) : NULL;
+        if (ty) fc->stypes = ty;
+        mr_statkind *k = ty ? realloc(fc->skinds, cap * sizeof *k) : NULL;
+        if (k) fc->skinds = k;
+        mr_statkey *k1 = k ? realloc(fc->kmin, cap * sizeof *k1) : NULL;
+        if (k1) fc->kmin = k1;
+        mr_statkey *k2 = k1 ? realloc(fc->kmax, cap * sizeof *k2) : NULL;
+        if (k2) fc->kmax = k2;
+        if (!n || !c || !ty || !k || !k1 || !k2) return mr_err(MORAINE_ENOMEM, "out of memory");
         fc->capsnames = cap;
     }
     for (size_t i = 0; i < f->nstats; i++) {
@@ -146,6 +161,12 @@ static int stats_columns(tstate *t, filecols *fc, const moraine_data_file *f)
         }
         fc->snames[i] = col;
         fc->scids[i] = mv_orow_int(&t->cols[ci], "column_id", -1);
+        fc->stypes[i] = mv_orow_str(&t->cols[ci], "column_type");
+        int rk = mr_stat_kind(fc->stypes[i], &fc->skinds[i]);
+        if (rk) {
+            fc->nsnames = 0;
+            return rk;
+        }
         if (i >= fc->nsnames) fc->nsnames = i + 1;
     }
     if (fc->nsnames > f->nstats) fc->nsnames = f->nstats;
@@ -181,6 +202,7 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
     }
     int rc = filecols_resolve(m, fc);
     if (!rc) rc = stats_columns(t, fc, f);
+    if (!rc) rc = mv_cstats_parse(t, f, fc->stypes, fc->skinds, fc->kmin, fc->kmax);
     if (rc) return rc;
     const moraine_relation_info *dr;
     if (!fc->df) return mv_need_rel(m, "ducklake_data_file", &dr);
@@ -241,6 +263,8 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
         if (s->contains_nan >= 0 && fc->st_nan >= 0) st[fc->st_nan] = (moraine_value){.type = MORAINE_BOOL, .i = s->contains_nan != 0};
         if (!rc) rc = emit_scratch(m, r, st);
     }
+    /* the table's column statistics (verbs_colstats.c), merged when the commit applies the verbs */
+    if (!rc && m->stx) rc = mv_cstats_add_file(t, f, fc->scids, fc->stypes, fc->skinds, fc->kmin, fc->kmax, !row_ids);
     /* keep it: later verbs of this transaction see it (drop_table ends it) */
     if (!rc) rc = mv_take_row(&t->added, &t->nadded, &d);
     if (d.v) mv_orow_free(&d);
@@ -253,7 +277,7 @@ int mv_do_add_files(model *m, verb *v)
     tstate *t;
     int rc = mv_find_table(m, v->schema, v->table, &t);
     if (rc) return rc;
-    if ((rc = load_stats(m, t))) return rc;
+    if ((rc = mv_cstats_load(m, t))) return rc;
     int has_pid = t->part.rel && t->npcols > 0;
     int64_t pid = has_pid ? mv_orow_int(&t->part, "partition_id", -1) : 0;
     size_t want = has_pid ? t->npcols : 0;
@@ -460,7 +484,7 @@ int mv_do_delete_files(model *m, verb *v)
     if (rc) return rc;
     live_file *lf = NULL;
     if ((rc = live_files(m, t, v->ids, v->nids, &lf))) return rc;
-    if ((rc = load_stats(m, t))) {
+    if ((rc = mv_cstats_load(m, t))) {
         live_files_free(lf, v->nids);
         return rc;
     }
@@ -469,6 +493,9 @@ int mv_do_delete_files(model *m, verb *v)
         t->record_count -= mv_orow_int(&lf[i].file, "record_count", 0);
         t->file_size_bytes -= mv_orow_int(&lf[i].file, "file_size_bytes", 0);
         t->stats_dirty = 1;
+        /* DuckLake's DropFile: the table's column statistics are reset or deleted at commit (verbs_colstats.c) */
+        t->dropped_any = 1;
+        t->dropped_rows += mv_orow_int(&lf[i].file, "record_count", 0);
         rc = mv_end_row(m, &lf[i].file);
         if (!rc) rc = mv_id_push(&t->ended, &t->nended, v->ids[i]);
         if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del);
@@ -515,13 +542,14 @@ int mv_do_rewrite(model *m, verb *v)
         if (v->files[i].npartition_values && v->files[i].npartition_values != lf[0].nvalues)
             rc = mr_err(MORAINE_EINVAL, "rewrite_files: output %zu has %zu partition values, the inputs' spec has %zu", i, v->files[i].npartition_values,
                         lf[0].nvalues);
-    if (!rc) rc = load_stats(m, t);
+    if (!rc) rc = mv_cstats_load(m, t);
     for (size_t i = 0; !rc && i < v->nids; i++) {
         /* DuckLake recomputes the table stats: the inputs' rows and bytes leave, the outputs' come in */
         t->record_count -= mv_orow_int(&lf[i].file, "record_count", 0);
         t->file_size_bytes -= mv_orow_int(&lf[i].file, "file_size_bytes", 0);
         rc = mv_end_row(m, &lf[i].file);
         if (!rc) rc = mv_id_push(&t->ended, &t->nended, v->ids[i]);
+        if (!rc) rc = mv_id_push(&t->rw_inputs, &t->nrw_inputs, v->ids[i]);
         if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del);
     }
     filecols fc = {0};

@@ -9,6 +9,7 @@
  *   verbs_column.c   columns
  *   verbs_spec.c     partition and sort specs
  *   verbs_files.c    data and delete files
+ *   verbs_colstats.c ducklake_table_column_stats of the data verbs
  *   verbs_tx.c       the transaction: verbs recorded and checked (moraine_tx_*)
  *   verbs_commit.c   the commit: conflicts, catalog ids, the snapshot
  *   verbs_init.c     moraine_init
@@ -96,6 +97,21 @@ typedef struct {
 
 /* ---- the model (verbs_catalog.c) ---- */
 
+/* A column's table-wide statistics as DuckLake keeps them in memory
+ * (DuckLakeColumnStats, src/include/storage/ducklake_stats.hpp): one row of
+ * ducklake_table_column_stats, or the merge of this transaction's files. */
+typedef struct {
+    int64_t column_id;
+    char *type;            /* DuckLake type the min/max texts are compared in */
+    int has_nulls, has_num, has_nan, nan, has_min, has_max, any_valid;
+    uint64_t null_count, num_values;
+    char *min, *max;
+    char *extra;           /* extra_stats as read (geometry, variant); NULL once new files merge in */
+    mr_statkind k;         /* how @type compares; kmin / kmax: min and max parsed */
+    mr_statkey kmin, kmax;
+    int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
+} mv_cstat;
+
 /* A table the model has loaded or created: its live rows and what this
  * transaction did to it. */
 typedef struct {
@@ -124,6 +140,16 @@ typedef struct {
     size_t nended, nended_dels;
     orow *added, *added_dels;    /* data / delete files added here and still live */
     size_t nadded, nadded_dels;
+    /* ducklake_table_column_stats (verbs_colstats.c): the committed rows of
+     * live columns (loaded on the first data verb or type change), the merge
+     * of the files this transaction added, and of the outputs of its rewrites */
+    mv_cstat *cst, *pend, *rw_pend;
+    size_t ncst, npend, nrw_pend;
+    int cst_loaded, cst_base_stats; /* cst_base_stats: a ducklake_table_stats row at the model's snapshot */
+    int64_t cst_base_records, dropped_rows;
+    int dropped_any;
+    int64_t *rw_inputs;          /* data files the rewrites of this transaction replaced */
+    size_t nrw_inputs;
     orow *tags;                  /* 'comment' rows of ducklake_tag / ducklake_column_tag (loaded on first use) */
     size_t ntags;
     int tags_loaded;
@@ -283,7 +309,29 @@ int mv_replace_sort(model *m, tstate *t, const moraine_sort_key *keys, size_t n)
 int mv_do_set_partitioning(model *m, verb *v);
 int mv_do_set_sorting(model *m, verb *v); /* V_SET_SORTING and V_CLEAR_SORTING */
 
+/* verbs_colstats.c: ducklake_table_column_stats as DuckLake's commit writes
+ * them (docs/verbs.md, "Table column statistics") */
+/* Loads @t's committed rows (live columns only, in their current types) once. */
+int mv_cstats_load(model *m, tstate *t);
+/* Parses the min/max of file @f's stats (@types / @kinds: each stat's
+ * column type and its comparison, in order) into @kmin / @kmax; EINVAL,
+ * naming the file, table, column and text, when one is not a value of its
+ * column's type (DuckLake's cast would throw at commit). */
+int mv_cstats_parse(tstate *t, const moraine_data_file *f, const char *const *types, const mr_statkind *kinds, mr_statkey *kmin, mr_statkey *kmax);
+/* Merges file @f's stats (@cids, @types, @kinds: each stat's column id, type
+ * and comparison; @kmin / @kmax from mv_cstats_parse) into the transaction's
+ * files (@rewrite_output: the outputs of rewrite_files). ENOMEM. */
+int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cids, const char *const *types, const mr_statkind *kinds,
+                       const mr_statkey *kmin, const mr_statkey *kmax, int rewrite_output);
+/* Writes @t's ducklake_table_column_stats rows at commit. Read and staged-commit errors. */
+int mv_cstats_emit(model *m, tstate *t);
+/* Frees @t's statistics. */
+void mv_cstats_free(tstate *t);
+
 /* verbs_files.c */
+/* Loads @t's ducklake_table_stats row (record_count, next_row_id,
+ * file_size_bytes and its place) once. Read errors. */
+int mv_load_stats(model *m, tstate *t);
 int mv_do_add_files(model *m, verb *v);
 int mv_do_add_deletes(model *m, verb *v);
 int mv_do_delete_files(model *m, verb *v);

@@ -1,7 +1,9 @@
 --- The differential suite: every scenario of the corpus of random DuckLake
 -- runs (tests/fixtures/ducklake/corpus) replayed into a fresh catalog, DDL
 -- through moraine's SQL path and data through the staged path, then compared
--- table by table with the catalog DuckLake wrote (spec/corpus_runner.lua).
+-- table by table with the catalog DuckLake wrote (spec/corpus_runner.lua);
+-- ducklake_table_column_stats on a second replay with every data unit's files
+-- through the data verbs, which write them (R.column_stats).
 -- Each scenario prints "identical" or its first difference, and the suite
 -- prints `corpus: N/30 identical`.
 --

@@ -20,11 +20,20 @@ local COMPARED = {
   ducklake_snapshot_changes = false,
   ducklake_data_file = { "data_file_id", "table_id", "begin_snapshot", "end_snapshot", "partition_id", "row_id_start" },
   ducklake_file_partition_value = false,
+  ducklake_table_column_stats = false,
 }
 
 -- s1's last snapshot was rewritten in place by ducklake_merge_adjacent_files,
 -- which no verb reproduces: its check stops at snapshot 19.
 local UPTO = { s1_evolution = 19 }
+
+-- Tables whose fixture rows hold only their value after the last snapshot (no
+-- begin_snapshot to cut at), where that snapshot is one the verbs do not
+-- replay: s1's ducklake_table_column_stats were deleted at snapshot 20 (its
+-- UPDATE deleted every row of four files, DuckLake's DropFile with rows left:
+-- ApplyDroppedFileStats), after the check's snapshot 19. The same rule is
+-- checked through the verbs in spec/table_column_stats_spec.lua.
+local NOT_AT_UPTO = { s1_evolution = { ducklake_table_column_stats = true } }
 
 local function render(v)
   if v == moraine.null then return "NULL" end
@@ -80,7 +89,7 @@ for _, scenario in ipairs(support.SCENARIOS) do
     end)
 
     for name, cols in pairs(COMPARED) do
-      it("writes DuckLake's " .. name .. " rows", function()
+      if not (NOT_AT_UPTO[scenario] and NOT_AT_UPTO[scenario][name]) then it("writes DuckLake's " .. name .. " rows", function()
         local dir = support.FIXTURES .. "/" .. scenario .. "/catalog"
         local want_rows = moraine.read_ndjson(dir .. "/" .. name .. ".ndjson")
         local snap_of, got_snap_of = {}, {}
@@ -92,7 +101,7 @@ for _, scenario in ipairs(support.SCENARIOS) do
         for _, e in ipairs(db:scan(name, { at = moraine.ALL })) do got_rows[#got_rows + 1] = e.row end
         local upto = UPTO[scenario]
         assert.same(lines(want_rows, cols or nil, upto, snap_of), lines(got_rows, cols or nil, upto, got_snap_of))
-      end)
+      end) end
     end
 
     if scenario == "s1_evolution" then

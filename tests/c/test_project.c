@@ -301,6 +301,11 @@ static void generated(char *tmpl, size_t n)
     CHECK_RC(moraine_tx_set_partitioning(tx, NULL, "u", pk, 1), 0);
     CHECK_RC(moraine_tx_commit(tx, NULL), 0);
     static const char *strs[] = {"", "x", "a\0b", "9223372036854775807", "-9223372036854775808", "\xc3\xa9t\xc3\xa9"};
+    /* min/max stats must be values of their column's type (int64, varchar, timestamp; engine/statval.c) */
+    static const char *typed[3][6] = {{"9223372036854775807", "-9223372036854775808", "0", "-5", "10", "007"},
+                                      {"", "x", "a\0b", "9223372036854775807", "-9223372036854775808", "\xc3\xa9t\xc3\xa9"},
+                                      {"2024-01-01 00:00:00", "1969-12-31 23:59:59.5", "0044-03-15 10:00:00 (BC)", "infinity", "-infinity",
+                                       "2262-04-11 23:47:16.854775"}};
     for (int round = 0; round < 12; round++) {
         CHECK_RC(moraine_tx_begin(db, &tx), 0);
         const char *tab = round % 2 ? "u" : "t";
@@ -328,7 +333,7 @@ static void generated(char *tmpl, size_t n)
             size_t ns = check_below(4);
             for (size_t k = 0; k < ns; k++) {
                 st[i][k] = (moraine_column_stats){cols[k].name, (int64_t)check_below(1000), (INT64_C(1) << 53) + 1, k ? INT64_MIN : 0,
-                                                  check_below(3) ? strs[check_below(6)] : NULL, check_below(3) ? strs[check_below(6)] : NULL,
+                                                  check_below(3) ? typed[k][check_below(6)] : NULL, check_below(3) ? typed[k][check_below(6)] : NULL,
                                                   (int)check_below(3) - 1};
             }
             f[i].stats = st[i];

@@ -1,0 +1,466 @@
+/*
+ * verbs_colstats.c — ducklake_table_column_stats, written by the data verbs
+ * as DuckLake's commit writes them (docs/verbs.md, "Table column statistics").
+ *
+ * DuckLake (src/storage/ducklake_transaction_state.cpp, GetNewDataFiles,
+ * ApplyDroppedFileStats, RecomputeGlobalStatsAfterRewrite;
+ * ducklake_metadata_manager.cpp, UpdateGlobalTableStatsSql) starts from the
+ * table's committed rows (DuckLakeColumnStats::FromGlobalStats: columns that
+ * still exist, in their current type, contains_null as a null count of 0 or
+ * 1, no value count), merges every new file's stats into them
+ * (DuckLakeColumnStats::MergeStats, ducklake_stats.cpp) and writes: a table
+ * without a ducklake_table_stats row gets one INSERTed row per column its new
+ * files have stats for; a table with one gets an UPDATE per column, which
+ * changes only rows that exist (a column added after the table's first insert
+ * never gets a row). Whole files dropped (delete_files): rows left in the
+ * table delete every row of the table; none left reset every row to NULLs
+ * (the same commit's new files are merged into the reset rows). A rewrite
+ * (ducklake_rewrite_data_files) leaving no deletes recomputes every existing
+ * row from the files live after it. DROP TABLE and DROP COLUMN leave the rows.
+ *
+ * The merge of this transaction's files is kept per table as the verbs run
+ * (each file merged once, in verb order: MergeStats keeps the earliest of
+ * equal values, so merging the files first and then into the committed row
+ * gives what merging them one by one into it gives); the committed rows are
+ * read once per table, and the rows written once per table at commit.
+ */
+#include "verbs_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+static void cs_clear(mv_cstat *c)
+{
+    free(c->type);
+    free(c->min);
+    free(c->max);
+    free(c->extra);
+    c->type = c->min = c->max = c->extra = NULL;
+}
+
+static void cs_free_all(mv_cstat *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++) cs_clear(&a[i]);
+    free(a);
+}
+
+void mv_cstats_free(tstate *t)
+{
+    cs_free_all(t->cst, t->ncst);
+    cs_free_all(t->pend, t->npend);
+    cs_free_all(t->rw_pend, t->nrw_pend);
+    free(t->rw_inputs);
+    t->cst = t->pend = t->rw_pend = NULL;
+    t->ncst = t->npend = t->nrw_pend = 0;
+    t->rw_inputs = NULL;
+    t->nrw_inputs = 0;
+}
+
+static char *dup_or_null(const char *s, int *oom)
+{
+    if (!s) return NULL;
+    char *d = strdup(s);
+    if (!d) *oom = 1;
+    return d;
+}
+
+static int set_text(char **dst, const char *s)
+{
+    char *d = s ? strdup(s) : NULL;
+    if (s && !d) return mr_err(MORAINE_ENOMEM, "out of memory");
+    free(*dst);
+    *dst = d;
+    return 0;
+}
+
+static mv_cstat *cs_find(mv_cstat *a, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i].column_id == id) return &a[i];
+    return NULL;
+}
+
+/* Appends a copy of @c (ord -1) to *arr. ENOMEM. */
+static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, mv_cstat **out)
+{
+    mv_cstat *p = realloc(*arr, (*n + 1) * sizeof *p);
+    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+    *arr = p;
+    mv_cstat *d = &p[*n];
+    *d = *c;
+    int oom = 0;
+    d->type = dup_or_null(c->type, &oom);
+    d->min = dup_or_null(c->min, &oom);
+    d->max = dup_or_null(c->max, &oom);
+    d->extra = dup_or_null(c->extra, &oom);
+    d->ord = -1;
+    if (oom) {
+        cs_clear(d);
+        return mr_err(MORAINE_ENOMEM, "out of memory");
+    }
+    (*n)++;
+    if (out) *out = d;
+    return 0;
+}
+
+/* DuckLakeColumnStats::AnyValid */
+static int any_valid(const mv_cstat *c)
+{
+    if (c->has_num && c->has_nulls) return c->num_values > c->null_count;
+    return c->any_valid;
+}
+
+static const char *table_name(tstate *t)
+{
+    const char *n = mv_orow_str(&t->row, "table_name");
+    return n ? n : "";
+}
+
+/* DuckLakeColumnStats::MergeStats of @n into @c. */
+static int cs_merge(tstate *t, mv_cstat *c, const mv_cstat *n)
+{
+    int rc, differ = !c->type || !n->type || strcmp(c->type, n->type) != 0;
+    if (differ) {
+        if ((rc = set_text(&c->type, n->type))) return rc;
+        c->k = n->k;
+    }
+    /* moraine's file stats carry no extra_stats: a merged geometry/variant bound is unknown */
+    free(c->extra);
+    c->extra = NULL;
+    if (!n->has_nulls) c->has_nulls = 0;
+    else if (c->has_nulls) c->null_count += n->null_count;
+    if (!n->has_num) c->has_num = 0;
+    else if (c->has_num) c->num_values += n->num_values;
+    if (!n->has_nan) c->has_nan = 0;
+    else if (c->has_nan && n->nan) c->nan = 1;
+    if (!any_valid(n)) {
+        if (differ) c->has_min = c->has_max = 0;
+        return 0;
+    }
+    if (!any_valid(c)) {
+        if ((rc = set_text(&c->min, n->has_min ? n->min : NULL)) || (rc = set_text(&c->max, n->has_max ? n->max : NULL))) return rc;
+        c->has_min = n->has_min, c->has_max = n->has_max;
+        c->kmin = n->kmin, c->kmax = n->kmax;
+        c->any_valid = 1;
+        return 0;
+    }
+    if (differ) {
+        c->has_min = c->has_max = 0; /* values of different types are not compared */
+        return 0;
+    }
+    if (!n->has_min) c->has_min = 0;
+    else if (c->has_min && mr_stat_cmp(&c->k, &n->kmin, n->min, &c->kmin, c->min) < 0) {
+        if ((rc = set_text(&c->min, n->min))) return rc;
+        c->kmin = n->kmin;
+    }
+    if (!n->has_max) c->has_max = 0;
+    else if (c->has_max && mr_stat_cmp(&c->k, &n->kmax, n->max, &c->kmax, c->max) > 0) {
+        if ((rc = set_text(&c->max, n->max))) return rc;
+        c->kmax = n->kmax;
+    }
+    return 0;
+}
+
+/* Merges @n into the set *arr: a column not in it yet gets a copy (DuckLakeTableStats::MergeStats). */
+static int cs_merge_into(tstate *t, mv_cstat **arr, size_t *len, const mv_cstat *n)
+{
+    mv_cstat *c = cs_find(*arr, *len, n->column_id);
+    return c ? cs_merge(t, c, n) : cs_push(arr, len, n, NULL);
+}
+
+/* Resolves @c's comparison and parses its min/max; EINVAL naming the table,
+ * column id and text when one is not a value of the type. */
+static int cs_parse(tstate *t, mv_cstat *c)
+{
+    int rc = mr_stat_kind(c->type, &c->k);
+    const char *bad = rc ? NULL : c->has_min && c->min && !mr_stat_parse(&c->k, c->min, &c->kmin) ? c->min
+                                  : c->has_max && c->max && !mr_stat_parse(&c->k, c->max, &c->kmax) ? c->max
+                                                                                                   : NULL;
+    if (bad)
+        return mr_err(MORAINE_EINVAL, "table \"%s\", column id %lld: the statistics value \"%s\" is not a value of the column's type %s", table_name(t),
+                      (long long)c->column_id, bad, c->type);
+    return rc;
+}
+
+/* The live column row of @t with id @id (a field too), or NULL. */
+static const orow *column_by_id(tstate *t, int64_t id)
+{
+    for (size_t i = 0; i < t->ncols; i++)
+        if (mv_orow_int(&t->cols[i], "column_id", -1) == id) return &t->cols[i];
+    return NULL;
+}
+
+static int col_int(const moraine_row *r, int i, int64_t *v)
+{
+    if (i < 0 || r->vals[i].type != MORAINE_INT) return 0;
+    *v = r->vals[i].i;
+    return 1;
+}
+
+/* A copy of text cell @i (the caller frees it), or NULL (NULL, or *oom set). */
+static char *col_text(const moraine_row *r, int i, int *oom)
+{
+    if (i < 0 || r->vals[i].type != MORAINE_STR) return NULL;
+    char *d = strndup(r->vals[i].s, r->vals[i].len);
+    if (!d) *oom = 1;
+    return d;
+}
+
+static int col_bool(const moraine_row *r, int i, int *has, int *v)
+{
+    *has = i >= 0 && (r->vals[i].type == MORAINE_BOOL || r->vals[i].type == MORAINE_INT);
+    *v = *has && r->vals[i].i != 0;
+    return *has;
+}
+
+int mv_cstats_load(model *m, tstate *t)
+{
+    if (t->cst_loaded) return 0;
+    int rc = mv_load_stats(m, t);
+    if (rc) return rc;
+    t->cst_loaded = 1;
+    t->cst_base_stats = t->stats_ord >= 0;
+    t->cst_base_records = t->record_count;
+    if (!mv_rel(m, "ducklake_table_column_stats") || t->created) return 0;
+    moraine_cursor *c;
+    moraine_row row;
+    if ((rc = moraine_scan_open(m->rd, "ducklake_table_column_stats", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c))) return rc;
+    while (!rc && (rc = moraine_cursor_next(c, &row)) == 1) {
+        rc = 0;
+        int64_t tid, cid;
+        if (!col_int(&row, moraine_column_index(row.rel, "table_id"), &tid) || tid != t->table_id) continue;
+        if (!col_int(&row, moraine_column_index(row.rel, "column_id"), &cid)) continue;
+        const orow *col = column_by_id(t, cid);
+        if (!col) continue; /* a dropped column: DuckLake no longer reads (or writes) its row */
+        mv_cstat s = {.column_id = cid, .ord = row.ord};
+        int has_null_value;
+        col_bool(&row, moraine_column_index(row.rel, "contains_null"), &s.has_nulls, &has_null_value);
+        s.null_count = has_null_value ? 1 : 0;
+        col_bool(&row, moraine_column_index(row.rel, "contains_nan"), &s.has_nan, &s.nan);
+        int oom = 0;
+        char *mn = col_text(&row, moraine_column_index(row.rel, "min_value"), &oom);
+        char *mx = col_text(&row, moraine_column_index(row.rel, "max_value"), &oom);
+        int ie = moraine_column_index(row.rel, "extra_stats");
+        char *ex = col_text(&row, ie, &oom);
+        s.has_min = mn != NULL, s.has_max = mx != NULL;
+        s.any_valid = s.has_min || s.has_max || (ie >= 0 && row.vals[ie].type == MORAINE_STR);
+        s.type = (char *)mv_orow_str(col, "column_type");
+        s.min = mn, s.max = mx, s.extra = ex;
+        mv_cstat *d;
+        rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &s);
+        if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &d);
+        if (!rc) d->ord = row.ord;
+        free(mn), free(mx), free(ex);
+    }
+    moraine_cursor_close(c);
+    return rc < 0 ? rc : 0;
+}
+
+int mv_cstats_parse(tstate *t, const moraine_data_file *f, const char *const *types, const mr_statkind *kinds, mr_statkey *kmin, mr_statkey *kmax)
+{
+    for (size_t i = 0; i < f->nstats; i++) {
+        const moraine_column_stats *s = &f->stats[i];
+        const char *bad = s->min_value && !mr_stat_parse(&kinds[i], s->min_value, &kmin[i]) ? "min_value"
+                          : s->max_value && !mr_stat_parse(&kinds[i], s->max_value, &kmax[i]) ? "max_value"
+                                                                                                : NULL;
+        if (bad)
+            return mr_err(MORAINE_EINVAL, "data file %s: table \"%s\", column \"%s\": %s \"%s\" is not a value of the column's type %s", f->path,
+                          table_name(t), s->column ? s->column : "", bad, *bad == 'm' && bad[1] == 'i' ? s->min_value : s->max_value, types[i]);
+    }
+    return 0;
+}
+
+int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cids, const char *const *types, const mr_statkind *kinds,
+                       const mr_statkey *kmin, const mr_statkey *kmax, int rewrite_output)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < f->nstats; i++) {
+        const moraine_column_stats *s = &f->stats[i];
+        /* a ducklake_file_column_stats row as DuckLake reads it back (RecomputeGlobalStatsAfterRewrite) */
+        mv_cstat n = {.column_id = cids[i], .type = (char *)types[i], .any_valid = 1, .ord = -1};
+        if (s->value_count != INT64_MIN && s->null_count != INT64_MIN) {
+            n.has_num = n.has_nulls = 1;
+            n.num_values = (uint64_t)s->value_count + (uint64_t)s->null_count;
+            n.null_count = (uint64_t)s->null_count;
+        }
+        n.has_nan = s->contains_nan >= 0, n.nan = s->contains_nan > 0;
+        n.has_min = s->min_value != NULL, n.has_max = s->max_value != NULL;
+        n.min = (char *)s->min_value, n.max = (char *)s->max_value;
+        n.k = kinds[i];
+        if (n.has_min) n.kmin = kmin[i];
+        if (n.has_max) n.kmax = kmax[i];
+        if (rewrite_output) rc = cs_merge_into(t, &t->rw_pend, &t->nrw_pend, &n);
+        else rc = cs_merge_into(t, &t->pend, &t->npend, &n);
+    }
+    return rc;
+}
+
+/* RecomputeGlobalStatsAfterRewrite: when no deletes remain after the
+ * rewrites, the stats of every file live after them (the base's files but
+ * the rewrites' inputs, by data_file_id, then the outputs) into *out, one
+ * entry per live column. *done 0: deletes remain, nothing recomputed. */
+static int recompute(model *m, tstate *t, mv_cstat **out, size_t *nout, int *done)
+{
+    *done = 0;
+    moraine_cursor *c = NULL;
+    moraine_row row;
+    int64_t total = 0, gross = 0, deleted = 0;
+    int rc = moraine_scan_open(m->rd, "ducklake_data_file", t->table_id, m->base, &c);
+    while (!rc) {
+        int nx = moraine_cursor_next(c, &row);
+        if (nx <= 0) {
+            rc = nx;
+            break;
+        }
+        int64_t id = -1, rcnt = 0;
+        col_int(&row, moraine_column_index(row.rel, "data_file_id"), &id);
+        col_int(&row, moraine_column_index(row.rel, "record_count"), &rcnt);
+        total += rcnt;
+        if (mv_id_in(t->rw_inputs, t->nrw_inputs, id)) continue;
+        gross += rcnt;
+        moraine_children it;
+        moraine_row ch;
+        moraine_row_children(m->rd, &row, &it);
+        int r2;
+        while ((r2 = moraine_children_next(&it, &ch)) == 1) {
+            if (strcmp(ch.rel->name, "ducklake_file_column_stats") != 0) continue;
+            int64_t cid, vc, nc;
+            if (!col_int(&ch, moraine_column_index(ch.rel, "column_id"), &cid)) continue;
+            const orow *col = column_by_id(t, cid);
+            if (!col) continue;
+            mv_cstat n = {.column_id = cid, .type = (char *)mv_orow_str(col, "column_type"), .any_valid = 1, .ord = -1};
+            if (col_int(&ch, moraine_column_index(ch.rel, "value_count"), &vc) && col_int(&ch, moraine_column_index(ch.rel, "null_count"), &nc)) {
+                n.has_num = n.has_nulls = 1;
+                n.num_values = (uint64_t)vc + (uint64_t)nc;
+                n.null_count = (uint64_t)nc;
+            }
+            col_bool(&ch, moraine_column_index(ch.rel, "contains_nan"), &n.has_nan, &n.nan);
+            int oom = 0;
+            n.min = col_text(&ch, moraine_column_index(ch.rel, "min_value"), &oom);
+            n.max = col_text(&ch, moraine_column_index(ch.rel, "max_value"), &oom);
+            n.has_min = n.min != NULL, n.has_max = n.max != NULL;
+            r2 = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &n);
+            if (!r2) r2 = cs_merge_into(t, out, nout, &n);
+            free(n.min), free(n.max);
+            if (r2) break;
+        }
+        moraine_children_free(&it);
+        if (r2 < 0) rc = r2;
+    }
+    if (c) moraine_cursor_close(c);
+    if (rc < 0) return rc;
+    c = NULL;
+    if (mv_rel(m, "ducklake_delete_file")) {
+        rc = moraine_scan_open(m->rd, "ducklake_delete_file", t->table_id, m->base, &c);
+        while (!rc) {
+            int nx = moraine_cursor_next(c, &row);
+            if (nx <= 0) {
+                rc = nx;
+                break;
+            }
+            int64_t dc = 0;
+            col_int(&row, moraine_column_index(row.rel, "delete_count"), &dc);
+            deleted += dc;
+        }
+        if (c) moraine_cursor_close(c);
+        if (rc < 0) return rc;
+    }
+    for (size_t a = 0; a < t->nadded; a++) /* the rewrites' outputs */
+        if (mv_orow_is_null(&t->added[a], "row_id_start")) gross += mv_orow_int(&t->added[a], "record_count", 0);
+    if (gross != total - deleted) return 0;
+    for (size_t i = 0; !rc && i < t->nrw_pend; i++) rc = cs_merge_into(t, out, nout, &t->rw_pend[i]);
+    for (size_t i = 0; !rc && i < t->ncols; i++) {
+        int64_t cid = mv_orow_int(&t->cols[i], "column_id", -1);
+        if (cs_find(*out, *nout, cid)) continue;
+        mv_cstat e = {.column_id = cid, .type = (char *)mv_orow_str(&t->cols[i], "column_type"), .any_valid = 1, .ord = -1};
+        rc = cs_parse(t, &e);
+        if (!rc) rc = cs_push(out, nout, &e, NULL);
+    }
+    if (!rc) *done = 1;
+    return rc;
+}
+
+static int cs_cmp_id(const void *a, const void *b)
+{
+    const mv_cstat *x = a, *y = b;
+    return x->column_id < y->column_id ? -1 : x->column_id > y->column_id;
+}
+
+/* Deletes every ducklake_table_column_stats row of @t (DuckLake's DELETE ... WHERE table_id). */
+static int delete_rows(model *m, tstate *t)
+{
+    moraine_cursor *c;
+    moraine_row row;
+    int64_t *ords = NULL;
+    size_t n = 0;
+    int rc = moraine_scan_open(m->rd, "ducklake_table_column_stats", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c);
+    if (rc) return rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1) {
+        int64_t tid;
+        rc = 0;
+        if (col_int(&row, moraine_column_index(row.rel, "table_id"), &tid) && tid == t->table_id && (rc = mv_id_push(&ords, &n, row.ord))) break;
+    }
+    moraine_cursor_close(c);
+    for (size_t i = 0; rc >= 0 && i < n; i++) rc = moraine_txn_delete_row(m->stx, "ducklake_table_column_stats", ords[i]);
+    free(ords);
+    return rc < 0 ? rc : 0;
+}
+
+int mv_cstats_emit(model *m, tstate *t)
+{
+    /* only a commit with data verbs on the table writes its rows (a type change alone loads them, writes none) */
+    if (!t->cst_loaded || t->dropped || !m->stx || !(t->inserted || t->compacted || t->dropped_any)) return 0;
+    int rc = 0;
+    const moraine_relation_info *r = mv_rel(m, "ducklake_table_column_stats");
+    if (!r) return 0;
+    int remain = t->dropped_any && t->cst_base_records - t->dropped_rows > 0;
+    if (t->dropped_any && !remain) /* ApplyDroppedFileStats: the table emptied, its rows reset */
+        for (size_t i = 0; i < t->ncst; i++) {
+            mv_cstat *c = &t->cst[i];
+            free(c->min), free(c->max), free(c->extra);
+            c->min = c->max = c->extra = NULL;
+            c->has_nulls = c->has_num = c->has_nan = c->nan = c->has_min = c->has_max = c->any_valid = 0;
+            c->null_count = c->num_values = 0;
+        }
+    if (remain) return delete_rows(m, t);
+    /* GetNewDataFiles: merged only when the table has a stats row (else the new rows are inserted) */
+    for (size_t i = 0; !rc && i < t->npend; i++) rc = cs_merge_into(t, &t->cst, &t->ncst, &t->pend[i]);
+    if (!rc && t->compacted && t->cst_base_stats) {
+        mv_cstat *n = NULL;
+        size_t nn = 0;
+        int done;
+        rc = recompute(m, t, &n, &nn, &done);
+        if (!rc && done) {
+            for (size_t i = 0; i < nn; i++) {
+                mv_cstat *old = cs_find(t->cst, t->ncst, n[i].column_id);
+                n[i].ord = old ? old->ord : -1;
+            }
+            cs_free_all(t->cst, t->ncst);
+            t->cst = n, t->ncst = nn;
+            n = NULL, nn = 0;
+        }
+        cs_free_all(n, nn);
+    }
+    if (rc) return rc;
+    qsort(t->cst, t->ncst, sizeof *t->cst, cs_cmp_id);
+    moraine_value *v = calloc(r->ncols ? r->ncols : 1, sizeof *v);
+    if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
+    int it = moraine_column_index(r, "table_id"), ic = moraine_column_index(r, "column_id"), inl = moraine_column_index(r, "contains_null"),
+        inan = moraine_column_index(r, "contains_nan"), imin = moraine_column_index(r, "min_value"), imax = moraine_column_index(r, "max_value"),
+        iex = moraine_column_index(r, "extra_stats");
+    for (size_t i = 0; !rc && i < t->ncst; i++) {
+        mv_cstat *c = &t->cst[i];
+        /* UpdateGlobalTableStatsSql: an UPDATE changes existing rows only */
+        if (t->cst_base_stats && c->ord < 0) continue;
+        for (size_t k = 0; k < r->ncols; k++) v[k] = (moraine_value){.type = MORAINE_NULL};
+        if (it >= 0) v[it] = (moraine_value){.type = MORAINE_INT, .i = t->table_id};
+        if (ic >= 0) v[ic] = (moraine_value){.type = MORAINE_INT, .i = c->column_id};
+        if (inl >= 0 && c->has_nulls) v[inl] = (moraine_value){.type = MORAINE_BOOL, .i = c->null_count > 0};
+        if (inan >= 0 && c->has_nan) v[inan] = (moraine_value){.type = MORAINE_BOOL, .i = c->nan != 0};
+        if (imin >= 0 && c->has_min && c->min) v[imin] = (moraine_value){.type = MORAINE_STR, .s = c->min, .len = strlen(c->min)};
+        if (imax >= 0 && c->has_max && c->max) v[imax] = (moraine_value){.type = MORAINE_STR, .s = c->max, .len = strlen(c->max)};
+        if (iex >= 0 && c->extra) v[iex] = (moraine_value){.type = MORAINE_STR, .s = c->extra, .len = strlen(c->extra)};
+        rc = c->ord >= 0 ? moraine_txn_put_row(m->stx, r->name, v, r->ncols, c->ord) : moraine_txn_insert(m->stx, r->name, v, r->ncols, -1);
+    }
+    free(v);
+    return rc;
+}
