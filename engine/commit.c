@@ -216,12 +216,14 @@ int moraine_txn_commit(moraine_txn *txn)
         if (rc == MORAINE_EMAPFULL)
             rc = mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map (map size %zu bytes, max_map_size %zu): "
                         "raise max_map_size; nothing was written", db->opts.map_size, db->opts.max_map_size);
+        mr_txn_cursor_close(txn);
         mdb_txn_abort(txn->t);
         mr_writer_done(db->sh);
         db->writer = NULL;
         mr_txn_free(txn);
         return rc;
     }
+    mr_txn_cursor_close(txn);
     int mrc = mdb_txn_commit(txn->t);
     mr_writer_done(db->sh);
     db->writer = NULL;

@@ -375,7 +375,7 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     int live_elsewhere = mr_pending_live(have) != NULL;
     if (!live_elsewhere && !mr_pending_store_seen(have)) {
         MDB_val k = {txn->kb.len, txn->kb.p}, v;
-        int mrc = mdb_get(txn->t, txn->db->dbi, &k, &v);
+        int mrc = mr_txn_get(txn, &k, &v);
         if (mrc == 0) live_elsewhere = 1;
         else if (mrc != MDB_NOTFOUND) return mr_lmdb_err(mrc, r->info.name);
     }
