@@ -286,6 +286,7 @@ int moraine_txn_define(moraine_txn *txn, const char *name, size_t ncols, const c
     txn->defs = d;
     txn->defs[txn->ndefs++] = r;
     memset(txn->relcache, 0, sizeof txn->relcache); /* the new definition comes first */
+    memset(txn->relbyptr, 0, sizeof txn->relbyptr);
     txn->pc_child = NULL;
     return 0;
 }

@@ -83,6 +83,7 @@ struct moraine_txn {
     MDB_cursor *cur;
     mr_chunk *arena;     /* this commit's arena (mr_txn_alloc), newest chunk first */
     mr_rel *relcache[MR_TXN_RELCACHE]; /* relations last named (txn_rows.c); emptied when one is defined */
+    mr_rel *relbyptr[MR_TXN_RELCACHE]; /* relations last found, slot by the address of their own name (txn_rows.c); emptied when one is defined */
     /* the parent entry the last child row attached to (txn_rows.c): the next
      * child of the same relation with the same integer parent key attaches
      * to it without encoding and hashing the key again; valid while no
