@@ -68,17 +68,15 @@ int mr_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static int64_t unzigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
 
-/* One reservation for the whole row (at most 11 bytes a cell, plus the
- * strings' bytes), then the cells written in place: no call per byte. */
+/* The cells written in place (no call per byte) into room reserved for the
+ * row: at most 11 bytes a cell and 20 for its head, reserved first, and each
+ * string's bytes, added to the reservation when the string comes (@most
+ * bounds what the row can take so far; b->len moves only at the end, so a
+ * failure appends nothing). */
 int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
 {
     if (n > (SIZE_MAX / 4) / 11) return mr_err(MORAINE_ENOMEM, "out of memory (a row of %zu cells)", n);
     size_t most = 20 + 11 * n;
-    for (size_t i = 0; i < n; i++)
-        if (vals[i].type == MORAINE_STR || vals[i].type == MORAINE_JSON) {
-            if (vals[i].len > SIZE_MAX / 4 - most) return mr_err(MORAINE_ENOMEM, "out of memory (a row of more than %zu bytes)", SIZE_MAX / 4);
-            most += vals[i].len;
-        }
     int rc = mr_buf_reserve(b, most);
     if (rc) return rc;
     uint8_t *p = b->p + b->len;
@@ -94,6 +92,13 @@ int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
             break;
         case MORAINE_STR:
         case MORAINE_JSON:
+            if (v->len > SIZE_MAX / 4 - most) return mr_err(MORAINE_ENOMEM, "out of memory (a row of more than %zu bytes)", SIZE_MAX / 4);
+            most += v->len;
+            if (most > b->cap - b->len) {
+                size_t at = (size_t)(p - b->p);
+                if ((rc = mr_buf_reserve(b, most))) return rc;
+                p = b->p + at;
+            }
             *p++ = v->type == MORAINE_STR ? MR_T_STR : MR_T_JSON;
             p += put_uvarint_at(p, v->len);
             if (v->len) memcpy(p, v->s, v->len);

@@ -42,10 +42,16 @@ static void dead_reader_check(mr_env *sh)
     if (due) mdb_reader_check(sh->env, NULL);
 }
 
-static int cmp_group(const void *a, const void *b)
+/* Sorts an entry's child groups by relation id (one group per relation:
+ * a few, so by insertion). */
+static void sort_groups(group *g, size_t n)
 {
-    const group *x = a, *y = b;
-    return x->rel_id < y->rel_id ? -1 : x->rel_id > y->rel_id;
+    for (size_t i = 1; i < n; i++) {
+        group x = g[i];
+        size_t j = i;
+        for (; j > 0 && g[j - 1].rel_id > x.rel_id; j--) g[j] = g[j - 1];
+        g[j] = x;
+    }
 }
 
 static int encode_pending(pending *e, mr_buf *v)
@@ -53,7 +59,7 @@ static int encode_pending(pending *e, mr_buf *v)
     v->len = 0;
     int rc = mr_value_begin(v);
     if (!rc) rc = mr_encode_row(v, e->ord, e->vals, e->ncols);
-    if (e->ngroups > 1) qsort(e->groups, e->ngroups, sizeof *e->groups, cmp_group);
+    sort_groups(e->groups, e->ngroups);
     for (size_t i = 0; !rc && i < e->ngroups; i++) {
         group *g = &e->groups[i];
         rc = mr_put_uvarint(v, g->rel_id);
@@ -216,12 +222,14 @@ int moraine_txn_commit(moraine_txn *txn)
         if (rc == MORAINE_EMAPFULL)
             rc = mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map (map size %zu bytes, max_map_size %zu): "
                         "raise max_map_size; nothing was written", db->opts.map_size, db->opts.max_map_size);
+        mr_txn_cursor_close(txn);
         mdb_txn_abort(txn->t);
         mr_writer_done(db->sh);
         db->writer = NULL;
         mr_txn_free(txn);
         return rc;
     }
+    mr_txn_cursor_close(txn);
     int mrc = mdb_txn_commit(txn->t);
     mr_writer_done(db->sh);
     db->writer = NULL;

@@ -21,7 +21,12 @@ int mr_key_int(mr_buf *b, int64_t v)
     uint64_t u = (uint64_t)v ^ 0x8000000000000000ULL;
     uint8_t *p = b->p + b->len;
     p[0] = MR_K_INT;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    u = __builtin_bswap64(u); /* big-endian: one store */
+    memcpy(p + 1, &u, 8);
+#else
     for (int i = 0; i < 8; i++) p[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+#endif
     b->len += MR_KEY_INT_LEN;
     return 0;
 }

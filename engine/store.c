@@ -484,12 +484,11 @@ static const char *type_name(moraine_type t)
     }
 }
 
-/* Checks a row against the descriptor: column count and declared types. */
-int mr_check_value(const mr_rel *r, const moraine_value *row, size_t ncols, int64_t ord)
+/* The row's cells against the declared types, one by one, naming the first
+ * that is wrong (0 when none is). */
+static int check_cells(const mr_rel *r, const moraine_value *row, size_t ncols)
 {
     char desc[256];
-    if (ncols != r->info.ncols)
-        return mr_err(MORAINE_EINVAL, "%s: a row has %zu columns, the table has %zu", r->info.name, ncols, r->info.ncols);
     for (size_t i = 0; i < ncols; i++) {
         moraine_type t = row[i].type;
         if (t != MORAINE_NULL && t != MORAINE_INT && t != MORAINE_STR && t != MORAINE_BOOL && t != MORAINE_REAL && t != MORAINE_JSON) {
@@ -511,6 +510,26 @@ int mr_check_value(const mr_rel *r, const moraine_value *row, size_t ncols, int6
             return mr_err(MORAINE_EINVAL, "%s row %s: column '%s' is %s but the value is %s", r->info.name, desc, r->names[i],
                           want, type_name(t));
         }
+    }
+    return 0;
+}
+
+/* Checks a row against the descriptor: column count and declared types. A
+ * bit per value type each column type takes; a cell outside it (or a string
+ * without bytes) sends the row to check_cells, which names what is wrong. */
+int mr_check_value(const mr_rel *r, const moraine_value *row, size_t ncols, int64_t ord)
+{
+    if (ncols != r->info.ncols)
+        return mr_err(MORAINE_EINVAL, "%s: a row has %zu columns, the table has %zu", r->info.name, ncols, r->info.ncols);
+    enum { N = 1u << MORAINE_NULL, I = 1u << MORAINE_INT, S = 1u << MORAINE_STR, B = 1u << MORAINE_BOOL, R = 1u << MORAINE_REAL, J = 1u << MORAINE_JSON };
+    /* bit 8 * ct + t: column type ct (MORAINE_COL_*) takes value type t */
+    static const uint32_t takes = (uint32_t)(N | I | S | B | R | J) << (8 * MORAINE_COL_ANY) | (uint32_t)(N | I) << (8 * MORAINE_COL_BIGINT) |
+                                  (uint32_t)(N | S) << (8 * MORAINE_COL_VARCHAR) | (uint32_t)(N | B) << (8 * MORAINE_COL_BOOLEAN);
+    for (size_t i = 0; i < ncols; i++) {
+        unsigned t = (unsigned)row[i].type, ct = (unsigned)r->types[i];
+        if (ct > MORAINE_COL_BOOLEAN) ct = MORAINE_COL_ANY; /* a type this build does not know: any value */
+        if (t > MORAINE_JSON || !(takes >> (8 * ct + t) & 1u)) return check_cells(r, row, ncols);
+        if (((S | J) >> t & 1u) && row[i].len && !row[i].s) return check_cells(r, row, ncols);
     }
     (void)ord;
     return 0;

@@ -25,13 +25,42 @@ int mr_txn_count_entry(moraine_txn *txn, const mr_rel *r, const uint8_t *k, size
 
 /* mdb_put that counts a new entry: with @flags 0 an existing entry is
  * replaced (not counted again), with MDB_NOOVERWRITE it is MDB_KEYEXIST. */
+int mr_txn_cursor(moraine_txn *txn, MDB_cursor **out)
+{
+    if (!txn->cur) {
+        int mrc = mdb_cursor_open(txn->t, txn->db->dbi, &txn->cur);
+        if (mrc) {
+            txn->cur = NULL;
+            return mrc;
+        }
+    }
+    *out = txn->cur;
+    return 0;
+}
+
+int mr_txn_get(moraine_txn *txn, MDB_val *k, MDB_val *v)
+{
+    MDB_cursor *c;
+    int mrc = mr_txn_cursor(txn, &c);
+    return mrc ? mrc : mdb_cursor_get(c, k, v, MDB_SET);
+}
+
+void mr_txn_cursor_close(moraine_txn *txn)
+{
+    if (txn->cur) mdb_cursor_close(txn->cur);
+    txn->cur = NULL;
+}
+
 int mr_txn_put_counted(moraine_txn *txn, const mr_rel *r, MDB_val *k, MDB_val *v, unsigned flags)
 {
+    MDB_cursor *c;
+    int mrc = mr_txn_cursor(txn, &c);
+    if (mrc) return mrc;
     MDB_val mine = *v; /* MDB_KEYEXIST points v at the stored value */
-    int mrc = mdb_put(txn->t, txn->db->dbi, k, v, MDB_NOOVERWRITE);
+    mrc = mdb_cursor_put(c, k, v, MDB_NOOVERWRITE);
     if (mrc == MDB_KEYEXIST && !(flags & MDB_NOOVERWRITE)) {
         *v = mine;
-        return mdb_put(txn->t, txn->db->dbi, k, v, 0);
+        return mdb_cursor_put(c, k, v, 0);
     }
     if (mrc) return mrc;
     int rc = mr_txn_count_entry(txn, r, k->mv_data, k->mv_size, +1);
@@ -257,6 +286,7 @@ int moraine_txn_define(moraine_txn *txn, const char *name, size_t ncols, const c
     txn->defs = d;
     txn->defs[txn->ndefs++] = r;
     memset(txn->relcache, 0, sizeof txn->relcache); /* the new definition comes first */
+    memset(txn->relbyptr, 0, sizeof txn->relbyptr);
     txn->pc_child = NULL;
     return 0;
 }
@@ -369,6 +399,7 @@ void moraine_txn_abort(moraine_txn *txn)
         mr_txn_forget(txn);
         return;
     }
+    mr_txn_cursor_close(txn);
     mdb_txn_abort(txn->t);
     mr_writer_done(txn->db->sh);
     txn->db->writer = NULL;

@@ -76,8 +76,14 @@ struct moraine_txn {
     int rewind;          /* history rewrites may reach up to snapshot - 1 (moraine_txn_rewind) */
     mr_counts counts;    /* entries added (+) and removed (-) per counted key range (count.c) */
     mr_buf kb, kb2;      /* key scratch */
+    /* a cursor of the LMDB transaction for the lookups and puts of rows
+     * (mr_txn_cursor): placed on the page of the last key, it spares the next
+     * key that falls on the same page LMDB's descent from the root (rows come
+     * in key order: a commit's data files, an import's rows) */
+    MDB_cursor *cur;
     mr_chunk *arena;     /* this commit's arena (mr_txn_alloc), newest chunk first */
     mr_rel *relcache[MR_TXN_RELCACHE]; /* relations last named (txn_rows.c); emptied when one is defined */
+    mr_rel *relbyptr[MR_TXN_RELCACHE]; /* relations last found, slot by the address of their own name (txn_rows.c); emptied when one is defined */
     /* the parent entry the last child row attached to (txn_rows.c): the next
      * child of the same relation with the same integer parent key attaches
      * to it without encoding and hashing the key again; valid while no
@@ -96,6 +102,15 @@ int mr_txn_count_entry(moraine_txn *txn, const mr_rel *r, const uint8_t *k, size
  * replaced (not counted again), with MDB_NOOVERWRITE it is MDB_KEYEXIST.
  * Returns an LMDB code (MDB_PANIC when counting failed). */
 int mr_txn_put_counted(moraine_txn *txn, const mr_rel *r, MDB_val *k, MDB_val *v, unsigned flags);
+/* The transaction's cursor (txn->cur), opened on first use into *out.
+ * Returns an LMDB code. LMDB keeps a write transaction's cursors valid
+ * across every put and delete made through the transaction. */
+int mr_txn_cursor(moraine_txn *txn, MDB_cursor **out);
+/* mdb_get through the transaction's cursor: the same answer (0 and *v, or
+ * MDB_NOTFOUND, or another LMDB code). */
+int mr_txn_get(moraine_txn *txn, MDB_val *k, MDB_val *v);
+/* Closes the transaction's cursor (before its LMDB transaction ends). */
+void mr_txn_cursor_close(moraine_txn *txn);
 /* Marks the transaction failed with @rc and the current message (the first
  * failure is kept); returns @rc. */
 int mr_txn_fail(moraine_txn *txn, int rc);

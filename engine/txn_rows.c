@@ -159,15 +159,22 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
 
 /* The relation @name as this commit sees it (mr_txn_rel), through a small
  * cache of the last relations named (slot by length and two characters,
- * confirmed by comparing the whole name); moraine_txn_define empties it. */
+ * confirmed by comparing the whole name); moraine_txn_define empties it.
+ * A @name that is a found relation's own name (the same pointer, as the
+ * verbs pass their relation's info.name) is that relation, uncompared. */
 static mr_rel *cached_rel(moraine_txn *txn, const char *name)
 {
+    size_t pslot = ((uintptr_t)name >> 3) % MR_TXN_RELCACHE;
+    mr_rel *known = txn->relbyptr[pslot];
+    if (known && name == known->info.name) return known;
     size_t len = strlen(name);
     size_t slot = len ? (len * 31u + (unsigned char)name[len - 1] + 7u * (unsigned char)name[len / 2]) % MR_TXN_RELCACHE : 0;
     mr_rel *r = txn->relcache[slot];
-    if (r && strcmp(r->info.name, name) == 0) return r;
-    r = mr_txn_rel(txn, name);
-    if (r) txn->relcache[slot] = r;
+    if (!r || strcmp(r->info.name, name) != 0) {
+        r = mr_txn_rel(txn, name);
+        if (r) txn->relcache[slot] = r;
+    }
+    if (r) txn->relbyptr[((uintptr_t)r->info.name >> 3) % MR_TXN_RELCACHE] = r;
     return r;
 }
 
@@ -375,7 +382,7 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     int live_elsewhere = mr_pending_live(have) != NULL;
     if (!live_elsewhere && !mr_pending_store_seen(have)) {
         MDB_val k = {txn->kb.len, txn->kb.p}, v;
-        int mrc = mdb_get(txn->t, txn->db->dbi, &k, &v);
+        int mrc = mr_txn_get(txn, &k, &v);
         if (mrc == 0) live_elsewhere = 1;
         else if (mrc != MDB_NOTFOUND) return mr_lmdb_err(mrc, r->info.name);
     }

@@ -198,7 +198,6 @@ static void tstate_free(tstate *t)
     free(t->deleted_files);
     free(t->ended);
     free(t->ended_dels);
-    for (size_t i = 0; i < t->nadded; i++) mv_orow_free(&t->added[i]);
     free(t->added);
     for (size_t i = 0; i < t->nadded_dels; i++) mv_orow_free(&t->added_dels[i]);
     free(t->added_dels);

@@ -364,8 +364,8 @@ static int recompute(model *m, tstate *t, mv_cstat **out, size_t *nout, int *don
         if (c) moraine_cursor_close(c);
         if (rc < 0) return rc;
     }
-    for (size_t a = 0; a < t->nadded; a++) /* the rewrites' outputs */
-        if (mv_orow_is_null(&t->added[a], "row_id_start")) gross += mv_orow_int(&t->added[a], "record_count", 0);
+    for (size_t a = 0; a < t->nadded; a++) /* the rewrites' outputs (no row_id_start), still live */
+        if (!t->added[a].row_ids && !t->added[a].ended) gross += t->added[a].f->record_count;
     if (gross != total - deleted) return 0;
     for (size_t i = 0; !rc && i < t->nrw_pend; i++) rc = cs_merge_into(t, out, nout, &t->rw_pend[i]);
     for (size_t i = 0; !rc && i < t->ncols; i++) {

@@ -35,16 +35,17 @@ int mv_load_stats(model *m, tstate *t)
 
 /* The file relations of one add_data_files / rewrite_files verb, their
  * columns resolved once by name (-1: the catalog lacks the column, which is
- * then not set, as mv_orow_set_* does), scratch rows for the child rows
- * (emitted, not kept: their strings point at the verb's) and the stats
- * columns of the last file, reused while the next names the same ones. */
+ * then not set, as mv_orow_set_* does), scratch rows for the data file row
+ * and its child rows (emitted, not kept: their strings point at the verb's)
+ * and the stats columns of the last file, reused while the next names the
+ * same ones. */
 typedef struct {
     int resolved;
     const moraine_relation_info *df, *pv, *st; /* NULL: missing (mv_need_rel says why when one is needed) */
     int df_id, df_table, df_begin, df_order, df_path, df_relative, df_format, df_records, df_size, df_footer, df_row_id, df_pid, df_groups;
     int pv_id, pv_table, pv_begin, pv_index, pv_value;
     int st_id, st_table, st_begin, st_column, st_size, st_values, st_nulls, st_min, st_max, st_nan;
-    moraine_value *pvrow, *strow;
+    moraine_value *dfrow, *pvrow, *strow;
     const char **snames; /* the last file's stats column names (the verb's strings) */
     int64_t *scids;      /* and their column ids */
     const char **stypes; /* and types (the live column rows' strings) */
@@ -55,6 +56,7 @@ typedef struct {
 
 static void filecols_free(filecols *fc)
 {
+    free(fc->dfrow);
     free(fc->pvrow);
     free(fc->strow);
     free(fc->snames);
@@ -91,9 +93,17 @@ static int filecols_resolve(model *m, filecols *fc)
     fc->st_column = colx(s, "column_id"), fc->st_size = colx(s, "column_size_bytes"), fc->st_values = colx(s, "value_count");
     fc->st_nulls = colx(s, "null_count"), fc->st_min = colx(s, "min_value"), fc->st_max = colx(s, "max_value");
     fc->st_nan = colx(s, "contains_nan");
-    if ((p && !(fc->pvrow = calloc(p->ncols, sizeof *fc->pvrow))) || (s && !(fc->strow = calloc(s->ncols, sizeof *fc->strow))))
+    if ((d && !(fc->dfrow = calloc(d->ncols, sizeof *fc->dfrow))) || (p && !(fc->pvrow = calloc(p->ncols, sizeof *fc->pvrow))) ||
+        (s && !(fc->strow = calloc(s->ncols, sizeof *fc->strow))))
         return mr_err(MORAINE_ENOMEM, "out of memory");
     return 0;
+}
+
+/* Whether every text column add_file stores is in the catalog, so that
+ * applying a verb to a checking model checked every text it stores. */
+static int texts_all_checked(const filecols *fc)
+{
+    return fc->df_path >= 0 && fc->df_format >= 0 && fc->pv_value >= 0 && fc->st_min >= 0 && fc->st_max >= 0;
 }
 
 /* Sets cell @i of scratch row @row (i < 0: the catalog lacks the column). */
@@ -103,17 +113,21 @@ static void cell_int(moraine_value *row, int i, int64_t v)
 }
 
 /* A text cell pointing at @s (no copy: the row is emitted before @s goes),
- * checked as mv_orow_set_str checks it; NULL: NULL. */
-static int cell_str(const moraine_relation_info *r, moraine_value *row, int i, const char *s)
+ * checked as mv_orow_set_str checks it unless @checked (the same bytes
+ * passed that check when the verb was recorded); NULL: NULL. @row NULL:
+ * only the check. */
+static int cell_str(const moraine_relation_info *r, moraine_value *row, int i, const char *s, int checked)
 {
     if (i < 0) return 0;
     if (!s) {
-        row[i] = (moraine_value){.type = MORAINE_NULL};
+        if (row) row[i] = (moraine_value){.type = MORAINE_NULL};
         return 0;
     }
-    size_t len;
-    int rc = mv_text_check(r->colnames[i], s, &len);
-    if (!rc) row[i] = (moraine_value){.type = MORAINE_STR, .s = s, .len = len};
+    size_t len = 0;
+    int rc = 0;
+    if (checked) len = strlen(s);
+    else rc = mv_text_check(r->colnames[i], s, &len);
+    if (!rc && row) row[i] = (moraine_value){.type = MORAINE_STR, .s = s, .len = len};
     return rc;
 }
 
@@ -173,9 +187,61 @@ static int stats_columns(tstate *t, filecols *fc, const moraine_data_file *f)
     return 0;
 }
 
-/* Inserts one data file with its partition values and stats. */
+/* The ducklake_data_file row of added file @a of @t into scratch row
+ * fc->dfrow (its text cells point at the file's strings; @checked: see
+ * cell_str). The one builder of the row: add_file inserts it, mv_added_row
+ * rebuilds it for drop_table. */
+static int file_row(model *m, tstate *t, filecols *fc, const added_file *a, int checked)
+{
+    const moraine_relation_info *r = fc->df;
+    const moraine_data_file *f = a->f;
+    moraine_value *d = fc->dfrow;
+    scratch_row(m, r, d, fc->df_begin);
+    cell_int(d, fc->df_id, a->id);
+    cell_int(d, fc->df_table, t->table_id);
+    int rc = cell_str(r, d, fc->df_path, f->path, checked);
+    if (fc->df_relative >= 0) d[fc->df_relative] = (moraine_value){.type = MORAINE_BOOL, .i = !f->path_is_absolute};
+    if (!rc) rc = cell_str(r, d, fc->df_format, f->file_format ? f->file_format : "parquet", checked);
+    cell_int(d, fc->df_records, f->record_count);
+    cell_int(d, fc->df_size, f->file_size_bytes);
+    if (f->footer_size != INT64_MIN) cell_int(d, fc->df_footer, f->footer_size);
+    if (a->row_ids) cell_int(d, fc->df_row_id, a->row_id_start);
+    if (a->has_pid) cell_int(d, fc->df_pid, a->partition_id);
+    if (f->row_group_count > 0) cell_int(d, fc->df_groups, f->row_group_count);
+    return rc;
+}
+
+int mv_added_row(model *m, tstate *t, const added_file *a, orow *out)
+{
+    filecols fc = {0};
+    const moraine_relation_info *dr;
+    int rc = filecols_resolve(m, &fc);
+    if (!rc && !fc.df) rc = mv_need_rel(m, "ducklake_data_file", &dr);
+    if (!rc) rc = file_row(m, t, &fc, a, 1); /* its texts were checked when it was added */
+    if (!rc) rc = mv_orow_from(out, fc.df, fc.dfrow);
+    filecols_free(&fc);
+    return rc;
+}
+
+/* Appends @a to t->added (growing by doubling). ENOMEM. */
+static int push_added(tstate *t, const added_file *a)
+{
+    if (t->nadded == t->capadded) {
+        size_t cap = t->capadded ? t->capadded * 2 : 16;
+        added_file *p = realloc(t->added, cap * sizeof *p);
+        if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+        t->added = p;
+        t->capadded = cap;
+    }
+    t->added[t->nadded++] = *a;
+    return 0;
+}
+
+/* Inserts one data file with its partition values and stats (a checking
+ * model: checks them only). @checked: the file's texts passed their checks
+ * when the verb was recorded (@values_checked: the partition values too). */
 static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *f, int64_t partition_id, int has_pid, const char *const *values,
-                    size_t nvalues, int row_ids, int64_t *id_out)
+                    size_t nvalues, int checked, int values_checked, int row_ids, int64_t *id_out)
 {
     if (!f->path || !*f->path) return mr_err(MORAINE_EINVAL, "a data file needs a path");
     if (f->record_count < 0) return mr_err(MORAINE_EINVAL, "data file %s: record_count is negative", f->path);
@@ -206,41 +272,30 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
     if (rc) return rc;
     const moraine_relation_info *dr;
     if (!fc->df) return mv_need_rel(m, "ducklake_data_file", &dr);
-    orow d;
-    if ((rc = mv_orow_from(&d, fc->df, NULL))) return rc;
-    mv_orow_set_int_at(&d, fc->df_begin, m->snap);
     int64_t id = m->next_file_id++;
-    mv_orow_set_int_at(&d, fc->df_id, id);
-    mv_orow_set_int_at(&d, fc->df_table, t->table_id);
-    mv_orow_set_null_at(&d, fc->df_order);
-    rc = mv_orow_set_str_at(&d, fc->df_path, f->path);
-    mv_orow_set_bool_at(&d, fc->df_relative, !f->path_is_absolute);
-    if (!rc) rc = mv_orow_set_str_at(&d, fc->df_format, f->file_format ? f->file_format : "parquet");
-    mv_orow_set_int_at(&d, fc->df_records, f->record_count);
-    mv_orow_set_int_at(&d, fc->df_size, f->file_size_bytes);
-    if (f->footer_size == INT64_MIN) mv_orow_set_null_at(&d, fc->df_footer);
-    else mv_orow_set_int_at(&d, fc->df_footer, f->footer_size);
-    if (row_ids) {
-        mv_orow_set_int_at(&d, fc->df_row_id, t->next_row_id);
-        t->next_row_id += f->record_count;
-    }
-    if (has_pid) mv_orow_set_int_at(&d, fc->df_pid, partition_id);
-    if (f->row_group_count > 0) mv_orow_set_int_at(&d, fc->df_groups, f->row_group_count);
+    added_file a = {.f = f, .id = fc->df_id >= 0 ? id : -1, .partition_id = partition_id, .has_pid = has_pid && fc->df_pid >= 0,
+                    .row_id_start = t->next_row_id, .row_ids = row_ids};
+    if (row_ids) t->next_row_id += f->record_count;
     t->record_count += f->record_count;
     t->file_size_bytes += f->file_size_bytes;
-    if (!rc) rc = mv_emit_insert(m, &d);
+    rc = file_row(m, t, fc, &a, checked);
+    if (!rc) rc = emit_scratch(m, fc->df, fc->dfrow);
     for (size_t i = 0; !rc && i < nvalues; i++) {
         const moraine_relation_info *r = fc->pv;
         if (!r) {
             rc = mv_need_rel(m, "ducklake_file_partition_value", &r);
             break;
         }
+        if (!m->stx) { /* checking: only the text */
+            rc = cell_str(r, NULL, fc->pv_value, values[i], 0);
+            continue;
+        }
         moraine_value *pv = fc->pvrow;
         scratch_row(m, r, pv, fc->pv_begin);
         cell_int(pv, fc->pv_id, id);
         cell_int(pv, fc->pv_table, t->table_id);
         cell_int(pv, fc->pv_index, (int64_t)i);
-        rc = cell_str(r, pv, fc->pv_value, values[i]);
+        rc = cell_str(r, pv, fc->pv_value, values[i], values_checked);
         if (!rc) rc = emit_scratch(m, r, pv);
     }
     for (size_t i = 0; !rc && i < f->nstats; i++) {
@@ -250,6 +305,11 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
             rc = mv_need_rel(m, "ducklake_file_column_stats", &r);
             break;
         }
+        if (!m->stx) { /* checking: only the texts */
+            rc = cell_str(r, NULL, fc->st_min, s->min_value, 0);
+            if (!rc) rc = cell_str(r, NULL, fc->st_max, s->max_value, 0);
+            continue;
+        }
         moraine_value *st = fc->strow;
         scratch_row(m, r, st, fc->st_begin);
         cell_int(st, fc->st_id, id);
@@ -258,16 +318,15 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
         if (s->column_size_bytes != INT64_MIN) cell_int(st, fc->st_size, s->column_size_bytes);
         if (s->value_count != INT64_MIN) cell_int(st, fc->st_values, s->value_count);
         if (s->null_count != INT64_MIN) cell_int(st, fc->st_nulls, s->null_count);
-        rc = cell_str(r, st, fc->st_min, s->min_value);
-        if (!rc) rc = cell_str(r, st, fc->st_max, s->max_value);
+        rc = cell_str(r, st, fc->st_min, s->min_value, checked);
+        if (!rc) rc = cell_str(r, st, fc->st_max, s->max_value, checked);
         if (s->contains_nan >= 0 && fc->st_nan >= 0) st[fc->st_nan] = (moraine_value){.type = MORAINE_BOOL, .i = s->contains_nan != 0};
         if (!rc) rc = emit_scratch(m, r, st);
     }
     /* the table's column statistics (verbs_colstats.c), merged when the commit applies the verbs */
     if (!rc && m->stx) rc = mv_cstats_add_file(t, f, fc->scids, fc->stypes, fc->skinds, fc->kmin, fc->kmax, !row_ids);
     /* keep it: later verbs of this transaction see it (drop_table ends it) */
-    if (!rc) rc = mv_take_row(&t->added, &t->nadded, &d);
-    if (d.v) mv_orow_free(&d);
+    if (!rc) rc = push_added(t, &a);
     if (id_out) *id_out = id;
     return rc;
 }
@@ -286,11 +345,13 @@ int mv_do_add_files(model *m, verb *v)
             return mr_err(MORAINE_EINVAL, "add_data_files: file %zu (%s) has %zu partition values; the live partition spec of \"%s\" has %zu keys", i,
                           v->files[i].path ? v->files[i].path : "", v->files[i].npartition_values, v->table, want);
     filecols fc = {0};
+    int checked = m->stx && v->texts_checked;
     for (size_t i = 0; !rc && i < v->nfiles; i++) {
         int64_t id;
-        rc = add_file(m, t, &fc, &v->files[i], pid, has_pid, v->files[i].partition_values, v->files[i].npartition_values, 1, &id);
+        rc = add_file(m, t, &fc, &v->files[i], pid, has_pid, v->files[i].partition_values, v->files[i].npartition_values, checked, checked, 1, &id);
         if (!rc && i == 0 && v->ids) v->ids[0] = id;
     }
+    if (!rc && !m->stx && v->nfiles) v->texts_checked = texts_all_checked(&fc);
     filecols_free(&fc);
     if (!rc && v->nfiles) t->inserted = 1;
     return rc;
@@ -358,7 +419,7 @@ static int live_files(model *m, tstate *t, const int64_t *ids, size_t n, live_fi
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t a = 0; !lf[i].file.rel && a < t->nadded; a++)
-            if (mv_orow_int(&t->added[a], "data_file_id", -1) == ids[i] && mv_orow_is_null(&t->added[a], "end_snapshot")) {
+            if (t->added[a].id == ids[i] && !t->added[a].ended) {
                 live_files_free(lf, n);
                 return mr_err(MORAINE_EINVAL, "data file %lld was added by this transaction: delete or rewrite it in a later one", (long long)ids[i]);
             }
@@ -553,12 +614,15 @@ int mv_do_rewrite(model *m, verb *v)
         if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del);
     }
     filecols fc = {0};
+    int checked = m->stx && v->texts_checked;
     for (size_t i = 0; !rc && i < v->nfiles; i++) {
         const moraine_data_file *f = &v->files[i];
+        /* outputs without partition values take the inputs' (read from the store, checked here) */
         const char *const *vals = f->npartition_values ? f->partition_values : (const char *const *)lf[0].values;
         /* DuckLake: compaction outputs carry no row_id_start */
-        rc = add_file(m, t, &fc, f, pid, has_pid, vals, lf[0].nvalues, 0, NULL);
+        rc = add_file(m, t, &fc, f, pid, has_pid, vals, lf[0].nvalues, checked, checked && f->npartition_values, 0, NULL);
     }
+    if (!rc && !m->stx && v->nfiles) v->texts_checked = texts_all_checked(&fc);
     filecols_free(&fc);
     live_files_free(lf, v->nids);
     if (!rc) t->compacted = 1;

@@ -91,6 +91,10 @@ typedef struct {
     int cascade;              /* V_DROP_SCHEMA */
     char **path;              /* V_ADD_FIELD (the struct), V_RENAME_FIELD and V_DROP_FIELD (the field) */
     size_t npath;
+    /* V_ADD_FILES, V_REWRITE: applied to a checking model, every text of its
+     * files (path, format, partition values, stats min and max) was checked
+     * (mv_text_check): the commit measures them without checking again */
+    int texts_checked;
     void **owned;
     size_t nowned, capowned;
 } verb;
@@ -111,6 +115,21 @@ typedef struct {
     mr_statkey kmin, kmax;
     int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
 } mv_cstat;
+
+/* A data file this transaction added (add_data_files, rewrite_files): what
+ * later verbs ask of it (its id, its partition_id, whether drop_table ended
+ * it) and what rebuilds its ducklake_data_file row (mv_added_row) when
+ * drop_table ends it. @f is the verb's copy of the file, which lives as long
+ * as the transaction; the row itself is not kept. */
+typedef struct {
+    const moraine_data_file *f;
+    int64_t id;           /* data_file_id (-1: the catalog lacks the column) */
+    int64_t partition_id; /* valid when has_pid */
+    int64_t row_id_start; /* valid when row_ids */
+    int has_pid;          /* the row's partition_id is set (not NULL) */
+    int row_ids;          /* the row's row_id_start is set (add_data_files; compaction outputs have none) */
+    int ended;            /* drop_table ended it */
+} added_file;
 
 /* A table the model has loaded or created: its live rows and what this
  * transaction did to it. */
@@ -138,8 +157,10 @@ typedef struct {
     /* what this transaction did to files, so later verbs see it (docs/verbs.md) */
     int64_t *ended, *ended_dels; /* data / delete file ids live at the base, ended here */
     size_t nended, nended_dels;
-    orow *added, *added_dels;    /* data / delete files added here and still live */
-    size_t nadded, nadded_dels;
+    added_file *added;           /* data files added here (ended only when drop_table ends them) */
+    size_t nadded, capadded;
+    orow *added_dels;            /* delete files added here and still live */
+    size_t nadded_dels;
     /* ducklake_table_column_stats (verbs_colstats.c): the committed rows of
      * live columns (loaded on the first data verb or type change), the merge
      * of the files this transaction added, and of the outputs of its rewrites */
@@ -332,6 +353,10 @@ void mv_cstats_free(tstate *t);
 /* Loads @t's ducklake_table_stats row (record_count, next_row_id,
  * file_size_bytes and its place) once. Read errors. */
 int mv_load_stats(model *m, tstate *t);
+/* The ducklake_data_file row of added file @a of @t (the row add_data_files
+ * or rewrite_files inserted, end_snapshot NULL) into *out, owned. ENOTFOUND
+ * when the catalog lacks the table, ENOMEM. */
+int mv_added_row(model *m, tstate *t, const added_file *a, orow *out);
 int mv_do_add_files(model *m, verb *v);
 int mv_do_add_deletes(model *m, verb *v);
 int mv_do_delete_files(model *m, verb *v);

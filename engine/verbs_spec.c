@@ -111,7 +111,7 @@ int mv_do_set_partitioning(model *m, verb *v)
         int64_t old_id = mv_orow_int(&t->part, "partition_id", -1);
         int named = 0;
         for (size_t i = 0; i < t->nadded; i++)
-            if (mv_orow_int(&t->added[i], "partition_id", -2) == old_id) named = 1;
+            if (t->added[i].has_pid && t->added[i].partition_id == old_id) named = 1;
         if (mv_orow_int(&t->part, "begin_snapshot", -1) == m->snap && !named)
             rc = m->stx ? mr_txn_discard(m->stx, t->part.rel->name, t->part.v, t->part.rel->ncols) : 0;
         else

@@ -174,7 +174,13 @@ int mv_do_drop_table(model *m, verb *v)
     /* its files: those live at the base that this transaction has not ended, and those it added */
     if (!rc && !t->created) rc = end_all_of(m, t, "ducklake_data_file");
     if (!rc && !t->created) rc = end_all_of(m, t, "ducklake_delete_file");
-    for (size_t i = 0; !rc && i < t->nadded; i++) rc = mv_end_row(m, &t->added[i]);
+    for (size_t i = 0; !rc && i < t->nadded; i++) {
+        orow r = {0};
+        rc = mv_added_row(m, t, &t->added[i], &r);
+        if (!rc) rc = mv_end_row(m, &r);
+        if (!rc) t->added[i].ended = 1;
+        if (r.v) mv_orow_free(&r);
+    }
     for (size_t i = 0; !rc && i < t->nadded_dels; i++) rc = mv_end_row(m, &t->added_dels[i]);
     /* DuckLake ends the table's and its columns' comments with it (corpus seed_0005, seed_0012) */
     if (!rc && !t->created) rc = mv_end_tags(m, t, -1);

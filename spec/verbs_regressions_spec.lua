@@ -84,6 +84,33 @@ describe("verb path regressions", function()
     db:close()
   end)
 
+  it("V1: a file added and ended by drop_table in one transaction is stored as added, with its children", function()
+    local db = fresh()
+    local snap = db:transaction(function(tx)
+      tx:add_data_files("t0", { { path = "f2.parquet", record_count = 5, file_size_bytes = 70, footer_size = 9,
+        stats = { { column = "a", min_value = "1", max_value = "9", null_count = 0 } } } })
+      tx:drop_table("t0")
+    end)
+    local e
+    for _, v in ipairs(db:scan("ducklake_data_file", { at = moraine.ALL })) do
+      if v.row.path == "f2.parquet" then e = v end
+    end
+    assert.is_truthy(e, "the file's history row")
+    assert.equal(snap, e.row.begin_snapshot)
+    assert.equal(snap, e.row.end_snapshot)
+    assert.equal(2, e.row.data_file_id)
+    assert.equal(16, e.row.row_id_start) -- after the two files of 8 rows
+    assert.equal(5, e.row.record_count)
+    assert.equal(9, e.row.footer_size)
+    assert.equal("parquet", e.row.file_format)
+    local st = e.children.ducklake_file_column_stats
+    assert.equal(1, #st)
+    assert.equal("1", st[1].min_value)
+    assert.equal("9", st[1].max_value)
+    assert.same({}, db:verify())
+    db:close()
+  end)
+
   it("V1: a file added by this transaction cannot be deleted or rewritten in it", function()
     local db = fresh()
     local ok, err = pcall(db.transaction, db, function(tx)
