@@ -124,19 +124,36 @@ local function sql_table_ids(f, a)
   return " AND " .. a .. "table_id IN (" .. table.concat(l, ", ") .. ")"
 end
 
+-- `<col> > lo AND <col> <= hi` of a filter; `lo` nil: no lower bound (`<col>
+-- IS NOT NULL`), `hi` nil: no upper bound
+local function sql_range(col, f)
+  local w = f.lo ~= nil and (col .. " > " .. sql_int(f.lo)) or (col .. " IS NOT NULL")
+  if f.hi ~= nil then w = w .. " AND " .. col .. " <= " .. sql_int(f.hi) end
+  return w
+end
+
 -- The WHERE clause of a filter (see source:select)
 local function sql_where(f, alias)
   if not f then return "" end
   local a = alias and (alias .. ".") or ""
   if f.kind == "id" then
-    return string.format(" WHERE %s%s > %s AND %s%s <= %s", a, sql_ident(f.column), sql_int(f.lo), a,
-      sql_ident(f.column), sql_int(f.hi)) .. sql_table_ids(f, a)
+    return " WHERE " .. sql_range(a .. sql_ident(f.column), f) .. sql_table_ids(f, a)
   elseif f.kind == "versions" then
     return string.format(" WHERE (%sbegin_snapshot > %s AND %sbegin_snapshot <= %s) OR "
       .. "(%send_snapshot > %s AND %send_snapshot <= %s)", a, sql_int(f.lo), a, sql_int(f.hi), a, sql_int(f.lo), a,
       sql_int(f.hi))
+  elseif f.kind == "ends" then
+    return " WHERE " .. sql_range(a .. "end_snapshot", f) .. " AND " .. a .. "end_snapshot <> " .. a .. "begin_snapshot"
   end
   error("sql_where: unknown filter " .. tostring(f.kind))
+end
+
+-- The column a sorted filter's rows are ordered by (see source:select)
+local function sql_sort_column(f, alias)
+  if f.kind == "id" then return alias .. "." .. sql_ident(f.column) end
+  if f.kind == "ends" then return alias .. ".end_snapshot" end
+  if f.kind == "child" then return "p." .. sql_ident(f.parent_column) end
+  error("sql_sort_column: filter " .. tostring(f.kind) .. " cannot be sorted")
 end
 
 -- Makes a SQL source from a LuaSQL connection and a dialect table:
@@ -212,7 +229,17 @@ local function sql_source(kind, label, con, env, dialect)
   end
 
   -- rows of @t for filter @f: an iterator of (row, pos, extra) where extra is
-  -- the parent's begin_snapshot for a child filter
+  -- the parent's begin_snapshot for a child filter. Filters (nil: every row):
+  -- `{kind = "id", column = C, lo = L, hi = H}`, rows with L < C <= H;
+  -- `{kind = "versions", lo = L, hi = H}`, rows that begin or end in (L, H];
+  -- `{kind = "ends", lo = L, hi = H}`, rows that end in (L, H] at a snapshot
+  -- other than their begin; `{kind = "child", parent = P, keys = K,
+  -- parent_column = C, lo = L, hi = H}`, rows whose parent (the row of P
+  -- with the same K) has L < C <= H. "id" and "child" also take `table_ids`
+  -- (rows of those tables only). For "id", "ends" and "child", `lo` nil
+  -- means no lower bound and `hi` nil no upper bound, and `sorted = true`
+  -- orders the rows by the filtered column (the parent's, for "child"),
+  -- then by their order in the table; else rows come in table order.
   function src:select(t, f)
     local sel = {}
     local alias = "t"
@@ -228,12 +255,11 @@ local function sql_source(kind, label, con, env, dialect)
       sel[#sel + 1] = "CAST(p." .. sql_ident(pcol) .. " AS TEXT)"
       sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t JOIN "
         .. sql_ident(f.parent) .. " p ON " .. table.concat(on, " AND ")
-        .. string.format(" WHERE p.%s > %s AND p.%s <= %s", sql_ident(pcol), sql_int(f.lo), sql_ident(pcol),
-          sql_int(f.hi)) .. sql_table_ids(f, "p.")
+        .. " WHERE " .. sql_range("p." .. sql_ident(pcol), f) .. sql_table_ids(f, "p.")
     else
       sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t" .. sql_where(f, alias)
     end
-    sql = sql .. " ORDER BY " .. dialect.order(alias)
+    sql = sql .. " ORDER BY " .. (f and f.sorted and (sql_sort_column(f, alias) .. ", ") or "") .. dialect.order(alias)
     local cur = self:exec(sql)
     local ncols = #t.columns
     local rows = self.reads.rows
@@ -446,6 +472,12 @@ local function open_sqlite(path)
     return v, 2
   end
   local src = sql_source("sqlite", path, con, env, dialect)
+  -- LuaSQL's SQLite cursors step through a result as it is fetched (SQLite
+  -- sorts a sorted filter's rows in its own bounded memory and temporary
+  -- files), so sync may keep one sorted select per table open for a whole
+  -- round (moraine.sync: "How sync replays"); LuaSQL's PostgreSQL driver holds
+  -- a query's whole result in memory, and the NDJSON source its tables
+  src.streams = true
   -- positions: rowid - 1 (the file's row order, as sqlite.import keeps it)
   local select = src.select
   function src.select(self, t, filter)
