@@ -252,7 +252,7 @@ local function sql_source(kind, label, con, env, dialect)
       local on = {}
       for i, k in ipairs(f.keys) do on[i] = "p." .. sql_ident(k) .. " = t." .. sql_ident(k) end
       local pcol = f.parent_column
-      sel[#sel + 1] = "CAST(p." .. sql_ident(pcol) .. " AS TEXT)"
+      sel[#sel + 1] = dialect.native and ("p." .. sql_ident(pcol)) or ("CAST(p." .. sql_ident(pcol) .. " AS TEXT)")
       sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t JOIN "
         .. sql_ident(f.parent) .. " p ON " .. table.concat(on, " AND ")
         .. " WHERE " .. sql_range("p." .. sql_ident(pcol), f) .. sql_table_ids(f, "p.")
@@ -265,6 +265,33 @@ local function sql_source(kind, label, con, env, dialect)
     local rows = self.reads.rows
     local open = self.open_cursors
     open[cur] = true
+    if dialect.native then
+      -- the driver's own values: exact integers, floats, strings, nil for NULL
+      local cols, bools, math_type = t.columns, {}, math.type
+      for j, c in ipairs(cols) do bools[j] = t.kinds[c] == "bool" end
+      local name = t.name
+      return function()
+        if not open[cur] then return nil end
+        local raw = cur:fetch({}, "n")
+        if not raw then
+          open[cur] = nil
+          cur:close()
+          return nil
+        end
+        rows[name] = (rows[name] or 0) + 1
+        local row = {}
+        for j = 1, ncols do
+          local v = raw[j]
+          if v == nil then
+            v = NULL
+          elseif bools[j] and (v == 0 or v == 1) and math_type(v) == "integer" then
+            v = v == 1
+          end
+          row[cols[j]] = v
+        end
+        return row, raw[ncols + 1] or -1, raw[ncols + 2]
+      end
+    end
     return function()
       if not open[cur] then return nil end
       local raw = cur:fetch({}, "n")
@@ -453,12 +480,27 @@ local function open_sqlite(path)
     end
     return cols
   end
+  -- native: the driver gives SQLite's integers as exact Lua integers and its
+  -- reals as floats (LuaSQL on Lua 5.3+), so columns are selected as they
+  -- are; else (LuaJIT: a double cannot hold every int64) an integer is read
+  -- as its decimal text, beside its typeof()
+  if math.type then
+    local cur = con:execute("SELECT 9007199254740993, 2.5, NULL")
+    local r = type(cur) == "userdata" and cur:fetch({}, "n")
+    if type(cur) == "userdata" then cur:close() end
+    dialect.native = r and math.type(r[1]) == "integer" and tostring(r[1]) == "9007199254740993"
+      and math.type(r[2]) == "float" and r[3] == nil or false
+  end
   function dialect.select_list(col, _, alias)
     local q = alias .. "." .. sql_ident(col)
+    if dialect.native then return { q } end
     return { "typeof(" .. q .. ")", "CASE typeof(" .. q .. ") WHEN 'integer' THEN CAST(" .. q .. " AS TEXT) ELSE "
       .. q .. " END" }
   end
-  function dialect.position(alias) return "CAST(" .. alias .. ".rowid AS TEXT)" end
+  function dialect.position(alias)
+    if dialect.native then return alias .. ".rowid" end
+    return "CAST(" .. alias .. ".rowid AS TEXT)"
+  end
   function dialect.order(alias) return alias .. ".rowid" end
   function dialect.convert(raw, i, kind)
     local ty, v = raw[i], raw[i + 1]
