@@ -156,6 +156,20 @@ local function sql_sort_column(f, alias)
   error("sql_sort_column: filter " .. tostring(f.kind) .. " cannot be sorted")
 end
 
+-- A function (raw, NULL) -> the row of table @t keyed by column name from an
+-- array of its values in column order (nil: NULL), one table constructor
+-- naming every column (the row's table made at its size at once); and the
+-- names of @t's BOOLEAN columns
+local function row_maker(t)
+  local fields, bools = {}, {}
+  for j, c in ipairs(t.columns) do
+    fields[j] = string.format("[%q] = r[%d] == nil and N or r[%d]", c, j, j)
+    if t.kinds[c] == "bool" then bools[#bools + 1] = c end
+  end
+  local code = "local r, N = ...; return {" .. table.concat(fields, ", ") .. "}"
+  return assert(load(code, "=row " .. t.name)), bools
+end
+
 -- Makes a SQL source from a LuaSQL connection and a dialect table:
 -- dialect.list_tables(src) -> names; dialect.columns(src, name) -> {{name, kind}}
 -- (kind "int", "bool", "real", "text", "any"); dialect.select_list(col, kind, alias)
@@ -267,27 +281,20 @@ local function sql_source(kind, label, con, env, dialect)
     open[cur] = true
     if dialect.native then
       -- the driver's own values: exact integers, floats, strings, nil for NULL
-      local cols, bools, math_type = t.columns, {}, math.type
-      for j, c in ipairs(cols) do bools[j] = t.kinds[c] == "bool" end
-      local name = t.name
+      local make, bools = row_maker(t)
+      local name, math_type, raw = t.name, math.type, {}
       return function()
         if not open[cur] then return nil end
-        local raw = cur:fetch({}, "n")
-        if not raw then
+        if not cur:fetch(raw, "n") then
           open[cur] = nil
           cur:close()
           return nil
         end
         rows[name] = (rows[name] or 0) + 1
-        local row = {}
-        for j = 1, ncols do
-          local v = raw[j]
-          if v == nil then
-            v = NULL
-          elseif bools[j] and (v == 0 or v == 1) and math_type(v) == "integer" then
-            v = v == 1
-          end
-          row[cols[j]] = v
+        local row = make(raw, NULL)
+        for _, c in ipairs(bools) do
+          local v = row[c]
+          if (v == 0 or v == 1) and math_type(v) == "integer" then row[c] = v == 1 end
         end
         return row, raw[ncols + 1] or -1, raw[ncols + 2]
       end
