@@ -433,6 +433,77 @@ int l_db_import_rows(lua_State *L)
     return 1;
 }
 
+/* ---- checking an import without a catalog ------------------------------------------ */
+
+/* core.import_ndjson_check(dir) -> true: moraine_import_ndjson_check */
+int l_import_ndjson_check(lua_State *L)
+{
+    const char *dir = luaL_checkstring(L, 1);
+    int rc = moraine_import_ndjson_check(dir, NULL, NULL);
+    if (rc != 0) return raise_engine(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+typedef struct {
+    moraine_import_check *c; /* NULL once ended */
+} lcheck;
+
+static lcheck *check_checker(lua_State *L)
+{
+    lcheck *k = (lcheck *)luaL_checkudata(L, 1, MT_ICHECK);
+    if (!k->c) luaL_error(L, "import check already finished");
+    return k;
+}
+
+/* core.import_check() -> checker: moraine_import_check_begin */
+int l_import_check_new(lua_State *L)
+{
+    lcheck *k = (lcheck *)lua_newuserdata(L, sizeof *k);
+    k->c = NULL;
+    luaL_getmetatable(L, MT_ICHECK);
+    lua_setmetatable(L, -2);
+    int rc = moraine_import_check_begin(&k->c);
+    if (rc != 0) return raise_engine(L, rc);
+    return 1;
+}
+
+/* checker:add({name =, columns =, rows =}) -> true: moraine_import_check_add
+ * (the table as db:import_rows takes one) */
+int l_import_check_add(lua_State *L)
+{
+    lcheck *k = check_checker(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_settop(L, 2);
+    lua_newtable(L); /* 3: anchors */
+    moraine_import_table t;
+    read_import_table(L, 2, 1, 3, &t);
+    int rc = moraine_import_check_add(k->c, &t);
+    if (rc != 0) return raise_engine(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* checker:finish() -> true: moraine_import_check_end (the checker is spent) */
+int l_import_check_finish(lua_State *L)
+{
+    lcheck *k = check_checker(L);
+    moraine_import_check *c = k->c;
+    k->c = NULL;
+    int rc = moraine_import_check_end(c);
+    if (rc != 0) return raise_engine(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+int l_import_check_gc(lua_State *L)
+{
+    lcheck *k = (lcheck *)luaL_checkudata(L, 1, MT_ICHECK);
+    if (k->c) moraine_import_check_end(k->c);
+    k->c = NULL;
+    return 0;
+}
+
 /* verify/stats callbacks run inside the engine: the Lua work they do is
  * protected (lua_pcall), so no error can longjmp through engine frames. */
 typedef struct {
