@@ -36,6 +36,8 @@ typedef struct {
     size_t *off;        /* start of row i in data */
     size_t *line;       /* source line of row i */
     size_t nrows, caprows;
+    int slim;           /* only checked, never replayed: keep only the columns the plan reads */
+    unsigned char *keep; /* (slim) per column: kept (else stored as NULL) */
 } table;
 
 typedef struct {
@@ -44,6 +46,7 @@ typedef struct {
     moraine_value *vals;
     size_t vcap;
     int from_files; /* rows came from <table>.ndjson files: messages say file:line */
+    int slim;       /* a check only (moraine_import_*check*): tables are slim (table.slim) */
     moraine_progress_fn progress; /* the check phase reports rows read as (read, 0) */
     void *ud;
     uint64_t read;
@@ -70,6 +73,7 @@ static void tables_free(tables *ts)
         mr_buf_free(&t->data);
         free(t->off);
         free(t->line);
+        free(t->keep);
     }
     free(ts->t);
     free(ts->vals);
@@ -118,6 +122,41 @@ static int json_to_value(json_t *j, moraine_value *v, char **owned)
     }
 }
 
+/* Appends the row @vals (t->ncols values) to t->data. A slim table (a check
+ * that never replays) stores only the columns the plan reads (keys, parent
+ * keys, snapshot columns, the ids its references name), the others as NULL:
+ * the bulk of a catalog (paths, stats, uuids) is checked and let go. */
+static int encode_row(table *t, const moraine_value *vals)
+{
+    if (!t->slim || !t->rel || t->ncols > 256) return mr_encode_row(&t->data, (int64_t)t->nrows, vals, t->ncols);
+    if (!t->keep) {
+        static const char *const ids[] = {"table_id", "data_file_id", "schema_id", "snapshot_id", "begin_snapshot",
+                                          "end_snapshot", NULL};
+        const mr_rel *r = t->rel;
+        if (!(t->keep = calloc(t->ncols, 1))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        for (int i = 0; i < r->nkey; i++) {
+            if ((size_t)r->keycols[i] < t->ncols) t->keep[r->keycols[i]] = 1;
+            if (r->info.placement == MORAINE_PLACE_CHILD && (size_t)r->parentkey[i] < t->ncols) t->keep[r->parentkey[i]] = 1;
+        }
+        if (r->info.placement == MORAINE_PLACE_TEMPORAL) {
+            if ((size_t)r->info.begin_col < t->ncols) t->keep[r->info.begin_col] = 1;
+            if ((size_t)r->info.end_col < t->ncols) t->keep[r->info.end_col] = 1;
+        }
+        for (size_t c = 0; c < t->ncols; c++)
+            for (int i = 0; ids[i]; i++)
+                if (strcmp(t->cols[c], ids[i]) == 0) t->keep[c] = 1;
+    }
+    moraine_value v[256];
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (t->keep[c]) v[c] = vals[c];
+        else {
+            memset(&v[c], 0, sizeof v[c]);
+            v[c].type = MORAINE_NULL;
+        }
+    }
+    return mr_encode_row(&t->data, (int64_t)t->nrows, v, t->ncols);
+}
+
 /* Checks a row of t->ncols values in column order and appends it encoded. */
 static int keep_row(table *t, const moraine_value *vals, const char *path, size_t line)
 {
@@ -137,7 +176,7 @@ static int keep_row(table *t, const moraine_value *vals, const char *path, size_
     }
     t->off[t->nrows] = t->data.len;
     t->line[t->nrows] = line;
-    rc = mr_encode_row(&t->data, (int64_t)t->nrows, vals, t->ncols);
+    rc = encode_row(t, vals);
     if (!rc) t->nrows++;
     return rc;
 }
@@ -407,6 +446,7 @@ static int read_dir(const char *dir, tables *ts)
     if (!ts->t && !rc) rc = mr_err(MORAINE_ENOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
         table *t = &ts->t[ts->n++];
+        t->slim = ts->slim;
         char *dot = strrchr(names[i], '.');
         t->name = strndup(names[i], (size_t)(dot - names[i]));
         for (size_t j = 0; j + 1 < ts->n; j++)
@@ -780,7 +820,7 @@ static int plan(tables *ts, ops *o)
     for (size_t ti = 0; ti < ts->n; ti++) keymap_free(&maps[ti]);
     free(maps);
     mr_buf_free(&kb);
-    if (!rc && o->n) qsort(o->v, o->n, sizeof *o->v, op_cmp);
+    if (!rc && o->n && !ts->slim) qsort(o->v, o->n, sizeof *o->v, op_cmp); /* (a check only needs no order) */
     return rc;
 }
 
@@ -952,7 +992,7 @@ static int add_values(table *t, const moraine_value *vals, size_t rowno)
     }
     t->off[t->nrows] = t->data.len;
     t->line[t->nrows] = rowno;
-    rc = mr_encode_row(&t->data, (int64_t)t->nrows, v, t->ncols);
+    rc = encode_row(t, v);
     if (!rc) t->nrows++;
     return rc;
 }
@@ -994,6 +1034,7 @@ static int add_input(tables *ts, const moraine_import_table *in, size_t idx, int
         ts->t = nt;
         t = &ts->t[ts->n++];
         memset(t, 0, sizeof *t);
+        t->slim = ts->slim;
         if (!(t->name = strdup(in->name))) return mr_err(MORAINE_ENOMEM, "out of memory");
         t->cols = calloc(in->ncols ? in->ncols : 1, sizeof *t->cols);
         if (!t->cols) return mr_err(MORAINE_ENOMEM, "out of memory");
@@ -1044,6 +1085,7 @@ int moraine_import_check_begin(moraine_import_check **out)
 {
     if (!out) return mr_err(MORAINE_EINVAL, "moraine_import_check_begin: NULL argument");
     *out = calloc(1, sizeof **out);
+    if (*out) (*out)->ts.slim = 1;
     return *out ? 0 : mr_err(MORAINE_ENOMEM, "out of memory");
 }
 
@@ -1067,6 +1109,7 @@ int moraine_import_ndjson_check(const char *dir, moraine_progress_fn progress, v
     if (!dir) return mr_err(MORAINE_EINVAL, "moraine_import_ndjson_check: NULL argument");
     tables ts = {0};
     ts.from_files = 1;
+    ts.slim = 1;
     ts.progress = progress;
     ts.ud = ud;
     int rc = read_dir(dir, &ts);

@@ -160,24 +160,18 @@ function M.check(src, tables)
   tables = tables or src:tables()
   local checker = core.import_check()
   for _, t in ipairs(tables) do
-    local cols, n = t.columns, #t.columns
+    local name, cols = t.name, t.columns
     local chunk, k = {}, 0
-    checker:add({ name = t.name, columns = cols, rows = {} })
+    checker:add(name, cols, chunk) -- the table, even without rows
     for row in src:select(t, nil) do
-      local a = {}
-      for j = 1, n do
-        local v = row[cols[j]]
-        if v == nil then v = NULL end
-        a[j] = v
-      end
       k = k + 1
-      chunk[k] = a
+      chunk[k] = row
       if k == CHECK_CHUNK then
-        checker:add({ name = t.name, columns = cols, rows = chunk })
+        checker:add(name, cols, chunk)
         chunk, k = {}, 0
       end
     end
-    if k > 0 then checker:add({ name = t.name, columns = cols, rows = chunk }) end
+    if k > 0 then checker:add(name, cols, chunk) end
   end
   return checker:finish()
 end
