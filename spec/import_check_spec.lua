@@ -71,7 +71,8 @@ local CASES = {
     needles = { "ducklake_snapshot_changes.ndjson:3:", "no ducklake_snapshot row has this row's (snapshot_id=2)" },
     sql_needles = { "ducklake_snapshot_changes row 3:", "no ducklake_snapshot row has this row's (snapshot_id=2)" } },
   { what = "a table_id that is a string", edit = file4('"table_id":1,', '"table_id":"1",'),
-    sql = "UPDATE ducklake_data_file SET table_id = '1' WHERE data_file_id = 4",
+    -- (SQLite's INTEGER affinity makes '1' an integer: a text it cannot convert)
+    sql = "UPDATE ducklake_data_file SET table_id = 'one' WHERE data_file_id = 4",
     needles = { "ducklake_data_file.ndjson:5:", "column 'table_id' is BIGINT but the value is a string" },
     sql_needles = { "ducklake_data_file row 5:", "column 'table_id' is BIGINT but the value is a string" } },
   { what = "an end_snapshot below the begin_snapshot", edit = file4('"end_snapshot":null,', '"end_snapshot":2,'),

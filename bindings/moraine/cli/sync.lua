@@ -269,6 +269,11 @@ function run.import(ctx, source)
       local retry = RETRYABLE[r.code]
       local fix = retry and "run the same import again" or ("fix " .. source .. " and retry (running it again as it is "
         .. "fails the same way)")
+      if r.code == "EEXIST" then
+        -- (robust) a duplicate live key in the source: the message names the table and the row
+        fix = source .. " holds two rows with the same key (the message names the table and the row): fix the source "
+          .. "and retry"
+      end
       if before == nil and not (had and had["data.mdb"]) then
         -- a fresh import into a catalog it created: what it created goes (a
         -- catalog holding part of a source that fails is of no use, and a
@@ -345,10 +350,14 @@ Imports a whole DuckLake catalog into an empty moraine catalog (created if
 missing): 'moraine sync' into an empty catalog. SOURCE is either a
 directory of <table>.ndjson files (one JSON object per line, as DuckDB
 exports a table; it must hold ducklake_snapshot.ndjson), or a SQLite
-DuckLake catalog file (recognised by its header "SQLite format 3"). Every
-file is read before the catalog is created or changed: a source that
-cannot be read leaves nothing behind. Each snapshot is then one
-transaction; if the import is interrupted (killed, or a row refused),
+DuckLake catalog file (recognised by its header "SQLite format 3"). The
+whole source is read and checked before anything is written, with the
+checks of db:import_ndjson (docs/import-export.md): a malformed source (a
+value of the wrong kind, a column missing, a begin or end snapshot that
+does not fit, a child row without its parent, an id naming no row, a
+table left out) is refused, naming file or table, row and column, and a
+catalog directory the import created is removed (one you had stays, as
+it was). Each snapshot is then one transaction; if the import is killed,
 the snapshots before stay and running the same import again continues
 where it stopped. A catalog that holds anything other than an earlier
 import of SOURCE is refused (EEXIST) and left unchanged; nothing another
