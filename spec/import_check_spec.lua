@@ -9,6 +9,7 @@
 local moraine = require "moraine"
 local sqlite = require "moraine.sqlite"
 local support = require "support"
+local pg = require "pg_support"
 
 local S1 = support.FIXTURES .. "/s1_evolution/catalog"
 local q = support.q
@@ -209,6 +210,25 @@ describe("a malformed DuckLake catalog", function()
     assert.are.equal(before, dump_of(cat))
   end)
 
+  it("an expired snapshot (its row and its changes row gone, as DuckLake's expiry leaves them; rows still begin "
+    .. "at it) is no damage: db:import_ndjson and moraine import accept it alike", function()
+    local src = s1_copy()
+    edit_line(src, "ducklake_snapshot.ndjson", 3, function() return nil end)          -- snapshot 2
+    edit_line(src, "ducklake_snapshot_changes.ndjson", 3, function(line)
+      assert(line:find('"snapshot_id":2,', 1, true), line)
+      return nil
+    end)
+    assert.is_truthy(support.read(src .. "/ducklake_partition_info.ndjson"):find('"begin_snapshot":2,', 1, true))
+    local a, b = support.tmpdir("a"), support.tmpdir("b")
+    local r = run({ "-c", a, "import", src })
+    assert.are.equal(0, r.code, r.show)
+    assert.is_truthy(r.out:find("20 snapshots, last snapshot 20", 1, true), r.show)
+    local db = moraine.open(b, { create = true })
+    db:import_ndjson(src)
+    db:close()
+    assert.are.equal(dump_of(b), dump_of(a))
+  end)
+
   it("a valid catalog imports as before: moraine import, moraine sync and db:import_ndjson give the same catalog",
     function()
     local a, b, c = support.tmpdir("a"), support.tmpdir("b"), support.tmpdir("c")
@@ -220,5 +240,34 @@ describe("a malformed DuckLake catalog", function()
     local dc = dump_of(c)
     assert.are.equal(dc, dump_of(a))
     assert.are.equal(dc, dump_of(b))
+  end)
+
+  describe("from PostgreSQL", function()
+    local server, c
+    lazy_setup(function()
+      server = pg.start()
+      c = pg.connect(server.conninfo)
+    end)
+    lazy_teardown(function()
+      if c then c:close() end
+      if server then assert.is_true(server.stop()) end
+    end)
+
+    it("moraine sync into a new directory refuses a data file naming no table, naming table, row and column; no "
+      .. "directory is left; the source repaired, it syncs", function()
+      local src = "postgres:" .. server.conninfo
+      pg.load(c, S1, nil)
+      pg.exec(c, "UPDATE ducklake_data_file SET table_id = 77 WHERE data_file_id = 4")
+      local dir = support.tmpdir("replica")
+      local r = run({ "-c", dir, "sync", src })
+      assert.are.equal(1, r.code, r.show)
+      assert.is_truthy(r.err:find("moraine: EINVAL: ducklake_data_file row ", 1, true), r.show)
+      assert.is_truthy(r.err:find("table_id=77 names no ducklake_table row", 1, true), r.show)
+      assert.is_false(exists(dir), r.show)
+      pg.exec(c, "UPDATE ducklake_data_file SET table_id = 1 WHERE data_file_id = 4")
+      r = run({ "-c", dir, "sync", src })
+      assert.are.equal(0, r.code, r.show)
+      assert.are.equal(0, run({ "-c", dir, "compare", S1 }).code)
+    end)
   end)
 end)
