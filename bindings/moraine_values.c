@@ -228,6 +228,20 @@ int l_clock(lua_State *L)
     return 1;
 }
 
+/* core.sleep(seconds) -> true, or false when a signal cut it short: the
+ * calling thread sleeps (nanosleep); a signal handler's effect, such as the
+ * lua command's "interrupted!" on SIGINT, then follows as soon as Lua runs
+ * again. EINVAL for a negative, NaN or over-long (> 1e6 s) duration. */
+int l_sleep(lua_State *L)
+{
+    lua_Number secs = luaL_checknumber(L, 1);
+    if (!(secs >= 0 && secs <= 1e6)) return raise_errf(L, MORAINE_EINVAL, "sleep: %g seconds (0 to 1e6)", (double)secs);
+    struct timespec ts = {(time_t)secs, (long)((secs - (lua_Number)(time_t)secs) * 1e9)};
+    if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
+    lua_pushboolean(L, nanosleep(&ts, NULL) == 0);
+    return 1;
+}
+
 /* core.int64(v): normalises an integer (LuaJIT: number within +-2^53, else int64 cdata). */
 int l_int64(lua_State *L)
 {
