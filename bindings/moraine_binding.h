@@ -176,6 +176,7 @@ const char *check_name(lua_State *L, int idx);
  * core.all_versions (lua_CFunctions). */
 int l_clock(lua_State *L);
 int l_sleep(lua_State *L);
+int l_dir_entries(lua_State *L);
 int l_int64(lua_State *L);
 int l_set_int64_ctor(lua_State *L);
 int l_set_cdata_conv(lua_State *L);

@@ -63,6 +63,10 @@ local function run_export(ctx, dest)
     end
     sqlite = mod
   end
+  if format == "ndjson" and dest ~= "-" and util.exists(dest .. "/data.mdb") then
+    fail("export: " .. dest .. " is a moraine catalog directory: an NDJSON export goes to a directory of its own",
+      "choose another directory, e.g. " .. dest:gsub("/+$", "") .. "-export")
+  end
   local db = open_read(ctx.dir)
   local keys = secret_count(db)
   local meter, finish = progress_meter("exporting", format == "ndjson" and "tables" or "rows")
