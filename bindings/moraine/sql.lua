@@ -1007,7 +1007,14 @@ function M.exec(db, sql, opts)
     local okr, snap = pcall(db.transaction, db, function(tx)
       for _, st in ipairs(list) do run(m, tx, st, on_data) end
     end, txopts)
-    if not okr then raise(snap) end
+    if not okr then
+      -- say what stays: the statements before this one are committed
+      if last ~= nil and type(snap) == "table" and snap.code and snap.message then
+        require("moraine.core").raise(snap.code, snap.message .. " (the statements before this one were committed, up to snapshot "
+          .. tostring(last) .. ")")
+      end
+      raise(snap)
+    end
     if snap then last = snap end
   end
   while i <= #stmts do
