@@ -45,6 +45,7 @@ table (sql, sqlite).]],
 }
 
 local function run_export(ctx, dest)
+  if dest == "" then usage_fail("DEST is an empty string: give the directory or file to write", "export") end
   local format = ctx.opts.format
   if format == nil then
     local low = dest:lower()

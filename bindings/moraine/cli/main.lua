@@ -189,7 +189,7 @@ local function run(argv)
   end
   local env_dir = os.getenv("MORAINE_CATALOG")
   ctx.dir = g.catalog or ((env_dir and env_dir ~= "") and env_dir) or "catalog.moraine"
-  if ctx.dir == "" then usage_fail("the catalog directory must not be empty", name) end
+  if ctx.dir == "" then usage_fail("the catalog path (-c/--catalog or MORAINE_CATALOG) is an empty string", name) end
   if ctx.json then output.json_ready() end
   local status = RUN[name](ctx, unpack(pos, 1, #pos))
   return type(status) == "number" and status or 0
