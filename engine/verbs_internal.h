@@ -65,6 +65,22 @@ const char *mv_orow_str(const orow *r, const char *name);
 
 /* ---- verbs, recorded (verbs_tx.c) ---- */
 
+/* A column's table-wide statistics as DuckLake keeps them in memory
+ * (DuckLakeColumnStats, src/include/storage/ducklake_stats.hpp): one row of
+ * ducklake_table_column_stats, or the merge of this transaction's files. */
+typedef struct {
+    int64_t column_id;
+    char *type;            /* DuckLake type the min/max texts are compared in */
+    int has_nulls, has_num, has_nan, nan, has_min, has_max, any_valid;
+    uint64_t null_count, num_values;
+    char *min, *max;
+    char *extra;           /* extra_stats as read (geometry, variant); NULL once new files merge in */
+    mr_statkind k;         /* how @type compares; kmin / kmax: min and max parsed */
+    mr_statkey kmin, kmax;
+    int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
+} mv_cstat;
+
+
 enum {
     V_CREATE_SCHEMA, V_CREATE_TABLE, V_ADD_COLUMN, V_RENAME_COLUMN, V_DROP_COLUMN, V_RENAME_TABLE, V_DROP_TABLE,
     V_SET_PARTITIONING, V_SET_SORTING, V_CLEAR_SORTING, V_ADD_FILES, V_ADD_DELETES, V_DELETE_FILES, V_REWRITE,
@@ -95,26 +111,22 @@ typedef struct {
      * files (path, format, partition values, stats min and max) was checked
      * (mv_text_check): the commit measures them without checking again */
     int texts_checked;
+    /* V_ADD_FILES, V_REWRITE: the files' column statistics merged in file
+     * order from none (verbs_colstats.c), made by the last checking model
+     * that applied the verb (cs_made) at snapshot cs_base; min / max point at
+     * the verb's files, type is owned. The commit, applying the verb to the
+     * same snapshot, takes this merge instead of parsing and merging every
+     * file again (mv_cstats_sum_usable). */
+    mv_cstat *cs;
+    size_t ncs;
+    int cs_made;
+    int64_t cs_base;
     void **owned;
     size_t nowned, capowned;
 } verb;
 
 /* ---- the model (verbs_catalog.c) ---- */
 
-/* A column's table-wide statistics as DuckLake keeps them in memory
- * (DuckLakeColumnStats, src/include/storage/ducklake_stats.hpp): one row of
- * ducklake_table_column_stats, or the merge of this transaction's files. */
-typedef struct {
-    int64_t column_id;
-    char *type;            /* DuckLake type the min/max texts are compared in */
-    int has_nulls, has_num, has_nan, nan, has_min, has_max, any_valid;
-    uint64_t null_count, num_values;
-    char *min, *max;
-    char *extra;           /* extra_stats as read (geometry, variant); NULL once new files merge in */
-    mr_statkind k;         /* how @type compares; kmin / kmax: min and max parsed */
-    mr_statkey kmin, kmax;
-    int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
-} mv_cstat;
 
 /* A data file this transaction added (add_data_files, rewrite_files): what
  * later verbs ask of it (its id, its partition_id, whether drop_table ended
@@ -162,8 +174,9 @@ typedef struct {
     orow *added_dels;            /* delete files added here and still live */
     size_t nadded_dels;
     /* ducklake_table_column_stats (verbs_colstats.c): the committed rows of
-     * live columns (loaded on the first data verb or type change), the merge
-     * of the files this transaction added, and of the outputs of its rewrites */
+     * live columns (loaded on the first data verb or type change; owned
+     * texts), the merge of the files this transaction added, and of the
+     * outputs of its rewrites (min / max pointing at the verbs' files) */
     mv_cstat *cst, *pend, *rw_pend;
     size_t ncst, npend, nrw_pend;
     int cst_loaded, cst_base_stats; /* cst_base_stats: a ducklake_table_stats row at the model's snapshot */
@@ -340,10 +353,22 @@ int mv_cstats_load(model *m, tstate *t);
  * column's type (DuckLake's cast would throw at commit). */
 int mv_cstats_parse(tstate *t, const moraine_data_file *f, const char *const *types, const mr_statkind *kinds, mr_statkey *kmin, mr_statkey *kmax);
 /* Merges file @f's stats (@cids, @types, @kinds: each stat's column id, type
- * and comparison; @kmin / @kmax from mv_cstats_parse) into the transaction's
- * files (@rewrite_output: the outputs of rewrite_files). ENOMEM. */
-int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cids, const char *const *types, const mr_statkind *kinds,
-                       const mr_statkey *kmin, const mr_statkey *kmax, int rewrite_output);
+ * and comparison; @kmin / @kmax from mv_cstats_parse) into the set *set of
+ * *nset (t->pend: the transaction's added files; t->rw_pend: its rewrites'
+ * outputs; v->cs: one verb's files), in DuckLake's MergeStats. The set's
+ * min / max point at @f's texts (the verb's copy, which outlives the model);
+ * its types are copied once per column. ENOMEM. */
+int mv_cstats_add_file(mv_cstat **set, size_t *nset, const moraine_data_file *f, const int64_t *cids, const char *const *types,
+                       const mr_statkind *kinds, const mr_statkey *kmin, const mr_statkey *kmax);
+/* 1 when verb @v's merge of its files (v->cs) is what merging its files one
+ * by one into the set @set (@nset entries) would give at the commit of model
+ * @m: it was made at @m's snapshot (the same verbs before it, so the same
+ * columns and types) and the set has none of its columns yet; else 0. */
+int mv_cstats_sum_usable(const model *m, const verb *v, const mv_cstat *set, size_t nset);
+/* Appends v->cs's entries to the set (texts as mv_cstats_add_file). ENOMEM. */
+int mv_cstats_add_sum(mv_cstat **set, size_t *nset, const verb *v);
+/* Frees v->cs (cs_made 0). */
+void mv_cstats_sum_free(verb *v);
 /* Writes @t's ducklake_table_column_stats rows at commit. Read and staged-commit errors. */
 int mv_cstats_emit(model *m, tstate *t);
 /* Frees @t's statistics. */

@@ -54,6 +54,7 @@ static void *vcopy(verb *v, const void *src, size_t n, size_t size, int *ok)
 
 static void verb_free(verb *v)
 {
+    mv_cstats_sum_free(v);
     for (size_t i = 0; i < v->nowned; i++) free(v->owned[i]);
     free(v->owned);
     memset(v, 0, sizeof *v);
