@@ -159,8 +159,40 @@ static int parse_decimal(const statkind *k, const char *s, statkey *out)
     return 1;
 }
 
+/* [+-]digits[.digits] whose digits, read as one integer, are at most 2^53
+ * with at most 22 of them after the point, into *v: that integer and the
+ * power of ten are exact doubles, so their one IEEE division is the
+ * correctly rounded value, which is what strtod returns for the text.
+ * 0 for any other text (strtod reads it). */
+static int plain_double(const char *s, double *v)
+{
+    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    int neg = *s == '-';
+    if (*s == '+' || *s == '-') s++;
+    uint64_t mant = 0;
+    int nd = 0, nfrac = 0;
+    for (; isdig(*s); s++, nd++) {
+        if (nd == 19) return 0;
+        mant = mant * 10 + (uint64_t)(*s - '0');
+    }
+    if (*s == '.')
+        for (s++; isdig(*s); s++, nd++, nfrac++) {
+            if (nd == 19) return 0;
+            mant = mant * 10 + (uint64_t)(*s - '0');
+        }
+    if (*s || nd == 0 || nfrac > 22 || mant > (UINT64_C(1) << 53)) return 0;
+    double x = (double)mant / p10[nfrac];
+    *v = neg ? -x : x;
+    return 1;
+}
+
 static int parse_float(int single, const char *s, statkey *out)
 {
+    if (!single && plain_double(s, &out->f)) {
+        out->cls = 1;
+        return 1;
+    }
     if (!*s || *s == ' ' || *s == '\t' || *s == '\n' || strchr(s, 'x') || strchr(s, 'X')) return 0;
     char *end;
     errno = 0;
