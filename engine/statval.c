@@ -304,6 +304,7 @@ static int parse_bc(const char **s)
 
 static int parse_infinity(const char *s, statkey *out)
 {
+    if (*s != 'i' && *s != '+' && *s != '-') return 0;
     if (strcmp(s, "infinity") == 0 || strcmp(s, "+infinity") == 0) out->cls = 2;
     else if (strcmp(s, "-infinity") == 0) out->cls = 0;
     else return 0;
@@ -383,9 +384,10 @@ static int parse_bool(const char *s, statkey *out)
     return 1;
 }
 
+/* The key of @s in kind @k into *out: each kind's parser sets the fields
+ * key_cmp reads for that kind (cls always; neg, nd and d; f; or v). */
 static int parse_key(const statkind *k, const char *s, statkey *out)
 {
-    memset(out, 0, sizeof *out);
     switch (k->kind) {
     case SK_INT: return parse_int(k, s, out);
     case SK_DECIMAL: return parse_decimal(k, s, out);

@@ -105,15 +105,17 @@ static mv_cstat *cs_find_at(mv_cstat *a, size_t n, int64_t id, size_t hint)
 
 static mv_cstat *cs_find(mv_cstat *a, size_t n, int64_t id) { return cs_find_at(a, n, id, 0); }
 
-/* Appends a copy of @c (ord -1) to *arr: its type copied, its other texts
- * copied when @own, else pointed at. ENOMEM. */
-static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, mv_cstat **out, int own)
+/* Appends a copy of @c with min and max parsed as *@kmin / *@kmax (c->kmin
+ * / c->kmax are not read) and ord -1 to *arr: its type copied, its other
+ * texts copied when @own, else pointed at. ENOMEM. */
+static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, const mr_statkey *kmin, const mr_statkey *kmax, mv_cstat **out, int own)
 {
     mv_cstat *p = realloc(*arr, (*n + 1) * sizeof *p);
     if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
     *arr = p;
     mv_cstat *d = &p[*n];
     *d = *c;
+    d->kmin = *kmin, d->kmax = *kmax;
     int oom = 0;
     d->type = dup_or_null(c->type, &oom);
     if (own) {
@@ -144,9 +146,10 @@ static const char *table_name(tstate *t)
     return n ? n : "";
 }
 
-/* DuckLakeColumnStats::MergeStats of @n into @c (@own: @c owns its min /
- * max / extra texts, else it points at @n's). */
-static int cs_merge(mv_cstat *c, const mv_cstat *n, int own)
+/* DuckLakeColumnStats::MergeStats of @n, its min and max parsed as *@kmin
+ * / *@kmax, into @c (@own: @c owns its min / max / extra texts, else it
+ * points at @n's). */
+static int cs_merge(mv_cstat *c, const mv_cstat *n, const mr_statkey *kmin, const mr_statkey *kmax, int own)
 {
     int rc, differ = !c->type || !n->type || (c->type != n->type && strcmp(c->type, n->type) != 0);
     if (differ) {
@@ -169,7 +172,7 @@ static int cs_merge(mv_cstat *c, const mv_cstat *n, int own)
     if (!any_valid(c)) {
         if ((rc = set_text(&c->min, n->has_min ? n->min : NULL, own)) || (rc = set_text(&c->max, n->has_max ? n->max : NULL, own))) return rc;
         c->has_min = n->has_min, c->has_max = n->has_max;
-        c->kmin = n->kmin, c->kmax = n->kmax;
+        c->kmin = *kmin, c->kmax = *kmax;
         c->any_valid = 1;
         return 0;
     }
@@ -178,25 +181,31 @@ static int cs_merge(mv_cstat *c, const mv_cstat *n, int own)
         return 0;
     }
     if (!n->has_min) c->has_min = 0;
-    else if (c->has_min && mr_stat_cmp(&c->k, &n->kmin, n->min, &c->kmin, c->min) < 0) {
+    else if (c->has_min && mr_stat_cmp(&c->k, kmin, n->min, &c->kmin, c->min) < 0) {
         if ((rc = set_text(&c->min, n->min, own))) return rc;
-        c->kmin = n->kmin;
+        c->kmin = *kmin;
     }
     if (!n->has_max) c->has_max = 0;
-    else if (c->has_max && mr_stat_cmp(&c->k, &n->kmax, n->max, &c->kmax, c->max) > 0) {
+    else if (c->has_max && mr_stat_cmp(&c->k, kmax, n->max, &c->kmax, c->max) > 0) {
         if ((rc = set_text(&c->max, n->max, own))) return rc;
-        c->kmax = n->kmax;
+        c->kmax = *kmax;
     }
     return 0;
 }
 
-/* Merges @n into the set *arr: a column not in it yet gets a copy
- * (DuckLakeTableStats::MergeStats). @own: the set owns its texts. @hint:
- * cs_find_at. ENOMEM. */
-static int cs_merge_into(mv_cstat **arr, size_t *len, const mv_cstat *n, int own, size_t hint)
+/* Merges @n (min and max parsed as *@kmin / *@kmax) into the set *arr: a
+ * column not in it yet gets a copy (DuckLakeTableStats::MergeStats). @own:
+ * the set owns its texts. @hint: cs_find_at. ENOMEM. */
+static int cs_merge_into(mv_cstat **arr, size_t *len, const mv_cstat *n, const mr_statkey *kmin, const mr_statkey *kmax, int own, size_t hint)
 {
     mv_cstat *c = cs_find_at(*arr, *len, n->column_id, hint);
-    return c ? cs_merge(c, n, own) : cs_push(arr, len, n, NULL, own);
+    return c ? cs_merge(c, n, kmin, kmax, own) : cs_push(arr, len, n, kmin, kmax, NULL, own);
+}
+
+/* cs_merge_into of a whole entry (its own parsed min and max). */
+static int cs_merge_entry(mv_cstat **arr, size_t *len, const mv_cstat *n, int own)
+{
+    return cs_merge_into(arr, len, n, &n->kmin, &n->kmax, own, 0);
 }
 
 /* Resolves @c's comparison and parses its min/max; EINVAL naming the table,
@@ -279,7 +288,7 @@ int mv_cstats_load(model *m, tstate *t)
         s.min = mn, s.max = mx, s.extra = ex;
         mv_cstat *d;
         rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &s);
-        if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &d, 1);
+        if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &s.kmin, &s.kmax, &d, 1);
         if (!rc) d->ord = row.ord;
         free(mn), free(mx), free(ex);
     }
@@ -307,20 +316,20 @@ int mv_cstats_add_file(mv_cstat **set, size_t *nset, const moraine_data_file *f,
     int rc = 0;
     for (size_t i = 0; !rc && i < f->nstats; i++) {
         const moraine_column_stats *s = &f->stats[i];
-        /* a ducklake_file_column_stats row as DuckLake reads it back (RecomputeGlobalStatsAfterRewrite) */
-        mv_cstat n = {.column_id = cids[i], .type = (char *)types[i], .any_valid = 1, .ord = -1};
-        if (s->value_count != INT64_MIN && s->null_count != INT64_MIN) {
-            n.has_num = n.has_nulls = 1;
-            n.num_values = (uint64_t)s->value_count + (uint64_t)s->null_count;
-            n.null_count = (uint64_t)s->null_count;
-        }
+        /* a ducklake_file_column_stats row as DuckLake reads it back
+         * (RecomputeGlobalStatsAfterRewrite); its parsed min and max stay in
+         * @kmin / @kmax (n.kmin / n.kmax are not read) */
+        mv_cstat n;
+        n.column_id = cids[i], n.type = (char *)types[i], n.any_valid = 1, n.ord = -1, n.extra = NULL;
+        int counts = s->value_count != INT64_MIN && s->null_count != INT64_MIN;
+        n.has_num = n.has_nulls = counts;
+        n.num_values = counts ? (uint64_t)s->value_count + (uint64_t)s->null_count : 0;
+        n.null_count = counts ? (uint64_t)s->null_count : 0;
         n.has_nan = s->contains_nan >= 0, n.nan = s->contains_nan > 0;
         n.has_min = s->min_value != NULL, n.has_max = s->max_value != NULL;
         n.min = (char *)s->min_value, n.max = (char *)s->max_value;
         n.k = kinds[i];
-        if (n.has_min) n.kmin = kmin[i];
-        if (n.has_max) n.kmax = kmax[i];
-        rc = cs_merge_into(set, nset, &n, 0, i);
+        rc = cs_merge_into(set, nset, &n, &kmin[i], &kmax[i], 0, i);
     }
     return rc;
 }
@@ -346,7 +355,7 @@ int mv_cstats_sum_usable(const model *m, const verb *v, const mv_cstat *set, siz
 int mv_cstats_add_sum(mv_cstat **set, size_t *nset, const verb *v)
 {
     int rc = 0;
-    for (size_t i = 0; !rc && i < v->ncs; i++) rc = cs_push(set, nset, &v->cs[i], NULL, 0);
+    for (size_t i = 0; !rc && i < v->ncs; i++) rc = cs_push(set, nset, &v->cs[i], &v->cs[i].kmin, &v->cs[i].kmax, NULL, 0);
     return rc;
 }
 
@@ -395,7 +404,7 @@ static int recompute(model *m, tstate *t, mv_cstat **out, size_t *nout, int *don
             n.max = col_text(&ch, moraine_column_index(ch.rel, "max_value"), &oom);
             n.has_min = n.min != NULL, n.has_max = n.max != NULL;
             r2 = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &n);
-            if (!r2) r2 = cs_merge_into(out, nout, &n, 1, 0);
+            if (!r2) r2 = cs_merge_entry(out, nout, &n, 1);
             free(n.min), free(n.max);
             if (r2) break;
         }
@@ -423,13 +432,13 @@ static int recompute(model *m, tstate *t, mv_cstat **out, size_t *nout, int *don
     for (size_t a = 0; a < t->nadded; a++) /* the rewrites' outputs (no row_id_start), still live */
         if (!t->added[a].row_ids && !t->added[a].ended) gross += t->added[a].f->record_count;
     if (gross != total - deleted) return 0;
-    for (size_t i = 0; !rc && i < t->nrw_pend; i++) rc = cs_merge_into(out, nout, &t->rw_pend[i], 1, 0);
+    for (size_t i = 0; !rc && i < t->nrw_pend; i++) rc = cs_merge_entry(out, nout, &t->rw_pend[i], 1);
     for (size_t i = 0; !rc && i < t->ncols; i++) {
         int64_t cid = mv_orow_int(&t->cols[i], "column_id", -1);
         if (cs_find(*out, *nout, cid)) continue;
         mv_cstat e = {.column_id = cid, .type = (char *)mv_orow_str(&t->cols[i], "column_type"), .any_valid = 1, .ord = -1};
         rc = cs_parse(t, &e);
-        if (!rc) rc = cs_push(out, nout, &e, NULL, 1);
+        if (!rc) rc = cs_push(out, nout, &e, &e.kmin, &e.kmax, NULL, 1);
     }
     if (!rc) *done = 1;
     return rc;
@@ -479,7 +488,7 @@ int mv_cstats_emit(model *m, tstate *t)
         }
     if (remain) return delete_rows(m, t);
     /* GetNewDataFiles: merged only when the table has a stats row (else the new rows are inserted) */
-    for (size_t i = 0; !rc && i < t->npend; i++) rc = cs_merge_into(&t->cst, &t->ncst, &t->pend[i], 1, 0);
+    for (size_t i = 0; !rc && i < t->npend; i++) rc = cs_merge_entry(&t->cst, &t->ncst, &t->pend[i], 1);
     if (!rc && t->compacted && t->cst_base_stats) {
         mv_cstat *n = NULL;
         size_t nn = 0;
