@@ -265,22 +265,31 @@ int mv_cstats_load(model *m, tstate *t)
     moraine_cursor *c;
     moraine_row row;
     if ((rc = moraine_scan_open(m->rd, "ducklake_table_column_stats", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c))) return rc;
+    /* the relation's columns, resolved on the first row (every row is of the same relation) */
+    int it = -1, ic = -1, inl = -1, inan = -1, imin = -1, imax = -1, ie = -1;
+    const moraine_relation_info *rel = NULL;
     while (!rc && (rc = moraine_cursor_next(c, &row)) == 1) {
         rc = 0;
+        if (row.rel != rel) {
+            rel = row.rel;
+            it = moraine_column_index(rel, "table_id"), ic = moraine_column_index(rel, "column_id");
+            inl = moraine_column_index(rel, "contains_null"), inan = moraine_column_index(rel, "contains_nan");
+            imin = moraine_column_index(rel, "min_value"), imax = moraine_column_index(rel, "max_value");
+            ie = moraine_column_index(rel, "extra_stats");
+        }
         int64_t tid, cid;
-        if (!col_int(&row, moraine_column_index(row.rel, "table_id"), &tid) || tid != t->table_id) continue;
-        if (!col_int(&row, moraine_column_index(row.rel, "column_id"), &cid)) continue;
+        if (!col_int(&row, it, &tid) || tid != t->table_id) continue;
+        if (!col_int(&row, ic, &cid)) continue;
         const orow *col = column_by_id(t, cid);
         if (!col) continue; /* a dropped column: DuckLake no longer reads (or writes) its row */
         mv_cstat s = {.column_id = cid, .ord = row.ord};
         int has_null_value;
-        col_bool(&row, moraine_column_index(row.rel, "contains_null"), &s.has_nulls, &has_null_value);
+        col_bool(&row, inl, &s.has_nulls, &has_null_value);
         s.null_count = has_null_value ? 1 : 0;
-        col_bool(&row, moraine_column_index(row.rel, "contains_nan"), &s.has_nan, &s.nan);
+        col_bool(&row, inan, &s.has_nan, &s.nan);
         int oom = 0;
-        char *mn = col_text(&row, moraine_column_index(row.rel, "min_value"), &oom);
-        char *mx = col_text(&row, moraine_column_index(row.rel, "max_value"), &oom);
-        int ie = moraine_column_index(row.rel, "extra_stats");
+        char *mn = col_text(&row, imin, &oom);
+        char *mx = col_text(&row, imax, &oom);
         char *ex = col_text(&row, ie, &oom);
         s.has_min = mn != NULL, s.has_max = mx != NULL;
         s.any_valid = s.has_min || s.has_max || (ie >= 0 && row.vals[ie].type == MORAINE_STR);
