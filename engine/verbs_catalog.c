@@ -322,6 +322,112 @@ sstate *mv_schema_by_id(model *m, int64_t id)
     return NULL;
 }
 
+/* ---- the reads a checking model kept for its commit ---- */
+
+static void rows_free(orow *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++) mv_orow_free(&a[i]);
+    free(a);
+}
+
+static void loaded_free(mv_loaded *l)
+{
+    if (l->row.rel) mv_orow_free(&l->row);
+    rows_free(l->cols, l->ncols);
+    if (l->part.rel) mv_orow_free(&l->part);
+    rows_free(l->pcols, l->npcols);
+    if (l->sort.rel) mv_orow_free(&l->sort);
+    rows_free(l->skeys, l->nskeys);
+    mv_cstats_free_set(l->cst, l->ncst);
+}
+
+void mv_reads_free(mv_reads *r)
+{
+    for (size_t i = 0; i < r->n; i++) loaded_free(&r->t[i]);
+    free(r->t);
+    memset(r, 0, sizeof *r);
+}
+
+/* The LMDB snapshot the model reads (0: no read open). */
+static uint64_t read_txn(const model *m) { return m->rd && m->rd->txn ? (uint64_t)mdb_txn_id(m->rd->txn) : 0; }
+
+mv_loaded *mv_reads_use(model *m, int64_t table_id)
+{
+    mv_reads *r = m->reads;
+    if (!r || r->off || !m->stx || !r->n || r->txn != read_txn(m) || r->base != m->base) return NULL;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->t[i].table_id == table_id) return &r->t[i];
+    return NULL;
+}
+
+mv_loaded *mv_reads_keep(model *m, int64_t table_id, int *rc)
+{
+    mv_reads *r = m->reads;
+    uint64_t txn = read_txn(m);
+    if (!r || r->off || m->stx || !txn) return NULL;
+    if (r->n && (r->txn != txn || r->base != m->base)) {
+        r->off = 1; /* something was committed between two verbs' reads */
+        return NULL;
+    }
+    r->txn = txn, r->base = m->base;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->t[i].table_id == table_id) return &r->t[i];
+    mv_loaded *p = realloc(r->t, (r->n + 1) * sizeof *p);
+    if (!p) {
+        *rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        return NULL;
+    }
+    r->t = p;
+    mv_loaded *l = &p[r->n++];
+    memset(l, 0, sizeof *l);
+    l->table_id = table_id;
+    return l;
+}
+
+/* Copies the @n rows @src onto the end of *dst. ENOMEM. */
+static int rows_copy(orow **dst, size_t *nd, const orow *src, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) rc = mv_push_row(dst, nd, src[i].rel, src[i].v);
+    return rc;
+}
+
+/* A copy of @src into *dst (a row without rel: none). ENOMEM. */
+static int row_copy(orow *dst, const orow *src) { return src->rel ? mv_orow_from(dst, src->rel, src->v) : 0; }
+
+/* Keeps the table @t just loaded (columns, specs) for the commit. */
+static int keep_table(model *m, const tstate *t)
+{
+    int rc = 0;
+    mv_loaded *l = mv_reads_keep(m, t->table_id, &rc);
+    if (!l || l->has_table) return rc;
+    l->schema_id = t->schema_id;
+    l->max_column_id = t->max_column_id, l->max_order = t->max_order;
+    if (!(rc = row_copy(&l->row, &t->row)) && !(rc = rows_copy(&l->cols, &l->ncols, t->cols, t->ncols)) && !(rc = row_copy(&l->part, &t->part)) &&
+        !(rc = rows_copy(&l->pcols, &l->npcols, t->pcols, t->npcols)) && !(rc = row_copy(&l->sort, &t->sort)))
+        rc = rows_copy(&l->skeys, &l->nskeys, t->skeys, t->nskeys);
+    if (rc) { /* nothing half kept */
+        loaded_free(l);
+        memset(l, 0, sizeof *l);
+        l->table_id = t->table_id;
+        return rc;
+    }
+    l->has_table = 1;
+    return 0;
+}
+
+/* Loads table @t's columns and specs from the reads kept @l. */
+static int table_from_kept(tstate *t, const mv_loaded *l)
+{
+    t->max_column_id = l->max_column_id, t->max_order = l->max_order;
+    int rc = rows_copy(&t->cols, &t->ncols, l->cols, l->ncols);
+    if (!rc) rc = row_copy(&t->part, &l->part);
+    if (!rc) rc = rows_copy(&t->pcols, &t->npcols, l->pcols, l->npcols);
+    if (!rc) rc = row_copy(&t->sort, &l->sort);
+    if (!rc) rc = rows_copy(&t->skeys, &t->nskeys, l->skeys, l->nskeys);
+    return rc;
+}
+
 /* Loads the state of table @table_id (live at the model's start) into the model. */
 static int load_table(model *m, const orow *trow, tstate **out)
 {
@@ -337,6 +443,12 @@ static int load_table(model *m, const orow *trow, tstate **out)
     t->table_id = mv_orow_int(&t->row, "table_id", -1);
     t->schema_id = mv_orow_int(&t->row, "schema_id", -1);
     t->stats_ord = -1;
+    const mv_loaded *kept = mv_reads_use(m, t->table_id);
+    if (kept && kept->has_table) {
+        if ((rc = table_from_kept(t, kept))) return rc;
+        *out = t;
+        return 0;
+    }
     moraine_cursor *c;
     moraine_row row;
     /* columns: live ones, and the largest column_id and column_order ever used */
@@ -375,8 +487,48 @@ static int load_table(model *m, const orow *trow, tstate **out)
         moraine_cursor_close(c);
         if (rc < 0) return rc;
     }
+    if ((rc = keep_table(m, t))) return rc;
     *out = t;
     return 0;
+}
+
+/* The first ducklake_table row live at the base of table @name in schema
+ * @schema_id, copied into *found (rel NULL: none). Read errors, ENOMEM. */
+static int scan_table_row(model *m, int64_t schema_id, const char *name, orow *found)
+{
+    moraine_cursor *c;
+    moraine_row row;
+    int rc = moraine_scan_open(m->rd, "ducklake_table", MORAINE_ANY_SCOPE, m->base, &c);
+    if (rc) return rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1) {
+        int in = moraine_column_index(row.rel, "table_name"), is = moraine_column_index(row.rel, "schema_id");
+        if (in < 0 || is < 0) continue;
+        if (row.vals[is].type == MORAINE_INT && row.vals[is].i == schema_id && row.vals[in].type == MORAINE_STR &&
+            mr_ident_eqn(row.vals[in].s, row.vals[in].len, name)) {
+            rc = mv_orow_from(found, row.rel, row.vals);
+            break;
+        }
+    }
+    moraine_cursor_close(c);
+    return rc < 0 ? rc : 0;
+}
+
+/* The ducklake_table row live at the base of table @name in schema
+ * @schema_id among the reads kept, copied into *found (rel NULL: not kept,
+ * or kept more than once). ENOMEM. */
+static int table_row_kept(model *m, int64_t schema_id, const char *name, orow *found)
+{
+    mv_reads *r = m->reads;
+    if (!r || !r->n || !mv_reads_use(m, r->t[0].table_id)) return 0;
+    const mv_loaded *hit = NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        const mv_loaded *l = &r->t[i];
+        const char *n = l->has_table ? mv_orow_str(&l->row, "table_name") : NULL;
+        if (!n || l->schema_id != schema_id || !mr_ident_eq(n, name)) continue;
+        if (hit) return 0; /* two names equal but for case: read the store, in its order */
+        hit = l;
+    }
+    return hit ? mv_orow_from(found, hit->row.rel, hit->row.v) : 0;
 }
 
 /* Finds table schema.name live in the model (loading it on first use). */
@@ -393,22 +545,10 @@ int mv_find_table(model *m, const char *schema, const char *name, tstate **out)
             return 0;
         }
     }
-    /* not in the model: look among the tables live at the base */
-    moraine_cursor *c;
-    moraine_row row;
-    int rc = moraine_scan_open(m->rd, "ducklake_table", MORAINE_ANY_SCOPE, m->base, &c);
-    if (rc) return rc;
+    /* not in the model: among the tables the checking model read, or those live at the base */
     orow found = {0};
-    while ((rc = moraine_cursor_next(c, &row)) == 1) {
-        int in = moraine_column_index(row.rel, "table_name"), is = moraine_column_index(row.rel, "schema_id");
-        if (in < 0 || is < 0) continue;
-        if (row.vals[is].type == MORAINE_INT && row.vals[is].i == s->schema_id && row.vals[in].type == MORAINE_STR &&
-            mr_ident_eqn(row.vals[in].s, row.vals[in].len, name)) {
-            rc = mv_orow_from(&found, row.rel, row.vals);
-            break;
-        }
-    }
-    moraine_cursor_close(c);
+    int rc = table_row_kept(m, s->schema_id, name, &found);
+    if (!rc && !found.rel) rc = scan_table_row(m, s->schema_id, name, &found);
     if (rc < 0) return rc;
     if (!found.rel) return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\"", schema ? schema : "main", name);
     /* a table the model knows as dropped or renamed in this transaction is not live */

@@ -253,6 +253,24 @@ static int col_bool(const moraine_row *r, int i, int *has, int *v)
     return *has;
 }
 
+void mv_cstats_free_set(mv_cstat *a, size_t n) { cs_free_all(a, n, 1); }
+
+/* Takes committed row @raw (as read: type NULL, min/max unparsed) into
+ * t->cst when its column is live: in the column's current type, min/max
+ * parsed (EINVAL naming the text when one is not a value of it). ENOMEM. */
+static int cst_take(tstate *t, const mv_cstat *raw)
+{
+    const orow *col = column_by_id(t, raw->column_id);
+    if (!col) return 0; /* a dropped column: DuckLake no longer reads (or writes) its row */
+    mv_cstat s = *raw;
+    s.type = (char *)mv_orow_str(col, "column_type");
+    mv_cstat *d;
+    int rc = cs_parse(t, &s);
+    if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &s.kmin, &s.kmax, &d, 1);
+    if (!rc) d->ord = raw->ord;
+    return rc;
+}
+
 int mv_cstats_load(model *m, tstate *t)
 {
     if (t->cst_loaded) return 0;
@@ -262,6 +280,16 @@ int mv_cstats_load(model *m, tstate *t)
     t->cst_base_stats = t->stats_ord >= 0;
     t->cst_base_records = t->record_count;
     if (!mv_rel(m, "ducklake_table_column_stats") || t->created) return 0;
+    const mv_loaded *kept = mv_reads_use(m, t->table_id);
+    if (kept && kept->has_cst) {
+        for (size_t i = 0; !rc && i < kept->ncst; i++) rc = cst_take(t, &kept->cst[i]);
+        return rc;
+    }
+    /* the table's rows as read, kept for the commit when this is a checking model */
+    mv_loaded *keep = mv_reads_keep(m, t->table_id, &rc);
+    if (rc) return rc;
+    mv_cstat *raws = NULL;
+    size_t nraws = 0;
     moraine_cursor *c;
     moraine_row row;
     if ((rc = moraine_scan_open(m->rd, "ducklake_table_column_stats", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c))) return rc;
@@ -280,28 +308,36 @@ int mv_cstats_load(model *m, tstate *t)
         int64_t tid, cid;
         if (!col_int(&row, it, &tid) || tid != t->table_id) continue;
         if (!col_int(&row, ic, &cid)) continue;
-        const orow *col = column_by_id(t, cid);
-        if (!col) continue; /* a dropped column: DuckLake no longer reads (or writes) its row */
+        if (!keep && !column_by_id(t, cid)) continue; /* a dropped column (cst_take would skip it) */
         mv_cstat s = {.column_id = cid, .ord = row.ord};
         int has_null_value;
         col_bool(&row, inl, &s.has_nulls, &has_null_value);
         s.null_count = has_null_value ? 1 : 0;
         col_bool(&row, inan, &s.has_nan, &s.nan);
         int oom = 0;
-        char *mn = col_text(&row, imin, &oom);
-        char *mx = col_text(&row, imax, &oom);
-        char *ex = col_text(&row, ie, &oom);
-        s.has_min = mn != NULL, s.has_max = mx != NULL;
+        s.min = col_text(&row, imin, &oom);
+        s.max = col_text(&row, imax, &oom);
+        s.extra = col_text(&row, ie, &oom);
+        s.has_min = s.min != NULL, s.has_max = s.max != NULL;
         s.any_valid = s.has_min || s.has_max || (ie >= 0 && row.vals[ie].type == MORAINE_STR);
-        s.type = (char *)mv_orow_str(col, "column_type");
-        s.min = mn, s.max = mx, s.extra = ex;
-        mv_cstat *d;
-        rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &s);
-        if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &s.kmin, &s.kmax, &d, 1);
-        if (!rc) d->ord = row.ord;
-        free(mn), free(mx), free(ex);
+        rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cst_take(t, &s);
+        if (!rc && keep) {
+            mv_cstat *p = realloc(raws, (nraws + 1) * sizeof *p);
+            if (!p) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            else {
+                raws = p;
+                raws[nraws++] = s; /* its texts move into the list */
+                continue;
+            }
+        }
+        free(s.min), free(s.max), free(s.extra);
     }
     moraine_cursor_close(c);
+    if (rc >= 0 && keep && !keep->has_cst) {
+        keep->cst = raws, keep->ncst = nraws, keep->has_cst = 1;
+        raws = NULL, nraws = 0;
+    }
+    cs_free_all(raws, nraws, 1);
     return rc < 0 ? rc : 0;
 }
 

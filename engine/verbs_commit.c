@@ -540,6 +540,8 @@ int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
         return rc;
     }
     rc = mv_model_init(&m, db, stx);
+    /* what the checking model read, when the commit reads the same LMDB snapshot (mv_reads_use) */
+    m.reads = &tx->reads;
     if (!rc && m.base != tx->m.base) {
         /* the checking model's reads are over: reopen a read on the newest snapshot for the conflict check */
         rc = check_conflicts(&m, &tx->m);

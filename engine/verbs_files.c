@@ -13,6 +13,12 @@ int mv_load_stats(model *m, tstate *t)
 {
     if (t->stats_loaded) return 0;
     t->stats_loaded = 1;
+    const mv_loaded *kept = t->created ? NULL : mv_reads_use(m, t->table_id);
+    if (kept && kept->has_stats) {
+        t->record_count = kept->record_count, t->next_row_id = kept->next_row_id, t->file_size_bytes = kept->file_size_bytes;
+        t->stats_ord = kept->stats_ord;
+        return 0;
+    }
     if (!mv_rel(m, "ducklake_table_stats")) return 0;
     moraine_cursor *c;
     moraine_row row;
@@ -30,7 +36,15 @@ int mv_load_stats(model *m, tstate *t)
         }
     }
     moraine_cursor_close(c);
-    return rc < 0 ? rc : 0;
+    if (rc < 0) return rc;
+    /* kept for the commit (a table created here has no row to read) */
+    mv_loaded *l = t->created ? NULL : mv_reads_keep(m, t->table_id, &rc);
+    if (l && !l->has_stats) {
+        l->record_count = t->record_count, l->next_row_id = t->next_row_id, l->file_size_bytes = t->file_size_bytes;
+        l->stats_ord = t->stats_ord;
+        l->has_stats = 1;
+    }
+    return rc;
 }
 
 /* The file relations of one add_data_files / rewrite_files verb, their

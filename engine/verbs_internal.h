@@ -195,6 +195,43 @@ typedef struct {
     int live, created;
 } sstate;
 
+/* What a checking model read of one table live at its snapshot, as read,
+ * before any verb changed it (verbs_catalog.c): its ducklake_table row, its
+ * live columns and specs (load_table), its ducklake_table_stats row
+ * (mv_load_stats) and its ducklake_table_column_stats rows (mv_cstats_load:
+ * every row of the table, type NULL, min/max unparsed, texts owned). */
+typedef struct {
+    int64_t table_id, schema_id;
+    orow row;
+    int has_table;
+    orow *cols;
+    size_t ncols;
+    int64_t max_column_id, max_order;
+    orow part, sort;
+    orow *pcols, *skeys;
+    size_t npcols, nskeys;
+    int has_stats;
+    int64_t record_count, next_row_id, file_size_bytes, stats_ord;
+    int has_cst;
+    mv_cstat *cst;
+    size_t ncst;
+} mv_loaded;
+
+/* The reads a transaction's checking model made, kept for its commit: a
+ * commit whose read is of the same LMDB snapshot (the same write
+ * transaction id: nothing was written in between) and whose model starts
+ * from the same catalog snapshot (@base) copies them instead of reading the
+ * store again. Every read kept is of LMDB snapshot @txn; once a verb reads
+ * another one (something was committed between two verbs), nothing more is
+ * kept or used (@off). */
+typedef struct {
+    uint64_t txn;
+    int64_t base; /* the catalog snapshot the reads kept were of (the model's base) */
+    int off;
+    mv_loaded *t;
+    size_t n;
+} mv_reads;
+
 typedef struct {
     moraine_db *db;
     moraine_read *rd;      /* the snapshot the model starts from */
@@ -216,7 +253,19 @@ typedef struct {
     size_t ndropped_views, ncreated_views;
     int64_t *dropped_schemas; /* schema_ids, for the change list */
     size_t ndropped_schemas;
+    mv_reads *reads;          /* the transaction's reads kept (the checking model keeps, the commit uses), or NULL */
 } model;
+
+/* Frees the reads kept (the struct is zeroed). */
+void mv_reads_free(mv_reads *r);
+/* The reads kept of table @table_id that model @m may use (the commit, on
+ * the same LMDB snapshot), or NULL. */
+mv_loaded *mv_reads_use(model *m, int64_t table_id);
+/* The entry in which checking model @m keeps what it reads of table
+ * @table_id (created empty), or NULL: @m keeps nothing (not a checking
+ * model, or its reads are of another snapshot than those kept). ENOMEM
+ * through *rc. */
+mv_loaded *mv_reads_keep(model *m, int64_t table_id, int *rc);
 
 /* 1 when @id is among the @n @ids. */
 int mv_id_in(const int64_t *ids, size_t n, int64_t id);
@@ -347,6 +396,8 @@ int mv_do_set_sorting(model *m, verb *v); /* V_SET_SORTING and V_CLEAR_SORTING *
  * them (docs/verbs.md, "Table column statistics") */
 /* Loads @t's committed rows (live columns only, in their current types) once. */
 int mv_cstats_load(model *m, tstate *t);
+/* Frees a set of statistics that owns its texts (mv_loaded.cst). */
+void mv_cstats_free_set(mv_cstat *a, size_t n);
 /* Parses the min/max of file @f's stats (@types / @kinds: each stat's
  * column type and its comparison, in order) into @kmin / @kmax; EINVAL,
  * naming the file, table, column and text, when one is not a value of its
@@ -392,6 +443,7 @@ int mv_do_rewrite(model *m, verb *v);
 struct moraine_tx {
     moraine_db *db;
     model m;            /* the checking model */
+    mv_reads reads;     /* what it read, for the commit (m.reads points here) */
     verb *verbs;
     size_t nverbs;
     char *author, *message, *extra;

@@ -205,6 +205,57 @@ describe("ducklake_table_column_stats through the data verbs", function()
       assert.same({ false, N, "3", "12" }, r[3]) -- 3 = 3.00: the committed row's text
     end)
 
+    -- The commit takes what the transaction's checking model read (the table,
+    -- its stats rows) only when it reads the same LMDB snapshot from the same
+    -- catalog snapshot; a commit by another writer in between makes it read
+    -- the newest snapshot again. Stale reads would give the wrong row ids,
+    -- table stats and min/max here.
+    local function table_stats(id)
+      for _, r in ipairs(rows_of(db, "ducklake_table_stats")) do
+        if r.table_id == id then return { r.record_count, r.next_row_id } end
+      end
+    end
+    local function row_id_start(path)
+      for _, e in ipairs(db:scan("ducklake_data_file", {})) do
+        if e.row.path == path then return e.row.row_id_start end
+      end
+    end
+    it("another writer's commit between two verbs, or before the first, is read at commit", function()
+      db:transaction(function(tx) tx:create_table("u", { { name = "i", type = "int32" } }) end)
+      local u
+      for _, e in ipairs(db:scan("ducklake_table", {})) do if e.row.table_name == "u" then u = e.row.table_id end end
+      add({ { path = "a.parquet", records = 10, stats = { { "i", 10, 0, "1", "5" } } } })
+      db:transaction(function(tx)
+        tx:add_data_files("t", files({ { path = "b.parquet", records = 10, stats = { { "i", 10, 0, "-5", "0" } } } }))
+        db:transaction(function(tx2)
+          tx2:add_data_files("t", files({ { path = "c.parquet", records = 10, stats = { { "i", 10, 0, "7", "8" } } } }))
+          tx2:add_data_files("u", files({ { path = "u1.parquet", records = 10, stats = { { "i", 10, 0, "3", "4" } } } }))
+        end)
+        tx:add_data_files("u", files({ { path = "u2.parquet", records = 10, stats = { { "i", 10, 0, "1", "9" } } } }))
+      end)
+      assert.same({ 30, 30 }, table_stats(1))
+      assert.same({ 20, 20 }, table_stats(u))
+      assert.equal(20, row_id_start("b.parquet"))
+      assert.equal(10, row_id_start("u2.parquet"))
+      local function col1(id)
+        for _, r in ipairs(rows_of(db, "ducklake_table_column_stats")) do
+          if r.table_id == id and r.column_id == 1 then return { r.contains_null, r.contains_nan, r.min_value, r.max_value } end
+        end
+      end
+      assert.same({ false, N, "-5", "8" }, col1(1))
+      assert.same({ false, N, "1", "9" }, col1(u))
+      -- the other writer commits before this transaction's first verb
+      db:transaction(function(tx)
+        db:transaction(function(tx2)
+          tx2:add_data_files("t", files({ { path = "d.parquet", records = 5, stats = { { "i", 5, 0, "100", "200" } } } }))
+        end)
+        tx:add_data_files("t", files({ { path = "e.parquet", records = 5, stats = { { "i", 5, 0, "-100", "0" } } } }))
+      end)
+      assert.same({ 40, 40 }, table_stats(1))
+      assert.equal(35, row_id_start("e.parquet"))
+      assert.same({ false, N, "-100", "200" }, col1(1))
+    end)
+
     it("refuses a min/max that is not a value of the column's type, naming it, and commits nothing", function()
       add({ { path = "a.parquet", stats = { { "i", 10, 0, "1", "5" } } } })
       local before_rows = lines(rows_of(db, "ducklake_table_column_stats"))
