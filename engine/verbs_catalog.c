@@ -15,36 +15,48 @@
 
 /* ---- owned rows ---- */
 
+/* An owned row is one block: its rel->ncols values, one more value (type
+ * NULL) whose len is the block's size in bytes, then the texts
+ * mv_orow_from copied. A text set later (mv_orow_set_str_at) is an
+ * allocation of its own, freed when it is replaced or the row freed; the
+ * texts in the block go with the block. */
+static int is_text(const moraine_value *v) { return v->type == MORAINE_STR || v->type == MORAINE_JSON; }
+
+/* Frees cell @i's text when it has an allocation of its own. */
+static void text_free(orow *r, size_t i)
+{
+    if (!is_text(&r->v[i])) return;
+    uintptr_t s = (uintptr_t)r->v[i].s, block = (uintptr_t)r->v;
+    if (s < block || s - block >= r->v[r->rel->ncols].len) free((char *)r->v[i].s);
+}
+
 void mv_orow_free(orow *r)
 {
     if (!r->v) return;
-    for (size_t i = 0; i < r->rel->ncols; i++)
-        if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    for (size_t i = 0; i < r->rel->ncols; i++) text_free(r, i);
     free(r->v);
     r->v = NULL;
 }
 
 int mv_orow_from(orow *r, const moraine_relation_info *rel, const moraine_value *vals)
 {
+    size_t n = rel->ncols, size = (n + 1) * sizeof *r->v;
+    for (size_t i = 0; vals && i < n; i++)
+        if (is_text(&vals[i])) size += vals[i].len + 1;
     r->rel = rel;
-    r->v = calloc(rel->ncols ? rel->ncols : 1, sizeof *r->v);
+    r->v = malloc(size);
     if (!r->v) return mr_err(MORAINE_ENOMEM, "out of memory");
-    for (size_t i = 0; i < rel->ncols; i++) {
+    char *texts = (char *)(r->v + n + 1);
+    for (size_t i = 0; i < n; i++) {
         r->v[i] = vals ? vals[i] : (moraine_value){.type = MORAINE_NULL};
-        if (vals && (vals[i].type == MORAINE_STR || vals[i].type == MORAINE_JSON)) {
-            char *s = malloc(vals[i].len + 1);
-            if (!s) {
-                for (size_t j = 0; j < i; j++)
-                    if (r->v[j].type == MORAINE_STR || r->v[j].type == MORAINE_JSON) free((char *)r->v[j].s);
-                free(r->v);
-                r->v = NULL;
-                return mr_err(MORAINE_ENOMEM, "out of memory");
-            }
-            if (vals[i].len) memcpy(s, vals[i].s, vals[i].len);
-            s[vals[i].len] = 0;
-            r->v[i].s = s;
+        if (vals && is_text(&vals[i])) {
+            if (vals[i].len) memcpy(texts, vals[i].s, vals[i].len);
+            texts[vals[i].len] = 0;
+            r->v[i].s = texts;
+            texts += vals[i].len + 1;
         }
     }
+    r->v[n] = (moraine_value){.type = MORAINE_NULL, .len = size};
     return 0;
 }
 
@@ -57,21 +69,21 @@ static int col_of(const orow *r, const char *name)
 void mv_orow_set_int_at(orow *r, int i, int64_t v)
 {
     if (i < 0) return; /* a catalog without the column: nothing to set */
-    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    text_free(r, (size_t)i);
     r->v[i] = (moraine_value){.type = MORAINE_INT, .i = v};
 }
 
 void mv_orow_set_bool_at(orow *r, int i, int v)
 {
     if (i < 0) return;
-    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    text_free(r, (size_t)i);
     r->v[i] = (moraine_value){.type = MORAINE_BOOL, .i = v != 0};
 }
 
 void mv_orow_set_null_at(orow *r, int i)
 {
     if (i < 0) return;
-    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    text_free(r, (size_t)i);
     r->v[i] = (moraine_value){.type = MORAINE_NULL};
 }
 
@@ -118,7 +130,7 @@ int mv_orow_set_str_at(orow *r, int i, const char *s)
     char *c = malloc(len + 1);
     if (!c) return mr_err(MORAINE_ENOMEM, "out of memory");
     memcpy(c, s, len + 1);
-    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    text_free(r, (size_t)i);
     r->v[i] = (moraine_value){.type = MORAINE_STR, .s = c, .len = len};
     return 0;
 }
@@ -566,9 +578,16 @@ int mv_find_table(model *m, const char *schema, const char *name, tstate **out)
 
 int mv_find_column(tstate *t, const char *name)
 {
+    const moraine_relation_info *rel = NULL;
+    int in = -1, ip = -1; /* column_name, parent_column: resolved once per relation */
     for (size_t i = 0; i < t->ncols; i++) {
-        const char *n = mv_orow_str(&t->cols[i], "column_name");
-        if (!mv_orow_is_null(&t->cols[i], "parent_column")) continue; /* a STRUCT's field, not a column */
+        const orow *c = &t->cols[i];
+        if (c->rel != rel) {
+            rel = c->rel;
+            in = moraine_column_index(rel, "column_name"), ip = moraine_column_index(rel, "parent_column");
+        }
+        const char *n = in >= 0 && c->v[in].type == MORAINE_STR ? c->v[in].s : NULL;
+        if (ip >= 0 && c->v[ip].type != MORAINE_NULL) continue; /* a STRUCT's field, not a column */
         if (n && name && mr_ident_eq(n, name)) return (int)i; /* DuckDB: case-insensitive */
     }
     return -1;

@@ -185,5 +185,15 @@ int main(void)
           "bytes for the others");
     int c;
     CHECK_RC(moraine_stat_compare("decimal(x,y)", "1", "2", &c), MORAINE_EINVAL);
+    /* type names are compared case-insensitively */
+    cmp_is("INT32", "9", "10", -1);
+    cmp_is("UInt8", "9", "10", -1);
+    cmp_is("Float64", "9.5", "10", -1);
+    cmp_is("DECIMAL(4,1)", "9.95", "10.0", 0); /* 9.95 rounds to 10.0 */
+    cmp_is("TimeStamp_MS", "2024-01-01 00:00:00.5", "2024-01-01 00:00:00.25", 1);
+    cmp_is("TIMESTAMPTZ", "2024-01-01 00:00:00+01", "2024-01-01 00:00:00", -1);
+    cmp_is("Boolean", "f", "true", -1);
+    bad("Int8", "128");
+    cmp_is("interval", "9", "10", 1); /* not a value kind: bytes */
     return check_done();
 }
