@@ -9,6 +9,8 @@
  *   bench interleave WORK       the shapes of (a) and (d) by moraine C, the floor and indexed SQLite, interleaved
  *   bench commit WORK [R [N [verb|staged]]]  R rounds of one N-file verb commit and one staged commit (files/s)
  *   bench commit1 WORK [R [N]]  R rounds of N one-file commits by moraine and by SQLite (plain, indexed), interleaved
+ *   bench sqlite-load WORK [plain|indexed]  only the SQLite store's load (one, timed): WORK/stores/sqlite[-indexed].db,
+ *                               a DuckLake SQLite catalog of the generated rows (a source for `moraine import`)
  *
  * WORK holds meta.json, catalog/ and sql/ (bench/sql.mjs); stores go to
  * WORK/stores/, results to WORK/results/<peer>.json. Every workload is timed
@@ -1988,7 +1990,7 @@ static void run_commit1(int rounds, int n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench moraine|floor|sqlite WORK [plain|indexed]\n");
+        fprintf(stderr, "usage: bench moraine|floor|sqlite|sqlite-load|interleave|loop|commit WORK [plain|indexed]\n");
         return 2;
     }
     snprintf(WORK, sizeof WORK, "%s", argv[2]);
@@ -2028,6 +2030,12 @@ int main(int argc, char **argv)
     } else if (!strcmp(argv[1], "interleave")) {
         peer_name = "interleave";
         run_interleave();
+        return 0;
+    } else if (!strcmp(argv[1], "sqlite-load")) {
+        sq_indexed = argc > 3 && !strcmp(argv[3], "indexed");
+        peer_name = "sqlite-load";
+        double t = sq_import_one(0);
+        fprintf(stderr, "bench sqlite-load: %s in %.2f s, %.0f rows/s\n", sq_path(), t, (double)M.total_rows / t);
         return 0;
     } else if (!strcmp(argv[1], "sqlite")) {
         sq_indexed = argc > 3 && !strcmp(argv[3], "indexed");

@@ -2,7 +2,10 @@
  * ndjson.c — import and export of the catalog exchange format: a directory
  * with one `<table>.ndjson` file per ducklake_* table, one JSON object per
  * line (docs/import-export.md). JSON is parsed with jansson (exact 64-bit
- * integers); export writes DuckDB's JSON-lines form directly.
+ * integers), except DuckDB's flat rows of plain scalars, which a fast path
+ * reads straight into values (fast_row: the same values, and anything it
+ * does not take goes to jansson); export writes DuckDB's JSON-lines form
+ * directly.
  *
  * Import reads and checks every file before it writes anything, then replays
  * the catalog snapshot by snapshot through the staged path: for snapshot S,
@@ -115,6 +118,139 @@ static int json_to_value(json_t *j, moraine_value *v, char **owned)
     }
 }
 
+/* Checks a row of t->ncols values in column order and appends it encoded. */
+static int keep_row(table *t, const moraine_value *vals, const char *path, size_t line)
+{
+    int rc = mr_check_value(t->rel, vals, t->ncols, (int64_t)t->nrows);
+    if (rc) {
+        char m[600];
+        snprintf(m, sizeof m, "%s", moraine_errmsg());
+        return mr_err(rc, "%s:%zu: %s", path, line, m);
+    }
+    if (t->nrows == t->caprows) {
+        size_t cap = t->caprows ? t->caprows * 2 : 64;
+        size_t *o = realloc(t->off, cap * sizeof *o), *l = o ? realloc(t->line, cap * sizeof *l) : NULL;
+        if (o) t->off = o;
+        if (l) t->line = l;
+        if (!o || !l) return mr_err(MORAINE_ENOMEM, "out of memory");
+        t->caprows = cap;
+    }
+    t->off[t->nrows] = t->data.len;
+    t->line[t->nrows] = line;
+    rc = mr_encode_row(&t->data, (int64_t)t->nrows, vals, t->ncols);
+    if (!rc) t->nrows++;
+    return rc;
+}
+
+/* ---- the flat rows' fast path ----
+ * DuckDB writes each row as one flat object of scalars. fast_row reads such
+ * a line straight into moraine values pointing into the line: keys and
+ * strings without a backslash or a control character (UTF-8 checked),
+ * integers of at most 18 digits, null, true, false. Anything else (an
+ * escape, a real, a longer integer, a nested value, a duplicate or unknown
+ * key, a missing column, malformed JSON, the table's first row) returns 0
+ * and the line goes through jansson as before, so every value, refusal and
+ * message is the one jansson's path gives. */
+
+static const char *fp_ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+/* a string at p (after its opening quote): its bytes up to the closing quote */
+static const char *fp_str(const char *p, const char *e, const char **s, size_t *n)
+{
+    const char *q = p;
+    int high = 0;
+    while (q < e && *q != '"') {
+        unsigned char c = (unsigned char)*q;
+        if (c == '\\' || c < 0x20) return NULL;
+        high |= c >= 0x80;
+        q++;
+    }
+    if (q == e) return NULL;
+    if (high && !mr_utf8_valid(p, (size_t)(q - p))) return NULL;
+    *s = p;
+    *n = (size_t)(q - p);
+    return q + 1;
+}
+
+static int fp_delim(const char *p, const char *e)
+{
+    return p == e || *p == ',' || *p == '}' || *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r';
+}
+
+static int fast_row(table *t, const char *p, size_t len, moraine_value *vals)
+{
+    const char *e = p + len;
+    size_t n = t->ncols;
+    if (n == 0 || n > 256) return 0;
+    unsigned char seen[256];
+    memset(seen, 0, n);
+    p = fp_ws(p, e);
+    if (p == e || *p != '{') return 0;
+    p = fp_ws(p + 1, e);
+    for (size_t i = 0;; i++) {
+        if (i == n || p == e || *p != '"') return 0;
+        const char *k;
+        size_t kn;
+        if (!(p = fp_str(p + 1, e, &k, &kn))) return 0;
+        /* the column: DuckDB writes them in the table's order */
+        size_t c = i;
+        if (strncmp(t->cols[c], k, kn) != 0 || t->cols[c][kn] != 0) {
+            for (c = 0; c < n; c++)
+                if (strncmp(t->cols[c], k, kn) == 0 && t->cols[c][kn] == 0) break;
+            if (c == n) return 0;
+        }
+        if (seen[c]) return 0;
+        seen[c] = 1;
+        p = fp_ws(p, e);
+        if (p == e || *p != ':') return 0;
+        p = fp_ws(p + 1, e);
+        if (p == e) return 0;
+        moraine_value *v = &vals[c];
+        memset(v, 0, sizeof *v);
+        if (*p == '"') {
+            v->type = MORAINE_STR;
+            if (!(p = fp_str(p + 1, e, &v->s, &v->len))) return 0;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            int neg = *p == '-';
+            const char *d = p + neg, *q = d;
+            uint64_t u = 0;
+            while (q < e && *q >= '0' && *q <= '9') u = u * 10 + (uint64_t)(*q++ - '0');
+            size_t nd = (size_t)(q - d);
+            if (nd == 0 || nd > 18 || (nd > 1 && *d == '0') || !fp_delim(q, e)) return 0;
+            v->type = MORAINE_INT;
+            v->i = neg ? -(int64_t)u : (int64_t)u;
+            p = q;
+        } else if ((size_t)(e - p) >= 4 && memcmp(p, "null", 4) == 0 && fp_delim(p + 4, e)) {
+            v->type = MORAINE_NULL;
+            p += 4;
+        } else if ((size_t)(e - p) >= 4 && memcmp(p, "true", 4) == 0 && fp_delim(p + 4, e)) {
+            v->type = MORAINE_BOOL;
+            v->i = 1;
+            p += 4;
+        } else if ((size_t)(e - p) >= 5 && memcmp(p, "false", 5) == 0 && fp_delim(p + 5, e)) {
+            v->type = MORAINE_BOOL;
+            p += 5;
+        } else {
+            return 0;
+        }
+        p = fp_ws(p, e);
+        if (p == e) return 0;
+        if (*p == '}') {
+            if (i + 1 != n) return 0;
+            break;
+        }
+        if (*p != ',') return 0;
+        p = fp_ws(p + 1, e);
+    }
+    /* every key named a column not named before (a key named twice, which
+     * jansson refuses, went to jansson), and there are ncols of them */
+    return fp_ws(p + 1, e) == e;
+}
+
 static int add_row(table *t, json_t *obj, const char *path, size_t line)
 {
     if (!json_is_object(obj)) return mr_err(MORAINE_EINVAL, "%s:%zu: a row must be a JSON object", path, line);
@@ -158,25 +294,7 @@ static int add_row(table *t, json_t *obj, const char *path, size_t line)
         }
         if ((rc = json_to_value(j, &vals[c], &owned[c]))) break;
     }
-    if (!rc && (rc = mr_check_value(t->rel, vals, t->ncols, (int64_t)t->nrows))) {
-        char m[600];
-        snprintf(m, sizeof m, "%s", moraine_errmsg());
-        rc = mr_err(rc, "%s:%zu: %s", path, line, m);
-    }
-    if (!rc && t->nrows == t->caprows) {
-        size_t cap = t->caprows ? t->caprows * 2 : 64;
-        size_t *o = realloc(t->off, cap * sizeof *o), *l = o ? realloc(t->line, cap * sizeof *l) : NULL;
-        if (o) t->off = o;
-        if (l) t->line = l;
-        if (!o || !l) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-        else t->caprows = cap;
-    }
-    if (!rc) {
-        t->off[t->nrows] = t->data.len;
-        t->line[t->nrows] = line;
-        rc = mr_encode_row(&t->data, (int64_t)t->nrows, vals, t->ncols);
-        if (!rc) t->nrows++;
-    }
+    if (!rc) rc = keep_row(t, vals, path, line);
     for (size_t i = 0; i < c; i++) free(owned[i]);
     return rc;
 }
@@ -233,6 +351,12 @@ static int read_table(tables *ts, table *t, const char *path)
             break;
         }
         first = 0;
+        moraine_value fv[256];
+        if (fast_row(t, line + s, len - s, fv)) {
+            rc = keep_row(t, fv, path, lineno);
+            if (!rc) rc = row_read(ts);
+            continue;
+        }
         json_error_t e;
         /* JSON_REJECT_DUPLICATES: {"table_id":1,"table_id":2} is refused
          * (jansson would keep the last value, silently) */

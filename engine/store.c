@@ -602,8 +602,14 @@ static int env_open(const char *path, const moraine_options *o, mr_env **out)
     struct stat st;
     if (!mrc && !(mrc = mdb_env_get_fd(e->env, &fd)) && fstat(fd, &st) != 0) mrc = errno;
     if (mrc) {
-        int rc = mrc == ENOENT || mrc == EACCES ? mr_err(MORAINE_EIO, "%s: cannot open catalog: %s", path, mdb_strerror(mrc))
-                                                 : mr_lmdb_err(mrc, path);
+        int rc;
+        if (mrc == EACCES)
+            /* LMDB opens lock.mdb for writing even to read, and data.mdb for writing to write */
+            rc = mr_err(MORAINE_EIO, "%s: cannot open catalog: permission denied: %s needs %s/lock.mdb writable%s, and the "
+                        "directory itself when they do not exist yet", path, o->read_only ? "reading" : "writing", path,
+                        o->read_only ? " (LMDB's reader table) and data.mdb readable" : " and data.mdb writable");
+        else
+            rc = mrc == ENOENT ? mr_err(MORAINE_EIO, "%s: cannot open catalog: %s", path, mdb_strerror(mrc)) : mr_lmdb_err(mrc, path);
         if (e->env) mdb_env_close(e->env);
         free(e);
         return rc;

@@ -357,6 +357,26 @@ void mv_type_free(mv_type *t);
 int mv_type_nested(const mv_type *t);
 /* DuckDB's word for nested @t ("STRUCT", "LIST", "MAP"), NULL when not nested. */
 const char *mv_type_duckdb_kind(const mv_type *t);
+/* Checks a non-nested type @text of column @col that begins with the word
+ * "decimal": DuckLake writes decimal(W,S) (DuckLakeTypes::ToString), W and S
+ * as DuckDB's BindDecimalType allows them (default_types.cpp). 0 for any
+ * other text and for a good decimal; EINVAL with DuckDB's words ("DECIMAL
+ * type width must be between 1 and 38", "DECIMAL type scale must be between
+ * 0 and 38", "DECIMAL type scale cannot be greater than width", followed by
+ * the column and the text), or naming the text when it is not
+ * decimal(digits,digits) in DuckLake's spelling (lower case, no blanks or
+ * leading zeros). */
+int mv_decimal_check(const char *col, const char *text);
+/* ALTER COLUMN @col TYPE: the change of a non-nested column from DuckLake
+ * type @from to @to, as DuckLake's TypePromotion decides it
+ * (ducklake_table_entry.cpp: TypePromotionIsAllowed, DuckDB's
+ * DefaultTryGetMaxLogicalTypeUnchecked must give @to). *same = 1 when both
+ * read as one DuckDB type ("int32" and "INT32", "timestamp" and
+ * "timestamp_us"): DuckLake changes nothing then. 0 when allowed; EINVAL
+ * with DuckLake's "Cannot change type of column c from INTEGER to SMALLINT -
+ * only widening type promotions are allowed", or naming a type moraine does
+ * not know (not one of DuckLakeTypes' names or a valid decimal(W,S)). */
+int mv_type_change(const char *col, const char *from, const char *to, int *same);
 
 /* verbs_column.c */
 /* The ducklake_column row of column @d of @t with column_id @id and

@@ -349,6 +349,14 @@ describe("rd:files_batch", function()
     end)
     local strs = { "", "x", "a b", "9223372036854775807", "-9223372036854775808", "\u{e9}t\u{e9}" }
     local function s() return math.random(4) == 1 and moraine.null or strs[math.random(#strs)] end
+    -- min/max texts must be values of their column's type (the verbs merge them into ducklake_table_column_stats)
+    local typed = { a = { "0", "42", "9223372036854775807", "-9223372036854775808" },
+                    c = { "2025-01-01 00:00:00", "1999-12-31 23:59:59.5", "2025-06-30 12:00:00" } }
+    local function stat(c)
+      local pool = typed[c]
+      if not pool then return s() end
+      return math.random(4) == 1 and moraine.null or pool[math.random(#pool)]
+    end
     for round = 1, 14 do
       local tname = round % 2 == 1 and "u" or "t"
       if round == 7 then db:transaction(function(tx) tx:set_partitioning("t", { "b" }) end) end
@@ -361,7 +369,7 @@ describe("rd:files_batch", function()
         for _, c in ipairs({ "a", "b", "c" }) do
           if math.random(2) == 1 then
             stats[#stats + 1] = { column = c, column_size_bytes = math.random(1000), value_count = 7, null_count = 0,
-              min_value = s(), max_value = s() }
+              min_value = stat(c), max_value = stat(c) }
           end
         end
         files[i] = { path = string.format("f-%d-%d.parquet", round, i), record_count = i == 1 and BIG or i,

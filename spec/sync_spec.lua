@@ -191,6 +191,86 @@ describe("moraine.sync", function()
     end
   end)
 
+  describe("from SQLite, sorted selects", function()
+    -- a SQLite DuckLake file of fixture @sc as it stood after snapshot @upto
+    -- (nil: whole), @drop_snapshot's ducklake_snapshot row (and its changes)
+    -- removed when given (a snapshot DuckLake expired, its rows staying)
+    local function sqlite_of(sc, upto, drop_snapshot)
+      local state, names = pg.fixture_state(cat(sc), upto)
+      local tables = {}
+      for _, name in ipairs(names) do
+        local t = state[name]
+        local rows = {}
+        for _, r in ipairs(t.rows) do
+          if not (drop_snapshot and (name == "ducklake_snapshot" or name == "ducklake_snapshot_changes")
+              and r.snapshot_id == drop_snapshot) then
+            local row = {}
+            for i, c in ipairs(t.columns) do row[i] = r[c] end
+            rows[#rows + 1] = row
+          end
+        end
+        tables[#tables + 1] = { name = name, columns = t.columns, rows = rows }
+      end
+      local ref = open_new("state")
+      ref:import_rows(tables)
+      local script = support.tmpdir("sql") .. ".sql"
+      sqlite.export_sql(ref, script)
+      local file = support.tmpdir("cat") .. ".sqlite"
+      assert.is_true(support.sh("sqlite3 " .. support.q(file) .. " < " .. support.q(script)))
+      return file, ref
+    end
+
+    it("reads each table once per round whatever the number of commit ids (batch = 1): the same catalog", function()
+      local file, ref = sqlite_of("s2_multi_table")
+      local src = sync.source(file)
+      src:begin()
+      local tables = #src:tables()
+      src:finish()
+      local before = src.reads.queries
+      local db = open_new("streams")
+      local r = sync.sync(db, src, { batch = 1 })
+      src:close()
+      assert.is_true(r.snapshots > 10)
+      -- batches of one id would run a query per table per id; the sorted
+      -- selects are at most three per table, plus the round's own queries
+      assert.is_true(src.reads.queries - before <= 3 * tables + 10,
+        (src.reads.queries - before) .. " queries for " .. r.snapshots .. " ids and " .. tables .. " tables")
+      assert.are.equal(support.dump(ref), support.dump(db))
+      ref:close()
+      db:close()
+    end)
+
+    it("continues a catalog that holds the source's first snapshots: rows ended later end at their commit, "
+      .. "children follow their parents, the same catalog as one import of the whole", function()
+      local sc = "s1_evolution"
+      local part, pref = sqlite_of(sc, 9)
+      local whole, wref = sqlite_of(sc)
+      local db = open_new("continue")
+      assert.are.equal(9, sync.sync(db, part).to)
+      assert.are.equal(support.dump(pref), support.dump(db))
+      local r = sync.sync(db, whole)
+      assert.are.equal(9, r.from)
+      assert.are.equal(fixture_last(sc), r.to)
+      assert_same(db, whole)
+      assert.are.equal(support.dump(wref), support.dump(db))
+      pref:close()
+      wref:close()
+      db:close()
+    end)
+
+    it("replays a snapshot DuckLake expired (rows begin at it, no ducklake_snapshot row) as the C import does",
+      function()
+        local file, ref = sqlite_of("s1_evolution", nil, 3)
+        local db = open_new("expired-sqlite")
+        local r = sync.sync(db, file)
+        assert.are.equal(20, r.to)
+        assert_same(db, file)
+        assert.are.equal(support.dump(ref), support.dump(db))
+        ref:close()
+        db:close()
+      end)
+  end)
+
   describe("with other writers", function()
     it("a verb writer committing during a sync: the sync stops with ECONFLICT naming the snapshot, "
       .. "the verb's acknowledged snapshot stays", function()

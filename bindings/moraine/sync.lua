@@ -24,7 +24,13 @@
 -- batches of `batch` ids (default 64): for each batch one query per source
 -- table fetches the rows that begin or end in the batch (children: whose
 -- parent begins in it), so memory holds one batch, never the whole catalog
--- (NDJSON aside). Each commit id is one staged commit (`db:commit`, one LMDB
+-- (NDJSON aside). A SQLite source is read instead through one sorted query
+-- per table and kind (snapshot rows; versions by begin; versions by end;
+-- children by their parent's begin) kept open for the round and read as
+-- the commit ids advance: each table is read once per round whatever the
+-- number of ids (a batch's query reads the whole table, SQLite's DuckLake
+-- tables having no index on the snapshot columns), and memory holds one
+-- commit id's rows. Each commit id is one staged commit (`db:commit`, one LMDB
 -- write transaction; one whose snapshot DuckLake expired, so that it has no
 -- ducklake_snapshot row, is committed with `{partial = true}`, allowed for
 -- every commit of a round but its last), in the order `moraine_import_ndjson` uses
@@ -280,6 +286,71 @@ local function plan_batch(src, tables, lo, hi)
     end
   end
   return plan
+end
+
+-- The plans of every commit id above @from (nil: all), in increasing order,
+-- from sorted selects kept open for the round (a source with `streams`): one
+-- per snapshot table (by snapshot_id), two per versioned table (the versions
+-- that begin above @from, by begin_snapshot; those that end above it at
+-- another snapshot, by end_snapshot) and one per child table (by its
+-- parent's begin). Returns `next(id)`, the plan of commit id @id (the same
+-- one plan_batch builds), to be called for each commit id in increasing
+-- order; a row whose id is below @id was not part of any plan, which cannot
+-- happen when the ids are the source's commit ids: it raises EINVAL.
+local function plan_streams(src, tables, from)
+  local ends, snaps, inserts, children = {}, {}, {}, {}
+  local function open(list, t, f, key)
+    local s = { t = t, it = src:select(t, f), key = key }
+    s.row, s.pos, s.extra = s.it()
+    list[#list + 1] = s
+  end
+  local function begin_of(s) return s.row.begin_snapshot end
+  for _, t in ipairs(tables) do
+    if t.placement == "snapshot" then
+      open(snaps, t, { kind = "id", column = "snapshot_id", lo = from, sorted = true },
+        function(s) return s.row.snapshot_id end)
+    elseif t.placement == "temporal" then
+      open(inserts, t, { kind = "id", column = "begin_snapshot", lo = from, sorted = true }, begin_of)
+      open(ends, t, { kind = "ends", lo = from, sorted = true }, function(s) return s.row.end_snapshot end)
+    end
+  end
+  for _, t in ipairs(tables) do
+    local c = CHILD[t.name]
+    if c and tables[c.parent] then
+      local pcol = c.parent == "ducklake_snapshot" and "snapshot_id" or "begin_snapshot"
+      open(children, t, { kind = "child", parent = c.parent, keys = c.keys, parent_column = pcol, lo = from,
+        sorted = true }, function(s) return s.extra end)
+    end
+  end
+  local function take(list, id, out, fix)
+    for _, s in ipairs(list) do
+      while s.row ~= nil do
+        local k = s.key(s)
+        if not same_int(k, id) then
+          if ilt(k, id) then
+            raise("EINVAL", "sync: %s row at position %s has snapshot %s, below commit id %s: not in any commit",
+              s.t.name, inum(s.pos), inum(k), inum(id))
+          end
+          break
+        end
+        local row = s.row
+        if fix then fix(row) end
+        out[#out + 1] = { t = s.t, row = row, pos = s.pos }
+        s.row, s.pos, s.extra = s.it()
+      end
+    end
+    return out
+  end
+  -- a version that begins at @id is inserted live unless it also ends there
+  -- (its end is replayed at its own commit id)
+  local function live(row)
+    local e = row.end_snapshot
+    if e ~= NULL and not same_int(e, row.begin_snapshot) then row.end_snapshot = NULL end
+  end
+  return function(id)
+    return { ends = take(ends, id, {}), snaps = take(snaps, id, {}), inserts = take(inserts, id, {}, live),
+      children = take(children, id, {}) }
+  end
 end
 
 local function check_columns(db, tables)
@@ -759,16 +830,17 @@ function M.sync(db, source, opts)
         if moraine.is_error(e) and e.code == "ESNAPSHOT" then check_expected(id) end
         error(e, 0)
       end
+      local stream = #ids > 0 and src.streams and plan_streams(src, tables, from)
       local i = 1
       while i <= #ids do
         local lo = ids[i]
-        local j = math.min(#ids, i + batch - 1)
+        local j = stream and #ids or math.min(#ids, i + batch - 1)
         local hi = ids[j]
         -- (lo - 1, hi]: lo itself included
-        local plan = plan_batch(src, tables, moraine.int64(lo) - 1, hi)
+        local plan = not stream and plan_batch(src, tables, moraine.int64(lo) - 1, hi)
         for n = i, j do
           local id = ids[n]
-          local p = plan[inum(id)] or { ends = {}, snaps = {}, inserts = {}, children = {} }
+          local p = stream and stream(id) or plan[inum(id)] or { ends = {}, snaps = {}, inserts = {}, children = {} }
           if opts.before_commit then opts.before_commit(id) end
           -- a commit id whose snapshot DuckLake expired has no ducklake_snapshot
           -- row: allowed for every commit of the round but its last

@@ -124,19 +124,50 @@ local function sql_table_ids(f, a)
   return " AND " .. a .. "table_id IN (" .. table.concat(l, ", ") .. ")"
 end
 
+-- `<col> > lo AND <col> <= hi` of a filter; `lo` nil: no lower bound (`<col>
+-- IS NOT NULL`), `hi` nil: no upper bound
+local function sql_range(col, f)
+  local w = f.lo ~= nil and (col .. " > " .. sql_int(f.lo)) or (col .. " IS NOT NULL")
+  if f.hi ~= nil then w = w .. " AND " .. col .. " <= " .. sql_int(f.hi) end
+  return w
+end
+
 -- The WHERE clause of a filter (see source:select)
 local function sql_where(f, alias)
   if not f then return "" end
   local a = alias and (alias .. ".") or ""
   if f.kind == "id" then
-    return string.format(" WHERE %s%s > %s AND %s%s <= %s", a, sql_ident(f.column), sql_int(f.lo), a,
-      sql_ident(f.column), sql_int(f.hi)) .. sql_table_ids(f, a)
+    return " WHERE " .. sql_range(a .. sql_ident(f.column), f) .. sql_table_ids(f, a)
   elseif f.kind == "versions" then
     return string.format(" WHERE (%sbegin_snapshot > %s AND %sbegin_snapshot <= %s) OR "
       .. "(%send_snapshot > %s AND %send_snapshot <= %s)", a, sql_int(f.lo), a, sql_int(f.hi), a, sql_int(f.lo), a,
       sql_int(f.hi))
+  elseif f.kind == "ends" then
+    return " WHERE " .. sql_range(a .. "end_snapshot", f) .. " AND " .. a .. "end_snapshot <> " .. a .. "begin_snapshot"
   end
   error("sql_where: unknown filter " .. tostring(f.kind))
+end
+
+-- The column a sorted filter's rows are ordered by (see source:select)
+local function sql_sort_column(f, alias)
+  if f.kind == "id" then return alias .. "." .. sql_ident(f.column) end
+  if f.kind == "ends" then return alias .. ".end_snapshot" end
+  if f.kind == "child" then return "p." .. sql_ident(f.parent_column) end
+  error("sql_sort_column: filter " .. tostring(f.kind) .. " cannot be sorted")
+end
+
+-- A function (raw, NULL) -> the row of table @t keyed by column name from an
+-- array of its values in column order (nil: NULL), one table constructor
+-- naming every column (the row's table made at its size at once); and the
+-- names of @t's BOOLEAN columns
+local function row_maker(t)
+  local fields, bools = {}, {}
+  for j, c in ipairs(t.columns) do
+    fields[j] = string.format("[%q] = r[%d] == nil and N or r[%d]", c, j, j)
+    if t.kinds[c] == "bool" then bools[#bools + 1] = c end
+  end
+  local code = "local r, N = ...; return {" .. table.concat(fields, ", ") .. "}"
+  return assert(load(code, "=row " .. t.name)), bools
 end
 
 -- Makes a SQL source from a LuaSQL connection and a dialect table:
@@ -212,7 +243,17 @@ local function sql_source(kind, label, con, env, dialect)
   end
 
   -- rows of @t for filter @f: an iterator of (row, pos, extra) where extra is
-  -- the parent's begin_snapshot for a child filter
+  -- the parent's begin_snapshot for a child filter. Filters (nil: every row):
+  -- `{kind = "id", column = C, lo = L, hi = H}`, rows with L < C <= H;
+  -- `{kind = "versions", lo = L, hi = H}`, rows that begin or end in (L, H];
+  -- `{kind = "ends", lo = L, hi = H}`, rows that end in (L, H] at a snapshot
+  -- other than their begin; `{kind = "child", parent = P, keys = K,
+  -- parent_column = C, lo = L, hi = H}`, rows whose parent (the row of P
+  -- with the same K) has L < C <= H. "id" and "child" also take `table_ids`
+  -- (rows of those tables only). For "id", "ends" and "child", `lo` nil
+  -- means no lower bound and `hi` nil no upper bound, and `sorted = true`
+  -- orders the rows by the filtered column (the parent's, for "child"),
+  -- then by their order in the table; else rows come in table order.
   function src:select(t, f)
     local sel = {}
     local alias = "t"
@@ -225,20 +266,39 @@ local function sql_source(kind, label, con, env, dialect)
       local on = {}
       for i, k in ipairs(f.keys) do on[i] = "p." .. sql_ident(k) .. " = t." .. sql_ident(k) end
       local pcol = f.parent_column
-      sel[#sel + 1] = "CAST(p." .. sql_ident(pcol) .. " AS TEXT)"
+      sel[#sel + 1] = dialect.native and ("p." .. sql_ident(pcol)) or ("CAST(p." .. sql_ident(pcol) .. " AS TEXT)")
       sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t JOIN "
         .. sql_ident(f.parent) .. " p ON " .. table.concat(on, " AND ")
-        .. string.format(" WHERE p.%s > %s AND p.%s <= %s", sql_ident(pcol), sql_int(f.lo), sql_ident(pcol),
-          sql_int(f.hi)) .. sql_table_ids(f, "p.")
+        .. " WHERE " .. sql_range("p." .. sql_ident(pcol), f) .. sql_table_ids(f, "p.")
     else
       sql = "SELECT " .. table.concat(sel, ", ") .. " FROM " .. sql_ident(t.name) .. " t" .. sql_where(f, alias)
     end
-    sql = sql .. " ORDER BY " .. dialect.order(alias)
+    sql = sql .. " ORDER BY " .. (f and f.sorted and (sql_sort_column(f, alias) .. ", ") or "") .. dialect.order(alias)
     local cur = self:exec(sql)
     local ncols = #t.columns
     local rows = self.reads.rows
     local open = self.open_cursors
     open[cur] = true
+    if dialect.native then
+      -- the driver's own values: exact integers, floats, strings, nil for NULL
+      local make, bools = row_maker(t)
+      local name, math_type, raw = t.name, math.type, {}
+      return function()
+        if not open[cur] then return nil end
+        if not cur:fetch(raw, "n") then
+          open[cur] = nil
+          cur:close()
+          return nil
+        end
+        rows[name] = (rows[name] or 0) + 1
+        local row = make(raw, NULL)
+        for _, c in ipairs(bools) do
+          local v = row[c]
+          if (v == 0 or v == 1) and math_type(v) == "integer" then row[c] = v == 1 end
+        end
+        return row, raw[ncols + 1] or -1, raw[ncols + 2]
+      end
+    end
     return function()
       if not open[cur] then return nil end
       local raw = cur:fetch({}, "n")
@@ -427,12 +487,27 @@ local function open_sqlite(path)
     end
     return cols
   end
+  -- native: the driver gives SQLite's integers as exact Lua integers and its
+  -- reals as floats (LuaSQL on Lua 5.3+), so columns are selected as they
+  -- are; else (LuaJIT: a double cannot hold every int64) an integer is read
+  -- as its decimal text, beside its typeof()
+  if math.type then
+    local cur = con:execute("SELECT 9007199254740993, 2.5, NULL")
+    local r = type(cur) == "userdata" and cur:fetch({}, "n")
+    if type(cur) == "userdata" then cur:close() end
+    dialect.native = r and math.type(r[1]) == "integer" and tostring(r[1]) == "9007199254740993"
+      and math.type(r[2]) == "float" and r[3] == nil or false
+  end
   function dialect.select_list(col, _, alias)
     local q = alias .. "." .. sql_ident(col)
+    if dialect.native then return { q } end
     return { "typeof(" .. q .. ")", "CASE typeof(" .. q .. ") WHEN 'integer' THEN CAST(" .. q .. " AS TEXT) ELSE "
       .. q .. " END" }
   end
-  function dialect.position(alias) return "CAST(" .. alias .. ".rowid AS TEXT)" end
+  function dialect.position(alias)
+    if dialect.native then return alias .. ".rowid" end
+    return "CAST(" .. alias .. ".rowid AS TEXT)"
+  end
   function dialect.order(alias) return alias .. ".rowid" end
   function dialect.convert(raw, i, kind)
     local ty, v = raw[i], raw[i + 1]
@@ -446,6 +521,12 @@ local function open_sqlite(path)
     return v, 2
   end
   local src = sql_source("sqlite", path, con, env, dialect)
+  -- LuaSQL's SQLite cursors step through a result as it is fetched (SQLite
+  -- sorts a sorted filter's rows in its own bounded memory and temporary
+  -- files), so sync may keep one sorted select per table open for a whole
+  -- round (moraine.sync: "How sync replays"); LuaSQL's PostgreSQL driver holds
+  -- a query's whole result in memory, and the NDJSON source its tables
+  src.streams = true
   -- positions: rowid - 1 (the file's row order, as sqlite.import keeps it)
   local select = src.select
   function src.select(self, t, filter)
