@@ -395,8 +395,10 @@ int moraine_relation_at(moraine_db *db, size_t i, moraine_relation_info *out)
 
 int moraine_column_index(const moraine_relation_info *rel, const char *col)
 {
+    /* the first byte first: most names differ there, and strcmp is a call */
+    const char c0 = col[0];
     for (size_t i = 0; i < rel->ncols; i++)
-        if (strcmp(rel->colnames[i], col) == 0) return (int)i;
+        if (rel->colnames[i][0] == c0 && strcmp(rel->colnames[i], col) == 0) return (int)i;
     return -1;
 }
 
