@@ -8,6 +8,7 @@
  *   bench sqlite WORK indexed   the same plus the indexes a tuned deployment adds (table_id first)
  *   bench interleave WORK       the shapes of (a) and (d) by moraine C, the floor and indexed SQLite, interleaved
  *   bench commit WORK [R [N [verb|staged]]]  R rounds of one N-file verb commit and one staged commit (files/s)
+ *   bench commit1 WORK [R [N]]  R rounds of N one-file commits by moraine and by SQLite (plain, indexed), interleaved
  *   bench sqlite-load WORK [plain|indexed]  only the SQLite store's load (one, timed): WORK/stores/sqlite[-indexed].db,
  *                               a DuckLake SQLite catalog of the generated rows (a source for `moraine import`)
  *
@@ -1802,19 +1803,24 @@ static void free_files(moraine_data_file *fs, int n)
     free(fs);
 }
 
+/* WORK/stores/moraine, imported from the catalog unless it is there already */
+static void need_moraine_store(void)
+{
+    struct stat sb;
+    if (!stat(store_dir("moraine"), &sb)) return;
+    fprintf(stderr, "commit: importing the catalog into %s\n", store_dir("moraine"));
+    m_import_one(0);
+    char from[4300];
+    snprintf(from, sizeof from, "%s/stores/moraine-import", WORK);
+    if (rename(from, store_dir("moraine"))) die("rename: %s", strerror(errno));
+}
+
 static void run_commit(int rounds, int nfiles, const char *only)
 {
     if (rounds < 1) rounds = 1;
     char dir[4300], cmd[13000];
     snprintf(dir, sizeof dir, "%s/stores/moraine-commit-%ld", WORK, (long)getpid());
-    struct stat sb;
-    if (stat(store_dir("moraine"), &sb)) {
-        fprintf(stderr, "commit: importing the catalog into %s\n", store_dir("moraine"));
-        m_import_one(0);
-        char from[4300];
-        snprintf(from, sizeof from, "%s/stores/moraine-import", WORK);
-        if (rename(from, store_dir("moraine"))) die("rename: %s", strerror(errno));
-    }
+    need_moraine_store();
     snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", dir, store_dir("moraine"), dir);
     if (system(cmd)) die("cannot copy the store");
     moraine_options o = {0};
@@ -1860,6 +1866,127 @@ static void run_commit(int rounds, int nfiles, const char *only)
     rm_rf(dir);
 }
 
+/* ---- `bench commit1 WORK [ROUNDS [N]]`: one-file commits, moraine against SQLite ----
+ *
+ * (e)'s one-file commit by each in-process peer, no fsync, on copies of the
+ * imported stores: moraine's verb path (moraine_tx_begin +
+ * moraine_tx_add_data_files of one file with 3 partition values and 8 column
+ * stats + moraine_tx_commit), and the statements DuckLake's commit of a
+ * one-file INSERT issues in SQLite (sq_commit_batch), on DuckLake's schema as
+ * created (rollback journal) and with the indexes and WAL of a tuned
+ * deployment. Each round times N commits (default 200) of each peer, the
+ * peers in a rotating order (so each sees the same load); a warm-up round
+ * first. Prints every round, then each peer's median and best commits/s and
+ * moraine's ratio to each SQLite (of the medians; and the median of the
+ * per-round ratios). Every peer's catalog grows by the same N snapshots a round.
+ * Imports the SQLite stores (WORK/stores/sqlite.db, sqlite-indexed.db) when
+ * they are missing. */
+static void sq_need_store(int indexed)
+{
+    sq_indexed = indexed;
+    struct stat sb;
+    if (!stat(sq_path(), &sb)) return;
+    fprintf(stderr, "commit1: importing the catalog into %s\n", sq_path());
+    sq_import_one(0);
+}
+
+static sqlite3 *sq_copy_open(int indexed, char *path, size_t pathlen)
+{
+    sq_need_store(indexed);
+    char from[4300], cmd[9000];
+    snprintf(from, sizeof from, "%s", sq_path());
+    snprintf(path, pathlen, "%s/stores/sqlite%s-commit1-%ld.db", WORK, indexed ? "-indexed" : "", (long)getpid());
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, path);
+    if (system(cmd)) die("cannot copy the store");
+    sqlite3 *db;
+    sqcheck(NULL, sqlite3_open(path, &db), "open");
+    sq_indexed = indexed;
+    sq_pragmas(db, 0);
+    return db;
+}
+
+static void sq_copy_remove(const char *path)
+{
+    char p[4400];
+    unlink(path);
+    snprintf(p, sizeof p, "%s-wal", path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-journal", path);
+    unlink(p);
+}
+
+static void run_commit1(int rounds, int n)
+{
+    if (rounds < 1) rounds = 1;
+    if (n < 1) n = 1;
+    char dir[4300], cmd[13000], plain_path[4300], idx_path[4300];
+    need_moraine_store();
+    snprintf(dir, sizeof dir, "%s/stores/moraine-commit1-%ld", WORK, (long)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", dir, store_dir("moraine"), dir);
+    if (system(cmd)) die("cannot copy the store");
+    moraine_options o = {0};
+    o.no_sync = 1;
+    moraine_db *db;
+    mcheck(moraine_open(dir, &o, &db), "open");
+    sqlite3 *plain = sq_copy_open(0, plain_path, sizeof plain_path), *idx = sq_copy_open(1, idx_path, sizeof idx_path);
+    enum { NPEER = 3 };
+    static const char *names[NPEER] = {"moraine", "sqlite", "sqlite_indexed"};
+    commit_ctx mc = {db, 1, n, make_files(n * (rounds + 1), 1), 0};
+    sqcommit sp = {plain, 1, n, 1000000, 1 << 16, malloc(1 << 16)}, si = {idx, 1, n, 2000000, 1 << 16, malloc(1 << 16)};
+    if (!sp.sql || !si.sql) die("out of memory");
+    double *rate[NPEER], *cpu[NPEER];
+    for (int p = 0; p < NPEER; p++) {
+        rate[p] = calloc((size_t)rounds, sizeof(double));
+        cpu[p] = calloc((size_t)rounds, sizeof(double));
+    }
+    double *ratio_p = calloc((size_t)rounds, sizeof(double)), *ratio_i = calloc((size_t)rounds, sizeof(double));
+    for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
+        for (int k = 0; k < NPEER; k++) {
+            int p = (k + r + 1) % NPEER;
+            double t = now(), c0 = cpu_now();
+            if (p == 0) {
+                commit_ctx c = mc;
+                c.files = mc.files + (size_t)(r + 1) * (size_t)n;
+                m_commit_batch(&c, 0);
+            } else {
+                sq_commit_batch(p == 1 ? (void *)&sp : (void *)&si, 0);
+            }
+            t = now() - t;
+            double c = cpu_now() - c0;
+            if (r >= 0) rate[p][r] = n / t, cpu[p][r] = n / c;
+        }
+        if (r < 0) continue;
+        ratio_p[r] = rate[0][r] / rate[1][r], ratio_i[r] = rate[0][r] / rate[2][r];
+        fprintf(stderr, "commit1 round %d: moraine %.0f/s (%.0f per CPU s), sqlite %.0f/s (%.0f), sqlite_indexed %.0f/s (%.0f); moraine/sqlite %.2f, moraine/indexed %.2f\n",
+                r, rate[0][r], cpu[0][r], rate[1][r], cpu[1][r], rate[2][r], cpu[2][r], ratio_p[r], ratio_i[r]);
+    }
+    double med[NPEER];
+    for (int p = 0; p < NPEER; p++) {
+        med[p] = median(rate[p], rounds);
+        double best = rate[p][0];
+        for (int r = 1; r < rounds; r++)
+            if (rate[p][r] > best) best = rate[p][r];
+        printf("commit1 %s: %d one-file commits x %d rounds: median %.0f/s, best %.0f/s (median %.0f per CPU s)\n", names[p], n, rounds, med[p], best,
+               median(cpu[p], rounds));
+    }
+    printf("commit1 ratio: moraine/sqlite %.2f, moraine/sqlite_indexed %.2f (of the medians); per round, median %.2f and %.2f, min %.2f and %.2f\n",
+           med[0] / med[1], med[0] / med[2], median(ratio_p, rounds), median(ratio_i, rounds), minv(ratio_p, rounds), minv(ratio_i, rounds));
+    for (int p = 0; p < NPEER; p++) free(rate[p]), free(cpu[p]);
+    free(ratio_p);
+    free(ratio_i);
+    free_files(mc.files, n * (rounds + 1));
+    free(sp.sql);
+    free(si.sql);
+    moraine_close(db);
+    sqlite3_close(plain);
+    sqlite3_close(idx);
+    rm_rf(dir);
+    sq_copy_remove(plain_path);
+    sq_copy_remove(idx_path);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -1891,6 +2018,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(argv[1], "loop")) {
         peer_name = "loop";
         run_loop(argc > 3 ? argv[3] : "pv", argc > 4 ? atoi(argv[4]) : 100);
+        return 0;
+    } else if (!strcmp(argv[1], "commit1")) {
+        peer_name = "commit1";
+        run_commit1(argc > 3 ? atoi(argv[3]) : 11, argc > 4 ? atoi(argv[4]) : 200);
         return 0;
     } else if (!strcmp(argv[1], "commit")) {
         peer_name = "commit";

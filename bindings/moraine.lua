@@ -96,6 +96,15 @@ M.null = core.null
 -- @function clock
 M.clock = core.clock
 
+--- Sleeps @seconds in the calling thread (`nanosleep`); a signal cuts it
+-- short, and the lua / luajit commands then raise "interrupted!" on Ctrl-C as
+-- anywhere else. Blocks the thread: in nginx use `ngx.sleep`.
+-- @tparam number seconds 0 to 1e6
+-- @treturn boolean true, or false when a signal cut the sleep short
+-- @raise EINVAL (negative, NaN or over 1e6 seconds)
+-- @function sleep
+M.sleep = core.sleep
+
 --- Version of moraine, "0.1.0" (`MORAINE_VERSION_STRING`).
 M.version = core.version
 

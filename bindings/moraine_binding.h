@@ -176,6 +176,8 @@ const char *check_name(lua_State *L, int idx);
 /* core.clock, core.int64, core.set_int64_ctor, core.set_cdata_conv,
  * core.all_versions (lua_CFunctions). */
 int l_clock(lua_State *L);
+int l_sleep(lua_State *L);
+int l_dir_entries(lua_State *L);
 int l_int64(lua_State *L);
 int l_set_int64_ctor(lua_State *L);
 int l_set_cdata_conv(lua_State *L);

@@ -5,7 +5,9 @@
  * conversion of engine values and rows to Lua (push_value, push_row,
  * push_children, push_relinfo). See moraine_binding.h.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +227,61 @@ int l_clock(lua_State *L)
     struct timespec ts;
     if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return raise_errf(L, MORAINE_EIO, "clock_gettime(CLOCK_MONOTONIC) failed");
     lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+/* core.sleep(seconds) -> true, or false when a signal cut it short: the
+ * calling thread sleeps (nanosleep); a signal handler's effect, such as the
+ * lua command's "interrupted!" on SIGINT, then follows as soon as Lua runs
+ * again. EINVAL for a negative, NaN or over-long (> 1e6 s) duration. */
+int l_sleep(lua_State *L)
+{
+    lua_Number secs = luaL_checknumber(L, 1);
+    if (!(secs >= 0 && secs <= 1e6)) return raise_errf(L, MORAINE_EINVAL, "sleep: %g seconds (0 to 1e6)", (double)secs);
+    struct timespec ts = {(time_t)secs, (long)((secs - (lua_Number)(time_t)secs) * 1e9)};
+    if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
+    lua_pushboolean(L, nanosleep(&ts, NULL) == 0);
+    return 1;
+}
+
+/* core.dir_entries(path) -> {name, ...}: the names in directory @path
+ * (readdir; "." and ".." left out), sorted bytewise. EIO (named) when it
+ * cannot be read; EINVAL for a non-string path. */
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int l_dir_entries(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    DIR *d = opendir(path);
+    if (!d) return raise_errf(L, MORAINE_EIO, "cannot list %s: %s", path, strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    int oom = 0;
+    while (!oom && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            char **p = realloc(names, nc * sizeof *p);
+            if (!p) { oom = 1; break; }
+            names = p;
+            cap = nc;
+        }
+        if (!(names[n] = strdup(e->d_name))) oom = 1;
+        else n++;
+    }
+    closedir(d);
+    if (!oom) {
+        qsort(names, n, sizeof *names, cmp_str);
+        lua_createtable(L, (int)n, 0);
+        for (size_t i = 0; i < n; i++) {
+            lua_pushstring(L, names[i]);
+            lua_rawseti(L, -2, (lua_Integer)(i + 1));
+        }
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (oom) return raise_errf(L, MORAINE_ENOMEM, "out of memory listing %s", path);
     return 1;
 }
 

@@ -175,9 +175,23 @@ void array_table_at(lua_State *L, int aidx, int i, const char *ctx)
         raise_errf(L, MORAINE_EINVAL, "%s must be a table, got %s", ctx, luaL_typename(L, -1));
 }
 
+/* The length of the array at aidx; EINVAL when the table also has keys
+ * outside 1..n (a single file given where a list of files is expected:
+ * {path = ...} would otherwise read as an empty list and do nothing). */
 static size_t array_len(lua_State *L, int aidx)
 {
-    return (size_t)mr_rawlen(L, aidx);
+    size_t n = (size_t)mr_rawlen(L, aidx), keys = 0;
+    aidx = mr_absindex(L, aidx);
+    lua_pushnil(L);
+    while (lua_next(L, aidx)) {
+        lua_pop(L, 1);
+        if (++keys > n) {
+            const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1);
+            return (size_t)raise_errf(L, MORAINE_EINVAL, "expected a list (an array of %d), got a table with key '%s' too: "
+                                                         "put a single item in a list, {item}", (int)n, k);
+        }
+    }
+    return n;
 }
 
 /* A scratch array of n elements of size sz, owned by Lua (pushed). */

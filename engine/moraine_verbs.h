@@ -53,7 +53,12 @@ typedef struct moraine_tx moraine_tx;
  * DuckLake - unsupported type STRUCT()"), two fields of one struct whose
  * names differ only in case (DuckDB's "Duplicate struct entry name "a""), a
  * default on a nested type (DuckLake's "Default value for STRUCT type not
- * supported", LIST, MAP).
+ * supported", LIST, MAP). A decimal, at the top or nested, must be
+ * DuckLake's decimal(W,S) (lower case, no blanks, no leading zeros) with
+ * DuckDB's bounds (BindDecimalType, default_types.cpp): "DECIMAL type width
+ * must be between 1 and 38", "DECIMAL type scale must be between 0 and 38"
+ * (a scale above 255), "DECIMAL type scale cannot be greater than width",
+ * each followed by the column and the text (EINVAL).
  */
 typedef struct {
     const char *name;          /* column_name */
@@ -305,7 +310,22 @@ typedef struct {
  * (empty type, default_value_type other than literal/expression,
  * nulls_allowed outside -1..1, nothing to change, a type change from or to
  * a nested type: DuckLake's TypePromotion rewrites child rows, which moraine
- * does not write).
+ * does not write; a decimal type as create_table refuses it).
+ *
+ * A type change is DuckLake's TypePromotion (ducklake_table_entry.cpp):
+ * allowed only when DuckDB's max of the old and the new type is the new
+ * type (TypePromotionIsAllowed: LogicalType::DefaultTryGetMaxLogicalTypeUnchecked),
+ * so int8 -> int16 -> int32 -> int64 -> int128, uint8 -> int16, ints ->
+ * float32/float64/a decimal wide enough, float32 -> float64, decimal(W,S) ->
+ * a decimal with at least as many integer digits and as much scale, date ->
+ * timestamps, timestamp -> timestamptz / timestamp_ns, boolean -> ints, any
+ * type -> json; everything else is refused with DuckLake's "Cannot change
+ * type of column c from INTEGER to SMALLINT - only widening type promotions
+ * are allowed" (EINVAL), as is a type moraine does not know (not one of
+ * DuckLakeTypes' names). The same type again (also as DuckLake reads it:
+ * "INT32", "timestamp_us" for "timestamp") changes nothing: DuckLake alters
+ * the table (snapshot, schema_version + 1, altered_table) and writes no
+ * column row; with another change in @alt only that change is written.
  */
 int moraine_tx_alter_column(moraine_tx *tx, const char *schema, const char *table, const char *column, const moraine_column_alter *alt);
 

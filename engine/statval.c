@@ -23,6 +23,7 @@
  * DuckLake builds on (src/common/types.cpp), so they compare as bytes.
  */
 #include "internal.h"
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,31 +38,26 @@ typedef mr_statkey statkey;
 
 static int kind_of(const char *type, statkind *k)
 {
+    /* the type names compared case-insensitively, as DuckLake's type names are */
     static const struct {
         const char *name;
-        int is_signed, bits;
-    } ints[] = {{"int8", 1, 8},    {"int16", 1, 16},   {"int32", 1, 32},   {"int64", 1, 64},   {"int128", 1, 128},
-                {"uint8", 0, 8},   {"uint16", 0, 16},  {"uint32", 0, 32},  {"uint64", 0, 64},  {"uint128", 0, 128}};
+        int kind, is_signed, bits, unit;
+    } names[] = {{"int8", SK_INT, 1, 8, 0},      {"int16", SK_INT, 1, 16, 0},   {"int32", SK_INT, 1, 32, 0},     {"int64", SK_INT, 1, 64, 0},
+                 {"int128", SK_INT, 1, 128, 0},  {"uint8", SK_INT, 0, 8, 0},    {"uint16", SK_INT, 0, 16, 0},    {"uint32", SK_INT, 0, 32, 0},
+                 {"uint64", SK_INT, 0, 64, 0},   {"uint128", SK_INT, 0, 128, 0}, {"float32", SK_FLOAT, 0, 0, 0}, {"float64", SK_DOUBLE, 0, 0, 0},
+                 {"boolean", SK_BOOL, 0, 0, 0},  {"date", SK_DATE, 0, 0, 0},    {"time", SK_TIME, 0, 0, 0},      {"timetz", SK_TIMETZ, 0, 0, 0},
+                 {"timestamp", SK_TS, 0, 0, 6},  {"timestamp_us", SK_TS, 0, 0, 6}, {"timestamptz", SK_TS, 0, 0, 6}, {"timestamp_s", SK_TS, 0, 0, 0},
+                 {"timestamp_ms", SK_TS, 0, 0, 3}, {"timestamp_ns", SK_TS, 0, 0, 9}};
     memset(k, 0, sizeof *k);
     k->kind = SK_BYTES;
     if (!type) return 0;
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if (strcasecmp(type, ints[i].name) == 0) {
-            k->kind = SK_INT, k->is_signed = ints[i].is_signed, k->bits = ints[i].bits;
+    char c0 = (char)tolower((unsigned char)type[0]);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].name[0] == c0 && strcasecmp(type, names[i].name) == 0) {
+            k->kind = names[i].kind, k->is_signed = names[i].is_signed, k->bits = names[i].bits, k->unit = names[i].unit;
             return 0;
         }
-    if (strcasecmp(type, "float32") == 0) k->kind = SK_FLOAT;
-    else if (strcasecmp(type, "float64") == 0) k->kind = SK_DOUBLE;
-    else if (strcasecmp(type, "boolean") == 0) k->kind = SK_BOOL;
-    else if (strcasecmp(type, "date") == 0) k->kind = SK_DATE;
-    else if (strcasecmp(type, "time") == 0) k->kind = SK_TIME;
-    else if (strcasecmp(type, "timetz") == 0) k->kind = SK_TIMETZ;
-    else if (strcasecmp(type, "timestamp") == 0 || strcasecmp(type, "timestamp_us") == 0 || strcasecmp(type, "timestamptz") == 0)
-        k->kind = SK_TS, k->unit = 6;
-    else if (strcasecmp(type, "timestamp_s") == 0) k->kind = SK_TS, k->unit = 0;
-    else if (strcasecmp(type, "timestamp_ms") == 0) k->kind = SK_TS, k->unit = 3;
-    else if (strcasecmp(type, "timestamp_ns") == 0) k->kind = SK_TS, k->unit = 9;
-    else if (strncasecmp(type, "decimal(", 8) == 0) {
+    if (c0 == 'd' && strncasecmp(type, "decimal(", 8) == 0) {
         int w, s, n = 0;
         if (sscanf(type + 8, "%d,%d)%n", &w, &s, &n) != 2 || type[8 + n] || w < 1 || w > 38 || s < 0 || s > w)
             return mr_err(MORAINE_EINVAL, "column type \"%s\" is not a DuckLake decimal(width,scale)", type);
@@ -159,8 +155,40 @@ static int parse_decimal(const statkind *k, const char *s, statkey *out)
     return 1;
 }
 
+/* [+-]digits[.digits] whose digits, read as one integer, are at most 2^53
+ * with at most 22 of them after the point, into *v: that integer and the
+ * power of ten are exact doubles, so their one IEEE division is the
+ * correctly rounded value, which is what strtod returns for the text.
+ * 0 for any other text (strtod reads it). */
+static int plain_double(const char *s, double *v)
+{
+    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    int neg = *s == '-';
+    if (*s == '+' || *s == '-') s++;
+    uint64_t mant = 0;
+    int nd = 0, nfrac = 0;
+    for (; isdig(*s); s++, nd++) {
+        if (nd == 19) return 0;
+        mant = mant * 10 + (uint64_t)(*s - '0');
+    }
+    if (*s == '.')
+        for (s++; isdig(*s); s++, nd++, nfrac++) {
+            if (nd == 19) return 0;
+            mant = mant * 10 + (uint64_t)(*s - '0');
+        }
+    if (*s || nd == 0 || nfrac > 22 || mant > (UINT64_C(1) << 53)) return 0;
+    double x = (double)mant / p10[nfrac];
+    *v = neg ? -x : x;
+    return 1;
+}
+
 static int parse_float(int single, const char *s, statkey *out)
 {
+    if (!single && plain_double(s, &out->f)) {
+        out->cls = 1;
+        return 1;
+    }
     if (!*s || *s == ' ' || *s == '\t' || *s == '\n' || strchr(s, 'x') || strchr(s, 'X')) return 0;
     char *end;
     errno = 0;
@@ -272,6 +300,7 @@ static int parse_bc(const char **s)
 
 static int parse_infinity(const char *s, statkey *out)
 {
+    if (*s != 'i' && *s != '+' && *s != '-') return 0;
     if (strcmp(s, "infinity") == 0 || strcmp(s, "+infinity") == 0) out->cls = 2;
     else if (strcmp(s, "-infinity") == 0) out->cls = 0;
     else return 0;
@@ -351,9 +380,10 @@ static int parse_bool(const char *s, statkey *out)
     return 1;
 }
 
+/* The key of @s in kind @k into *out: each kind's parser sets the fields
+ * key_cmp reads for that kind (cls always; neg, nd and d; f; or v). */
 static int parse_key(const statkind *k, const char *s, statkey *out)
 {
-    memset(out, 0, sizeof *out);
     switch (k->kind) {
     case SK_INT: return parse_int(k, s, out);
     case SK_DECIMAL: return parse_decimal(k, s, out);

@@ -395,8 +395,10 @@ int moraine_relation_at(moraine_db *db, size_t i, moraine_relation_info *out)
 
 int moraine_column_index(const moraine_relation_info *rel, const char *col)
 {
+    /* the first byte first: most names differ there, and strcmp is a call */
+    const char c0 = col[0];
     for (size_t i = 0; i < rel->ncols; i++)
-        if (strcmp(rel->colnames[i], col) == 0) return (int)i;
+        if (rel->colnames[i][0] == c0 && strcmp(rel->colnames[i], col) == 0) return (int)i;
     return -1;
 }
 
@@ -600,8 +602,14 @@ static int env_open(const char *path, const moraine_options *o, mr_env **out)
     struct stat st;
     if (!mrc && !(mrc = mdb_env_get_fd(e->env, &fd)) && fstat(fd, &st) != 0) mrc = errno;
     if (mrc) {
-        int rc = mrc == ENOENT || mrc == EACCES ? mr_err(MORAINE_EIO, "%s: cannot open catalog: %s", path, mdb_strerror(mrc))
-                                                 : mr_lmdb_err(mrc, path);
+        int rc;
+        if (mrc == EACCES)
+            /* LMDB opens lock.mdb for writing even to read, and data.mdb for writing to write */
+            rc = mr_err(MORAINE_EIO, "%s: cannot open catalog: permission denied: %s needs %s/lock.mdb writable%s, and the "
+                        "directory itself when they do not exist yet", path, o->read_only ? "reading" : "writing", path,
+                        o->read_only ? " (LMDB's reader table) and data.mdb readable" : " and data.mdb writable");
+        else
+            rc = mrc == ENOENT ? mr_err(MORAINE_EIO, "%s: cannot open catalog: %s", path, mdb_strerror(mrc)) : mr_lmdb_err(mrc, path);
         if (e->env) mdb_env_close(e->env);
         free(e);
         return rc;

@@ -134,9 +134,12 @@ int mr_pending_store_seen(pending *head)
     return 0;
 }
 
+/* Doubles the identity table (64 slots to begin with: a one-file commit
+ * pends about a dozen entries, and zeroing a larger first table was a
+ * seventieth of its cost). ENOMEM. */
 static int grow_slots(moraine_txn *txn)
 {
-    size_t n = txn->nslots ? txn->nslots * 2 : 1024;
+    size_t n = txn->nslots ? txn->nslots * 2 : 64;
     pending **old = txn->slots;
     size_t oldn = txn->nslots;
     txn->slots = calloc(n, sizeof *txn->slots);

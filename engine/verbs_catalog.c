@@ -15,36 +15,48 @@
 
 /* ---- owned rows ---- */
 
+/* An owned row is one block: its rel->ncols values, one more value (type
+ * NULL) whose len is the block's size in bytes, then the texts
+ * mv_orow_from copied. A text set later (mv_orow_set_str_at) is an
+ * allocation of its own, freed when it is replaced or the row freed; the
+ * texts in the block go with the block. */
+static int is_text(const moraine_value *v) { return v->type == MORAINE_STR || v->type == MORAINE_JSON; }
+
+/* Frees cell @i's text when it has an allocation of its own. */
+static void text_free(orow *r, size_t i)
+{
+    if (!is_text(&r->v[i])) return;
+    uintptr_t s = (uintptr_t)r->v[i].s, block = (uintptr_t)r->v;
+    if (s < block || s - block >= r->v[r->rel->ncols].len) free((char *)r->v[i].s);
+}
+
 void mv_orow_free(orow *r)
 {
     if (!r->v) return;
-    for (size_t i = 0; i < r->rel->ncols; i++)
-        if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    for (size_t i = 0; i < r->rel->ncols; i++) text_free(r, i);
     free(r->v);
     r->v = NULL;
 }
 
 int mv_orow_from(orow *r, const moraine_relation_info *rel, const moraine_value *vals)
 {
+    size_t n = rel->ncols, size = (n + 1) * sizeof *r->v;
+    for (size_t i = 0; vals && i < n; i++)
+        if (is_text(&vals[i])) size += vals[i].len + 1;
     r->rel = rel;
-    r->v = calloc(rel->ncols ? rel->ncols : 1, sizeof *r->v);
+    r->v = malloc(size);
     if (!r->v) return mr_err(MORAINE_ENOMEM, "out of memory");
-    for (size_t i = 0; i < rel->ncols; i++) {
+    char *texts = (char *)(r->v + n + 1);
+    for (size_t i = 0; i < n; i++) {
         r->v[i] = vals ? vals[i] : (moraine_value){.type = MORAINE_NULL};
-        if (vals && (vals[i].type == MORAINE_STR || vals[i].type == MORAINE_JSON)) {
-            char *s = malloc(vals[i].len + 1);
-            if (!s) {
-                for (size_t j = 0; j < i; j++)
-                    if (r->v[j].type == MORAINE_STR || r->v[j].type == MORAINE_JSON) free((char *)r->v[j].s);
-                free(r->v);
-                r->v = NULL;
-                return mr_err(MORAINE_ENOMEM, "out of memory");
-            }
-            if (vals[i].len) memcpy(s, vals[i].s, vals[i].len);
-            s[vals[i].len] = 0;
-            r->v[i].s = s;
+        if (vals && is_text(&vals[i])) {
+            if (vals[i].len) memcpy(texts, vals[i].s, vals[i].len);
+            texts[vals[i].len] = 0;
+            r->v[i].s = texts;
+            texts += vals[i].len + 1;
         }
     }
+    r->v[n] = (moraine_value){.type = MORAINE_NULL, .len = size};
     return 0;
 }
 
@@ -57,21 +69,21 @@ static int col_of(const orow *r, const char *name)
 void mv_orow_set_int_at(orow *r, int i, int64_t v)
 {
     if (i < 0) return; /* a catalog without the column: nothing to set */
-    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    text_free(r, (size_t)i);
     r->v[i] = (moraine_value){.type = MORAINE_INT, .i = v};
 }
 
 void mv_orow_set_bool_at(orow *r, int i, int v)
 {
     if (i < 0) return;
-    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    text_free(r, (size_t)i);
     r->v[i] = (moraine_value){.type = MORAINE_BOOL, .i = v != 0};
 }
 
 void mv_orow_set_null_at(orow *r, int i)
 {
     if (i < 0) return;
-    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    text_free(r, (size_t)i);
     r->v[i] = (moraine_value){.type = MORAINE_NULL};
 }
 
@@ -118,7 +130,7 @@ int mv_orow_set_str_at(orow *r, int i, const char *s)
     char *c = malloc(len + 1);
     if (!c) return mr_err(MORAINE_ENOMEM, "out of memory");
     memcpy(c, s, len + 1);
-    if (r->v[i].type == MORAINE_STR || r->v[i].type == MORAINE_JSON) free((char *)r->v[i].s);
+    text_free(r, (size_t)i);
     r->v[i] = (moraine_value){.type = MORAINE_STR, .s = c, .len = len};
     return 0;
 }
@@ -322,6 +334,112 @@ sstate *mv_schema_by_id(model *m, int64_t id)
     return NULL;
 }
 
+/* ---- the reads a checking model kept for its commit ---- */
+
+static void rows_free(orow *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++) mv_orow_free(&a[i]);
+    free(a);
+}
+
+static void loaded_free(mv_loaded *l)
+{
+    if (l->row.rel) mv_orow_free(&l->row);
+    rows_free(l->cols, l->ncols);
+    if (l->part.rel) mv_orow_free(&l->part);
+    rows_free(l->pcols, l->npcols);
+    if (l->sort.rel) mv_orow_free(&l->sort);
+    rows_free(l->skeys, l->nskeys);
+    mv_cstats_free_set(l->cst, l->ncst);
+}
+
+void mv_reads_free(mv_reads *r)
+{
+    for (size_t i = 0; i < r->n; i++) loaded_free(&r->t[i]);
+    free(r->t);
+    memset(r, 0, sizeof *r);
+}
+
+/* The LMDB snapshot the model reads (0: no read open). */
+static uint64_t read_txn(const model *m) { return m->rd && m->rd->txn ? (uint64_t)mdb_txn_id(m->rd->txn) : 0; }
+
+mv_loaded *mv_reads_use(model *m, int64_t table_id)
+{
+    mv_reads *r = m->reads;
+    if (!r || r->off || !m->stx || !r->n || r->txn != read_txn(m) || r->base != m->base) return NULL;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->t[i].table_id == table_id) return &r->t[i];
+    return NULL;
+}
+
+mv_loaded *mv_reads_keep(model *m, int64_t table_id, int *rc)
+{
+    mv_reads *r = m->reads;
+    uint64_t txn = read_txn(m);
+    if (!r || r->off || m->stx || !txn) return NULL;
+    if (r->n && (r->txn != txn || r->base != m->base)) {
+        r->off = 1; /* something was committed between two verbs' reads */
+        return NULL;
+    }
+    r->txn = txn, r->base = m->base;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->t[i].table_id == table_id) return &r->t[i];
+    mv_loaded *p = realloc(r->t, (r->n + 1) * sizeof *p);
+    if (!p) {
+        *rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        return NULL;
+    }
+    r->t = p;
+    mv_loaded *l = &p[r->n++];
+    memset(l, 0, sizeof *l);
+    l->table_id = table_id;
+    return l;
+}
+
+/* Copies the @n rows @src onto the end of *dst. ENOMEM. */
+static int rows_copy(orow **dst, size_t *nd, const orow *src, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) rc = mv_push_row(dst, nd, src[i].rel, src[i].v);
+    return rc;
+}
+
+/* A copy of @src into *dst (a row without rel: none). ENOMEM. */
+static int row_copy(orow *dst, const orow *src) { return src->rel ? mv_orow_from(dst, src->rel, src->v) : 0; }
+
+/* Keeps the table @t just loaded (columns, specs) for the commit. */
+static int keep_table(model *m, const tstate *t)
+{
+    int rc = 0;
+    mv_loaded *l = mv_reads_keep(m, t->table_id, &rc);
+    if (!l || l->has_table) return rc;
+    l->schema_id = t->schema_id;
+    l->max_column_id = t->max_column_id, l->max_order = t->max_order;
+    if (!(rc = row_copy(&l->row, &t->row)) && !(rc = rows_copy(&l->cols, &l->ncols, t->cols, t->ncols)) && !(rc = row_copy(&l->part, &t->part)) &&
+        !(rc = rows_copy(&l->pcols, &l->npcols, t->pcols, t->npcols)) && !(rc = row_copy(&l->sort, &t->sort)))
+        rc = rows_copy(&l->skeys, &l->nskeys, t->skeys, t->nskeys);
+    if (rc) { /* nothing half kept */
+        loaded_free(l);
+        memset(l, 0, sizeof *l);
+        l->table_id = t->table_id;
+        return rc;
+    }
+    l->has_table = 1;
+    return 0;
+}
+
+/* Loads table @t's columns and specs from the reads kept @l. */
+static int table_from_kept(tstate *t, const mv_loaded *l)
+{
+    t->max_column_id = l->max_column_id, t->max_order = l->max_order;
+    int rc = rows_copy(&t->cols, &t->ncols, l->cols, l->ncols);
+    if (!rc) rc = row_copy(&t->part, &l->part);
+    if (!rc) rc = rows_copy(&t->pcols, &t->npcols, l->pcols, l->npcols);
+    if (!rc) rc = row_copy(&t->sort, &l->sort);
+    if (!rc) rc = rows_copy(&t->skeys, &t->nskeys, l->skeys, l->nskeys);
+    return rc;
+}
+
 /* Loads the state of table @table_id (live at the model's start) into the model. */
 static int load_table(model *m, const orow *trow, tstate **out)
 {
@@ -337,6 +455,12 @@ static int load_table(model *m, const orow *trow, tstate **out)
     t->table_id = mv_orow_int(&t->row, "table_id", -1);
     t->schema_id = mv_orow_int(&t->row, "schema_id", -1);
     t->stats_ord = -1;
+    const mv_loaded *kept = mv_reads_use(m, t->table_id);
+    if (kept && kept->has_table) {
+        if ((rc = table_from_kept(t, kept))) return rc;
+        *out = t;
+        return 0;
+    }
     moraine_cursor *c;
     moraine_row row;
     /* columns: live ones, and the largest column_id and column_order ever used */
@@ -375,8 +499,48 @@ static int load_table(model *m, const orow *trow, tstate **out)
         moraine_cursor_close(c);
         if (rc < 0) return rc;
     }
+    if ((rc = keep_table(m, t))) return rc;
     *out = t;
     return 0;
+}
+
+/* The first ducklake_table row live at the base of table @name in schema
+ * @schema_id, copied into *found (rel NULL: none). Read errors, ENOMEM. */
+static int scan_table_row(model *m, int64_t schema_id, const char *name, orow *found)
+{
+    moraine_cursor *c;
+    moraine_row row;
+    int rc = moraine_scan_open(m->rd, "ducklake_table", MORAINE_ANY_SCOPE, m->base, &c);
+    if (rc) return rc;
+    while ((rc = moraine_cursor_next(c, &row)) == 1) {
+        int in = moraine_column_index(row.rel, "table_name"), is = moraine_column_index(row.rel, "schema_id");
+        if (in < 0 || is < 0) continue;
+        if (row.vals[is].type == MORAINE_INT && row.vals[is].i == schema_id && row.vals[in].type == MORAINE_STR &&
+            mr_ident_eqn(row.vals[in].s, row.vals[in].len, name)) {
+            rc = mv_orow_from(found, row.rel, row.vals);
+            break;
+        }
+    }
+    moraine_cursor_close(c);
+    return rc < 0 ? rc : 0;
+}
+
+/* The ducklake_table row live at the base of table @name in schema
+ * @schema_id among the reads kept, copied into *found (rel NULL: not kept,
+ * or kept more than once). ENOMEM. */
+static int table_row_kept(model *m, int64_t schema_id, const char *name, orow *found)
+{
+    mv_reads *r = m->reads;
+    if (!r || !r->n || !mv_reads_use(m, r->t[0].table_id)) return 0;
+    const mv_loaded *hit = NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        const mv_loaded *l = &r->t[i];
+        const char *n = l->has_table ? mv_orow_str(&l->row, "table_name") : NULL;
+        if (!n || l->schema_id != schema_id || !mr_ident_eq(n, name)) continue;
+        if (hit) return 0; /* two names equal but for case: read the store, in its order */
+        hit = l;
+    }
+    return hit ? mv_orow_from(found, hit->row.rel, hit->row.v) : 0;
 }
 
 /* Finds table schema.name live in the model (loading it on first use). */
@@ -393,22 +557,10 @@ int mv_find_table(model *m, const char *schema, const char *name, tstate **out)
             return 0;
         }
     }
-    /* not in the model: look among the tables live at the base */
-    moraine_cursor *c;
-    moraine_row row;
-    int rc = moraine_scan_open(m->rd, "ducklake_table", MORAINE_ANY_SCOPE, m->base, &c);
-    if (rc) return rc;
+    /* not in the model: among the tables the checking model read, or those live at the base */
     orow found = {0};
-    while ((rc = moraine_cursor_next(c, &row)) == 1) {
-        int in = moraine_column_index(row.rel, "table_name"), is = moraine_column_index(row.rel, "schema_id");
-        if (in < 0 || is < 0) continue;
-        if (row.vals[is].type == MORAINE_INT && row.vals[is].i == s->schema_id && row.vals[in].type == MORAINE_STR &&
-            mr_ident_eqn(row.vals[in].s, row.vals[in].len, name)) {
-            rc = mv_orow_from(&found, row.rel, row.vals);
-            break;
-        }
-    }
-    moraine_cursor_close(c);
+    int rc = table_row_kept(m, s->schema_id, name, &found);
+    if (!rc && !found.rel) rc = scan_table_row(m, s->schema_id, name, &found);
     if (rc < 0) return rc;
     if (!found.rel) return mr_err(MORAINE_ENOTFOUND, "no table \"%s\".\"%s\"", schema ? schema : "main", name);
     /* a table the model knows as dropped or renamed in this transaction is not live */
@@ -426,9 +578,16 @@ int mv_find_table(model *m, const char *schema, const char *name, tstate **out)
 
 int mv_find_column(tstate *t, const char *name)
 {
+    const moraine_relation_info *rel = NULL;
+    int in = -1, ip = -1; /* column_name, parent_column: resolved once per relation */
     for (size_t i = 0; i < t->ncols; i++) {
-        const char *n = mv_orow_str(&t->cols[i], "column_name");
-        if (!mv_orow_is_null(&t->cols[i], "parent_column")) continue; /* a STRUCT's field, not a column */
+        const orow *c = &t->cols[i];
+        if (c->rel != rel) {
+            rel = c->rel;
+            in = moraine_column_index(rel, "column_name"), ip = moraine_column_index(rel, "parent_column");
+        }
+        const char *n = in >= 0 && c->v[in].type == MORAINE_STR ? c->v[in].s : NULL;
+        if (ip >= 0 && c->v[ip].type != MORAINE_NULL) continue; /* a STRUCT's field, not a column */
         if (n && name && mr_ident_eq(n, name)) return (int)i; /* DuckDB: case-insensitive */
     }
     return -1;

@@ -23,31 +23,46 @@
  * equal values, so merging the files first and then into the committed row
  * gives what merging them one by one into it gives); the committed rows are
  * read once per table, and the rows written once per table at commit.
+ *
+ * Sets of statistics own their type texts; the committed rows (t->cst) and
+ * a rewrite's recompute own their min / max / extra texts too, while the
+ * merges of files (t->pend, t->rw_pend, a verb's v->cs) point at the verbs'
+ * copies of the files, which live as long as the transaction: merging a
+ * file allocates nothing. A checking model merges each add_data_files /
+ * rewrite_files verb's files into the verb (v->cs), parsing every min/max
+ * once for the check; the commit, applying the verb to the same snapshot
+ * into a table whose merge has none of those columns yet, takes that merge
+ * as is (what merging the same files in the same order from none gives)
+ * instead of parsing and merging the files again.
  */
 #include "verbs_internal.h"
 #include <stdlib.h>
 #include <string.h>
 
-static void cs_clear(mv_cstat *c)
+/* Frees @c's texts: the type, and min / max / extra when @own (else they
+ * point at a verb's files). */
+static void cs_clear(mv_cstat *c, int own)
 {
     free(c->type);
-    free(c->min);
-    free(c->max);
-    free(c->extra);
+    if (own) {
+        free(c->min);
+        free(c->max);
+        free(c->extra);
+    }
     c->type = c->min = c->max = c->extra = NULL;
 }
 
-static void cs_free_all(mv_cstat *a, size_t n)
+static void cs_free_all(mv_cstat *a, size_t n, int own)
 {
-    for (size_t i = 0; i < n; i++) cs_clear(&a[i]);
+    for (size_t i = 0; i < n; i++) cs_clear(&a[i], own);
     free(a);
 }
 
 void mv_cstats_free(tstate *t)
 {
-    cs_free_all(t->cst, t->ncst);
-    cs_free_all(t->pend, t->npend);
-    cs_free_all(t->rw_pend, t->nrw_pend);
+    cs_free_all(t->cst, t->ncst, 1);
+    cs_free_all(t->pend, t->npend, 0);
+    cs_free_all(t->rw_pend, t->nrw_pend, 0);
     free(t->rw_inputs);
     t->cst = t->pend = t->rw_pend = NULL;
     t->ncst = t->npend = t->nrw_pend = 0;
@@ -63,8 +78,13 @@ static char *dup_or_null(const char *s, int *oom)
     return d;
 }
 
-static int set_text(char **dst, const char *s)
+/* *dst becomes @s: a copy when @own (the old text freed), else @s itself. ENOMEM. */
+static int set_text(char **dst, const char *s, int own)
 {
+    if (!own) {
+        *dst = (char *)s;
+        return 0;
+    }
     char *d = s ? strdup(s) : NULL;
     if (s && !d) return mr_err(MORAINE_ENOMEM, "out of memory");
     free(*dst);
@@ -72,29 +92,40 @@ static int set_text(char **dst, const char *s)
     return 0;
 }
 
-static mv_cstat *cs_find(mv_cstat *a, size_t n, int64_t id)
+/* The entry of column @id in @a, or NULL; @hint: where it usually is (a
+ * file's i-th stat is the set's i-th column when every file names the
+ * same columns in the same order). */
+static mv_cstat *cs_find_at(mv_cstat *a, size_t n, int64_t id, size_t hint)
 {
+    if (hint < n && a[hint].column_id == id) return &a[hint];
     for (size_t i = 0; i < n; i++)
         if (a[i].column_id == id) return &a[i];
     return NULL;
 }
 
-/* Appends a copy of @c (ord -1) to *arr. ENOMEM. */
-static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, mv_cstat **out)
+static mv_cstat *cs_find(mv_cstat *a, size_t n, int64_t id) { return cs_find_at(a, n, id, 0); }
+
+/* Appends a copy of @c with min and max parsed as *@kmin / *@kmax (c->kmin
+ * / c->kmax are not read) and ord -1 to *arr: its type copied, its other
+ * texts copied when @own, else pointed at. ENOMEM. */
+static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, const mr_statkey *kmin, const mr_statkey *kmax, mv_cstat **out, int own)
 {
     mv_cstat *p = realloc(*arr, (*n + 1) * sizeof *p);
     if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
     *arr = p;
     mv_cstat *d = &p[*n];
     *d = *c;
+    d->kmin = *kmin, d->kmax = *kmax;
     int oom = 0;
     d->type = dup_or_null(c->type, &oom);
-    d->min = dup_or_null(c->min, &oom);
-    d->max = dup_or_null(c->max, &oom);
-    d->extra = dup_or_null(c->extra, &oom);
+    if (own) {
+        d->min = dup_or_null(c->min, &oom);
+        d->max = dup_or_null(c->max, &oom);
+        d->extra = dup_or_null(c->extra, &oom);
+    }
     d->ord = -1;
     if (oom) {
-        cs_clear(d);
+        cs_clear(d, own);
         return mr_err(MORAINE_ENOMEM, "out of memory");
     }
     (*n)++;
@@ -115,16 +146,18 @@ static const char *table_name(tstate *t)
     return n ? n : "";
 }
 
-/* DuckLakeColumnStats::MergeStats of @n into @c. */
-static int cs_merge(tstate *t, mv_cstat *c, const mv_cstat *n)
+/* DuckLakeColumnStats::MergeStats of @n, its min and max parsed as *@kmin
+ * / *@kmax, into @c (@own: @c owns its min / max / extra texts, else it
+ * points at @n's). */
+static int cs_merge(mv_cstat *c, const mv_cstat *n, const mr_statkey *kmin, const mr_statkey *kmax, int own)
 {
-    int rc, differ = !c->type || !n->type || strcmp(c->type, n->type) != 0;
+    int rc, differ = !c->type || !n->type || (c->type != n->type && strcmp(c->type, n->type) != 0);
     if (differ) {
-        if ((rc = set_text(&c->type, n->type))) return rc;
+        if ((rc = set_text(&c->type, n->type, 1))) return rc;
         c->k = n->k;
     }
     /* moraine's file stats carry no extra_stats: a merged geometry/variant bound is unknown */
-    free(c->extra);
+    if (own) free(c->extra);
     c->extra = NULL;
     if (!n->has_nulls) c->has_nulls = 0;
     else if (c->has_nulls) c->null_count += n->null_count;
@@ -137,9 +170,9 @@ static int cs_merge(tstate *t, mv_cstat *c, const mv_cstat *n)
         return 0;
     }
     if (!any_valid(c)) {
-        if ((rc = set_text(&c->min, n->has_min ? n->min : NULL)) || (rc = set_text(&c->max, n->has_max ? n->max : NULL))) return rc;
+        if ((rc = set_text(&c->min, n->has_min ? n->min : NULL, own)) || (rc = set_text(&c->max, n->has_max ? n->max : NULL, own))) return rc;
         c->has_min = n->has_min, c->has_max = n->has_max;
-        c->kmin = n->kmin, c->kmax = n->kmax;
+        c->kmin = *kmin, c->kmax = *kmax;
         c->any_valid = 1;
         return 0;
     }
@@ -148,23 +181,31 @@ static int cs_merge(tstate *t, mv_cstat *c, const mv_cstat *n)
         return 0;
     }
     if (!n->has_min) c->has_min = 0;
-    else if (c->has_min && mr_stat_cmp(&c->k, &n->kmin, n->min, &c->kmin, c->min) < 0) {
-        if ((rc = set_text(&c->min, n->min))) return rc;
-        c->kmin = n->kmin;
+    else if (c->has_min && mr_stat_cmp(&c->k, kmin, n->min, &c->kmin, c->min) < 0) {
+        if ((rc = set_text(&c->min, n->min, own))) return rc;
+        c->kmin = *kmin;
     }
     if (!n->has_max) c->has_max = 0;
-    else if (c->has_max && mr_stat_cmp(&c->k, &n->kmax, n->max, &c->kmax, c->max) > 0) {
-        if ((rc = set_text(&c->max, n->max))) return rc;
-        c->kmax = n->kmax;
+    else if (c->has_max && mr_stat_cmp(&c->k, kmax, n->max, &c->kmax, c->max) > 0) {
+        if ((rc = set_text(&c->max, n->max, own))) return rc;
+        c->kmax = *kmax;
     }
     return 0;
 }
 
-/* Merges @n into the set *arr: a column not in it yet gets a copy (DuckLakeTableStats::MergeStats). */
-static int cs_merge_into(tstate *t, mv_cstat **arr, size_t *len, const mv_cstat *n)
+/* Merges @n (min and max parsed as *@kmin / *@kmax) into the set *arr: a
+ * column not in it yet gets a copy (DuckLakeTableStats::MergeStats). @own:
+ * the set owns its texts. @hint: cs_find_at. ENOMEM. */
+static int cs_merge_into(mv_cstat **arr, size_t *len, const mv_cstat *n, const mr_statkey *kmin, const mr_statkey *kmax, int own, size_t hint)
 {
-    mv_cstat *c = cs_find(*arr, *len, n->column_id);
-    return c ? cs_merge(t, c, n) : cs_push(arr, len, n, NULL);
+    mv_cstat *c = cs_find_at(*arr, *len, n->column_id, hint);
+    return c ? cs_merge(c, n, kmin, kmax, own) : cs_push(arr, len, n, kmin, kmax, NULL, own);
+}
+
+/* cs_merge_into of a whole entry (its own parsed min and max). */
+static int cs_merge_entry(mv_cstat **arr, size_t *len, const mv_cstat *n, int own)
+{
+    return cs_merge_into(arr, len, n, &n->kmin, &n->kmax, own, 0);
 }
 
 /* Resolves @c's comparison and parses its min/max; EINVAL naming the table,
@@ -212,6 +253,24 @@ static int col_bool(const moraine_row *r, int i, int *has, int *v)
     return *has;
 }
 
+void mv_cstats_free_set(mv_cstat *a, size_t n) { cs_free_all(a, n, 1); }
+
+/* Takes committed row @raw (as read: type NULL, min/max unparsed) into
+ * t->cst when its column is live: in the column's current type, min/max
+ * parsed (EINVAL naming the text when one is not a value of it). ENOMEM. */
+static int cst_take(tstate *t, const mv_cstat *raw)
+{
+    const orow *col = column_by_id(t, raw->column_id);
+    if (!col) return 0; /* a dropped column: DuckLake no longer reads (or writes) its row */
+    mv_cstat s = *raw;
+    s.type = (char *)mv_orow_str(col, "column_type");
+    mv_cstat *d;
+    int rc = cs_parse(t, &s);
+    if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &s.kmin, &s.kmax, &d, 1);
+    if (!rc) d->ord = raw->ord;
+    return rc;
+}
+
 int mv_cstats_load(model *m, tstate *t)
 {
     if (t->cst_loaded) return 0;
@@ -221,37 +280,64 @@ int mv_cstats_load(model *m, tstate *t)
     t->cst_base_stats = t->stats_ord >= 0;
     t->cst_base_records = t->record_count;
     if (!mv_rel(m, "ducklake_table_column_stats") || t->created) return 0;
+    const mv_loaded *kept = mv_reads_use(m, t->table_id);
+    if (kept && kept->has_cst) {
+        for (size_t i = 0; !rc && i < kept->ncst; i++) rc = cst_take(t, &kept->cst[i]);
+        return rc;
+    }
+    /* the table's rows as read, kept for the commit when this is a checking model */
+    mv_loaded *keep = mv_reads_keep(m, t->table_id, &rc);
+    if (rc) return rc;
+    mv_cstat *raws = NULL;
+    size_t nraws = 0;
     moraine_cursor *c;
     moraine_row row;
     if ((rc = moraine_scan_open(m->rd, "ducklake_table_column_stats", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c))) return rc;
+    /* the relation's columns, resolved on the first row (every row is of the same relation) */
+    int it = -1, ic = -1, inl = -1, inan = -1, imin = -1, imax = -1, ie = -1;
+    const moraine_relation_info *rel = NULL;
     while (!rc && (rc = moraine_cursor_next(c, &row)) == 1) {
         rc = 0;
+        if (row.rel != rel) {
+            rel = row.rel;
+            it = moraine_column_index(rel, "table_id"), ic = moraine_column_index(rel, "column_id");
+            inl = moraine_column_index(rel, "contains_null"), inan = moraine_column_index(rel, "contains_nan");
+            imin = moraine_column_index(rel, "min_value"), imax = moraine_column_index(rel, "max_value");
+            ie = moraine_column_index(rel, "extra_stats");
+        }
         int64_t tid, cid;
-        if (!col_int(&row, moraine_column_index(row.rel, "table_id"), &tid) || tid != t->table_id) continue;
-        if (!col_int(&row, moraine_column_index(row.rel, "column_id"), &cid)) continue;
-        const orow *col = column_by_id(t, cid);
-        if (!col) continue; /* a dropped column: DuckLake no longer reads (or writes) its row */
+        if (!col_int(&row, it, &tid) || tid != t->table_id) continue;
+        if (!col_int(&row, ic, &cid)) continue;
+        if (!keep && !column_by_id(t, cid)) continue; /* a dropped column (cst_take would skip it) */
         mv_cstat s = {.column_id = cid, .ord = row.ord};
         int has_null_value;
-        col_bool(&row, moraine_column_index(row.rel, "contains_null"), &s.has_nulls, &has_null_value);
+        col_bool(&row, inl, &s.has_nulls, &has_null_value);
         s.null_count = has_null_value ? 1 : 0;
-        col_bool(&row, moraine_column_index(row.rel, "contains_nan"), &s.has_nan, &s.nan);
+        col_bool(&row, inan, &s.has_nan, &s.nan);
         int oom = 0;
-        char *mn = col_text(&row, moraine_column_index(row.rel, "min_value"), &oom);
-        char *mx = col_text(&row, moraine_column_index(row.rel, "max_value"), &oom);
-        int ie = moraine_column_index(row.rel, "extra_stats");
-        char *ex = col_text(&row, ie, &oom);
-        s.has_min = mn != NULL, s.has_max = mx != NULL;
+        s.min = col_text(&row, imin, &oom);
+        s.max = col_text(&row, imax, &oom);
+        s.extra = col_text(&row, ie, &oom);
+        s.has_min = s.min != NULL, s.has_max = s.max != NULL;
         s.any_valid = s.has_min || s.has_max || (ie >= 0 && row.vals[ie].type == MORAINE_STR);
-        s.type = (char *)mv_orow_str(col, "column_type");
-        s.min = mn, s.max = mx, s.extra = ex;
-        mv_cstat *d;
-        rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &s);
-        if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &d);
-        if (!rc) d->ord = row.ord;
-        free(mn), free(mx), free(ex);
+        rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cst_take(t, &s);
+        if (!rc && keep) {
+            mv_cstat *p = realloc(raws, (nraws + 1) * sizeof *p);
+            if (!p) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+            else {
+                raws = p;
+                raws[nraws++] = s; /* its texts move into the list */
+                continue;
+            }
+        }
+        free(s.min), free(s.max), free(s.extra);
     }
     moraine_cursor_close(c);
+    if (rc >= 0 && keep && !keep->has_cst) {
+        keep->cst = raws, keep->ncst = nraws, keep->has_cst = 1;
+        raws = NULL, nraws = 0;
+    }
+    cs_free_all(raws, nraws, 1);
     return rc < 0 ? rc : 0;
 }
 
@@ -269,28 +355,52 @@ int mv_cstats_parse(tstate *t, const moraine_data_file *f, const char *const *ty
     return 0;
 }
 
-int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cids, const char *const *types, const mr_statkind *kinds,
-                       const mr_statkey *kmin, const mr_statkey *kmax, int rewrite_output)
+int mv_cstats_add_file(mv_cstat **set, size_t *nset, const moraine_data_file *f, const int64_t *cids, const char *const *types,
+                       const mr_statkind *kinds, const mr_statkey *kmin, const mr_statkey *kmax)
 {
     int rc = 0;
     for (size_t i = 0; !rc && i < f->nstats; i++) {
         const moraine_column_stats *s = &f->stats[i];
-        /* a ducklake_file_column_stats row as DuckLake reads it back (RecomputeGlobalStatsAfterRewrite) */
-        mv_cstat n = {.column_id = cids[i], .type = (char *)types[i], .any_valid = 1, .ord = -1};
-        if (s->value_count != INT64_MIN && s->null_count != INT64_MIN) {
-            n.has_num = n.has_nulls = 1;
-            n.num_values = (uint64_t)s->value_count + (uint64_t)s->null_count;
-            n.null_count = (uint64_t)s->null_count;
-        }
+        /* a ducklake_file_column_stats row as DuckLake reads it back
+         * (RecomputeGlobalStatsAfterRewrite); its parsed min and max stay in
+         * @kmin / @kmax (n.kmin / n.kmax are not read) */
+        mv_cstat n;
+        n.column_id = cids[i], n.type = (char *)types[i], n.any_valid = 1, n.ord = -1, n.extra = NULL;
+        int counts = s->value_count != INT64_MIN && s->null_count != INT64_MIN;
+        n.has_num = n.has_nulls = counts;
+        n.num_values = counts ? (uint64_t)s->value_count + (uint64_t)s->null_count : 0;
+        n.null_count = counts ? (uint64_t)s->null_count : 0;
         n.has_nan = s->contains_nan >= 0, n.nan = s->contains_nan > 0;
         n.has_min = s->min_value != NULL, n.has_max = s->max_value != NULL;
         n.min = (char *)s->min_value, n.max = (char *)s->max_value;
         n.k = kinds[i];
-        if (n.has_min) n.kmin = kmin[i];
-        if (n.has_max) n.kmax = kmax[i];
-        if (rewrite_output) rc = cs_merge_into(t, &t->rw_pend, &t->nrw_pend, &n);
-        else rc = cs_merge_into(t, &t->pend, &t->npend, &n);
+        rc = cs_merge_into(set, nset, &n, &kmin[i], &kmax[i], 0, i);
     }
+    return rc;
+}
+
+void mv_cstats_sum_free(verb *v)
+{
+    cs_free_all(v->cs, v->ncs, 0);
+    v->cs = NULL;
+    v->ncs = 0;
+    v->cs_made = 0;
+}
+
+int mv_cstats_sum_usable(const model *m, const verb *v, const mv_cstat *set, size_t nset)
+{
+    /* the same snapshot and the same verbs before: the same columns, types and files */
+    if (!v->cs_made || v->cs_base != m->base) return 0;
+    for (size_t i = 0; i < v->ncs; i++)
+        for (size_t j = 0; j < nset; j++)
+            if (set[j].column_id == v->cs[i].column_id) return 0;
+    return 1;
+}
+
+int mv_cstats_add_sum(mv_cstat **set, size_t *nset, const verb *v)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < v->ncs; i++) rc = cs_push(set, nset, &v->cs[i], &v->cs[i].kmin, &v->cs[i].kmax, NULL, 0);
     return rc;
 }
 
@@ -339,7 +449,7 @@ static int recompute(model *m, tstate *t, mv_cstat **out, size_t *nout, int *don
             n.max = col_text(&ch, moraine_column_index(ch.rel, "max_value"), &oom);
             n.has_min = n.min != NULL, n.has_max = n.max != NULL;
             r2 = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cs_parse(t, &n);
-            if (!r2) r2 = cs_merge_into(t, out, nout, &n);
+            if (!r2) r2 = cs_merge_entry(out, nout, &n, 1);
             free(n.min), free(n.max);
             if (r2) break;
         }
@@ -367,13 +477,13 @@ static int recompute(model *m, tstate *t, mv_cstat **out, size_t *nout, int *don
     for (size_t a = 0; a < t->nadded; a++) /* the rewrites' outputs (no row_id_start), still live */
         if (!t->added[a].row_ids && !t->added[a].ended) gross += t->added[a].f->record_count;
     if (gross != total - deleted) return 0;
-    for (size_t i = 0; !rc && i < t->nrw_pend; i++) rc = cs_merge_into(t, out, nout, &t->rw_pend[i]);
+    for (size_t i = 0; !rc && i < t->nrw_pend; i++) rc = cs_merge_entry(out, nout, &t->rw_pend[i], 1);
     for (size_t i = 0; !rc && i < t->ncols; i++) {
         int64_t cid = mv_orow_int(&t->cols[i], "column_id", -1);
         if (cs_find(*out, *nout, cid)) continue;
         mv_cstat e = {.column_id = cid, .type = (char *)mv_orow_str(&t->cols[i], "column_type"), .any_valid = 1, .ord = -1};
         rc = cs_parse(t, &e);
-        if (!rc) rc = cs_push(out, nout, &e, NULL);
+        if (!rc) rc = cs_push(out, nout, &e, &e.kmin, &e.kmax, NULL, 1);
     }
     if (!rc) *done = 1;
     return rc;
@@ -423,7 +533,7 @@ int mv_cstats_emit(model *m, tstate *t)
         }
     if (remain) return delete_rows(m, t);
     /* GetNewDataFiles: merged only when the table has a stats row (else the new rows are inserted) */
-    for (size_t i = 0; !rc && i < t->npend; i++) rc = cs_merge_into(t, &t->cst, &t->ncst, &t->pend[i]);
+    for (size_t i = 0; !rc && i < t->npend; i++) rc = cs_merge_entry(&t->cst, &t->ncst, &t->pend[i], 1);
     if (!rc && t->compacted && t->cst_base_stats) {
         mv_cstat *n = NULL;
         size_t nn = 0;
@@ -434,11 +544,11 @@ int mv_cstats_emit(model *m, tstate *t)
                 mv_cstat *old = cs_find(t->cst, t->ncst, n[i].column_id);
                 n[i].ord = old ? old->ord : -1;
             }
-            cs_free_all(t->cst, t->ncst);
+            cs_free_all(t->cst, t->ncst, 1);
             t->cst = n, t->ncst = nn;
             n = NULL, nn = 0;
         }
-        cs_free_all(n, nn);
+        cs_free_all(n, nn, 1);
     }
     if (rc) return rc;
     qsort(t->cst, t->ncst, sizeof *t->cst, cs_cmp_id);

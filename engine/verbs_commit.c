@@ -427,18 +427,23 @@ static void assign_owner(moraine_tx *tx, const int64_t *key, const int64_t *used
  * the verbs once to a checking model to learn which entry each verb touches
  * and how many ids it takes, replays DuckLake's map operations, then gives
  * each verb its first id. Verbs of entries the transaction dropped again
- * (DuckLake walks no entry for them) come after, in statement order. */
-static int plan_ids(moraine_tx *tx, int64_t **first_out)
+ * (DuckLake walks no entry for them) come after, in statement order.
+ * @start: the commit's next_catalog_id (its model reads the same newest
+ * snapshot the plan's model reads, which is built only when a verb before
+ * the trailing data verbs is to be planned). *first_out: each verb's first
+ * id (the caller frees it). ENOMEM, read errors, what applying a verb
+ * returns. */
+static int plan_ids(moraine_tx *tx, int64_t start, int64_t **first_out)
 {
     size_t n = tx->nverbs;
     *first_out = NULL;
     model d;
-    int rc = mv_model_init(&d, tx->db, NULL);
+    memset(&d, 0, sizeof d);
+    int rc = 0;
     int64_t *key = calloc(n ? n : 1, sizeof *key), *used = calloc(n ? n : 1, sizeof *used);
     int64_t *first = calloc(n ? n : 1, sizeof *first);
     char *done = calloc(n ? n : 1, 1);
-    if (!key || !used || !first || !done) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
-    int64_t start = d.next_catalog_id;
+    if (!key || !used || !first || !done) rc = mr_err(MORAINE_ENOMEM, "out of memory");
     char **vnames = calloc(n ? n : 1, sizeof *vnames);
     if (!vnames) rc = rc ? rc : mr_err(MORAINE_ENOMEM, "out of memory");
     mv_hmap schemas = {0}, tables = {0};
@@ -453,6 +458,8 @@ static int plan_ids(moraine_tx *tx, int64_t **first_out)
         key[nplan - 1] = INT64_MIN;
         nplan--;
     }
+    /* a model of the same snapshot as the commit's (start: its next_catalog_id), only when a verb is to be planned */
+    if (!rc && nplan > 0) rc = mv_model_init(&d, tx->db, NULL);
     for (size_t i = 0; !rc && i < nplan; i++) {
         verb *v = &tx->verbs[i];
         tstate *t = NULL;
@@ -533,12 +540,14 @@ int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
         return rc;
     }
     rc = mv_model_init(&m, db, stx);
+    /* what the checking model read, when the commit reads the same LMDB snapshot (mv_reads_use) */
+    m.reads = &tx->reads;
     if (!rc && m.base != tx->m.base) {
         /* the checking model's reads are over: reopen a read on the newest snapshot for the conflict check */
         rc = check_conflicts(&m, &tx->m);
     }
     int64_t *first = NULL;
-    if (!rc) rc = plan_ids(tx, &first);
+    if (!rc) rc = plan_ids(tx, m.next_catalog_id, &first);
     int64_t end_id = m.next_catalog_id;
     for (size_t i = 0; !rc && i < tx->nverbs; i++) {
         int64_t before = m.next_catalog_id;

@@ -13,6 +13,12 @@ int mv_load_stats(model *m, tstate *t)
 {
     if (t->stats_loaded) return 0;
     t->stats_loaded = 1;
+    const mv_loaded *kept = t->created ? NULL : mv_reads_use(m, t->table_id);
+    if (kept && kept->has_stats) {
+        t->record_count = kept->record_count, t->next_row_id = kept->next_row_id, t->file_size_bytes = kept->file_size_bytes;
+        t->stats_ord = kept->stats_ord;
+        return 0;
+    }
     if (!mv_rel(m, "ducklake_table_stats")) return 0;
     moraine_cursor *c;
     moraine_row row;
@@ -30,7 +36,15 @@ int mv_load_stats(model *m, tstate *t)
         }
     }
     moraine_cursor_close(c);
-    return rc < 0 ? rc : 0;
+    if (rc < 0) return rc;
+    /* kept for the commit (a table created here has no row to read) */
+    mv_loaded *l = t->created ? NULL : mv_reads_keep(m, t->table_id, &rc);
+    if (l && !l->has_stats) {
+        l->record_count = t->record_count, l->next_row_id = t->next_row_id, l->file_size_bytes = t->file_size_bytes;
+        l->stats_ord = t->stats_ord;
+        l->has_stats = 1;
+    }
+    return rc;
 }
 
 /* The file relations of one add_data_files / rewrite_files verb, their
@@ -239,9 +253,14 @@ static int push_added(tstate *t, const added_file *a)
 
 /* Inserts one data file with its partition values and stats (a checking
  * model: checks them only). @checked: the file's texts passed their checks
- * when the verb was recorded (@values_checked: the partition values too). */
+ * when the verb was recorded (@values_checked: the partition values too).
+ * The file's column statistics are parsed (checked) and merged into the set
+ * *set of *nset (verbs_colstats.c); @set NULL: the commit takes the verb's
+ * own merge of its files (mv_cstats_sum_usable), whose min/max a checking
+ * model parsed at the same snapshot, and they are neither parsed nor merged
+ * here. */
 static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *f, int64_t partition_id, int has_pid, const char *const *values,
-                    size_t nvalues, int checked, int values_checked, int row_ids, int64_t *id_out)
+                    size_t nvalues, int checked, int values_checked, int row_ids, int64_t *id_out, mv_cstat **set, size_t *nset)
 {
     if (!f->path || !*f->path) return mr_err(MORAINE_EINVAL, "a data file needs a path");
     if (f->record_count < 0) return mr_err(MORAINE_EINVAL, "data file %s: record_count is negative", f->path);
@@ -268,7 +287,7 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
     }
     int rc = filecols_resolve(m, fc);
     if (!rc) rc = stats_columns(t, fc, f);
-    if (!rc) rc = mv_cstats_parse(t, f, fc->stypes, fc->skinds, fc->kmin, fc->kmax);
+    if (!rc && set) rc = mv_cstats_parse(t, f, fc->stypes, fc->skinds, fc->kmin, fc->kmax);
     if (rc) return rc;
     const moraine_relation_info *dr;
     if (!fc->df) return mv_need_rel(m, "ducklake_data_file", &dr);
@@ -323,12 +342,44 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
         if (s->contains_nan >= 0 && fc->st_nan >= 0) st[fc->st_nan] = (moraine_value){.type = MORAINE_BOOL, .i = s->contains_nan != 0};
         if (!rc) rc = emit_scratch(m, r, st);
     }
-    /* the table's column statistics (verbs_colstats.c), merged when the commit applies the verbs */
-    if (!rc && m->stx) rc = mv_cstats_add_file(t, f, fc->scids, fc->stypes, fc->skinds, fc->kmin, fc->kmax, !row_ids);
+    /* the table's column statistics (verbs_colstats.c) */
+    if (!rc && set) rc = mv_cstats_add_file(set, nset, f, fc->scids, fc->stypes, fc->skinds, fc->kmin, fc->kmax);
     /* keep it: later verbs of this transaction see it (drop_table ends it) */
     if (!rc) rc = push_added(t, &a);
     if (id_out) *id_out = id;
     return rc;
+}
+
+/* Where verb @v's files merge their column statistics (add_file's @set):
+ * a checking model merges them into the verb (v->cs, made anew); the commit
+ * into the table's set *tset of *ntset, or nowhere when the verb's merge
+ * stands for them (mv_cstats_sum_usable; then 1 is returned and sum_done
+ * appends it). */
+static int sum_target(model *m, verb *v, mv_cstat **tset, size_t *ntset, mv_cstat ***set, size_t **nset)
+{
+    if (!m->stx) {
+        mv_cstats_sum_free(v);
+        *set = &v->cs, *nset = &v->ncs;
+        return 0;
+    }
+    if (mv_cstats_sum_usable(m, v, *tset, *ntset)) {
+        *set = NULL, *nset = NULL;
+        return 1;
+    }
+    *set = tset, *nset = ntset;
+    return 0;
+}
+
+/* After the verb's files: a checking model marks the verb's merge made at
+ * its snapshot; the commit appends it to the table's set when @sum. ENOMEM. */
+static int sum_done(model *m, verb *v, int sum, mv_cstat **tset, size_t *ntset)
+{
+    if (!m->stx) {
+        v->cs_made = 1;
+        v->cs_base = m->base;
+        return 0;
+    }
+    return sum ? mv_cstats_add_sum(tset, ntset, v) : 0;
 }
 
 int mv_do_add_files(model *m, verb *v)
@@ -346,11 +397,16 @@ int mv_do_add_files(model *m, verb *v)
                           v->files[i].path ? v->files[i].path : "", v->files[i].npartition_values, v->table, want);
     filecols fc = {0};
     int checked = m->stx && v->texts_checked;
+    mv_cstat **set;
+    size_t *nset;
+    int sum = sum_target(m, v, &t->pend, &t->npend, &set, &nset);
     for (size_t i = 0; !rc && i < v->nfiles; i++) {
         int64_t id;
-        rc = add_file(m, t, &fc, &v->files[i], pid, has_pid, v->files[i].partition_values, v->files[i].npartition_values, checked, checked, 1, &id);
+        rc = add_file(m, t, &fc, &v->files[i], pid, has_pid, v->files[i].partition_values, v->files[i].npartition_values, checked, checked, 1, &id,
+                      set, nset);
         if (!rc && i == 0 && v->ids) v->ids[0] = id;
     }
+    if (!rc) rc = sum_done(m, v, sum, &t->pend, &t->npend);
     if (!rc && !m->stx && v->nfiles) v->texts_checked = texts_all_checked(&fc);
     filecols_free(&fc);
     if (!rc && v->nfiles) t->inserted = 1;
@@ -615,13 +671,17 @@ int mv_do_rewrite(model *m, verb *v)
     }
     filecols fc = {0};
     int checked = m->stx && v->texts_checked;
+    mv_cstat **set = NULL;
+    size_t *nset = NULL;
+    int sum = rc ? 0 : sum_target(m, v, &t->rw_pend, &t->nrw_pend, &set, &nset);
     for (size_t i = 0; !rc && i < v->nfiles; i++) {
         const moraine_data_file *f = &v->files[i];
         /* outputs without partition values take the inputs' (read from the store, checked here) */
         const char *const *vals = f->npartition_values ? f->partition_values : (const char *const *)lf[0].values;
         /* DuckLake: compaction outputs carry no row_id_start */
-        rc = add_file(m, t, &fc, f, pid, has_pid, vals, lf[0].nvalues, checked, checked && f->npartition_values, 0, NULL);
+        rc = add_file(m, t, &fc, f, pid, has_pid, vals, lf[0].nvalues, checked, checked && f->npartition_values, 0, NULL, set, nset);
     }
+    if (!rc) rc = sum_done(m, v, sum, &t->rw_pend, &t->nrw_pend);
     if (!rc && !m->stx && v->nfiles) v->texts_checked = texts_all_checked(&fc);
     filecols_free(&fc);
     live_files_free(lf, v->nids);

@@ -65,6 +65,22 @@ const char *mv_orow_str(const orow *r, const char *name);
 
 /* ---- verbs, recorded (verbs_tx.c) ---- */
 
+/* A column's table-wide statistics as DuckLake keeps them in memory
+ * (DuckLakeColumnStats, src/include/storage/ducklake_stats.hpp): one row of
+ * ducklake_table_column_stats, or the merge of this transaction's files. */
+typedef struct {
+    int64_t column_id;
+    char *type;            /* DuckLake type the min/max texts are compared in */
+    int has_nulls, has_num, has_nan, nan, has_min, has_max, any_valid;
+    uint64_t null_count, num_values;
+    char *min, *max;
+    char *extra;           /* extra_stats as read (geometry, variant); NULL once new files merge in */
+    mr_statkind k;         /* how @type compares; kmin / kmax: min and max parsed */
+    mr_statkey kmin, kmax;
+    int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
+} mv_cstat;
+
+
 enum {
     V_CREATE_SCHEMA, V_CREATE_TABLE, V_ADD_COLUMN, V_RENAME_COLUMN, V_DROP_COLUMN, V_RENAME_TABLE, V_DROP_TABLE,
     V_SET_PARTITIONING, V_SET_SORTING, V_CLEAR_SORTING, V_ADD_FILES, V_ADD_DELETES, V_DELETE_FILES, V_REWRITE,
@@ -95,26 +111,22 @@ typedef struct {
      * files (path, format, partition values, stats min and max) was checked
      * (mv_text_check): the commit measures them without checking again */
     int texts_checked;
+    /* V_ADD_FILES, V_REWRITE: the files' column statistics merged in file
+     * order from none (verbs_colstats.c), made by the last checking model
+     * that applied the verb (cs_made) at snapshot cs_base; min / max point at
+     * the verb's files, type is owned. The commit, applying the verb to the
+     * same snapshot, takes this merge instead of parsing and merging every
+     * file again (mv_cstats_sum_usable). */
+    mv_cstat *cs;
+    size_t ncs;
+    int cs_made;
+    int64_t cs_base;
     void **owned;
     size_t nowned, capowned;
 } verb;
 
 /* ---- the model (verbs_catalog.c) ---- */
 
-/* A column's table-wide statistics as DuckLake keeps them in memory
- * (DuckLakeColumnStats, src/include/storage/ducklake_stats.hpp): one row of
- * ducklake_table_column_stats, or the merge of this transaction's files. */
-typedef struct {
-    int64_t column_id;
-    char *type;            /* DuckLake type the min/max texts are compared in */
-    int has_nulls, has_num, has_nan, nan, has_min, has_max, any_valid;
-    uint64_t null_count, num_values;
-    char *min, *max;
-    char *extra;           /* extra_stats as read (geometry, variant); NULL once new files merge in */
-    mr_statkind k;         /* how @type compares; kmin / kmax: min and max parsed */
-    mr_statkey kmin, kmax;
-    int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
-} mv_cstat;
 
 /* A data file this transaction added (add_data_files, rewrite_files): what
  * later verbs ask of it (its id, its partition_id, whether drop_table ended
@@ -162,8 +174,9 @@ typedef struct {
     orow *added_dels;            /* delete files added here and still live */
     size_t nadded_dels;
     /* ducklake_table_column_stats (verbs_colstats.c): the committed rows of
-     * live columns (loaded on the first data verb or type change), the merge
-     * of the files this transaction added, and of the outputs of its rewrites */
+     * live columns (loaded on the first data verb or type change; owned
+     * texts), the merge of the files this transaction added, and of the
+     * outputs of its rewrites (min / max pointing at the verbs' files) */
     mv_cstat *cst, *pend, *rw_pend;
     size_t ncst, npend, nrw_pend;
     int cst_loaded, cst_base_stats; /* cst_base_stats: a ducklake_table_stats row at the model's snapshot */
@@ -181,6 +194,43 @@ typedef struct {
     orow row;
     int live, created;
 } sstate;
+
+/* What a checking model read of one table live at its snapshot, as read,
+ * before any verb changed it (verbs_catalog.c): its ducklake_table row, its
+ * live columns and specs (load_table), its ducklake_table_stats row
+ * (mv_load_stats) and its ducklake_table_column_stats rows (mv_cstats_load:
+ * every row of the table, type NULL, min/max unparsed, texts owned). */
+typedef struct {
+    int64_t table_id, schema_id;
+    orow row;
+    int has_table;
+    orow *cols;
+    size_t ncols;
+    int64_t max_column_id, max_order;
+    orow part, sort;
+    orow *pcols, *skeys;
+    size_t npcols, nskeys;
+    int has_stats;
+    int64_t record_count, next_row_id, file_size_bytes, stats_ord;
+    int has_cst;
+    mv_cstat *cst;
+    size_t ncst;
+} mv_loaded;
+
+/* The reads a transaction's checking model made, kept for its commit: a
+ * commit whose read is of the same LMDB snapshot (the same write
+ * transaction id: nothing was written in between) and whose model starts
+ * from the same catalog snapshot (@base) copies them instead of reading the
+ * store again. Every read kept is of LMDB snapshot @txn; once a verb reads
+ * another one (something was committed between two verbs), nothing more is
+ * kept or used (@off). */
+typedef struct {
+    uint64_t txn;
+    int64_t base; /* the catalog snapshot the reads kept were of (the model's base) */
+    int off;
+    mv_loaded *t;
+    size_t n;
+} mv_reads;
 
 typedef struct {
     moraine_db *db;
@@ -203,7 +253,19 @@ typedef struct {
     size_t ndropped_views, ncreated_views;
     int64_t *dropped_schemas; /* schema_ids, for the change list */
     size_t ndropped_schemas;
+    mv_reads *reads;          /* the transaction's reads kept (the checking model keeps, the commit uses), or NULL */
 } model;
+
+/* Frees the reads kept (the struct is zeroed). */
+void mv_reads_free(mv_reads *r);
+/* The reads kept of table @table_id that model @m may use (the commit, on
+ * the same LMDB snapshot), or NULL. */
+mv_loaded *mv_reads_use(model *m, int64_t table_id);
+/* The entry in which checking model @m keeps what it reads of table
+ * @table_id (created empty), or NULL: @m keeps nothing (not a checking
+ * model, or its reads are of another snapshot than those kept). ENOMEM
+ * through *rc. */
+mv_loaded *mv_reads_keep(model *m, int64_t table_id, int *rc);
 
 /* 1 when @id is among the @n @ids. */
 int mv_id_in(const int64_t *ids, size_t n, int64_t id);
@@ -295,6 +357,26 @@ void mv_type_free(mv_type *t);
 int mv_type_nested(const mv_type *t);
 /* DuckDB's word for nested @t ("STRUCT", "LIST", "MAP"), NULL when not nested. */
 const char *mv_type_duckdb_kind(const mv_type *t);
+/* Checks a non-nested type @text of column @col that begins with the word
+ * "decimal": DuckLake writes decimal(W,S) (DuckLakeTypes::ToString), W and S
+ * as DuckDB's BindDecimalType allows them (default_types.cpp). 0 for any
+ * other text and for a good decimal; EINVAL with DuckDB's words ("DECIMAL
+ * type width must be between 1 and 38", "DECIMAL type scale must be between
+ * 0 and 38", "DECIMAL type scale cannot be greater than width", followed by
+ * the column and the text), or naming the text when it is not
+ * decimal(digits,digits) in DuckLake's spelling (lower case, no blanks or
+ * leading zeros). */
+int mv_decimal_check(const char *col, const char *text);
+/* ALTER COLUMN @col TYPE: the change of a non-nested column from DuckLake
+ * type @from to @to, as DuckLake's TypePromotion decides it
+ * (ducklake_table_entry.cpp: TypePromotionIsAllowed, DuckDB's
+ * DefaultTryGetMaxLogicalTypeUnchecked must give @to). *same = 1 when both
+ * read as one DuckDB type ("int32" and "INT32", "timestamp" and
+ * "timestamp_us"): DuckLake changes nothing then. 0 when allowed; EINVAL
+ * with DuckLake's "Cannot change type of column c from INTEGER to SMALLINT -
+ * only widening type promotions are allowed", or naming a type moraine does
+ * not know (not one of DuckLakeTypes' names or a valid decimal(W,S)). */
+int mv_type_change(const char *col, const char *from, const char *to, int *same);
 
 /* verbs_column.c */
 /* The ducklake_column row of column @d of @t with column_id @id and
@@ -334,16 +416,30 @@ int mv_do_set_sorting(model *m, verb *v); /* V_SET_SORTING and V_CLEAR_SORTING *
  * them (docs/verbs.md, "Table column statistics") */
 /* Loads @t's committed rows (live columns only, in their current types) once. */
 int mv_cstats_load(model *m, tstate *t);
+/* Frees a set of statistics that owns its texts (mv_loaded.cst). */
+void mv_cstats_free_set(mv_cstat *a, size_t n);
 /* Parses the min/max of file @f's stats (@types / @kinds: each stat's
  * column type and its comparison, in order) into @kmin / @kmax; EINVAL,
  * naming the file, table, column and text, when one is not a value of its
  * column's type (DuckLake's cast would throw at commit). */
 int mv_cstats_parse(tstate *t, const moraine_data_file *f, const char *const *types, const mr_statkind *kinds, mr_statkey *kmin, mr_statkey *kmax);
 /* Merges file @f's stats (@cids, @types, @kinds: each stat's column id, type
- * and comparison; @kmin / @kmax from mv_cstats_parse) into the transaction's
- * files (@rewrite_output: the outputs of rewrite_files). ENOMEM. */
-int mv_cstats_add_file(tstate *t, const moraine_data_file *f, const int64_t *cids, const char *const *types, const mr_statkind *kinds,
-                       const mr_statkey *kmin, const mr_statkey *kmax, int rewrite_output);
+ * and comparison; @kmin / @kmax from mv_cstats_parse) into the set *set of
+ * *nset (t->pend: the transaction's added files; t->rw_pend: its rewrites'
+ * outputs; v->cs: one verb's files), in DuckLake's MergeStats. The set's
+ * min / max point at @f's texts (the verb's copy, which outlives the model);
+ * its types are copied once per column. ENOMEM. */
+int mv_cstats_add_file(mv_cstat **set, size_t *nset, const moraine_data_file *f, const int64_t *cids, const char *const *types,
+                       const mr_statkind *kinds, const mr_statkey *kmin, const mr_statkey *kmax);
+/* 1 when verb @v's merge of its files (v->cs) is what merging its files one
+ * by one into the set @set (@nset entries) would give at the commit of model
+ * @m: it was made at @m's snapshot (the same verbs before it, so the same
+ * columns and types) and the set has none of its columns yet; else 0. */
+int mv_cstats_sum_usable(const model *m, const verb *v, const mv_cstat *set, size_t nset);
+/* Appends v->cs's entries to the set (texts as mv_cstats_add_file). ENOMEM. */
+int mv_cstats_add_sum(mv_cstat **set, size_t *nset, const verb *v);
+/* Frees v->cs (cs_made 0). */
+void mv_cstats_sum_free(verb *v);
 /* Writes @t's ducklake_table_column_stats rows at commit. Read and staged-commit errors. */
 int mv_cstats_emit(model *m, tstate *t);
 /* Frees @t's statistics. */
@@ -367,6 +463,7 @@ int mv_do_rewrite(model *m, verb *v);
 struct moraine_tx {
     moraine_db *db;
     model m;            /* the checking model */
+    mv_reads reads;     /* what it read, for the commit (m.reads points here) */
     verb *verbs;
     size_t nverbs;
     char *author, *message, *extra;

@@ -54,6 +54,7 @@ static void *vcopy(verb *v, const void *src, size_t n, size_t size, int *ok)
 
 static void verb_free(verb *v)
 {
+    mv_cstats_sum_free(v);
     for (size_t i = 0; i < v->nowned; i++) free(v->owned[i]);
     free(v->owned);
     memset(v, 0, sizeof *v);
@@ -199,6 +200,7 @@ int moraine_tx_begin(moraine_db *db, moraine_tx **out)
         free(tx);
         return rc;
     }
+    tx->m.reads = &tx->reads; /* what the verbs read, kept for the commit */
     /* the checking model does not hold its read open: reads are per verb */
     moraine_read_end(tx->m.rd);
     tx->m.rd = NULL;
@@ -244,6 +246,7 @@ static int record(moraine_tx *tx, verb *v)
         int64_t base = tx->m.base;
         mv_model_free(&tx->m);
         int rc2 = mv_model_init_at(&tx->m, tx->db, NULL, base);
+        tx->m.reads = &tx->reads;
         for (size_t i = 0; !rc2 && i < tx->nverbs; i++) rc2 = mv_apply(&tx->m, &tx->verbs[i]);
         if (tx->m.rd) {
             moraine_read_end(tx->m.rd);
@@ -536,6 +539,7 @@ void moraine_tx_abort(moraine_tx *tx)
     for (size_t i = 0; i < tx->nverbs; i++) verb_free(&tx->verbs[i]);
     free(tx->verbs);
     mv_model_free(&tx->m);
+    mv_reads_free(&tx->reads);
     free(tx->author);
     free(tx->message);
     free(tx->extra);

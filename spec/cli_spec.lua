@@ -92,6 +92,15 @@ describe("moraine command", function()
   teardown(function() support.cleanup() end)
 
   describe("help and usage", function()
+    it("an empty catalog path or export destination is a usage error that says it is empty", function()
+      local r = run({ "-c", "", "tables" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("the catalog path (-c/--catalog or MORAINE_CATALOG) is an empty string", 1, true), r.show)
+      r = run({ "-c", support.tmpdir("emptydest"), "export", "" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("DEST is an empty string", 1, true), r.show)
+    end)
+
     it("moraine --help and moraine help list every command and exit 0", function()
       for _, args in ipairs({ { "--help" }, { "help" }, { "-h" } }) do
         local r = ok_run(args)

@@ -298,6 +298,19 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     db:close()
   end)
 
+  it("a failing statement after committed ones says what stays committed", function()
+    local db = moraine.open(support.tmpdir("partial"), { no_sync = true })
+    db:init()
+    local e = support.expect_err("EEXIST", { 'Table with name "b5" already exists!',
+      "the statements before this one were committed, up to snapshot 1" }, db.exec, db,
+      "CREATE TABLE b5(a INTEGER); CREATE TABLE b5(a INTEGER)")
+    assert.truthy(e)
+    assert.are.equal(1, db:last_snapshot())
+    -- nothing committed before it: the message is the verb's alone
+    support.expect_err("EEXIST", 'Table with name "b5" already exists!', db.exec, db, "CREATE TABLE b5(a INTEGER)")
+    db:close()
+  end)
+
   it("refuses DML: moraine writes no data, and nothing is committed", function()
     local db = moraine.open(support.tmpdir("dml"), { no_sync = true })
     db:init()

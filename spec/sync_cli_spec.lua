@@ -54,6 +54,19 @@ end
 describe("moraine sync and compare", function()
   teardown(function() support.cleanup() end)
 
+  it("Ctrl-C (SIGINT) stops a follower in its wait: 'moraine: interrupted', exit 130, the catalog whole", function()
+    local dir = support.tmpdir("sigint")
+    local p = spawn({ "-c", dir, "sync", S1, "--follow", "--interval", "60s" })
+    assert.is_true(p.printed("synced 21 snapshots"), "the follower never finished its first round")
+    os.execute("sleep 0.2") -- into the wait between rounds
+    os.execute("kill -INT " .. p.pid)
+    local r = p.wait()
+    assert.are.equal(130, r.code, r.out .. r.err)
+    assert.are.equal("moraine: interrupted\n", r.err)
+    assert.are.equal(0, run({ "-c", dir, "verify" }).code)
+    assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
+  end)
+
   it("sync prints what it replayed; compare prints 'no differences' (exit 0), or each differing row (exit 1)",
     function()
       local dir = support.tmpdir("cat")

@@ -143,6 +143,119 @@ describe("ducklake_table_column_stats through the data verbs", function()
       assert.same({ false, N, "-1", "30" }, stats_rows()[1])
     end)
 
+    -- A checking model merges each verb's files once (parsing every min/max
+    -- for the check) and the commit takes that merge when it applies the verb
+    -- to the same snapshot into a table whose merge has none of its columns;
+    -- otherwise the commit parses and merges the files one by one. The cases
+    -- below take each way and must give what merging file by file gives.
+    it("merges several verbs of one transaction file by file, in verb order", function()
+      db:transaction(function(tx)
+        tx:add_data_files("t", files({ { path = "a.parquet", stats = { { "i", 10, 0, "5", "6" }, { "m", 10, 0, "9.50", "10.00" } } } }))
+        tx:add_data_files("t", files({ { path = "b.parquet", stats = { { "m", 10, 0, "9.5", "10.5" }, { "i", 10, 0, "-3", "4" } } },
+                                       { path = "c.parquet", stats = { { "i", 0, 10, N, N }, { "s", 10, 0, "x", "y" } } } }))
+        tx:add_data_files("t", files({ { path = "d.parquet", stats = { { "i", 10, 0, "7", "100" } } } }))
+      end)
+      local r = stats_rows()
+      assert.same({ true, N, "-3", "100" }, r[1])
+      assert.same({ false, N, "9.50", "10.5" }, r[3]) -- 9.5 = 9.50: the earlier file's text
+      assert.same({ false, N, "x", "y" }, r[5])
+    end)
+
+    it("a verb whose first file has no values merges as file by file, alone or after another verb", function()
+      -- DuckLake's MergeStats: the first file's stats are taken whole (its min/max
+      -- texts too); a later file without values changes no min/max
+      local a = { path = "a.parquet", stats = { { "i", 0, 10, "50", "60" } } }
+      local b = { path = "b.parquet", stats = { { "i", 10, 0, "55", "58" } } }
+      db:transaction(function(tx) tx:add_data_files("t", files({ a, b })) end)
+      assert.same({ true, N, "50", "60" }, stats_rows()[1])
+      local db2 = moraine.open(support.tmpdir("tcs-verbs"), { no_sync = true })
+      db2:init("data/")
+      db2:transaction(function(tx) tx:create_table("t", { { name = "i", type = "int32" } }) end)
+      db2:transaction(function(tx)
+        tx:add_data_files("t", files({ b }))
+        tx:add_data_files("t", files({ a }))
+      end)
+      local r2 = rows_of(db2, "ducklake_table_column_stats")
+      db2:close()
+      assert.same({ true, "55", "58" }, { r2[1].contains_null, r2[1].min_value, r2[1].max_value })
+    end)
+
+    it("a transaction committing on top of a newer snapshot merges its files into that snapshot's rows", function()
+      add({ { path = "a.parquet", stats = { { "i", 10, 0, "0", "1" }, { "m", 10, 0, "3", "4" } } } })
+      -- another writer inserts after this transaction's base (no conflict: both insert)
+      db:transaction(function(tx)
+        tx:add_data_files("t", files({ { path = "b.parquet", stats = { { "i", 10, 0, "5", "6" }, { "m", 10, 0, "9.50", "10" } } } }))
+        db:transaction(function(tx2)
+          tx2:add_data_files("t", files({ { path = "c.parquet", stats = { { "i", 10, 0, "-1", "2" }, { "m", 10, 0, "9.5", "11" } } } }))
+        end)
+      end)
+      local r = stats_rows()
+      assert.same({ false, N, "-1", "6" }, r[1])
+      assert.same({ false, N, "3", "11" }, r[3])
+      -- the same with a catalog verb after the files (the commit's id plan applies them at the newer snapshot)
+      db:transaction(function(tx)
+        tx:add_data_files("t", files({ { path = "d.parquet", stats = { { "i", 9, 1, "-7", "3" }, { "m", 10, 0, "3.00", "12" } } } }))
+        db:transaction(function(tx2)
+          tx2:add_data_files("t", files({ { path = "e.parquet", stats = { { "i", 10, 0, "-2", "20" } } } }))
+        end)
+        tx:create_table("u", { { name = "x", type = "int64" } })
+      end)
+      r = stats_rows()
+      assert.same({ true, N, "-7", "20" }, r[1])
+      assert.same({ false, N, "3", "12" }, r[3]) -- 3 = 3.00: the committed row's text
+    end)
+
+    -- The commit takes what the transaction's checking model read (the table,
+    -- its stats rows) only when it reads the same LMDB snapshot from the same
+    -- catalog snapshot; a commit by another writer in between makes it read
+    -- the newest snapshot again. Stale reads would give the wrong row ids,
+    -- table stats and min/max here.
+    local function table_stats(id)
+      for _, r in ipairs(rows_of(db, "ducklake_table_stats")) do
+        if r.table_id == id then return { r.record_count, r.next_row_id } end
+      end
+    end
+    local function row_id_start(path)
+      for _, e in ipairs(db:scan("ducklake_data_file", {})) do
+        if e.row.path == path then return e.row.row_id_start end
+      end
+    end
+    it("another writer's commit between two verbs, or before the first, is read at commit", function()
+      db:transaction(function(tx) tx:create_table("u", { { name = "i", type = "int32" } }) end)
+      local u
+      for _, e in ipairs(db:scan("ducklake_table", {})) do if e.row.table_name == "u" then u = e.row.table_id end end
+      add({ { path = "a.parquet", records = 10, stats = { { "i", 10, 0, "1", "5" } } } })
+      db:transaction(function(tx)
+        tx:add_data_files("t", files({ { path = "b.parquet", records = 10, stats = { { "i", 10, 0, "-5", "0" } } } }))
+        db:transaction(function(tx2)
+          tx2:add_data_files("t", files({ { path = "c.parquet", records = 10, stats = { { "i", 10, 0, "7", "8" } } } }))
+          tx2:add_data_files("u", files({ { path = "u1.parquet", records = 10, stats = { { "i", 10, 0, "3", "4" } } } }))
+        end)
+        tx:add_data_files("u", files({ { path = "u2.parquet", records = 10, stats = { { "i", 10, 0, "1", "9" } } } }))
+      end)
+      assert.same({ 30, 30 }, table_stats(1))
+      assert.same({ 20, 20 }, table_stats(u))
+      assert.equal(20, row_id_start("b.parquet"))
+      assert.equal(10, row_id_start("u2.parquet"))
+      local function col1(id)
+        for _, r in ipairs(rows_of(db, "ducklake_table_column_stats")) do
+          if r.table_id == id and r.column_id == 1 then return { r.contains_null, r.contains_nan, r.min_value, r.max_value } end
+        end
+      end
+      assert.same({ false, N, "-5", "8" }, col1(1))
+      assert.same({ false, N, "1", "9" }, col1(u))
+      -- the other writer commits before this transaction's first verb
+      db:transaction(function(tx)
+        db:transaction(function(tx2)
+          tx2:add_data_files("t", files({ { path = "d.parquet", records = 5, stats = { { "i", 5, 0, "100", "200" } } } }))
+        end)
+        tx:add_data_files("t", files({ { path = "e.parquet", records = 5, stats = { { "i", 5, 0, "-100", "0" } } } }))
+      end)
+      assert.same({ 40, 40 }, table_stats(1))
+      assert.equal(35, row_id_start("e.parquet"))
+      assert.same({ false, N, "-100", "200" }, col1(1))
+    end)
+
     it("refuses a min/max that is not a value of the column's type, naming it, and commits nothing", function()
       add({ { path = "a.parquet", stats = { { "i", 10, 0, "1", "5" } } } })
       local before_rows = lines(rows_of(db, "ducklake_table_column_stats"))

@@ -25,7 +25,21 @@ local moraine = require "moraine"
 local M = {}
 local function raise(code, fmt, ...) moraine.core.raise(code, string.format(fmt, ...)) end
 
-local CATALOG_FILES = { "data.mdb", "lock.mdb" }
+local FOLLOW_STATE = "moraine-follow.json" -- moraine.follow_state's file in a catalog directory
+local CATALOG_FILES = { "data.mdb", "lock.mdb", FOLLOW_STATE }
+
+-- copies file @from to @to when @from exists (EIO when it cannot)
+local function copy_file(from, to)
+  local f = io.open(from, "rb")
+  if not f then return end
+  local data = f:read("a")
+  f:close()
+  local g, err = io.open(to, "wb")
+  if not g then raise("EIO", "compact: cannot write %s: %s", to, tostring(err)) end
+  local ok, werr = g:write(data)
+  g:close()
+  if not ok then raise("EIO", "compact: cannot write %s: %s", to, tostring(werr)) end
+end
 
 -- whether path `p` exists (renaming it onto itself fails only when it does not)
 local function exists(p)
@@ -202,7 +216,8 @@ end
 --   finished}}`
 -- @raise EIO (no catalog at `path`; a rename failed), EINVAL (another
 --   process has the catalog open; another writer committed meanwhile: run
---   it again; bad opts), ECORRUPT (the copy fails verify: the catalog is
+--   it again; the directory holds files other than the catalog's and a
+--   follower's moraine-follow.json; bad opts), ECORRUPT (the copy fails verify: the catalog is
 --   unchanged), ELMDB, EREADONLY (the catalog cannot be written)
 function M.compact(path, opts)
   opts = check_opts(opts)
@@ -210,6 +225,16 @@ function M.compact(path, opts)
   local notes = M.recover(path)
   if not exists(path) then raise("EIO", "compact: no catalog at %s", path) end
   local n = M.names(path)
+  -- the swap moves the whole directory: refuse one that holds what moraine did not write there
+  local others = {}
+  for _, name in ipairs(moraine.core.dir_entries(path)) do
+    if name ~= "data.mdb" and name ~= "lock.mdb" and name ~= FOLLOW_STATE then others[#others + 1] = name end
+  end
+  if #others > 0 then
+    raise("EINVAL", "compact: the catalog directory %s also holds %s, which moraine did not write: compact swaps "
+      .. "the whole directory, so move them elsewhere and run it again; nothing was changed", path,
+      table.concat(others, ", "))
+  end
   local db = moraine.open(path, { create = false })
   local function busy(pid, when)
     raise("EINVAL", "compact: process %s has the catalog %s open%s; close it (stop the server or the other "
@@ -221,6 +246,7 @@ function M.compact(path, opts)
     if pid then busy(pid) end
     info = db:compact(n.tmp, { progress = opts.progress })
     check_copy(n.tmp, info, opts.progress)
+    copy_file(path .. "/" .. FOLLOW_STATE, n.tmp .. "/" .. FOLLOW_STATE) -- a follower's last state goes along
     mv(n.tmp, n.new)
     -- the swap, under the catalog's write lock: no writer commits in between
     -- (db:commit holds LMDB's write transaction while fn runs); nothing is

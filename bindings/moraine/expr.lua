@@ -60,6 +60,33 @@ function M.is_op(t, o) return t ~= nil and t.kind == "op" and t.v == o end
 
 local is_kw, is_op = M.is_kw, M.is_op
 
+-- DuckDB's expression keywords moraine does not read (its parser takes
+-- them; moraine would have to render them as DuckDB's ToString does)
+local UNREAD = {
+  CASE = "CASE", NOT = "NOT", EXISTS = "EXISTS", IS = "IS", ISNULL = "ISNULL", NOTNULL = "NOTNULL",
+  BETWEEN = "BETWEEN", IN = "IN", COLLATE = "COLLATE", AND = "AND", OR = "OR", LIKE = "LIKE", ILIKE = "ILIKE",
+  GLOB = "GLOB", SIMILAR = "SIMILAR TO",
+}
+
+--- The refusal for an expression keyword moraine does not read (CASE, NOT,
+-- IS [NOT] NULL, BETWEEN, IN, COLLATE, AND, OR, LIKE, ...), when token `t`
+-- is one (an unquoted word).
+-- @tparam ?table t a token, or nil
+-- @treturn ?string the message, naming the word and the byte; nil for any other token
+function M.unread(t)
+  local w = t and t.kind == "id" and UNREAD[t.v:upper()]
+  if not w then return nil end
+  return w .. " is not supported in moraine's SQL expressions (sort keys, partition keys, defaults): moraine reads "
+    .. "column references, literals, function calls, CAST, unary minus, arithmetic, || and comparisons (at byte " .. t.pos .. ")"
+end
+
+-- fails at token @tok: with M.unread's message when it is such a keyword, else "@what (at byte N)"
+local function perr_at(tok, what)
+  local msg = M.unread(tok)
+  if msg then error({ sql_error = true, code = "EINVAL", message = msg }, 0) end
+  perr(tok, what)
+end
+
 --- Reads a type name at the cursor: a word (or two: DOUBLE PRECISION,
 -- TIMESTAMP WITH TIME ZONE) with an optional `(n[, m])`, `[]` suffixes.
 -- @tparam table c the cursor
@@ -114,17 +141,19 @@ local function parse_primary(c)
   elseif is_op(t, "(") then
     c.i = c.i + 1
     local e = parse_expr(c)
-    if not is_op(peek(c), ")") then perr(peek(c), "expected ')'") end
+    if not is_op(peek(c), ")") then perr_at(peek(c), "expected ')'") end
     c.i = c.i + 1
     return e
   elseif t.kind == "id" or t.kind == "qid" then
     local up = t.kind == "id" and t.v:upper()
+    -- reserved words of DuckDB that begin an expression moraine does not read
+    if up == "CASE" or up == "NOT" or up == "EXISTS" then perr_at(t, "unsupported") end
     if up == "NULL" then c.i = c.i + 1 return { k = "const", text = "NULL" } end
     if up == "TRUE" or up == "FALSE" then c.i = c.i + 1 return { k = "const", text = up:lower() } end
     if (up == "CAST" or up == "TRY_CAST") and is_op(peek(c, 1), "(") then
       c.i = c.i + 2
       local e = parse_expr(c)
-      if not is_kw(peek(c), "AS") then perr(peek(c), "expected AS in " .. up) end
+      if not is_kw(peek(c), "AS") then perr_at(peek(c), "expected AS in " .. up) end
       c.i = c.i + 1
       local ty = M.parse_type(c)
       if not is_op(peek(c), ")") then perr(peek(c), "expected ')'") end
@@ -143,7 +172,7 @@ local function parse_primary(c)
         repeat
           args[#args + 1] = parse_expr(c)
           local sep = peek(c)
-          if is_op(sep, ",") then c.i = c.i + 1 elseif not is_op(sep, ")") then perr(sep, "expected ',' or ')'") end
+          if is_op(sep, ",") then c.i = c.i + 1 elseif not is_op(sep, ")") then perr_at(sep, "expected ',' or ')'") end
         until is_op(peek(c), ")")
       end
       c.i = c.i + 1

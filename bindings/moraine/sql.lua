@@ -14,6 +14,8 @@
 -- case, stored as written, a second name differing only by case refused.
 -- Column types are DuckDB's, nested ones too (STRUCT(name T, ...), T[],
 -- MAP(K, V)), written as DuckLake spells them (@{column_type}).
+-- `CREATE OR REPLACE TABLE/VIEW` drops the existing entry and creates the new
+-- one in the statement's transaction, as DuckLake's HandleCreateConflict does.
 -- @module moraine.sql
 local lpeg = require "lpeg"
 local ident = require "moraine.ident"
@@ -92,6 +94,11 @@ function Parser:expression()
   self.i = c.i
   return e
 end
+-- refuses an expression keyword moraine does not read at the cursor (moraine.expr.unread)
+function Parser:unread()
+  local msg = expr.unread(self:peek())
+  if msg then fail("EINVAL", msg) end
+end
 function Parser:column_type()
   local c = expr.cursor(self.toks, self.i)
   local t = M.column_type(c)
@@ -122,6 +129,63 @@ function M.ducklake_type(t)
   return DL_TYPES[t]
 end
 
+-- DuckDB types DuckLake does not store (DuckLakeTypes::ToString refuses them)
+local NOT_STORED = { ENUM = true, UNION = true, BIT = true, BITSTRING = true, BIGNUM = true, VARINT = true }
+
+-- DuckDB's names of VARCHAR that take a length (moraine.expr's aliases)
+local VARCHARS = { VARCHAR = true, CHAR = true, BPCHAR = true, TEXT = true, STRING = true }
+
+-- A DECIMAL/NUMERIC type modifier (its tokens: an optional '-', a number or
+-- a string): nil when it is not an integer, else whether DuckDB's cast to
+-- UTINYINT fails (negative or above 255) and its value.
+local function decimal_mod(m)
+  if m.tok.kind ~= "num" or not m.tok.v:match("^%d+$") then return nil end
+  local ds = m.tok.v:gsub("^0+", "")
+  if ds == "" then return false, 0 end
+  if m.neg or #ds > 3 or tonumber(ds) > 255 then return true end
+  return false, tonumber(ds)
+end
+
+-- DECIMAL(w[, s]) / NUMERIC(...) at cursor @c (the word, then '('): the type
+-- as "DECIMAL(w,s)", its modifiers checked as DuckDB's BindDecimalType does
+-- (src/catalog/default/default_types.cpp), in its order, with its words.
+local function decimal_type(c)
+  local at = c.toks[c.i].pos
+  local function peek(k) return c.toks[c.i + (k or 0)] end
+  local function refuse(msg) fail("EINVAL", msg .. " (at byte " .. at .. ")") end
+  c.i = c.i + 2
+  local mods = {}
+  while true do
+    local neg = false
+    if expr.is_op(peek(), "-") then neg = true c.i = c.i + 1 end
+    local n = peek()
+    if not n or (n.kind ~= "num" and n.kind ~= "str") then
+      fail("EINVAL", "expected a number as a DECIMAL type modifier" .. (n and (" at byte " .. n.pos) or " at the end of the statement"))
+    end
+    mods[#mods + 1] = { neg = neg, tok = n }
+    c.i = c.i + 1
+    if expr.is_op(peek(), ")") then c.i = c.i + 1 break end
+    if not expr.is_op(peek(), ",") then
+      fail("EINVAL", "expected ',' or ')'" .. (peek() and (" at byte " .. peek().pos) or " at the end of the statement"))
+    end
+    c.i = c.i + 1
+  end
+  local bad, width = decimal_mod(mods[1])
+  if bad == nil then refuse("DECIMAL type width must be an integral type") end
+  if bad then refuse("DECIMAL type width must be between 1 and 38") end
+  local scale = 0
+  if mods[2] then
+    local bads
+    bads, scale = decimal_mod(mods[2])
+    if bads == nil then refuse("DECIMAL type scale must be an integral type") end
+    if bads then refuse("DECIMAL type scale must be between 0 and 38") end
+  end
+  if #mods > 2 then refuse("DECIMAL type can take at most two type modifiers, width and scale") end
+  if width < 1 or width > 38 then refuse("DECIMAL type width must be between 1 and 38") end
+  if scale > width then refuse("DECIMAL type scale cannot be greater than width") end
+  return "DECIMAL(" .. width .. "," .. scale .. ")"
+end
+
 -- A name as moraine_column_def's nested type text takes it: double-quoted, '"' doubled.
 local function dl_name(n) return '"' .. n:gsub('"', '""') .. '"' end
 
@@ -135,11 +199,20 @@ local function dl_name(n) return '"' .. n:gsub('"', '""') .. '"' end
 --   takes it (`struct("a" int32)`, `list(int64)`, `map(varchar, int32)`;
 --   nil when a type in it has no DuckLake spelling moraine knows, then
 --   `unmapped` names it), and the column_type of the column's own row
+-- `VARCHAR(n)` (also CHAR, BPCHAR, TEXT, STRING) is VARCHAR: DuckDB's
+-- BindVarcharType ignores the length. `DECIMAL(w[, s])` / `NUMERIC(...)` is
+-- checked as DuckDB's BindDecimalType checks it.
 -- @raise `{sql_error = true, code = "EINVAL"}` with DuckDB's words where
 --   DuckDB refuses the type (`Duplicate struct entry name`, `Map type needs
 --   exactly two entries, key and value type`, `LIST is not valid as a
---   stand-alone type`), DuckLake's for a STRUCT without fields and an ARRAY
---   (`Failed to convert DuckDB type to DuckLake - unsupported type ...`)
+--   stand-alone type`, `DECIMAL type width must be between 1 and 38`,
+--   `DECIMAL type scale must be between 0 and 38`, `DECIMAL type scale
+--   cannot be greater than width`, `DECIMAL type width must be an integral
+--   type`, `DECIMAL type can take at most two type modifiers, width and
+--   scale`), DuckLake's for a STRUCT without fields, an ARRAY, an ENUM, a
+--   UNION, BIT and BIGNUM (`Failed to convert DuckDB type to DuckLake -
+--   unsupported type ...`), each followed by `(at byte N)`; a VARCHAR length
+--   that is not one integer is refused naming the byte
 function M.column_type(c)
   local function peek(k) return c.toks[c.i + (k or 0)] end
   local function perr(what)
@@ -147,6 +220,8 @@ function M.column_type(c)
     fail("EINVAL", what .. (t and (" at byte " .. t.pos .. " ('" .. t.v .. "')") or " at the end of the statement"))
   end
   local function need(o, what) if not expr.is_op(peek(), o) then perr(what) end c.i = c.i + 1 end
+  -- the position DuckDB's and DuckLake's words are followed by: the byte of token @tok
+  local function at(tok) return " (at byte " .. tok.pos .. ")" end
   local depth = 0
   local parse
   local function base()
@@ -155,7 +230,7 @@ function M.column_type(c)
     if up == "STRUCT" and expr.is_op(peek(1), "(") then
       c.i = c.i + 2
       -- DuckLake: a STRUCT without fields is no DuckLake type (DuckLakeTypes::ToString)
-      if expr.is_op(peek(), ")") then fail("EINVAL", "Failed to convert DuckDB type to DuckLake - unsupported type STRUCT()") end
+      if expr.is_op(peek(), ")") then fail("EINVAL", "Failed to convert DuckDB type to DuckLake - unsupported type STRUCT()" .. at(t)) end
       local sql, dl, unmapped, seen = {}, {}, nil, {}
       while true do
         local n = peek()
@@ -163,7 +238,7 @@ function M.column_type(c)
         c.i = c.i + 1
         -- DuckDB's parser (Transformer::TransformTypeName): names unique without regard to case
         local key = ident.fold(n.v)
-        if seen[key] then fail("EINVAL", 'Duplicate struct entry name "' .. n.v .. '"') end
+        if seen[key] then fail("EINVAL", 'Duplicate struct entry name "' .. n.v .. '"' .. at(n)) end
         seen[key] = true
         local ft = parse()
         sql[#sql + 1] = ident.render(n.v) .. " " .. ft.sql
@@ -181,17 +256,43 @@ function M.column_type(c)
       if not expr.is_op(peek(), "(") then perr("Map type needs exactly two entries, key and value type") end
       c.i = c.i + 1
       local k = parse()
-      if not expr.is_op(peek(), ",") then fail("EINVAL", "Map type needs exactly two entries, key and value type") end
+      if not expr.is_op(peek(), ",") then fail("EINVAL", "Map type needs exactly two entries, key and value type" .. at(t)) end
       c.i = c.i + 1
       local v = parse()
-      if not expr.is_op(peek(), ")") then fail("EINVAL", "Map type needs exactly two entries, key and value type") end
+      if not expr.is_op(peek(), ")") then fail("EINVAL", "Map type needs exactly two entries, key and value type" .. at(t)) end
       c.i = c.i + 1
       local unmapped = k.unmapped or v.unmapped
       return { sql = "MAP(" .. k.sql .. ", " .. v.sql .. ")", dl = not unmapped and "map(" .. k.dl .. ", " .. v.dl .. ")" or nil,
                unmapped = unmapped, top = "map" }
     elseif up == "LIST" then
       -- DuckDB's transformer: a list is written T[]
-      fail("EINVAL", "LIST is not valid as a stand-alone type")
+      fail("EINVAL", "LIST is not valid as a stand-alone type" .. at(t))
+    elseif NOT_STORED[up] then
+      -- DuckLake: DuckLakeTypes::ToString has no name for these types
+      fail("EINVAL", "Failed to convert DuckDB type to DuckLake - unsupported type " .. up .. at(t))
+    elseif (up == "DECIMAL" or up == "NUMERIC") and expr.is_op(peek(1), "(") then
+      local name = decimal_type(c)
+      local r = { sql = name, dl = M.ducklake_type(name), top = M.ducklake_type(name) }
+      while expr.is_op(peek(), "[") and expr.is_op(peek(1), "]") do
+        c.i = c.i + 2
+        r = { sql = r.sql .. "[]", dl = "list(" .. r.dl .. ")", top = "list" }
+      end
+      return r
+    elseif VARCHARS[up] and expr.is_op(peek(1), "(") then
+      -- DuckDB reads VARCHAR(n) (its grammar: one unsigned integer) and
+      -- ignores the length (BindVarcharType): the type is VARCHAR, which
+      -- DuckLake stores as varchar
+      local n = peek(2)
+      if not (n and n.kind == "num" and n.v:match("^%d+$") and expr.is_op(peek(3), ")")) then
+        fail("EINVAL", "moraine reads " .. up .. "(n) with one integer length, as DuckDB's grammar does (at byte " .. t.pos .. ")")
+      end
+      c.i = c.i + 4
+      local r = { sql = "VARCHAR", dl = "varchar", top = "varchar" }
+      while expr.is_op(peek(), "[") and expr.is_op(peek(1), "]") do
+        c.i = c.i + 2
+        r = { sql = r.sql .. "[]", dl = "list(" .. r.dl .. ")", top = "list" }
+      end
+      return r
     end
     local name = expr.parse_type(c)
     local lists = 0
@@ -213,7 +314,7 @@ function M.column_type(c)
         r = { sql = r.sql .. "[]", dl = r.dl and "list(" .. r.dl .. ")", unmapped = r.unmapped, top = "list" }
       elseif peek(1) and peek(1).kind == "num" and expr.is_op(peek(2), "]") then
         -- DuckDB: T[N] is an ARRAY, which DuckLake does not store (DuckLakeTypes::ToString)
-        fail("EINVAL", "Failed to convert DuckDB type to DuckLake - unsupported type " .. r.sql .. "[" .. peek(1).v .. "]")
+        fail("EINVAL", "Failed to convert DuckDB type to DuckLake - unsupported type " .. r.sql .. "[" .. peek(1).v .. "]" .. at(peek()))
       else
         perr("expected ']'")
       end
@@ -369,6 +470,7 @@ function Parser:sort_keys()
   local keys = {}
   repeat
     local k = { expr = self:expression() }
+    self:unread()
     if self:kw("ASC") then k.sort_direction = "ASC" elseif self:kw("DESC") then k.sort_direction = "DESC" end
     if self:kw("NULLS") then
       if self:kw("FIRST") then k.null_order = "NULLS_FIRST"
@@ -384,7 +486,7 @@ end
 function Parser:partition_keys()
   self:expect_op("(")
   local keys = {}
-  repeat keys[#keys + 1] = self:expression() until not self:op(",")
+  repeat keys[#keys + 1] = self:expression() self:unread() until not self:op(",")
   self:expect_op(")")
   return keys
 end
@@ -462,6 +564,15 @@ function M.parse_statement(toks, text)
     p:kw("TRANSACTION") p:done() return { kind = "rollback" }
   elseif p:kw("CREATE") then
     if p:kw("OR") then p:expect_kw("REPLACE") st.or_replace = true end
+    local kind_tok = p:peek()
+    if st.or_replace and expr.is_kw(kind_tok, "SCHEMA") then
+      -- DuckLake replaces tables and views only (HandleCreateConflict)
+      fail("EINVAL", "CREATE OR REPLACE SCHEMA is not supported: moraine replaces tables and views (at byte " .. kind_tok.pos .. ")")
+    end
+    if st.or_replace and expr.is_kw(p:peek(1), "IF") then
+      -- DuckDB's parser (transform_create_table.cpp)
+      fail("EINVAL", "Cannot specify both OR REPLACE and IF NOT EXISTS within single create statement (at byte " .. p:peek(1).pos .. ")")
+    end
     if p:kw("SCHEMA") then
       if p:kw("IF") then p:expect_kw("NOT") p:expect_kw("EXISTS") st.if_not_exists = true end
       st.verb, st.name = "create_schema", p:name()
@@ -727,6 +838,33 @@ local function dl_type(c)
   return c.ctype.dl
 end
 
+-- A CREATE TABLE / CREATE VIEW of @name in schema @s where a table or view of
+-- that name may exist, as DuckLake's DuckLakeSchemaEntry::HandleCreateConflict
+-- decides (tables and views share one name space): false when IF NOT EXISTS
+-- makes the statement a no-op; OR REPLACE drops the existing entry of the same
+-- kind first, in this transaction, as DROP TABLE / DROP VIEW does
+-- (DuckLakeSchemaEntry::DropEntry), so the rows are those of DROP and CREATE
+-- in one transaction. @kind: "Table" or "View" (DuckDB's CatalogTypeToString).
+local function create_conflict(tx, s, name, kind, st)
+  local t, ti = find(s.tables, name)
+  local w, wi = find(s.views, name)
+  if not t and not w then return true end
+  local have = t and "Table" or "View"
+  if st.if_not_exists then return false end
+  if not st.or_replace then fail("EEXIST", have .. ' with name "' .. name .. '" already exists!') end
+  if have ~= kind then
+    fail("EEXIST", "Existing object " .. name .. " is of type " .. have .. ", trying to replace with type " .. kind)
+  end
+  if t then
+    tx:drop_table(ref(s, t))
+    table.remove(s.tables, ti)
+  else
+    tx:drop_view({ schema = s.name, table = w.name })
+    table.remove(s.views, wi)
+  end
+  return true
+end
+
 local function run(m, tx, st, on_data)
   local v = st.verb
   if st.kind == "data" then
@@ -751,10 +889,7 @@ local function run(m, tx, st, on_data)
   elseif v == "create_table" then
     local parts = st.table
     local s = schema_of(m, #parts == 2 and parts[1] or "main")
-    if find(s.tables, parts[#parts]) or find(s.views, parts[#parts]) then
-      if st.if_not_exists then return end
-      fail("EEXIST", 'Table with name "' .. parts[#parts] .. '" already exists!')
-    end
+    if not create_conflict(tx, s, parts[#parts], "Table", st) then return end
     local cols, t = {}, { name = parts[#parts], columns = {} }
     for i, c in ipairs(st.columns) do
       if find(t.columns, c.name) then fail("EEXIST", 'Column with name "' .. c.name .. '" already exists!') end
@@ -769,22 +904,26 @@ local function run(m, tx, st, on_data)
     local s = find(m.schemas, sname)
     local t, ti = nil, nil
     if s then t, ti = find(s.tables, st.table[#st.table]) end
+    -- DuckLake (DuckLakeSchemaEntry::DropEntry): a view of that name is refused, IF EXISTS or not
+    if not t and s and find(s.views, st.table[#st.table]) then
+      fail("EINVAL", "Existing object " .. st.table[#st.table] .. " is of type View, trying to drop type Table")
+    end
     if not t then if st.if_exists then return end table_of(m, st.table) end
     tx:drop_table(ref(s, t))
     table.remove(s.tables, ti)
   elseif v == "create_view" then
     local parts = st.table
     local s = schema_of(m, #parts == 2 and parts[1] or "main")
-    if find(s.tables, parts[#parts]) or find(s.views, parts[#parts]) then
-      if st.if_not_exists then return end
-      fail("EEXIST", 'View with name "' .. parts[#parts] .. '" already exists!')
-    end
+    if not create_conflict(tx, s, parts[#parts], "View", st) then return end
     tx:create_view({ schema = s.name, table = parts[#parts] }, M.render_query(st.query))
     s.views[#s.views + 1] = { name = parts[#parts] }
   elseif v == "drop_view" then
     local s = find(m.schemas, #st.table == 2 and st.table[1] or "main")
     local w, wi = nil, nil
     if s then w, wi = find(s.views, st.table[#st.table]) end
+    if not w and s and find(s.tables, st.table[#st.table]) then
+      fail("EINVAL", "Existing object " .. st.table[#st.table] .. " is of type Table, trying to drop type View")
+    end
     if not w then
       if st.if_exists then return end
       fail("ENOTFOUND", "View with name " .. st.table[#st.table] .. " does not exist!")
@@ -983,7 +1122,10 @@ end
 -- @raise EINVAL (a statement that does not parse, naming the byte; DML:
 --   "moraine writes no data"; BEGIN inside a block, COMMIT outside one, a
 --   block left open at the end), ENOTFOUND / EEXIST (names, DuckDB's rules:
---   case-insensitive), EINVAL (a statement moraine has no verb for yet),
+--   case-insensitive; EEXIST also for OR REPLACE of a table by a view or the
+--   reverse: "Existing object v is of type View, trying to replace with type
+--   Table"), EINVAL (a statement moraine has no verb for yet; DROP TABLE of a
+--   view or DROP VIEW of a table: "Existing object ... trying to drop type ..."),
 --   and every error of the verbs it runs (docs/verbs.md). Statements
 --   committed before the failing one stay committed.
 function M.exec(db, sql, opts)
@@ -1007,7 +1149,14 @@ function M.exec(db, sql, opts)
     local okr, snap = pcall(db.transaction, db, function(tx)
       for _, st in ipairs(list) do run(m, tx, st, on_data) end
     end, txopts)
-    if not okr then raise(snap) end
+    if not okr then
+      -- say what stays: the statements before this one are committed
+      if last ~= nil and type(snap) == "table" and snap.code and snap.message then
+        require("moraine.core").raise(snap.code, snap.message .. " (the statements before this one were committed, up to snapshot "
+          .. tostring(last) .. ")")
+      end
+      raise(snap)
+    end
     if snap then last = snap end
   end
   while i <= #stmts do

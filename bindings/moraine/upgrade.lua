@@ -454,10 +454,12 @@ end
 -- swap. No other process may use the catalog meanwhile: a process that has
 -- it open keeps reading (and would write) the old one.
 -- @tparam string path the catalog directory
--- @tparam[opt] table opts `dry_run = true`: check and report, change nothing
+-- @tparam[opt] table opts `dry_run = true`: check and report, change nothing;
+--   `if_needed = true`: a catalog already at the current version is no error
 -- @treturn table `{from = old version, to = new version, tables = number of
---   tables of the new catalog, notes = {strings}}`
--- @raise EINVAL (already current: "nothing to do"; an unknown or newer
+--   tables of the new catalog, notes = {strings}}`; with `if_needed` and a
+--   current catalog `{from = to = the version, current = true, notes}`
+-- @raise EINVAL (already current, without `if_needed`: "nothing to do"; an unknown or newer
 --   version; no version row; mid-sync: "finish it with moraine sync";
 --   another writer committed during the upgrade; a table a migration step
 --   needs is missing), EIO (a rename failed), the catalog's errors (ELMDB,
@@ -465,7 +467,7 @@ end
 function M.upgrade(path, opts)
   opts = opts or {}
   for k in pairs(opts) do
-    if k ~= "dry_run" then raise("EINVAL", "upgrade: unknown option '%s'", tostring(k)) end
+    if k ~= "dry_run" and k ~= "if_needed" then raise("EINVAL", "upgrade: unknown option '%s'", tostring(k)) end
   end
   local notes = opts.dry_run and {} or recover(path)
   if not exists(path) then raise("EIO", "upgrade: no catalog at %s", path) end
@@ -474,6 +476,7 @@ function M.upgrade(path, opts)
     local from = versions.of(db)
     if from == nil then raise("EINVAL", "upgrade: the catalog records no DuckLake catalog version") end
     if from == versions.CURRENT then
+      if opts.if_needed then return { from = from, to = from, current = true, notes = notes } end
       raise("EINVAL", "upgrade: the catalog is already at version %s: nothing to do", from)
     end
     if not versions.info(from) then

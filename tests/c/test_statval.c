@@ -68,6 +68,39 @@ int main(void)
     bad("float32", "1e39");
     bad("float64", "0x10");
     bad("float64", "1.0abc");
+    /* a plain decimal text (read without strtod when its digits fit in 2^53)
+     * is the double strtod reads: the same value written with an exponent
+     * (which strtod reads) compares equal; the next double up compares above */
+    cmp_is("float64", "9007199254740992", "9007199254740993", 0); /* 2^53 + 1 rounds to 2^53 (to even) */
+    cmp_is("float64", "0.1", "1e-1", 0);
+    cmp_is("float64", "0.30000000000000004", "0.3", 1);
+    cmp_is("float64", "-0.30000000000000004", "-3.0000000000000004e-1", 0);
+    cmp_is("float64", "-0", "0e0", 0);
+    cmp_is("float64", ".5", "5.", -1);
+    bad("float64", ".");
+    bad("float64", "-");
+    {
+        uint64_t seed = check_seed("test_statval"), x = seed | 1;
+        int wrong = 0;
+        for (int i = 0; i < 20000; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t mant = x % ((UINT64_C(1) << 53) + 1) >> (x % 50);
+            int nfrac = (int)((x >> 56) % 23);
+            char digits[32], plain[80], expo[64];
+            int nd = snprintf(digits, sizeof digits, "%" PRIu64, mant);
+            const char *sign = i % 2 ? "-" : "";
+            if (nd > nfrac) /* 123.45 (123. when nfrac is 0) */
+                snprintf(plain, sizeof plain, "%s%.*s.%s", sign, nd - nfrac, digits, digits + nd - nfrac);
+            else /* 0.00012345 */
+                snprintf(plain, sizeof plain, "%s0.%.*s%s", sign, nfrac - nd, "0000000000000000000000", digits);
+            snprintf(expo, sizeof expo, "%s%se-%d", sign, digits, nfrac);
+            int c = 99;
+            if (moraine_stat_compare("float64", plain, expo, &c) != 0 || c != 0) {
+                if (wrong++ < 5) check_note("float64 %s against %s: %d", plain, expo, c);
+            }
+        }
+        CHECK(wrong == 0, "%d plain decimal texts read otherwise than strtod reads them", wrong);
+    }
 
     /* decimal(p,s): the scale of the text may differ; rounded half away from zero to s digits */
     cmp_is("decimal(18,2)", "1.5", "1.50", 0);
@@ -152,5 +185,15 @@ int main(void)
           "bytes for the others");
     int c;
     CHECK_RC(moraine_stat_compare("decimal(x,y)", "1", "2", &c), MORAINE_EINVAL);
+    /* type names are compared case-insensitively */
+    cmp_is("INT32", "9", "10", -1);
+    cmp_is("UInt8", "9", "10", -1);
+    cmp_is("Float64", "9.5", "10", -1);
+    cmp_is("DECIMAL(4,1)", "9.95", "10.0", 0); /* 9.95 rounds to 10.0 */
+    cmp_is("TimeStamp_MS", "2024-01-01 00:00:00.5", "2024-01-01 00:00:00.25", 1);
+    cmp_is("TIMESTAMPTZ", "2024-01-01 00:00:00+01", "2024-01-01 00:00:00", -1);
+    cmp_is("Boolean", "f", "true", -1);
+    bad("Int8", "128");
+    cmp_is("interval", "9", "10", 1); /* not a value kind: bytes */
     return check_done();
 }

@@ -45,6 +45,7 @@ table (sql, sqlite).]],
 }
 
 local function run_export(ctx, dest)
+  if dest == "" then usage_fail("DEST is an empty string: give the directory or file to write", "export") end
   local format = ctx.opts.format
   if format == nil then
     local low = dest:lower()
@@ -62,6 +63,10 @@ local function run_export(ctx, dest)
         "export as NDJSON instead: moraine export DIR --format ndjson")
     end
     sqlite = mod
+  end
+  if format == "ndjson" and dest ~= "-" and util.exists(dest .. "/data.mdb") then
+    fail("export: " .. dest .. " is a moraine catalog directory: an NDJSON export goes to a directory of its own",
+      "choose another directory, e.g. " .. dest:gsub("/+$", "") .. "-export")
   end
   local db = open_read(ctx.dir)
   local keys = secret_count(db)

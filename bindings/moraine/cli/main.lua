@@ -7,8 +7,8 @@
 --
 -- The catalog directory is -c/--catalog, else $MORAINE_CATALOG, else
 -- ./catalog.moraine. Exit status: what the command returns (0 unless it
--- says otherwise), 1 for an error, 2 for a usage error, 70 for an internal
--- error (a bug).
+-- says otherwise), 1 for an error, 2 for a usage error, 130 when
+-- interrupted (Ctrl-C), 70 for an internal error (a bug).
 -- @module moraine.cli.main
 
 local moraine = require "moraine"
@@ -189,7 +189,7 @@ local function run(argv)
   end
   local env_dir = os.getenv("MORAINE_CATALOG")
   ctx.dir = g.catalog or ((env_dir and env_dir ~= "") and env_dir) or "catalog.moraine"
-  if ctx.dir == "" then usage_fail("the catalog directory must not be empty", name) end
+  if ctx.dir == "" then usage_fail("the catalog path (-c/--catalog or MORAINE_CATALOG) is an empty string", name) end
   if ctx.json then output.json_ready() end
   local status = RUN[name](ctx, unpack(pos, 1, #pos))
   return type(status) == "number" and status or 0
@@ -199,14 +199,23 @@ end
 -- its errors on stderr ("moraine: MESSAGE", "hint: HINT").
 -- @tparam {string,...} argv the arguments (the global `arg` of a script)
 -- @treturn integer the exit status: the command's (0 unless it says
---   otherwise), 1 for an error, 2 for a usage error, 70 for a bug
+--   otherwise), 1 for an error, 2 for a usage error, 130 when interrupted
+--   (SIGINT), 70 for a bug
 function M.main(argv)
+  local INTERRUPTED = {}
   local ok, res = xpcall(run, function(e)
     if type(e) == "table" and (errors.is_cli(e) or moraine.is_error(e)) then return e end
+    -- the lua and luajit commands raise "interrupted!" on SIGINT (Ctrl-C); an
+    -- open write transaction has been aborted on the way out, as on any error
+    if type(e) == "string" and e:match("interrupted!$") then return INTERRUPTED end
     return debug.traceback(tostring(e), 2)
   end, argv)
   io.stdout:flush()
   if ok then return res or 0 end
+  if res == INTERRUPTED then
+    io.stderr:write("moraine: interrupted\n")
+    return 130 -- 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+  end
   if errors.is_cli(res) then
     io.stderr:write("moraine: ", res.message, "\n")
     if res.hint then io.stderr:write("hint: ", res.hint, "\n") end

@@ -79,7 +79,7 @@ local function push(ctx, target)
   if res.snapshots == 0 then
     io.stdout:write(shown, " is up to date (snapshot ", istr(res.to), ")\n")
   else
-    io.stdout:write("pushed ", tostring(res.snapshots), " snapshots to ", shown, ": ", istr(res.from), " -> ",
+    io.stdout:write("pushed ", tostring(res.snapshots), res.snapshots == 1 and " snapshot to " or " snapshots to ", shown, ": ", istr(res.from), " -> ",
       istr(res.to), res.rebased and " (rebased onto its new snapshots)" or "", "\n")
   end
 end

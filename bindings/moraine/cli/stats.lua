@@ -26,8 +26,9 @@ local HELP = {
     summary = "entries and bytes per subspace and table",
     text = [[
 Walks the keyspace and shows, per subspace (C current, H history, S
-snapshot, R rows, M meta) and table, the number of entries, key bytes and
-value bytes, then the totals.]],
+snapshot, R rows, M meta, N counts: the entry counts kept per key range)
+and table, the number of entries, key bytes and value bytes, then the
+totals.]],
     options = { { "--json", "one JSON object {stats = [rows], total = {...}}" } },
     example = "moraine stats",
     flags = {},

@@ -152,7 +152,7 @@ local function follow(ctx, source)
       io.stderr:write("moraine: ", state.error, " (trying again in ", text, "; behind the source: ",
         lag_text(follow_state.lag(state, nil, now)), ")\n")
     end
-    os.execute(string.format("sleep %.3f", secs))
+    moraine.sleep(secs) -- in the process, so Ctrl-C stops the follower (a sleep child would take the signal alone)
   end
 end
 

@@ -24,7 +24,7 @@ Refused on a catalog that is already current, of an unknown version, or in
 the middle of a sync round (finish it with moraine sync first). No other
 process may have the catalog open meanwhile. docs/upgrade.md.]],
   options = { { "--dry-run", "check that the catalog can be migrated and say what would be done; change nothing" },
-    { "--json", "the result as one JSON object: from, to, tables, dry_run" } },
+    { "--json", "the result as one JSON object: from, to, tables, dry_run, current (already at the current version)" } },
   example = "moraine -c old.moraine upgrade --dry-run && moraine -c old.moraine upgrade",
   flags = {},
   switches = { ["--dry-run"] = "dry_run" },
@@ -34,13 +34,15 @@ process may have the catalog open meanwhile. docs/upgrade.md.]],
 
 local function run(ctx)
   local dry = ctx.opts.dry_run == true
-  local r = upgrade.upgrade(ctx.dir, { dry_run = dry })
+  local r = upgrade.upgrade(ctx.dir, { dry_run = dry, if_needed = true })
   if ctx.json then
-    return output.print_json(output.obj({ "from", "to", "tables", "dry_run" },
-      { from = r.from, to = r.to, tables = r.tables, dry_run = dry }))
+    return output.print_json(output.obj({ "from", "to", "tables", "dry_run", "current" },
+      { from = r.from, to = r.to, tables = r.tables, dry_run = dry, current = r.current == true }))
   end
   for _, note in ipairs(r.notes) do io.stdout:write(note, "\n") end
-  if dry then
+  if r.current then
+    io.stdout:write(string.format("%s: DuckLake catalog version %s is the current one: nothing to do\n", ctx.dir, r.from))
+  elseif dry then
     io.stdout:write(string.format("%s: DuckLake catalog version %s can be upgraded to %s (%d tables after); "
       .. "nothing changed (--dry-run)\n", ctx.dir, r.from, r.to, r.tables))
   else

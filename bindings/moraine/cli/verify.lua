@@ -135,7 +135,8 @@ function verify_output(ctx, res, checked)
       for _, x in ipairs(res) do io.stdout:write(cell(x.key), ": ", cell(x.problem), "\n") end
       io.stderr:write("moraine: ", #res, " violation", #res == 1 and "" or "s", " found",
         checked and (" in " .. istr(checked) .. " entries") or "", "\n",
-        "hint: the catalog is damaged; export what can be read and re-import, or restore a backup\n")
+        "hint: the catalog is damaged: keep a copy of its directory aside, then import it again from its DuckLake "
+        .. "source (moraine import / sync) or restore a backup; other commands may stop on the damaged pages\n")
     end
   end
   if #res > 0 then os.exit(1) end
