@@ -69,6 +69,7 @@
 #define MT_CURSOR "moraine.cursor"
 #define MT_ERROR "moraine.error"
 #define MT_JBOX "moraine.jbox"
+#define MT_ICHECK "moraine.import_check"
 #define REG_INT64CTOR "moraine.int64ctor"
 #define REG_CDATACONV "moraine.cdataconv"
 #define REG_PARSE_PARTITION "moraine.parse_partition_key"
@@ -243,6 +244,11 @@ int l_db_relation(lua_State *L);
 int l_db_import(lua_State *L);
 int l_db_export(lua_State *L);
 int l_db_import_rows(lua_State *L);
+int l_import_ndjson_check(lua_State *L);
+int l_import_check_new(lua_State *L);
+int l_import_check_add(lua_State *L);
+int l_import_check_finish(lua_State *L);
+int l_import_check_gc(lua_State *L);
 int l_db_verify(lua_State *L);
 int l_db_stats(lua_State *L);
 int l_db_store_access(lua_State *L);

@@ -99,7 +99,13 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"all_versions", l_all_versions},
                                         {"create_private_file", l_create_private_file},
                                         {"rename_exchange", l_rename_exchange},
+                                        {"import_ndjson_check", l_import_ndjson_check},
+                                        {"import_check", l_import_check_new},
                                         {NULL, NULL}};
+
+static const luaL_Reg import_check_methods[] = {{"add", l_import_check_add},
+                                                {"finish", l_import_check_finish},
+                                                {NULL, NULL}};
 
 /* Creates metatable @name with __index = methods, __gc/__close = gc. */
 static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
@@ -130,6 +136,7 @@ int luaopen_moraine_core(lua_State *L)
     new_class(L, MT_READ, read_methods, l_read_gc, l_read_tostring);
     new_class(L, MT_CURSOR, NULL, l_cursor_gc, NULL);
     new_class(L, MT_JBOX, NULL, l_jbox_gc, NULL);
+    new_class(L, MT_ICHECK, import_check_methods, l_import_check_gc, NULL);
     luaL_newmetatable(L, MT_ERROR);
     lua_pushcfunction(L, l_error_tostring);
     lua_setfield(L, -2, "__tostring");

@@ -433,6 +433,111 @@ int l_db_import_rows(lua_State *L)
     return 1;
 }
 
+/* ---- checking an import without a catalog ------------------------------------------ */
+
+/* core.import_ndjson_check(dir) -> true: moraine_import_ndjson_check */
+int l_import_ndjson_check(lua_State *L)
+{
+    const char *dir = luaL_checkstring(L, 1);
+    int rc = moraine_import_ndjson_check(dir, NULL, NULL);
+    if (rc != 0) return raise_engine(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+typedef struct {
+    moraine_import_check *c; /* NULL once ended */
+} lcheck;
+
+static lcheck *check_checker(lua_State *L)
+{
+    lcheck *k = (lcheck *)luaL_checkudata(L, 1, MT_ICHECK);
+    if (!k->c) luaL_error(L, "import check already finished");
+    return k;
+}
+
+/* core.import_check() -> checker: moraine_import_check_begin */
+int l_import_check_new(lua_State *L)
+{
+    lcheck *k = (lcheck *)lua_newuserdata(L, sizeof *k);
+    k->c = NULL;
+    luaL_getmetatable(L, MT_ICHECK);
+    lua_setmetatable(L, -2);
+    int rc = moraine_import_check_begin(&k->c);
+    if (rc != 0) return raise_engine(L, rc);
+    return 1;
+}
+
+/* checker:add(name, columns, rows) -> true: moraine_import_check_add of
+ * table @name, @columns an array of column names, @rows an array of rows
+ * keyed by column name (a missing value, nil, is NULL), as moraine.sync_source
+ * gives them */
+int l_import_check_add(lua_State *L)
+{
+    lcheck *k = check_checker(L);
+    const char *name = luaL_checkstring(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    lua_settop(L, 4);
+    size_t ncols = (size_t)mr_rawlen(L, 3), nrows = (size_t)mr_rawlen(L, 4);
+    const char **names = (const char **)scratch(L, ncols, sizeof *names); /* 5 */
+    for (size_t c = 0; c < ncols; c++) {
+        lua_rawgeti(L, 3, (int)c + 1);
+        size_t len;
+        if (lua_type(L, -1) != LUA_TSTRING)
+            raise_errf(L, MORAINE_EINVAL, "import check: %s: column name %d is not a string", name, (int)c + 1);
+        names[c] = lua_tolstring(L, -1, &len); /* referenced by @columns */
+        if (strlen(names[c]) != len)
+            raise_errf(L, MORAINE_EINVAL, "import check: %s: column name %d contains a NUL byte", name, (int)c + 1);
+        lua_pop(L, 1);
+    }
+    if (ncols && nrows > SIZE_MAX / sizeof(moraine_value) / ncols)
+        raise_errf(L, MORAINE_ENOMEM, "import check: %s: too many rows", name);
+    moraine_value *vals = (moraine_value *)scratch(L, nrows * ncols, sizeof *vals); /* 6 */
+    for (size_t r = 0; r < nrows; r++) {
+        lua_rawgeti(L, 4, (int)r + 1);
+        if (lua_type(L, -1) != LUA_TTABLE)
+            raise_errf(L, MORAINE_EINVAL, "import check: %s row %d: a row must be a table, got %s", name, (int)r + 1,
+                       luaL_typename(L, -1));
+        for (size_t c = 0; c < ncols; c++) {
+            lua_getfield(L, -1, names[c]);
+            if (lua_isnil(L, -1)) {
+                memset(&vals[r * ncols + c], 0, sizeof vals[0]);
+                vals[r * ncols + c].type = MORAINE_NULL;
+            } else {
+                import_value(L, -1, &vals[r * ncols + c], name, r + 1, names[c]);
+            }
+            lua_pop(L, 1); /* the value stays referenced by the row */
+        }
+        lua_pop(L, 1);
+    }
+    moraine_import_table t = {name, ncols, names, nrows, vals};
+    int rc = moraine_import_check_add(k->c, &t);
+    if (rc != 0) return raise_engine(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* checker:finish() -> true: moraine_import_check_end (the checker is spent) */
+int l_import_check_finish(lua_State *L)
+{
+    lcheck *k = check_checker(L);
+    moraine_import_check *c = k->c;
+    k->c = NULL;
+    int rc = moraine_import_check_end(c);
+    if (rc != 0) return raise_engine(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+int l_import_check_gc(lua_State *L)
+{
+    lcheck *k = (lcheck *)luaL_checkudata(L, 1, MT_ICHECK);
+    if (k->c) moraine_import_check_end(k->c);
+    k->c = NULL;
+    return 0;
+}
+
 /* verify/stats callbacks run inside the engine: the Lua work they do is
  * protected (lua_pcall), so no error can longjmp through engine frames. */
 typedef struct {

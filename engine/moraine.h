@@ -850,9 +850,16 @@ int moraine_store_access_get(moraine_db *db, moraine_store_access *out);
  * snapshot through the staged path, then the non-temporal tables.
  * Accepts gaps in snapshot ids, rows whose begin_snapshot names an expired
  * snapshot, unknown columns and tables (inlined data tables included).
+ * Every file is read and checked before anything is written
+ * (docs/import-export.md, "Check everything first").
  * Returns 0; MORAINE_EIO (directory or file unreadable); MORAINE_EJSON
  * (malformed JSON: message names file and line); MORAINE_EINVAL (a row with a
- * wrong type or missing column: file, line, column); MORAINE_EEXIST (the
+ * wrong type or missing column: file, line, column; a snapshot column that is
+ * not a non-negative integer, an end_snapshot below its begin_snapshot, a
+ * begin or end after the last ducklake_snapshot row; a child row whose parent
+ * row is absent; an id naming no row (a data file's table_id, ...); a
+ * DuckLake catalog, one with ducklake_metadata and ducklake_snapshot rows,
+ * lacking one of the tables every DuckLake catalog has); MORAINE_EEXIST (the
  * catalog is not empty); staged-path errors. On any error nothing of the
  * import remains in the catalog.
  * @progress (may be NULL) is called in two phases: while the files are read
@@ -862,6 +869,49 @@ int moraine_store_access_get(moraine_db *db, moraine_store_access *out);
  * return cancels the import (MORAINE_EINVAL "import cancelled").
  */
 int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud);
+
+/**
+ * moraine_import_ndjson_check - read and check the directory @dir as
+ * moraine_import_ndjson does before it writes anything, without a catalog:
+ * the same reading, the same checks, the same errors and messages (file,
+ * line, column). @progress as moraine_import_ndjson's first phase.
+ * Returns 0 when moraine_import_ndjson would start writing; MORAINE_EIO,
+ * MORAINE_EJSON, MORAINE_EINVAL as moraine_import_ndjson.
+ */
+int moraine_import_ndjson_check(const char *dir, moraine_progress_fn progress, void *ud);
+
+/** The checks of an import of rows (moraine_import_rows) run without a
+ * catalog, the rows given a part at a time: moraine_import_check_begin, then
+ * moraine_import_check_add for each part, then moraine_import_check_end. */
+typedef struct moraine_import_check moraine_import_check;
+
+/**
+ * moraine_import_check_begin - start checking an import of rows.
+ * Returns 0 (*@out set); MORAINE_EINVAL (@out NULL); MORAINE_ENOMEM.
+ */
+int moraine_import_check_begin(moraine_import_check **out);
+
+/**
+ * moraine_import_check_add - add a part of one table: @t's rows (values are
+ * copied; the caller may free them on return) after the rows given for the
+ * same table name before (numbered on from them, 1-based, in messages); the
+ * first part of a table names its columns, later parts must name the same.
+ * Each row is checked as moraine_import_rows checks it (types of the columns
+ * moraine knows; 0/1 in a BOOLEAN column taken as false/true).
+ * Returns 0; MORAINE_EINVAL (a value of the wrong type, naming table, row and
+ * column; other columns than the table's first part; NULL argument);
+ * MORAINE_ENOMEM. After an error the check can only be ended.
+ */
+int moraine_import_check_add(moraine_import_check *c, const moraine_import_table *t);
+
+/**
+ * moraine_import_check_end - run the checks that need every row (those of
+ * moraine_import_rows before it writes: snapshots, ends, parents, ids,
+ * required tables) and free @c.
+ * Returns 0 when moraine_import_rows of the same tables would start writing;
+ * MORAINE_EINVAL (naming table, row and column); MORAINE_ENOMEM.
+ */
+int moraine_import_check_end(moraine_import_check *c);
 
 /**
  * moraine_export_ndjson - write every relation of the catalog to

@@ -36,6 +36,8 @@ typedef struct {
     size_t *off;        /* start of row i in data */
     size_t *line;       /* source line of row i */
     size_t nrows, caprows;
+    int slim;           /* only checked, never replayed: keep only the columns the plan reads */
+    unsigned char *keep; /* (slim) per column: kept (else stored as NULL) */
 } table;
 
 typedef struct {
@@ -44,6 +46,7 @@ typedef struct {
     moraine_value *vals;
     size_t vcap;
     int from_files; /* rows came from <table>.ndjson files: messages say file:line */
+    int slim;       /* a check only (moraine_import_*check*): tables are slim (table.slim) */
     moraine_progress_fn progress; /* the check phase reports rows read as (read, 0) */
     void *ud;
     uint64_t read;
@@ -70,6 +73,7 @@ static void tables_free(tables *ts)
         mr_buf_free(&t->data);
         free(t->off);
         free(t->line);
+        free(t->keep);
     }
     free(ts->t);
     free(ts->vals);
@@ -118,6 +122,41 @@ static int json_to_value(json_t *j, moraine_value *v, char **owned)
     }
 }
 
+/* Appends the row @vals (t->ncols values) to t->data. A slim table (a check
+ * that never replays) stores only the columns the plan reads (keys, parent
+ * keys, snapshot columns, the ids its references name), the others as NULL:
+ * the bulk of a catalog (paths, stats, uuids) is checked and let go. */
+static int encode_row(table *t, const moraine_value *vals)
+{
+    if (!t->slim || !t->rel || t->ncols > 256) return mr_encode_row(&t->data, (int64_t)t->nrows, vals, t->ncols);
+    if (!t->keep) {
+        static const char *const ids[] = {"table_id", "data_file_id", "schema_id", "snapshot_id", "begin_snapshot",
+                                          "end_snapshot", NULL};
+        const mr_rel *r = t->rel;
+        if (!(t->keep = calloc(t->ncols, 1))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        for (int i = 0; i < r->nkey; i++) {
+            if ((size_t)r->keycols[i] < t->ncols) t->keep[r->keycols[i]] = 1;
+            if (r->info.placement == MORAINE_PLACE_CHILD && (size_t)r->parentkey[i] < t->ncols) t->keep[r->parentkey[i]] = 1;
+        }
+        if (r->info.placement == MORAINE_PLACE_TEMPORAL) {
+            if ((size_t)r->info.begin_col < t->ncols) t->keep[r->info.begin_col] = 1;
+            if ((size_t)r->info.end_col < t->ncols) t->keep[r->info.end_col] = 1;
+        }
+        for (size_t c = 0; c < t->ncols; c++)
+            for (int i = 0; ids[i]; i++)
+                if (strcmp(t->cols[c], ids[i]) == 0) t->keep[c] = 1;
+    }
+    moraine_value v[256];
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (t->keep[c]) v[c] = vals[c];
+        else {
+            memset(&v[c], 0, sizeof v[c]);
+            v[c].type = MORAINE_NULL;
+        }
+    }
+    return mr_encode_row(&t->data, (int64_t)t->nrows, v, t->ncols);
+}
+
 /* Checks a row of t->ncols values in column order and appends it encoded. */
 static int keep_row(table *t, const moraine_value *vals, const char *path, size_t line)
 {
@@ -137,7 +176,7 @@ static int keep_row(table *t, const moraine_value *vals, const char *path, size_
     }
     t->off[t->nrows] = t->data.len;
     t->line[t->nrows] = line;
-    rc = mr_encode_row(&t->data, (int64_t)t->nrows, vals, t->ncols);
+    rc = encode_row(t, vals);
     if (!rc) t->nrows++;
     return rc;
 }
@@ -407,6 +446,7 @@ static int read_dir(const char *dir, tables *ts)
     if (!ts->t && !rc) rc = mr_err(MORAINE_ENOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
         table *t = &ts->t[ts->n++];
+        t->slim = ts->slim;
         char *dot = strrchr(names[i], '.');
         t->name = strndup(names[i], (size_t)(dot - names[i]));
         for (size_t j = 0; j + 1 < ts->n; j++)
@@ -549,6 +589,126 @@ static int key_of(mr_buf *b, const moraine_value *vals, const int *cols, int n)
     return rc;
 }
 
+/* Where row i of @t came from, for messages: "<table>.ndjson:<line>" for a
+ * file, "<table> row <n>" (1-based) for rows given as values. */
+static void row_where(const tables *ts, const table *t, size_t i, char *out, size_t n)
+{
+    if (ts->from_files) snprintf(out, n, "%s.ndjson:%zu", t->name, t->line[i]);
+    else snprintf(out, n, "%s row %zu", t->name, t->line[i]);
+}
+
+/* Ids one table's rows name in another table, checked after the plan's first
+ * pass: @cols of a row of @from (NULL values aside) must be the key of some
+ * version of @to (a whole catalog without @to has none). DuckLake deletes (expires)
+ * a row only with the rows that name it, so a dangling id is a damaged
+ * catalog, or a table left out of an export. */
+static const struct {
+    const char *from, *to;
+    const char *cols[2];
+} references[] = {
+    {"ducklake_data_file", "ducklake_table", {"table_id", NULL}},
+    {"ducklake_delete_file", "ducklake_table", {"table_id", NULL}},
+    {"ducklake_delete_file", "ducklake_data_file", {"table_id", "data_file_id"}},
+    {"ducklake_column", "ducklake_table", {"table_id", NULL}},
+    {"ducklake_table", "ducklake_schema", {"schema_id", NULL}},
+};
+
+static int col_index(const table *t, const char *name)
+{
+    for (size_t c = 0; c < t->ncols; c++)
+        if (strcmp(t->cols[c], name) == 0) return (int)c;
+    return -1;
+}
+
+/* Whether the import is a DuckLake catalog, which has every table DuckLake
+ * defines: one with ducklake_metadata rows (DuckLake writes its version
+ * there). Tables built by staged commits alone (tests, tools) need not be. */
+static int whole_catalog(tables *ts)
+{
+    table *mt = find_table(ts, "ducklake_metadata");
+    return mt && mt->nrows > 0;
+}
+
+/* Every table DuckLake defines has a column: in a whole catalog each
+ * ducklake_table row's table_id is named by some ducklake_column row (a
+ * catalog without ducklake_column has none). */
+static int check_tables_have_columns(tables *ts, mr_buf *kb)
+{
+    table *tt = find_table(ts, "ducklake_table"), *ct = find_table(ts, "ducklake_column");
+    if (!whole_catalog(ts)) return 0;
+    if (!tt || !tt->rel || tt->nrows == 0 || (ct && !ct->rel)) return 0;
+    int tcol = col_index(tt, "table_id"), ccol = ct ? col_index(ct, "table_id") : -1;
+    if (tcol < 0 || (ct && ccol < 0)) return 0;
+    keymap ids = {0};
+    int rc = 0;
+    for (size_t i = 0; ct && !rc && i < ct->nrows; i++) {
+        moraine_value *v;
+        int64_t ord;
+        if (!(rc = row_at(ts, ct, i, &v, &ord)) && !(rc = key_of(kb, v, &ccol, 1))) rc = keymap_add(&ids, kb, 0);
+    }
+    if (!rc && ids.n) rc = keymap_index(&ids);
+    for (size_t i = 0; !rc && i < tt->nrows; i++) {
+        moraine_value *v;
+        int64_t ord, unused;
+        if ((rc = row_at(ts, tt, i, &v, &ord))) break;
+        if (v[tcol].type == MORAINE_NULL) continue;
+        if ((rc = key_of(kb, v, &tcol, 1))) break;
+        if (!keymap_get(&ids, kb, &unused)) {
+            char at[512];
+            row_where(ts, tt, i, at, sizeof at);
+            rc = ct ? mr_err(MORAINE_EINVAL, "%s: table_id=%lld has no ducklake_column row (a table has at least one "
+                             "column): the catalog is damaged", at, (long long)v[tcol].i)
+                    : mr_err(MORAINE_EINVAL, "%s: table_id=%lld has columns, but the catalog has no ducklake_column%s",
+                             at, (long long)v[tcol].i, ts->from_files ? ".ndjson" : " table");
+        }
+    }
+    keymap_free(&ids);
+    return rc;
+}
+
+static int check_references(tables *ts, const keymap *maps, mr_buf *kb)
+{
+    int rc = check_tables_have_columns(ts, kb);
+    for (size_t k = 0; !rc && k < sizeof references / sizeof references[0]; k++) {
+        table *from = find_table(ts, references[k].from), *to = find_table(ts, references[k].to);
+        if (!from || !from->rel || (to && !to->rel)) continue;
+        if (!to && !whole_catalog(ts)) continue; /* tables built by staged commits alone need not be whole */
+        int cols[2], n = 0, ok = 1;
+        for (; n < 2 && references[k].cols[n]; n++) {
+            /* the referring columns, in the order of the target's key */
+            if ((cols[n] = col_index(from, references[k].cols[n])) < 0) ok = 0;
+            if (to && (n >= to->rel->nkey || strcmp(to->rel->names[to->rel->keycols[n]], references[k].cols[n]) != 0)) ok = 0;
+        }
+        if (!ok || (to && n != to->rel->nkey)) continue;
+        static const keymap none;
+        const keymap *m = to ? &maps[to - ts->t] : &none;
+        for (size_t i = 0; !rc && i < from->nrows; i++) {
+            moraine_value *v;
+            int64_t ord, begin;
+            if ((rc = row_at(ts, from, i, &v, &ord))) break;
+            int null = 0;
+            for (int c = 0; c < n; c++) null |= v[cols[c]].type == MORAINE_NULL;
+            if (null) continue;
+            if ((rc = key_of(kb, v, cols, n))) break;
+            if (!keymap_get(m, kb, &begin)) {
+                char at[512], desc[256];
+                row_where(ts, from, i, at, sizeof at);
+                size_t o = 0;
+                desc[0] = 0;
+                for (int c = 0; c < n && o < sizeof desc; c++) {
+                    const moraine_value *x = &v[cols[c]];
+                    if (x->type == MORAINE_INT) o += (size_t)snprintf(desc + o, sizeof desc - o, "%s%s=%lld", c ? ", " : "", references[k].cols[c], (long long)x->i);
+                    else o += (size_t)snprintf(desc + o, sizeof desc - o, "%s%s=(not an integer)", c ? ", " : "", references[k].cols[c]);
+                }
+                rc = to ? mr_err(MORAINE_EINVAL, "%s: %s names no %s row: the catalog is damaged", at, desc, to->name)
+                        : mr_err(MORAINE_EINVAL, "%s: %s names a %s row, but the catalog has no %s%s", at, desc,
+                                 references[k].to, references[k].to, ts->from_files ? ".ndjson" : " table");
+            }
+        }
+    }
+    return rc;
+}
+
 static int plan(tables *ts, ops *o)
 {
     int rc = 0;
@@ -557,6 +717,33 @@ static int plan(tables *ts, ops *o)
     keymap *maps = calloc(ts->n ? ts->n : 1, sizeof *maps);
     if (!maps) return mr_err(MORAINE_ENOMEM, "out of memory");
     mr_buf kb = {0};
+    char where[512];
+    /* the last snapshot row: no version may begin or end after it (its
+     * commit would have no ducklake_snapshot row, and a catalog's last
+     * snapshot must have one) */
+    int64_t snap_max = INT64_MAX;
+    table *stab = find_table(ts, "ducklake_snapshot");
+    if (stab && stab->nrows == 0) {
+        /* a DuckLake catalog with rows has at least one snapshot: without one
+         * every verb afterwards would find no snapshot to build on */
+        size_t others = 0;
+        for (size_t ti = 0; ti < ts->n; ti++) others += ts->t[ti].nrows;
+        if (others) {
+            free(maps);
+            return mr_err(MORAINE_EINVAL, "%s has no rows but other tables have %zu: a DuckLake catalog with rows has "
+                          "at least one snapshot", ts->from_files ? "ducklake_snapshot.ndjson" : "ducklake_snapshot", others);
+        }
+    }
+    if (stab && stab->rel && stab->rel->info.placement == MORAINE_PLACE_SNAPSHOT && stab->nrows) {
+        snap_max = INT64_MIN;
+        for (size_t i = 0; !rc && i < stab->nrows; i++) {
+            moraine_value *v;
+            int64_t ord;
+            if ((rc = row_at(ts, stab, i, &v, &ord))) break;
+            const moraine_value *id = &v[stab->rel->keycols[0]];
+            if (id->type == MORAINE_INT && id->i > snap_max) snap_max = id->i;
+        }
+    }
     for (size_t ti = 0; !rc && ti < ts->n; ti++) {
         table *t = &ts->t[ti];
         if (!t->rel) continue;
@@ -567,8 +754,9 @@ static int plan(tables *ts, ops *o)
             if ((rc = row_at(ts, t, i, &v, &ord))) break;
             if (r->info.placement == MORAINE_PLACE_SNAPSHOT) {
                 const moraine_value *id = &v[r->keycols[0]];
-                if (id->type != MORAINE_INT) {
-                    rc = mr_err(MORAINE_EINVAL, "%s.ndjson:%zu: column 'snapshot_id' must be an integer", t->name, t->line[i]);
+                if (id->type != MORAINE_INT || id->i < 0) {
+                    row_where(ts, t, i, where, sizeof where);
+                    rc = mr_err(MORAINE_EINVAL, "%s: column 'snapshot_id' must be an integer, not negative", where);
                     break;
                 }
                 if ((rc = push(o, id->i, PH_SNAPSHOT, (uint32_t)ti, i))) break;
@@ -577,12 +765,21 @@ static int plan(tables *ts, ops *o)
                 if (id->i > last) last = id->i;
             } else if (r->info.placement == MORAINE_PLACE_TEMPORAL) {
                 const moraine_value *b = &v[r->info.begin_col], *e = &v[r->info.end_col];
-                if (b->type != MORAINE_INT) {
-                    rc = mr_err(MORAINE_EINVAL, "%s.ndjson:%zu: column 'begin_snapshot' must be an integer", t->name, t->line[i]);
+                if (b->type != MORAINE_INT || b->i < 0) {
+                    row_where(ts, t, i, where, sizeof where);
+                    rc = mr_err(MORAINE_EINVAL, "%s: column 'begin_snapshot' must be an integer, not negative", where);
                     break;
                 }
                 if (e->type != MORAINE_NULL && (e->type != MORAINE_INT || e->i < b->i)) {
-                    rc = mr_err(MORAINE_EINVAL, "%s.ndjson:%zu: column 'end_snapshot' must be NULL or not below begin_snapshot", t->name, t->line[i]);
+                    row_where(ts, t, i, where, sizeof where);
+                    rc = mr_err(MORAINE_EINVAL, "%s: column 'end_snapshot' must be NULL or not below begin_snapshot", where);
+                    break;
+                }
+                if (b->i > snap_max || (e->type == MORAINE_INT && e->i > snap_max)) {
+                    row_where(ts, t, i, where, sizeof where);
+                    rc = mr_err(MORAINE_EINVAL, "%s: column '%s' names snapshot %lld, after the last snapshot of "
+                                "ducklake_snapshot (%lld)", where, b->i > snap_max ? "begin_snapshot" : "end_snapshot",
+                                (long long)(b->i > snap_max ? b->i : e->i), (long long)snap_max);
                     break;
                 }
                 if ((rc = push(o, b->i, PH_INSERT, (uint32_t)ti, i))) break;
@@ -596,6 +793,7 @@ static int plan(tables *ts, ops *o)
     }
     for (size_t ti = 0; !rc && ti < ts->n; ti++)
         if (maps[ti].n) rc = keymap_index(&maps[ti]);
+    if (!rc) rc = check_references(ts, maps, &kb);
     /* pass 2: children and non-temporal rows */
     int64_t rows_first = first == INT64_MAX ? MORAINE_NO_SNAPSHOT : first;
     int64_t rows_last = last == INT64_MIN ? MORAINE_NO_SNAPSHOT : last;
@@ -616,20 +814,24 @@ static int plan(tables *ts, ops *o)
                 int found = 0;
                 if (pt && pt->rel && (rc = key_of(&kb, v, r->parentkey, r->nkey)) == 0) found = keymap_get(&maps[pi], &kb, &begin);
                 if (rc) break;
-                rc = found ? push(o, begin, PH_CHILD, (uint32_t)ti, i) : push(o, rows_last, PH_ROWS, (uint32_t)ti, i);
+                if (!found) {
+                    /* DuckLake deletes a child row with its parent (expiry,
+                     * merge, cleanup): one without is a damaged catalog */
+                    char desc[256];
+                    row_where(ts, t, i, where, sizeof where);
+                    mr_describe_row(r, v, t->ncols, desc, sizeof desc);
+                    rc = mr_err(MORAINE_EINVAL, "%s: no %s row has this row's %s: a child row needs its parent",
+                                where, r->info.parent, desc);
+                    break;
+                }
+                rc = push(o, begin, PH_CHILD, (uint32_t)ti, i);
             }
         }
     }
     for (size_t ti = 0; ti < ts->n; ti++) keymap_free(&maps[ti]);
     free(maps);
     mr_buf_free(&kb);
-    /* a DuckLake catalog with rows has at least one snapshot: without one
-     * every verb afterwards would find no snapshot to build on */
-    table *st = find_table(ts, "ducklake_snapshot");
-    if (!rc && st && st->nrows == 0 && o->n)
-        rc = mr_err(MORAINE_EINVAL, "%s has no rows but other tables have %zu: a DuckLake catalog with rows has at least one snapshot",
-                    ts->from_files ? "ducklake_snapshot.ndjson" : "ducklake_snapshot", o->n);
-    if (!rc && o->n) qsort(o->v, o->n, sizeof *o->v, op_cmp);
+    if (!rc && o->n && !ts->slim) qsort(o->v, o->n, sizeof *o->v, op_cmp); /* (a check only needs no order) */
     return rc;
 }
 
@@ -801,7 +1003,7 @@ static int add_values(table *t, const moraine_value *vals, size_t rowno)
     }
     t->off[t->nrows] = t->data.len;
     t->line[t->nrows] = rowno;
-    rc = mr_encode_row(&t->data, (int64_t)t->nrows, v, t->ncols);
+    rc = encode_row(t, v);
     if (!rc) t->nrows++;
     return rc;
 }
@@ -823,6 +1025,45 @@ static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progres
     return rc;
 }
 
+/* Appends the table @in (its name, columns and rows) to @ts: a new table
+ * when @ts has none of that name, else (@append) its rows after the ones it
+ * has, the columns having to be the same; without @append a name given
+ * twice is refused. Rows are numbered from 1 per table, in the order given. */
+static int add_input(tables *ts, const moraine_import_table *in, size_t idx, int append)
+{
+    if (!in->name || (in->ncols && !in->colnames) || (in->nrows && !in->rows))
+        return mr_err(MORAINE_EINVAL, "moraine_import_rows: table %zu is incomplete", idx);
+    table *t = find_table(ts, in->name);
+    if (t && !append) return mr_err(MORAINE_EINVAL, "table '%s' is given twice", in->name);
+    if (t) {
+        int same = t->ncols == in->ncols;
+        for (size_t c = 0; same && c < in->ncols; c++) same = strcmp(t->cols[c], in->colnames[c] ? in->colnames[c] : "") == 0;
+        if (!same) return mr_err(MORAINE_EINVAL, "table '%s' is given again with other columns", in->name);
+    } else {
+        table *nt = realloc(ts->t, (ts->n + 1) * sizeof *nt);
+        if (!nt) return mr_err(MORAINE_ENOMEM, "out of memory");
+        ts->t = nt;
+        t = &ts->t[ts->n++];
+        memset(t, 0, sizeof *t);
+        t->slim = ts->slim;
+        if (!(t->name = strdup(in->name))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        t->cols = calloc(in->ncols ? in->ncols : 1, sizeof *t->cols);
+        if (!t->cols) return mr_err(MORAINE_ENOMEM, "out of memory");
+        for (size_t c = 0; c < in->ncols; c++) {
+            if (!(t->cols[c] = strdup(in->colnames[c] ? in->colnames[c] : ""))) return mr_err(MORAINE_ENOMEM, "out of memory");
+            t->ncols++;
+        }
+        if (t->ncols) {
+            int rc = mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel);
+            if (rc) return rc;
+        }
+    }
+    if (!t->ncols && in->nrows) return mr_err(MORAINE_EINVAL, "table '%s' has %zu rows but no columns", t->name, in->nrows);
+    int rc = 0;
+    for (size_t r = 0; !rc && r < in->nrows; r++) rc = add_values(t, in->rows + r * in->ncols, t->nrows + 1);
+    return rc;
+}
+
 int moraine_import_rows(moraine_db *db, const moraine_import_table *in, size_t n, moraine_progress_fn progress, void *ud)
 {
     if (!db || (n && !in)) return mr_err(MORAINE_EINVAL, "moraine_import_rows: NULL argument");
@@ -830,35 +1071,60 @@ int moraine_import_rows(moraine_db *db, const moraine_import_table *in, size_t n
     int rc = mr_catalog_empty(db);
     if (rc) return rc;
     tables ts = {0};
-    ts.t = calloc(n ? n : 1, sizeof *ts.t);
-    if (!ts.t) return mr_err(MORAINE_ENOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < n; i++) {
-        table *t = &ts.t[ts.n++];
-        if (!in[i].name || (in[i].ncols && !in[i].colnames) || (in[i].nrows && !in[i].rows)) {
-            rc = mr_err(MORAINE_EINVAL, "moraine_import_rows: table %zu is incomplete", i);
-            break;
-        }
-        for (size_t j = 0; j + 1 < ts.n; j++)
-            if (strcmp(ts.t[j].name, in[i].name) == 0) rc = mr_err(MORAINE_EINVAL, "table '%s' is given twice", in[i].name);
-        if (rc || !(t->name = strdup(in[i].name))) {
-            if (!rc) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-            break;
-        }
-        t->cols = calloc(in[i].ncols ? in[i].ncols : 1, sizeof *t->cols);
-        if (!t->cols) {
-            rc = mr_err(MORAINE_ENOMEM, "out of memory");
-            break;
-        }
-        for (size_t c = 0; !rc && c < in[i].ncols; c++) {
-            if (!(t->cols[c] = strdup(in[i].colnames[c] ? in[i].colnames[c] : ""))) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-            else t->ncols++;
-        }
-        if (!rc && !t->ncols && in[i].nrows)
-            rc = mr_err(MORAINE_EINVAL, "table '%s' has %zu rows but no columns", t->name, in[i].nrows);
-        if (!rc && t->ncols) rc = mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel);
-        for (size_t r = 0; !rc && r < in[i].nrows; r++) rc = add_values(t, in[i].rows + r * in[i].ncols, r + 1);
-    }
+    for (size_t i = 0; !rc && i < n; i++) rc = add_input(&ts, &in[i], i, 0);
     if (!rc) rc = import_tables(db, &ts, progress, ud);
+    tables_free(&ts);
+    return rc;
+}
+
+/* ---- checking without importing ---- */
+
+struct moraine_import_check {
+    tables ts;
+};
+
+/* The checks of an import (the plan's), nothing written. */
+static int check_tables(tables *ts)
+{
+    ops o = {0};
+    int rc = plan(ts, &o);
+    free(o.v);
+    return rc;
+}
+
+int moraine_import_check_begin(moraine_import_check **out)
+{
+    if (!out) return mr_err(MORAINE_EINVAL, "moraine_import_check_begin: NULL argument");
+    *out = calloc(1, sizeof **out);
+    if (*out) (*out)->ts.slim = 1;
+    return *out ? 0 : mr_err(MORAINE_ENOMEM, "out of memory");
+}
+
+int moraine_import_check_add(moraine_import_check *c, const moraine_import_table *t)
+{
+    if (!c || !t) return mr_err(MORAINE_EINVAL, "moraine_import_check_add: NULL argument");
+    return add_input(&c->ts, t, c->ts.n, 1);
+}
+
+int moraine_import_check_end(moraine_import_check *c)
+{
+    if (!c) return mr_err(MORAINE_EINVAL, "moraine_import_check_end: NULL argument");
+    int rc = check_tables(&c->ts);
+    tables_free(&c->ts);
+    free(c);
+    return rc;
+}
+
+int moraine_import_ndjson_check(const char *dir, moraine_progress_fn progress, void *ud)
+{
+    if (!dir) return mr_err(MORAINE_EINVAL, "moraine_import_ndjson_check: NULL argument");
+    tables ts = {0};
+    ts.from_files = 1;
+    ts.slim = 1;
+    ts.progress = progress;
+    ts.ud = ud;
+    int rc = read_dir(dir, &ts);
+    if (!rc) rc = check_tables(&ts);
     tables_free(&ts);
     return rc;
 }

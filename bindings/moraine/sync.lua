@@ -131,6 +131,51 @@ function M.row_form(row, cols)
   return table.concat(parts, "\0")
 end
 
+-- ---- checking a whole source ----------------------------------------------------------
+
+-- rows handed to the engine's check per call (bounds the Lua arrays built)
+local CHECK_CHUNK = 4096
+
+--- Checks a whole source as an import into an empty catalog would, before
+-- anything is written: the engine's checks of `moraine_import_ndjson` (an
+-- NDJSON directory: the very same reading and checks, messages naming
+-- `file:line` and the column) or of `moraine_import_rows` (SQLite,
+-- PostgreSQL: every row of every table given to `moraine_import_check_*`,
+-- messages naming table, row (1-based, in the source's row order) and
+-- column): values of the right kind for the columns moraine knows, exact
+-- integers, snapshot columns that are non-negative integers, end_snapshot
+-- not below begin_snapshot, no begin or end after the last ducklake_snapshot
+-- row, child rows whose parent row exists, ids that name rows (a data file's
+-- or delete file's table_id, a delete file's data file, a column's table, a
+-- table's schema), a column for every table (docs/import-export.md, "Check
+-- everything first"). Call it between the source's `begin` and `finish`
+-- (sync does, in the round it replays).
+-- @param src a source object (`source`), its round begun
+-- @tparam[opt] table tables `src:tables()`
+-- @return true
+-- @raise EINVAL, EJSON, EIO (the engine's, naming table or file, row and
+--   column); the errors of the source's queries
+function M.check(src, tables)
+  if src.kind == "ndjson" then return core.import_ndjson_check(src.label) end
+  tables = tables or src:tables()
+  local checker = core.import_check()
+  for _, t in ipairs(tables) do
+    local name, cols = t.name, t.columns
+    local chunk, k = {}, 0
+    checker:add(name, cols, chunk) -- the table, even without rows
+    for row in src:select(t, nil) do
+      k = k + 1
+      chunk[k] = row
+      if k == CHECK_CHUNK then
+        checker:add(name, cols, chunk)
+        chunk, k = {}, 0
+      end
+    end
+    if k > 0 then checker:add(name, cols, chunk) end
+  end
+  return checker:finish()
+end
+
 -- ---- sync -----------------------------------------------------------------------------
 
 local function catalog_last(db)
@@ -715,7 +760,8 @@ end
 --   ids done and in all, the id just committed, the source's newest
 --   snapshot; returning `true` cancels with
 --   EINVAL "sync cancelled"; what was committed stays), `before_commit(id)`
---   (tests: called before each commit)
+--   (tests: called before each commit), `check` (true: check the whole
+--   source first, as a round into an empty catalog always does; see `check`)
 -- @return a table `{from = catalog's last snapshot before (nil: none), to =
 --   its last after, snapshots = commit ids replayed, rows_changed =
 --   non-versioned rows put or deleted, source = source label,
@@ -731,7 +777,9 @@ end
 --   its ducklake_metadata 'version' value, e.g. "0.1" or "1.1-dev1", or nil)`.
 --   Any catalog version is copied row for row as stored (an old catalog is
 --   not migrated: v0.1's ducklake_partition_column.column_id stays a position)
--- @raise ECONFLICT (another writer committed to the catalog during the round:
+-- @raise the errors of `check` (a round into an empty catalog, or with
+--   `check`: a malformed source is refused before anything is written),
+--   ECONFLICT (another writer committed to the catalog during the round:
 --   "sync: the catalog's last snapshot is X, expected Y ... source snapshot Z
 --   not written"; or before it: the catalog's last snapshot is not the
 --   source's snapshot of that id, its ducklake_snapshot row differs or the
@@ -745,7 +793,7 @@ end
 function M.sync(db, source, opts)
   opts = opts or {}
   for k in pairs(opts) do
-    if k ~= "batch" and k ~= "progress" and k ~= "before_commit" then
+    if k ~= "batch" and k ~= "progress" and k ~= "before_commit" and k ~= "check" then
       raise("EINVAL", "sync: unknown option '%s'", tostring(k))
     end
   end
@@ -757,6 +805,8 @@ function M.sync(db, source, opts)
     local ok2, r = pcall(function()
       local tables = src:tables()
       local from = catalog_last(db)
+      -- a first round (or opts.check) checks the whole source before it writes
+      if from == nil or opts.check then M.check(src, tables) end
       check_follows(db, src, tables, from)
       check_columns(db, tables)
       -- the source's newest snapshot, and the count and sum of its ids at or

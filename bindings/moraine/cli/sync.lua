@@ -40,6 +40,44 @@ local function open_catalog(ctx, create)
   return errors.with_hint(catalog.NO_CATALOG_HINT, moraine.open, ctx.dir, { create = true })
 end
 
+-- The entries of directory @dir (nil when it does not exist), as a set
+local function entries(dir)
+  if not util.is_dir(dir) then return nil end
+  local p = io.popen("ls -A '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+  local set = {}
+  if p then
+    for line in p:lines() do set[line] = true end
+    p:close()
+  end
+  return set
+end
+
+-- Removes what a failed import created for the catalog @dir: the directory
+-- itself when it did not exist (@had nil), else the entries it did not have
+-- (the directory the user had stays). Returns a sentence saying what was
+-- removed, or nil.
+local function undo_created(dir, had)
+  local q = "'" .. dir:gsub("'", "'\\''") .. "'"
+  if had == nil then
+    if util.sh_ok("rm -rf " .. q) then return "the catalog directory " .. dir .. " it created was removed" end
+    return nil
+  end
+  local now = entries(dir) or {}
+  local gone = 0
+  for name in pairs(now) do
+    if not had[name] then
+      util.sh_ok("rm -rf " .. q .. "/'" .. name:gsub("'", "'\\''") .. "'")
+      gone = gone + 1
+    end
+  end
+  if gone > 0 then return "the files it created in " .. dir .. " were removed" end
+  return nil
+end
+
+-- errors a run of the same command may not meet again (the source or the
+-- disk could not be read or written, another writer)
+local RETRYABLE = { EIO = true, ELMDB = true, EMAPFULL = true, ENOMEM = true }
+
 local run = {}
 
 -- a line on stderr when the source expired snapshots the catalog still holds
@@ -127,6 +165,7 @@ function run.sync(ctx, source)
     if moraine.is_error(src) then errors.fail(src.code .. ": " .. src.message, HINT) end
     error(src, 0)
   end
+  local had = entries(ctx.dir)
   local db = open_catalog(ctx, true)
   local before = db:last_snapshot()
   local meter, finish = output.progress_meter("syncing", "snapshots")
@@ -138,11 +177,18 @@ function run.sync(ctx, source)
     local last = db:last_snapshot()
     db:close()
     if moraine.is_error(r) then
+      local retry = RETRYABLE[r.code]
       local hint = "the catalog keeps every snapshot it had (last snapshot " .. (last and util.istr(last) or "none")
-        .. "); run the same command again to continue"
+        .. "); " .. (retry and "run the same command again to continue"
+          or "running it again fails the same way until the source is fixed")
       if last == before then hint = "nothing was changed" end
+      if before == nil and not (had and had["data.mdb"]) then
+        -- a first sync into a catalog it created: what it created goes
+        local removed = undo_created(ctx.dir, had)
+        hint = "nothing was synced" .. (removed and (" (" .. removed .. ")") or "")
+      end
       if r.code == "ECONFLICT" then hint = "another writer committed to the catalog; nothing of it was removed" end
-      if r.code == "EIO" then hint = HINT end
+      if r.code == "EIO" then hint = hint .. "; " .. HINT end
       errors.fail(r.code .. ": " .. r.message, hint)
     end
     error(r, 0)
@@ -179,21 +225,19 @@ function run.import(ctx, source)
   if util.exists(ctx.dir) and not util.is_dir(ctx.dir) then
     errors.fail(ctx.dir .. " is not a catalog directory (it is a file)", catalog.NO_CATALOG_HINT)
   end
-  -- read the whole source once before the catalog is created or touched
   local meter, finish = output.progress_meter("importing", "snapshots")
   local src
   local ok, e = pcall(function()
     src = sync.source(source)
-    src:begin()
-    local tables = src:tables()
-    if kind == "sqlite" and not (tables.ducklake_snapshot and tables.ducklake_metadata) then
-      core_raise("EINVAL", "sync: " .. source .. " is not a DuckLake catalog: it has no "
-        .. (tables.ducklake_snapshot and "ducklake_metadata" or "ducklake_snapshot") .. " table")
+    if kind == "sqlite" then
+      src:begin()
+      local tables = src:tables()
+      if not (tables.ducklake_snapshot and tables.ducklake_metadata) then
+        core_raise("EINVAL", "sync: " .. source .. " is not a DuckLake catalog: it has no "
+          .. (tables.ducklake_snapshot and "ducklake_metadata" or "ducklake_snapshot") .. " table")
+      end
+      src:finish()
     end
-    for _, t in ipairs(tables) do
-      for _ in src:select(t, nil) do end
-    end
-    src:finish()
   end)
   if not ok then
     finish(false)
@@ -201,12 +245,17 @@ function run.import(ctx, source)
     if moraine.is_error(e) then errors.fail(e.code .. ": " .. e.message, "nothing was imported; fix " .. source .. " and retry") end
     error(e, 0)
   end
+  -- what the catalog directory held before (nil: it did not exist), so that
+  -- a failed import removes what it created and nothing else
+  local had = entries(ctx.dir)
   require("moraine.compact").recover(ctx.dir) -- what a kill left of the compaction a fresh import ends with
   local db = open_catalog(ctx, true)
   local before = db:last_snapshot()
   local progress = meter and function(done, total) meter(done, total, "importing") end
   local r
-  ok, r = pcall(sync.sync, db, src, { progress = progress })
+  -- the whole source is checked in the round before anything is written
+  -- (moraine.sync.check), also when continuing an interrupted import
+  ok, r = pcall(sync.sync, db, src, { progress = progress, check = true })
   finish(ok)
   src:close()
   if not ok then
@@ -217,17 +266,25 @@ function run.import(ctx, source)
         errors.fail("EEXIST: the catalog is not empty and is not an earlier import of " .. source .. " (catalog " .. ctx.dir
           .. ": " .. r.message .. ")", "nothing was changed; import into a new catalog with -c NEWDIR")
       end
+      local retry = RETRYABLE[r.code]
+      local fix = retry and "run the same import again" or ("fix " .. source .. " and retry (running it again as it is "
+        .. "fails the same way)")
       if r.code == "EEXIST" then
         -- (robust) a duplicate live key in the source: the message names the table and the row
-        errors.fail("EEXIST: " .. r.message, (last == before and "nothing was imported; " or ("snapshots up to "
-          .. util.istr(last) .. " were imported and stay; ")) .. source .. " holds two rows with the same key "
-          .. "(the message names the table and the row): fix the source and retry")
+        fix = source .. " holds two rows with the same key (the message names the table and the row): fix the source "
+          .. "and retry"
       end
-      if last == before then
-        errors.fail(r.code .. ": " .. r.message, "nothing was imported; fix " .. source .. " and retry")
+      if before == nil and not (had and had["data.mdb"]) then
+        -- a fresh import into a catalog it created: what it created goes (a
+        -- catalog holding part of a source that fails is of no use, and a
+        -- retry starts afresh)
+        local removed = undo_created(ctx.dir, had)
+        errors.fail(r.code .. ": " .. r.message, "nothing was imported" .. (removed and (" (" .. removed .. ")") or "")
+          .. "; " .. fix)
       end
+      if last == before then errors.fail(r.code .. ": " .. r.message, "nothing was changed; " .. fix) end
       errors.fail(r.code .. ": " .. r.message, "snapshots up to " .. util.istr(last) .. " were imported and stay; "
-        .. "run the same import again to continue")
+        .. (retry and "run the same import again to continue" or fix))
     end
     error(r, 0)
   end
@@ -293,10 +350,14 @@ Imports a whole DuckLake catalog into an empty moraine catalog (created if
 missing): 'moraine sync' into an empty catalog. SOURCE is either a
 directory of <table>.ndjson files (one JSON object per line, as DuckDB
 exports a table; it must hold ducklake_snapshot.ndjson), or a SQLite
-DuckLake catalog file (recognised by its header "SQLite format 3"). Every
-file is read before the catalog is created or changed: a source that
-cannot be read leaves nothing behind. Each snapshot is then one
-transaction; if the import is interrupted (killed, or a row refused),
+DuckLake catalog file (recognised by its header "SQLite format 3"). The
+whole source is read and checked before anything is written, with the
+checks of db:import_ndjson (docs/import-export.md): a malformed source (a
+value of the wrong kind, a column missing, a begin or end snapshot that
+does not fit, a child row without its parent, an id naming no row, a
+table left out) is refused, naming file or table, row and column, and a
+catalog directory the import created is removed (one you had stays, as
+it was). Each snapshot is then one transaction; if the import is killed,
 the snapshots before stay and running the same import again continues
 where it stopped. A catalog that holds anything other than an earlier
 import of SOURCE is refused (EEXIST) and left unchanged; nothing another
