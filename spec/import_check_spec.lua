@@ -244,14 +244,9 @@ describe("a malformed DuckLake catalog", function()
 
   describe("from PostgreSQL", function()
     local server, c
-    lazy_setup(function()
-      server = pg.start()
-      c = pg.connect(server.conninfo)
-    end)
-    lazy_teardown(function()
-      if c then c:close() end
-      if server then assert.is_true(server.stop()) end
-    end)
+    local pg_setup, pg_teardown = pg.server_hooks(function(s, conn) server, c = s, conn end)
+    lazy_setup(pg_setup)
+    lazy_teardown(pg_teardown)
 
     it("moraine sync into a new directory refuses a data file naming no table, naming table, row and column; no "
       .. "directory is left; the source repaired, it syncs", function()

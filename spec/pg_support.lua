@@ -178,4 +178,22 @@ function pg.load(c, dir, upto)
   return n
 end
 
+--- The setup and teardown of a PostgreSQL server for a busted describe
+-- block, to pass to lazy_setup and lazy_teardown (busted's functions are the
+-- spec file's, not this module's): setup starts a server and connects to it,
+-- giving both to @set(server, connection); teardown closes and stops them.
+function pg.server_hooks(set)
+  local server, c
+  local function setup()
+    server = pg.start()
+    c = pg.connect(server.conninfo)
+    set(server, c)
+  end
+  local function teardown()
+    if c then c:close() end
+    if server then assert(server.stop(), "the PostgreSQL server did not stop") end
+  end
+  return setup, teardown
+end
+
 return pg

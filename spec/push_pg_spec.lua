@@ -154,14 +154,9 @@ local q = support.q
 
 describe("moraine.push into PostgreSQL", function()
   local server, c
-  lazy_setup(function()
-    server = pg.start()
-    c = pg.connect(server.conninfo)
-  end)
-  lazy_teardown(function()
-    if c then c:close() end
-    if server then server.stop() end
-  end)
+  local pg_setup, pg_teardown = pg.server_hooks(function(s, conn) server, c = s, conn end)
+  lazy_setup(pg_setup)
+  lazy_teardown(pg_teardown)
   after_each(function() support.cleanup() end)
 
   for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values" }) do

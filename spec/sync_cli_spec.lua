@@ -210,14 +210,9 @@ describe("moraine sync and compare", function()
 
   describe("from PostgreSQL", function()
     local server, c
-    lazy_setup(function()
-      server = pg.start()
-      c = pg.connect(server.conninfo)
-    end)
-    lazy_teardown(function()
-      if c then c:close() end
-      if server then assert.is_true(server.stop()) end
-    end)
+    local pg_setup, pg_teardown = pg.server_hooks(function(s, conn) server, c = s, conn end)
+    lazy_setup(pg_setup)
+    lazy_teardown(pg_teardown)
 
     it("a replica follows the catalog through moraine sync; compare finds nothing after each round", function()
       local src = "postgres:" .. server.conninfo

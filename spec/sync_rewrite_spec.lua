@@ -391,14 +391,9 @@ describe("moraine.sync replays DuckLake's rewrites of the past", function()
 
   describe("from PostgreSQL", function()
     local server, pc
-    lazy_setup(function()
-      server = pg.start()
-      pc = pg.connect(server.conninfo)
-    end)
-    lazy_teardown(function()
-      if pc then pc:close() end
-      if server then server.stop() end
-    end)
+    local pg_setup, pg_teardown = pg.server_hooks(function(s, conn) server, pc = s, conn end)
+    lazy_setup(pg_setup)
+    lazy_teardown(pg_teardown)
 
     it("expire_snapshots, merge_adjacent_files, cleanup_old_files; compare finds nothing, every read at every "
       .. "snapshot is the source's", function()

@@ -354,14 +354,9 @@ describe("moraine.sync", function()
 
   describe("from a live PostgreSQL catalog", function()
     local server, c
-    lazy_setup(function()
-      server = pg.start()
-      c = pg.connect(server.conninfo)
-    end)
-    lazy_teardown(function()
-      if c then c:close() end
-      if server then assert.is_true(server.stop()) end
-    end)
+    local pg_setup, pg_teardown = pg.server_hooks(function(s, conn) server, c = s, conn end)
+    lazy_setup(pg_setup)
+    lazy_teardown(pg_teardown)
 
     for _, case in ipairs({ { "s1_evolution", { 4, 9, 13, 17 } }, { "s2_multi_table", { 3, 11, 20 } } }) do
       local sc, steps = case[1], case[2]
