@@ -125,7 +125,7 @@ end
 -- ---- SQL-form keys of set_partitioning / set_sorting / rename_column -------------
 
 -- moraine.sql's reader (LPeg), loaded when a key needs it
-local function sql() return require "moraine.sql" end
+local function sql_module() return require "moraine.sql" end
 
 -- calls @fn(...), giving back its result, or nil and the message of a SQL error it raised
 local function sql_call(fn, ...)
@@ -152,7 +152,7 @@ end
 --   expression that is neither a column nor `fn(..., column)`)
 function M.parse_partition_key(s)
   if type(s) ~= "string" then return nil, "a partition key must be a string" end
-  return sql_call(sql().parse_partition_key, s)
+  return sql_call(sql_module().parse_partition_key, s)
 end
 
 --- Parses one sort key in DuckLake's SQL form (`SET SORTED BY (...)`) as
@@ -171,7 +171,7 @@ end
 --   other than FIRST or LAST; a qualified column reference, in DuckLake's words)
 function M.parse_sort_key(s)
   if type(s) ~= "string" then return nil, "a sort key must be a string" end
-  return sql_call(sql().parse_sort_key, s)
+  return sql_call(sql_module().parse_sort_key, s)
 end
 
 -- The sort key the verbs receive for key @k (a string or a table, checked by
@@ -182,7 +182,7 @@ end
 local function sort_key_for_verb(k)
   if type(k) == "string" then return M.parse_sort_key(k) end
   if type(k.expression) ~= "string" or (k.dialect ~= nil and k.dialect ~= "duckdb") then return k end
-  local e, msg = sql_call(sql().parse_sort_expression, k.expression)
+  local e, msg = sql_call(sql_module().parse_sort_expression, k.expression)
   if not e then return nil, "expression '" .. k.expression .. "': " .. msg end
   return { expression = e.expression, dialect = k.dialect, sort_direction = k.sort_direction,
            null_order = k.null_order, columns = e.columns }
@@ -411,9 +411,11 @@ Every method raises:
   COLUMN old TO new` (`moraine_tx_rename_column`). A live sort spec naming
   the column is rewritten where an expression is exactly the column; when an
   expression uses it inside a larger expression the rename is refused
-  (EINVAL) unless `sort_keys` (optional; an array like set_sorting's keys)
-  gives the new sort spec. Without `sort_keys` NULL is passed. Raises
-  ENOTFOUND (table or column), EEXIST (new name taken), EINVAL.
+  (EINVAL) unless `sort_keys` (optional; an array like set_sorting's keys,
+  read the same way, their columns looked up after the rename) gives the new
+  sort spec. Without `sort_keys` NULL is passed. Raises ENOTFOUND (table or
+  column; a key's column missing after the rename), EEXIST (new name taken),
+  EINVAL.
 - `tx:drop_column(tbl, name)` — `ALTER TABLE tbl DROP COLUMN name`
   (`moraine_tx_drop_column`). Raises ENOTFOUND (table or column), EINVAL
   (the live partition spec partitions on the column, or the live sort spec
@@ -437,26 +439,40 @@ Every method raises:
   table, its columns, specs, data and delete files). Raises ENOTFOUND.
 - `tx:set_partitioning(tbl, keys)` — `ALTER TABLE tbl SET PARTITIONED BY
   (keys)` (`moraine_tx_set_partitioning`). Each key is
-  `{column = s, transform = s}` (both verbatim) or a string in DuckLake's
-  SQL form, parsed by `moraine.parse_partition_key`: `"region"` (identity),
-  `"year(ts)"`, `"month(ts)"`, `"day(ts)"`, `"hour(ts)"`, `"bucket(4, id)"`
-  (transform "bucket(4)", column "id"), `"truncate(10, name)"` (transform
-  "truncate(10)"), any other `"fn(col)"` (transform "fn"). An empty array is
-  `RESET PARTITIONED BY` (a zero-column spec goes live). Setting the spec the
-  table already has does nothing. Raises ENOTFOUND (table or column), EINVAL
-  (an empty transform; a string key that does not parse).
+  `{column = s, transform = s}` (stored as given once the verb has checked
+  them) or a string in DuckLake's SQL form, read as `db:exec` reads it by
+  `moraine.parse_partition_key`: `"region"` (identity), `"year(ts)"`,
+  `"month(ts)"`, `"day(ts)"`, `"hour(ts)"`, `"epoch_day(ts)"` (and
+  epoch_year, epoch_month, epoch_hour), `"bucket(4, id)"` (transform
+  "bucket(4)", column "id"; `bucket(04, id)` is the same key). The verb
+  takes what DuckLake's catalog can load and nothing else (DuckLake's
+  GetPartitionField; moraine_partition_key): `"truncate(10, name)"`,
+  `"foo(ts)"`, `"year(ts, id)"`, `"bucket(0, id)"`, `"bucket(-3, id)"`,
+  `"bucket(x, id)"` are refused. An empty array is `RESET PARTITIONED BY` (a
+  zero-column spec goes live). Setting the spec the table already has does
+  nothing. Raises ENOTFOUND (table; a column, "Unexpected partition key -
+  column "x" does not exist"), EINVAL (a transform DuckLake does not read, a
+  bucket count that is not an integer from 1 to 2147483647 as DuckLake
+  writes it, a string key that does not parse, a qualified column).
 - `tx:clear_partitioning(tbl)` — `ALTER TABLE tbl RESET PARTITIONED BY`
   (`moraine_tx_clear_partitioning`). Raises ENOTFOUND.
 - `tx:set_sorting(tbl, keys)` — `ALTER TABLE tbl SET SORTED BY (keys)`
   (`moraine_tx_set_sorting`). Each key is `{expression = s, dialect = s?,
-  sort_direction = s?, null_order = s?}` (verbatim; left out: NULL, which
-  the engine takes as "duckdb", "ASC", "NULLS_LAST") or a string in SQL form,
-  parsed by `moraine.parse_sort_key`: `"amount DESC NULLS LAST"`,
-  `"region"`, `'lower("name") ASC'`. Ends the live sort spec and inserts the
-  new one, even when equal. Raises ENOTFOUND (table), EINVAL (no keys, a
-  direction other than "ASC"/"DESC", a null order other than
-  "NULLS_FIRST"/"NULLS_LAST", an empty expression, a string key that does
-  not parse).
+  sort_direction = s?, null_order = s?}` (left out: NULL, which the engine
+  takes as "duckdb", "ASC", "NULLS_LAST") or a string in SQL form, read by
+  `moraine.parse_sort_key`: `"amount DESC NULLS LAST"`, `"region"`,
+  `'lower("name") ASC'`. Every key is read as `db:exec` reads it: its
+  expression (when the dialect is duckdb) parsed by moraine.expr and stored
+  as DuckDB renders it (`"a+b"` → `(a + b)`), its column references looked
+  up by the verb among the table's columns (DuckLake's ValidateSortExpressionColumns);
+  another dialect's expression is stored as given. Ends the live sort spec
+  and inserts the new one, even when equal. Raises ENOTFOUND (table;
+  "Columns in the SET SORTED BY statement were not found in the DuckLake
+  table. Unmatched columns were: x"), EINVAL (no keys, a direction other
+  than "ASC"/"DESC", a null order other than "NULLS_FIRST"/"NULLS_LAST", an
+  expression that is empty, does not parse or leaves text over (`"(("`,
+  `"amount; DROP TABLE x"`, `"amount SIDEWAYS"`), a qualified column
+  reference, a field other than the four above).
 - `tx:clear_sorting(tbl)` — `ALTER TABLE tbl RESET SORTED BY`
   (`moraine_tx_clear_sorting`). Raises ENOTFOUND; on a table with no sort
   spec it still alters the table (a snapshot, as DuckLake does).
@@ -474,7 +490,10 @@ Every method raises:
   Returns the first data_file_id (the files get consecutive ids, on the
   base snapshot), or nil for an empty `files`. Raises ENOTFOUND (table, or
   a column named in stats), EINVAL (partition values not one per key of the
-  live spec, an empty path, a negative record_count).
+  live spec, or a value DuckLake does not write for its key: outside 0..N-1
+  for bucket(N), not an integer for year .. hour and epoch_*, not a value of
+  the column's type for identity, see `moraine_tx_add_data_files`; an empty
+  path, a negative record_count).
 - `tx:add_delete_files(tbl, deletes)` — the delete files a `DELETE FROM
   tbl` wrote (`moraine_tx_add_delete_files`). `deletes` is an array of
   `{data_file_id = int, path = s, format = s? ("parquet"), delete_count =

@@ -160,22 +160,22 @@ describe("moraine.audit", function()
   -- elsewhere may hold it.
   local function add_raw_file(db, like, path, values)
     local S = db:last_snapshot()
-    local snap, file, kids
+    local snap, f, kids
     db:read(function(rd)
       for row in rd:scan("ducklake_snapshot", { at = S }) do if row.snapshot_id == S then snap = row end end
       for row, children in rd:scan("ducklake_data_file", { at = S }) do
-        if row.path == like then file, kids = row, children end
+        if row.path == like then f, kids = row, children end
       end
     end)
     local id = snap.next_file_id
     db:commit(S + 1, function(tx)
       snap.snapshot_id, snap.next_file_id = S + 1, id + 1
       tx:insert("ducklake_snapshot", snap)
-      file.data_file_id, file.path, file.begin_snapshot = id, path, S + 1
-      tx:insert("ducklake_data_file", file)
+      f.data_file_id, f.path, f.begin_snapshot = id, path, S + 1
+      tx:insert("ducklake_data_file", f)
       for k, v in ipairs(values) do
         tx:insert("ducklake_file_partition_value",
-          { data_file_id = id, table_id = file.table_id, partition_key_index = k - 1, partition_value = v })
+          { data_file_id = id, table_id = f.table_id, partition_key_index = k - 1, partition_value = v })
       end
       for _, st in ipairs(kids.ducklake_file_column_stats or {}) do
         st.data_file_id = id

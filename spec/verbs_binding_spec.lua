@@ -315,7 +315,6 @@ describe("verbs binding", function()
         expect_err("EINVAL", "is not a value of type decimal(18,2)", tx.add_data_files, tx, "events", pv("1", "2025", "eu", "x"))
       end)
       assert.are.equal(snap, db:last_snapshot())
-      local N = moraine.null
       db:transaction(function(tx)
         tx:add_data_files("events", { file("a.parquet", { "0", "2025", "eu", "1.25" }), file("b.parquet", { "3", "-44", "", N }),
                                       file("c.parquet", { N, N, N, N }) })

@@ -21,12 +21,6 @@ local expr = require "moraine.expr"
 
 local M = {}
 
--- an integral number as an integer (Lua 5.4) or as is (LuaJIT has no math.tointeger)
-local function tointeger(x)
-  if math.tointeger then return math.tointeger(x) end
-  if type(x) == "number" and x == math.floor(x) and math.abs(x) < 2 ^ 53 then return x end
-end
-
 local NULL = require("moraine.core").null
 
 local P, R, S, C, Cs, Ct, Cp, Cc = lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Cs, lpeg.Ct, lpeg.Cp, lpeg.Cc
@@ -703,13 +697,13 @@ function M.partition_key(e)
   local params = {}
   for i = 1, #e.args - 1 do
     local a = e.args[i]
-    local sign, digits
-    if a.k == "const" and a.text then sign, digits = a.text:match("^(%-?)(%d+)$") end
+    local sign, ds
+    if a.k == "const" and a.text then sign, ds = a.text:match("^(%-?)(%d+)$") end
     if e.name == "bucket" and sign then
       -- DuckLake casts the constant to BIGINT and writes to_string of it
-      digits = digits:gsub("^0+", "")
-      if digits == "" then sign, digits = "", "0" end
-      params[i] = sign .. digits
+      ds = ds:gsub("^0+", "")
+      if ds == "" then sign, ds = "", "0" end
+      params[i] = sign .. ds
     else
       params[i] = expr.render(a)
     end
