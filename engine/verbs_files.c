@@ -357,9 +357,9 @@ static int check_partition_values(tstate *t, const verb *v)
         if (rc) return rc;
         for (size_t i = 0; i < v->nfiles; i++) {
             const moraine_data_file *f = &v->files[i];
-            snprintf(ctx, sizeof ctx, "add_data_files: file %zu (%s), key %zu (%s of %s)", i, f->path ? f->path : "", k,
-                     mv_orow_str(pc, "transform"), cname ? cname : "?");
-            if ((rc = mv_partition_value_check(&tr, type, f->partition_values[k], ctx))) return rc;
+            if ((rc = mv_partition_value_check(&tr, type, f->partition_values[k])))
+                return mr_err(rc, "add_data_files: file %zu (%s), key %zu (%s of %s): %s", i, f->path ? f->path : "", k, mv_orow_str(pc, "transform"),
+                              cname ? cname : "?", moraine_errmsg());
         }
     }
     return 0;

@@ -342,8 +342,8 @@ int mv_transform_parse(const char *text, mv_transform *out, const char *ctx);
 /* 0 when partition value @value (NULL: SQL NULL) is one DuckLake writes for
  * a key with transform @tr on a column of type @column_type: bucket(N) an
  * integer 0..N-1, year .. hour and epoch_year .. epoch_hour an integer, identity a value of the
- * type (moraine_stat_check), each in DuckDB's rendering; EINVAL naming @ctx. */
-int mv_partition_value_check(const mv_transform *tr, const char *column_type, const char *value, const char *ctx);
+ * type (moraine_stat_check), each in DuckDB's rendering; EINVAL naming the value. */
+int mv_partition_value_check(const mv_transform *tr, const char *column_type, const char *value);
 /* Ends the live sort spec of @t and, when keys are given, inserts a new one. */
 int mv_replace_sort(model *m, tstate *t, const moraine_sort_key *keys, size_t n);
 int mv_do_set_partitioning(model *m, verb *v);

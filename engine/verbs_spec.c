@@ -103,7 +103,7 @@ int mv_transform_parse(const char *text, mv_transform *out, const char *ctx)
     return 0;
 }
 
-int mv_partition_value_check(const mv_transform *tr, const char *column_type, const char *value, const char *ctx)
+int mv_partition_value_check(const mv_transform *tr, const char *column_type, const char *value)
 {
     if (!value) return 0; /* SQL NULL: rows whose key is NULL */
     int64_t v;
@@ -112,27 +112,20 @@ int mv_partition_value_check(const mv_transform *tr, const char *column_type, co
         /* DuckLake: IsValidTransformedHivePartitionValue (0 <= value < count);
          * its bucket pruning compares the texts (partition_value IN ('3')) */
         if (!canonical_int(value, &v) || v < 0 || v >= tr->buckets)
-            return mr_err(MORAINE_EINVAL, "%s: partition value \"%s\" is not a bucket of bucket(%lld): an integer from 0 to %lld as DuckLake writes it",
-                          ctx, value, (long long)tr->buckets, (long long)tr->buckets - 1);
+            return mr_err(MORAINE_EINVAL, "partition value \"%s\" is not a bucket of bucket(%lld): an integer from 0 to %lld as DuckLake writes it",
+                          value, (long long)tr->buckets, (long long)tr->buckets - 1);
         return 0;
-    case MV_TR_YEAR:
-    case MV_TR_MONTH:
-    case MV_TR_DAY:
-    case MV_TR_HOUR:
-    case MV_TR_EPOCH_YEAR:
-    case MV_TR_EPOCH_MONTH:
-    case MV_TR_EPOCH_DAY:
-    case MV_TR_EPOCH_HOUR: {
-        /* DuckLake writes the BIGINT the transform gives (date_part, or units since 1970) */
-        static const char *const names[] = {"", "year", "month", "day", "hour", "epoch_year", "epoch_month", "epoch_day", "epoch_hour"};
-        if (!canonical_int(value, &v))
-            return mr_err(MORAINE_EINVAL, "%s: partition value \"%s\" is not an integer as DuckLake writes a %s value", ctx, value, names[tr->kind]);
+    case MV_TR_IDENTITY: {
+        /* a value of the column's type in the form DuckDB renders (statval.c) */
+        int rc = moraine_stat_check(column_type, value);
+        if (rc) return mr_err(rc, "partition value of an identity key: %s", moraine_errmsg());
         return 0;
     }
     default: {
-        /* identity: a value of the column's type in the form DuckDB renders (statval.c) */
-        int rc = moraine_stat_check(column_type, value);
-        if (rc) return mr_err(rc, "%s: partition value of an identity key: %s", ctx, moraine_errmsg());
+        /* year .. hour, epoch_*: DuckLake writes the BIGINT the transform gives (date_part, or units since 1970) */
+        static const char *const names[] = {"", "year", "month", "day", "hour", "epoch_year", "epoch_month", "epoch_day", "epoch_hour"};
+        if (!canonical_int(value, &v))
+            return mr_err(MORAINE_EINVAL, "partition value \"%s\" is not an integer as DuckLake writes a %s value", value, names[tr->kind]);
         return 0;
     }
     }
