@@ -883,7 +883,11 @@ int l_db_transaction(lua_State *L)
     return 1;
 }
 
-/* core.set_key_parsers(partition_fn, sort_fn): the SQL-form key parsers of moraine.lua. */
+/* core.set_key_parsers(partition_fn, sort_fn): moraine.lua's key readers.
+ * partition_fn(s) reads a partition key in SQL form; sort_fn(k) reads any
+ * sort key (a string, or a table whose fields the binding checked) into
+ * {expression, dialect, sort_direction, null_order, columns}. Each returns
+ * the key table, or nil and a message. nil unsets a reader. */
 int l_set_key_parsers(lua_State *L)
 {
     if (!lua_isnil(L, 1))
