@@ -304,7 +304,7 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     local db = moraine.open(support.tmpdir("keys"), { no_sync = true })
     db:init()
     db:exec("CREATE TABLE t(id BIGINT, ts TIMESTAMP, name VARCHAR)")
-    local cases = {
+    local keys_cases = {
       { "SET PARTITIONED BY (truncate(10, name))", 'Unsupported partition transform "truncate(10)"' },
       { "SET PARTITIONED BY (foo(ts))", 'Unsupported partition transform "foo"' },
       { "SET PARTITIONED BY (year(ts, id))", 'Unsupported partition transform "year(ts)"' },
@@ -317,7 +317,7 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
       { "SET SORTED BY (nosuch DESC, id + other, lower(nosuch))", "Unmatched columns were: nosuch, other" },
       { "SET SORTED BY (t.id)", "Unexpected qualified column reference" },
     }
-    for _, c in ipairs(cases) do
+    for _, c in ipairs(keys_cases) do
       local ok, err = pcall(db.exec, db, "ALTER TABLE t " .. c[1])
       assert.is_false(ok, c[1])
       assert.truthy(tostring(err.message):find(c[2], 1, true), c[1] .. ": " .. tostring(err.message))
