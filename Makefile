@@ -304,10 +304,13 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(ENGINE_SRC) $(FUZZ_LIBS)
 
-# The Lua sources of the verbs target, embedded (xxd -i: moraine_lua, verbs_driver_lua).
-$(FUZZ_BUILD)/verbs_lua.h: bindings/moraine.lua tests/fuzz/verbs_driver.lua
+# The Lua sources of the verbs target, embedded (xxd -i: moraine_lua, the key readers
+# moraine.lua loads (ident_lua, expr_lua, sql_lua), verbs_driver_lua).
+$(FUZZ_BUILD)/verbs_lua.h: bindings/moraine.lua bindings/moraine/ident.lua bindings/moraine/expr.lua bindings/moraine/sql.lua \
+  tests/fuzz/verbs_driver.lua
 	@mkdir -p $(dir $@)
 	(cd bindings && xxd -i moraine.lua) > $@.tmp
+	(cd bindings/moraine && xxd -i ident.lua && xxd -i expr.lua && xxd -i sql.lua) >> $@.tmp
 	(cd tests/fuzz && xxd -i verbs_driver.lua) >> $@.tmp
 	mv $@.tmp $@
 

@@ -133,103 +133,71 @@ end
 
 -- ---- SQL-form keys of set_partitioning / set_sorting / rename_column -------------
 
-local function trim(s) return (s:match("^%s*(.-)%s*$")) end
+-- moraine.sql's reader (LPeg), loaded when a key needs it
+local function sql_module() return require "moraine.sql" end
 
--- "name" -> name with "" -> " (a double-quoted identifier); anything else verbatim
-local function unquote(s)
-  local inner = s:match('^"(.*)"$')
-  if inner then return (inner:gsub('""', '"')) end
-  return s
+-- calls @fn(...), giving back its result, or nil and the message of a SQL error it raised
+local function sql_call(fn, ...)
+  local ok, r = pcall(fn, ...)
+  if ok then return r end
+  if type(r) == "table" and r.sql_error then return nil, r.message end
+  error(r, 0)
 end
 
--- position of the last comma outside double quotes, or nil
-local function last_comma(s)
-  local pos, inq = nil, false
-  for i = 1, #s do
-    local c = s:sub(i, i)
-    if c == '"' then inq = not inq elseif c == "," and not inq then pos = i end
-  end
-  return pos
-end
-
---- Parses one partition key in DuckLake's SQL form (`SET PARTITIONED BY (...)`).
--- `"region"` is `{column = "region", transform = "identity"}`;
--- `"year(ts)"`, `"month(ts)"`, `"day(ts)"`, `"hour(ts)"` and any other
--- `"fn(col)"` give `transform = "fn"`; `"bucket(4, id)"` gives
--- `{column = "id", transform = "bucket(4)"}` and `"truncate(10, name)"`
--- `transform = "truncate(10)"` (in general `fn(params, col)`: the column is
--- the argument after the last comma, `params` is kept trimmed but verbatim).
--- Whitespace around names, parentheses and commas is ignored; the function
--- name is lowercased (SQL function names are case-insensitive, DuckLake
--- stores them lowercase); a column may be a double-quoted identifier
--- (`"My Col"`, `""` for a quote inside).
--- `tx:set_partitioning` applies it to every key given as a string.
+--- Parses one partition key in DuckLake's SQL form (`SET PARTITIONED BY (...)`)
+-- as `db:exec` does (moraine.sql: its lexer, moraine.expr's parser,
+-- `moraine.sql.partition_key`): `"region"` is `{column = "region", transform =
+-- "identity"}`; `"year(ts)"` is `{column = "ts", transform = "year"}` (function
+-- names lower-cased, quoted or not); `"bucket(04, id)"` is `{column = "id",
+-- transform = "bucket(4)"}` (an integer bucket count written as DuckLake
+-- writes it); any other `fn(p, ..., col)` gives `transform = "fn(p, ...)"`, the
+-- parameters rendered as DuckDB does. Which transforms exist (identity,
+-- year, month, day, hour, bucket(N) with 1 <= N <= 2147483647) and whether
+-- the column exists is checked by the verb (`moraine_tx_set_partitioning`),
+-- not here. `tx:set_partitioning` applies it to every key given as a string.
 -- @tparam string s the key
--- @return `{column = s, transform = s}`, or nil and a message
+-- @return `{column = s, transform = s}`, or nil and a message (text that does
+--   not parse, naming the byte; a qualified column, in DuckLake's words; an
+--   expression that is neither a column nor `fn(..., column)`)
 function M.parse_partition_key(s)
   if type(s) ~= "string" then return nil, "a partition key must be a string" end
-  local t = trim(s)
-  if t == "" then return nil, "empty partition key" end
-  local fn, args = t:match("^([%a_][%w_]*)%s*%((.*)%)$")
-  if not fn then
-    if t:find("[()]") then
-      return nil, "cannot parse the partition key (expected column, fn(column) or fn(param, column))"
-    end
-    return { column = unquote(t), transform = "identity" }
-  end
-  fn = fn:lower()
-  local col, params = args, nil
-  local comma = last_comma(args)
-  if comma then
-    params = trim(args:sub(1, comma - 1))
-    col = args:sub(comma + 1)
-    if params == "" then return nil, "empty parameter before the column in " .. fn .. "(...)" end
-  end
-  col = trim(col)
-  if col == "" then return nil, "no column in " .. fn .. "(...)" end
-  if col:find("[()]") and not col:match('^".*"$') then
-    return nil, "the argument of " .. fn .. "(...) must be a column name"
-  end
-  return { column = unquote(col), transform = params and (fn .. "(" .. params .. ")") or fn }
+  return sql_call(sql_module().parse_partition_key, s)
 end
 
---- Parses one sort key in DuckLake's SQL form (`SET SORTED BY (...)`):
--- `expression [ASC|DESC] [NULLS FIRST|NULLS LAST]`, keywords
--- case-insensitive and separated from the expression by whitespace.
--- `"amount DESC NULLS LAST"` is `{expression = "amount", sort_direction =
--- "DESC", null_order = "NULLS_LAST"}`; `"lower(\"name\") ASC"` is
--- `{expression = 'lower("name")', sort_direction = "ASC"}`; `"region"` is
--- `{expression = "region"}`. A direction or null order left out stays nil
--- (the engine defaults it: ASC, NULLS_LAST). The expression is the rest,
--- trimmed, verbatim. `tx:set_sorting` and `tx:rename_column` apply it to every
--- key given as a string.
+--- Parses one sort key in DuckLake's SQL form (`SET SORTED BY (...)`) as
+-- `db:exec` does: `expression [ASC|DESC] [NULLS FIRST|NULLS LAST]`, the
+-- expression read by moraine.expr and rendered as DuckDB's ToString() does
+-- (the text DuckLake stores: `"a+b"` is `(a + b)`, `'lower("region")'` is
+-- `lower(region)`), with the column names it references in `columns` (the
+-- verb looks them up: DuckLake's "Columns in the SET SORTED BY statement
+-- were not found ..."). A direction or null order left out stays nil (the
+-- engine defaults it: ASC, NULLS_LAST). `tx:set_sorting` and
+-- `tx:rename_column` apply it to every key given as a string.
 -- @tparam string s the key
--- @return `{expression = s, sort_direction = s or nil, null_order = s or nil}`,
---   or nil and a message (empty expression; `NULLS` followed by something
---   other than FIRST or LAST)
+-- @return `{expression = s, sort_direction = s or nil, null_order = s or nil,
+--   columns = {s, ...}}`, or nil and a message (an empty key, text that does
+--   not parse or is left over, naming the byte; `NULLS` followed by something
+--   other than FIRST or LAST; a qualified column reference, in DuckLake's words)
 function M.parse_sort_key(s)
   if type(s) ~= "string" then return nil, "a sort key must be a string" end
-  local rest = trim(s)
-  local key = {}
-  local head, word = rest:match("^(.-)%s+[Nn][Uu][Ll][Ll][Ss]%s+(%a+)$")
-  if head then
-    word = word:upper()
-    if word ~= "FIRST" and word ~= "LAST" then
-      return nil, "NULLS must be followed by FIRST or LAST, not '" .. word .. "'"
-    end
-    rest, key.null_order = head, "NULLS_" .. word
-  end
-  head, word = rest:match("^(.-)%s+(%a+)$")
-  if head and (word:upper() == "ASC" or word:upper() == "DESC") then
-    rest, key.sort_direction = head, word:upper()
-  end
-  rest = trim(rest)
-  if rest == "" then return nil, "empty sort expression" end
-  key.expression = rest
-  return key
+  return sql_call(sql_module().parse_sort_key, s)
 end
 
-core.set_key_parsers(M.parse_partition_key, M.parse_sort_key)
+-- The sort key the verbs receive for key @k (a string or a table, checked by
+-- the binding): a string as parse_sort_key reads it; a table's expression,
+-- when its dialect is duckdb (or left out), read the same way (rendered as
+-- DuckDB does, its columns listed); another dialect's expression verbatim.
+-- Returns the key, or nil and a message.
+local function sort_key_for_verb(k)
+  if type(k) == "string" then return M.parse_sort_key(k) end
+  if type(k.expression) ~= "string" or (k.dialect ~= nil and k.dialect ~= "duckdb") then return k end
+  local e, msg = sql_call(sql_module().parse_sort_expression, k.expression)
+  if not e then return nil, "expression '" .. k.expression .. "': " .. msg end
+  return { expression = e.expression, dialect = k.dialect, sort_direction = k.sort_direction,
+           null_order = k.null_order, columns = e.columns }
+end
+
+core.set_key_parsers(M.parse_partition_key, sort_key_for_verb)
 
 --- Pass as the `at` option of a scan to read every version of the rows, live
 -- and ended (`MORAINE_ALL_VERSIONS`, i.e. INT64_MIN; on LuaJIT an int64_t
@@ -452,9 +420,11 @@ Every method raises:
   COLUMN old TO new` (`moraine_tx_rename_column`). A live sort spec naming
   the column is rewritten where an expression is exactly the column; when an
   expression uses it inside a larger expression the rename is refused
-  (EINVAL) unless `sort_keys` (optional; an array like set_sorting's keys)
-  gives the new sort spec. Without `sort_keys` NULL is passed. Raises
-  ENOTFOUND (table or column), EEXIST (new name taken), EINVAL.
+  (EINVAL) unless `sort_keys` (optional; an array like set_sorting's keys,
+  read the same way, their columns looked up after the rename) gives the new
+  sort spec. Without `sort_keys` NULL is passed. Raises ENOTFOUND (table or
+  column; a key's column missing after the rename), EEXIST (new name taken),
+  EINVAL.
 - `tx:drop_column(tbl, name)` — `ALTER TABLE tbl DROP COLUMN name`
   (`moraine_tx_drop_column`). Raises ENOTFOUND (table or column), EINVAL
   (the live partition spec partitions on the column, or the live sort spec
@@ -478,26 +448,40 @@ Every method raises:
   table, its columns, specs, data and delete files). Raises ENOTFOUND.
 - `tx:set_partitioning(tbl, keys)` — `ALTER TABLE tbl SET PARTITIONED BY
   (keys)` (`moraine_tx_set_partitioning`). Each key is
-  `{column = s, transform = s}` (both verbatim) or a string in DuckLake's
-  SQL form, parsed by `moraine.parse_partition_key`: `"region"` (identity),
-  `"year(ts)"`, `"month(ts)"`, `"day(ts)"`, `"hour(ts)"`, `"bucket(4, id)"`
-  (transform "bucket(4)", column "id"), `"truncate(10, name)"` (transform
-  "truncate(10)"), any other `"fn(col)"` (transform "fn"). An empty array is
-  `RESET PARTITIONED BY` (a zero-column spec goes live). Setting the spec the
-  table already has does nothing. Raises ENOTFOUND (table or column), EINVAL
-  (an empty transform; a string key that does not parse).
+  `{column = s, transform = s}` (stored as given once the verb has checked
+  them) or a string in DuckLake's SQL form, read as `db:exec` reads it by
+  `moraine.parse_partition_key`: `"region"` (identity), `"year(ts)"`,
+  `"month(ts)"`, `"day(ts)"`, `"hour(ts)"`, `"epoch_day(ts)"` (and
+  epoch_year, epoch_month, epoch_hour), `"bucket(4, id)"` (transform
+  "bucket(4)", column "id"; `bucket(04, id)` is the same key). The verb
+  takes what DuckLake's catalog can load and nothing else (DuckLake's
+  GetPartitionField; moraine_partition_key): `"truncate(10, name)"`,
+  `"foo(ts)"`, `"year(ts, id)"`, `"bucket(0, id)"`, `"bucket(-3, id)"`,
+  `"bucket(x, id)"` are refused. An empty array is `RESET PARTITIONED BY` (a
+  zero-column spec goes live). Setting the spec the table already has does
+  nothing. Raises ENOTFOUND (table; a column, "Unexpected partition key -
+  column "x" does not exist"), EINVAL (a transform DuckLake does not read, a
+  bucket count that is not an integer from 1 to 2147483647 as DuckLake
+  writes it, a string key that does not parse, a qualified column).
 - `tx:clear_partitioning(tbl)` — `ALTER TABLE tbl RESET PARTITIONED BY`
   (`moraine_tx_clear_partitioning`). Raises ENOTFOUND.
 - `tx:set_sorting(tbl, keys)` — `ALTER TABLE tbl SET SORTED BY (keys)`
   (`moraine_tx_set_sorting`). Each key is `{expression = s, dialect = s?,
-  sort_direction = s?, null_order = s?}` (verbatim; left out: NULL, which
-  the engine takes as "duckdb", "ASC", "NULLS_LAST") or a string in SQL form,
-  parsed by `moraine.parse_sort_key`: `"amount DESC NULLS LAST"`,
-  `"region"`, `'lower("name") ASC'`. Ends the live sort spec and inserts the
-  new one, even when equal. Raises ENOTFOUND (table), EINVAL (no keys, a
-  direction other than "ASC"/"DESC", a null order other than
-  "NULLS_FIRST"/"NULLS_LAST", an empty expression, a string key that does
-  not parse).
+  sort_direction = s?, null_order = s?}` (left out: NULL, which the engine
+  takes as "duckdb", "ASC", "NULLS_LAST") or a string in SQL form, read by
+  `moraine.parse_sort_key`: `"amount DESC NULLS LAST"`, `"region"`,
+  `'lower("name") ASC'`. Every key is read as `db:exec` reads it: its
+  expression (when the dialect is duckdb) parsed by moraine.expr and stored
+  as DuckDB renders it (`"a+b"` → `(a + b)`), its column references looked
+  up by the verb among the table's columns (DuckLake's ValidateSortExpressionColumns);
+  another dialect's expression is stored as given. Ends the live sort spec
+  and inserts the new one, even when equal. Raises ENOTFOUND (table;
+  "Columns in the SET SORTED BY statement were not found in the DuckLake
+  table. Unmatched columns were: x"), EINVAL (no keys, a direction other
+  than "ASC"/"DESC", a null order other than "NULLS_FIRST"/"NULLS_LAST", an
+  expression that is empty, does not parse or leaves text over (`"(("`,
+  `"amount; DROP TABLE x"`, `"amount SIDEWAYS"`), a qualified column
+  reference, a field other than the four above).
 - `tx:clear_sorting(tbl)` — `ALTER TABLE tbl RESET SORTED BY`
   (`moraine_tx_clear_sorting`). Raises ENOTFOUND; on a table with no sort
   spec it still alters the table (a snapshot, as DuckLake does).
@@ -515,7 +499,10 @@ Every method raises:
   Returns the first data_file_id (the files get consecutive ids, on the
   base snapshot), or nil for an empty `files`. Raises ENOTFOUND (table, or
   a column named in stats), EINVAL (partition values not one per key of the
-  live spec, an empty path, a negative record_count).
+  live spec, or a value DuckLake does not write for its key: outside 0..N-1
+  for bucket(N), not an integer for year .. hour and epoch_*, not a value of
+  the column's type for identity, see `moraine_tx_add_data_files`; an empty
+  path, a negative record_count).
 - `tx:add_delete_files(tbl, deletes)` — the delete files a `DELETE FROM
   tbl` wrote (`moraine_tx_add_delete_files`). `deletes` is an array of
   `{data_file_id = int, path = s, format = s? ("parquet"), delete_count =

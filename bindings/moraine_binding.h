@@ -72,8 +72,8 @@
 #define MT_ICHECK "moraine.import_check"
 #define REG_INT64CTOR "moraine.int64ctor"
 #define REG_CDATACONV "moraine.cdataconv"
-#define REG_PARSE_PARTITION "moraine.parse_partition_key"
-#define REG_PARSE_SORT "moraine.parse_sort_key"
+#define REG_PARSE_PARTITION "moraine.parse_partition_key" /* moraine.lua's partition key reader (l_set_key_parsers) */
+#define REG_PARSE_SORT "moraine.parse_sort_key"           /* moraine.lua's sort key reader (l_set_key_parsers) */
 
 /* ---- userdata handles ----------------------------------------------------------- */
 typedef struct lread lread;

@@ -219,18 +219,20 @@ static void read_column(lua_State *L, int tidx, const char *ctx, moraine_column_
     c->default_value_type = field_str(L, tidx, "default_type", ctx, 0);
 }
 
-/* Calls the key parser moraine.lua registered under @reg for the string at
- * the top; replaces it by the parsed table or raises EINVAL. */
+/* Calls the key reader moraine.lua registered under @reg for the key at the
+ * top (a string; for sort keys also a table whose fields were checked);
+ * replaces it by the key table it gives back or raises EINVAL. */
 static void parse_key(lua_State *L, const char *reg, const char *ctx)
 {
     lua_getfield(L, LUA_REGISTRYINDEX, reg);
     if (lua_type(L, -1) != LUA_TFUNCTION)
-        raise_errf(L, MORAINE_EINVAL, "%s: keys in SQL form need moraine.lua's parser (require \"moraine\")", ctx);
+        raise_errf(L, MORAINE_EINVAL, "%s: keys need moraine.lua's reader (require \"moraine\")", ctx);
     lua_pushvalue(L, -2);
     lua_call(L, 1, 2);
     if (lua_type(L, -2) != LUA_TTABLE) {
         const char *why = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot parse it";
-        raise_errf(L, MORAINE_EINVAL, "%s ('%s'): %s", ctx, lua_tostring(L, -3), why);
+        if (lua_type(L, -3) == LUA_TSTRING) raise_errf(L, MORAINE_EINVAL, "%s ('%s'): %s", ctx, lua_tostring(L, -3), why);
+        raise_errf(L, MORAINE_EINVAL, "%s: %s", ctx, why);
     }
     lua_pop(L, 1);
     lua_replace(L, -2);
@@ -239,34 +241,55 @@ static void parse_key(lua_State *L, const char *reg, const char *ctx)
 static const char *const partition_fields[] = {"column", "transform", NULL};
 static const char *const sort_fields[] = {"expression", "dialect", "sort_direction", "null_order", NULL};
 
-/* The array of keys at aidx, strings parsed by moraine.lua. Pushes the key
- * array (a userdata) and an anchor table keeping parsed keys alive. */
+/* The array of keys at aidx. Partition keys: strings parsed by moraine.lua,
+ * tables verbatim. Sort keys: every key through moraine.lua's reader (a
+ * string parsed, a duckdb expression rendered as DuckDB does), whose
+ * `columns` become moraine_sort_key.columns for the engine to look up.
+ * Pushes the key array (a userdata) and an anchor table keeping the keys
+ * read and their column arrays alive. */
 static void *read_keys(lua_State *L, int aidx, const char *verb, int sort, size_t *n_out)
 {
     aidx = mr_absindex(L, aidx);
     size_t n = array_len(L, aidx);
     void *arr = scratch(L, n, sort ? sizeof(moraine_sort_key) : sizeof(moraine_partition_key));
-    lua_createtable(L, (int)n, 0);
+    lua_createtable(L, (int)(2 * n), 0);
     int anchor = lua_gettop(L);
     char ctx[128];
     for (size_t i = 0; i < n; i++) {
         snprintf(ctx, sizeof ctx, "%s: key %d", verb, (int)i + 1);
         lua_rawgeti(L, aidx, (int)i + 1);
-        if (lua_type(L, -1) == LUA_TSTRING)
-            parse_key(L, sort ? REG_PARSE_SORT : REG_PARSE_PARTITION, ctx);
-        else if (lua_type(L, -1) != LUA_TTABLE)
+        int ty = lua_type(L, -1);
+        if (ty != LUA_TSTRING && ty != LUA_TTABLE)
             raise_errf(L, MORAINE_EINVAL, "%s must be a string or a table, got %s", ctx, luaL_typename(L, -1));
+        if (ty == LUA_TTABLE) check_fields(L, lua_gettop(L), sort ? sort_fields : partition_fields, ctx);
+        if (sort || ty == LUA_TSTRING) parse_key(L, sort ? REG_PARSE_SORT : REG_PARSE_PARTITION, ctx);
         int k = lua_gettop(L);
         if (sort) {
             moraine_sort_key *sk = (moraine_sort_key *)arr + i;
-            check_fields(L, k, sort_fields, ctx);
             sk->expression = field_str(L, k, "expression", ctx, 1);
             sk->dialect = field_str(L, k, "dialect", ctx, 0);
             sk->sort_direction = field_str(L, k, "sort_direction", ctx, 0);
             sk->null_order = field_str(L, k, "null_order", ctx, 0);
+            lua_getfield(L, k, "columns");
+            if (lua_type(L, -1) == LUA_TTABLE) {
+                size_t nc = array_len(L, -1);
+                const char **cs = (const char **)scratch(L, nc, sizeof *cs);
+                for (size_t j = 0; j < nc; j++) {
+                    lua_rawgeti(L, -2, (int)j + 1);
+                    if (lua_type(L, -1) != LUA_TSTRING) raise_errf(L, MORAINE_EINVAL, "%s: column reference %d is not a string", ctx, (int)j + 1);
+                    cs[j] = lua_tostring(L, -1); /* kept alive by the key table, anchored below */
+                    lua_pop(L, 1);
+                }
+                sk->columns = cs;
+                sk->ncolumns = nc;
+                lua_rawseti(L, anchor, (int)(n + i + 1)); /* the column array's userdata */
+            } else {
+                sk->columns = NULL;
+                sk->ncolumns = 0;
+            }
+            lua_pop(L, 1); /* columns */
         } else {
             moraine_partition_key *pk = (moraine_partition_key *)arr + i;
-            check_fields(L, k, partition_fields, ctx);
             pk->column = field_str(L, k, "column", ctx, 1);
             pk->transform = field_str(L, k, "transform", ctx, 1);
         }
@@ -874,7 +897,11 @@ int l_db_transaction(lua_State *L)
     return 1;
 }
 
-/* core.set_key_parsers(partition_fn, sort_fn): the SQL-form key parsers of moraine.lua. */
+/* core.set_key_parsers(partition_fn, sort_fn): moraine.lua's key readers.
+ * partition_fn(s) reads a partition key in SQL form; sort_fn(k) reads any
+ * sort key (a string, or a table whose fields the binding checked) into
+ * {expression, dialect, sort_direction, null_order, columns}. Each returns
+ * the key table, or nil and a message. nil unsets a reader. */
 int l_set_key_parsers(lua_State *L)
 {
     if (!lua_isnil(L, 1))

@@ -74,18 +74,42 @@ typedef struct {
     const char *default_value_type;
 } moraine_column_def;
 
-/** One key of a partition spec: a source column and a transform, verbatim. */
+/**
+ * One key of a partition spec: a source column and a transform, stored as
+ * given once checked. The transform is one DuckLake's catalog loader reads
+ * (DuckLakeCatalog's partition entries, ducklake_catalog.cpp) and its SET
+ * PARTITIONED BY writes (GetPartitionField, ducklake_table_entry.cpp):
+ * exactly "identity", "year", "month", "day", "hour", "epoch_year",
+ * "epoch_month", "epoch_day", "epoch_hour" (DuckLake 1.1) or "bucket(N)" with
+ * N written as DuckLake writes it (decimal, no sign, no leading zero) and
+ * 1 <= N <= 2147483647 ("Bucket count must be positive", "Bucket count
+ * cannot exceed 2147483647"). Anything else is refused (EINVAL).
+ */
 typedef struct {
     const char *column;        /* column name, resolved to its column_id */
-    const char *transform;     /* "identity", "year", "month", "day", "hour", "bucket(N)", "truncate(W)", ... (never evaluated) */
+    const char *transform;     /* "identity", "year" .. "hour", "epoch_year" .. "epoch_hour" or "bucket(N)" */
 } moraine_partition_key;
 
-/** One key of a sort spec, stored verbatim. */
+/**
+ * One key of a sort spec. The expression is stored as given (moraine does
+ * not parse SQL in C): give it as DuckDB's ParsedExpression::ToString()
+ * renders it, which is what DuckLake stores and compares. @columns, when
+ * given, are the column names the expression references (unqualified); each
+ * must be a live top-level column of the table, compared without regard to
+ * ASCII case, or the verb is refused with DuckLake's words (ENOTFOUND:
+ * "Columns in the SET SORTED BY statement were not found in the DuckLake
+ * table. Unmatched columns were: x"; DuckLakeTableEntry::
+ * ValidateSortExpressionColumns). The Lua binding fills it from
+ * moraine.expr's parse of the expression; a C caller that leaves it NULL
+ * gets no column check.
+ */
 typedef struct {
-    const char *expression;    /* SQL expression text, e.g. "amount" or "lower(\"name\")" */
+    const char *expression;    /* SQL expression text as DuckDB renders it, e.g. "amount" or "lower(\"name\")" */
     const char *dialect;       /* NULL: "duckdb" */
     const char *sort_direction;/* "ASC" or "DESC" (NULL: "ASC") */
     const char *null_order;    /* "NULLS_FIRST" or "NULLS_LAST" (NULL: DuckDB's default, stored "NULLS_LAST"; never equal to a stored spec, so set_sorting writes it anew) */
+    const char *const *columns;/* the column names @expression references (NULL: not checked) */
+    size_t ncolumns;
 } moraine_sort_key;
 
 /** Statistics of one column of a data file (ducklake_file_column_stats). */
@@ -189,8 +213,11 @@ int moraine_tx_add_column(moraine_tx *tx, const char *schema, const char *table,
  * name the column gets a new version with the name rewritten where an
  * expression is exactly the column (plain or double-quoted); if an
  * expression uses the column inside a larger expression, the rename is
- * refused (EINVAL) unless @new_sort_keys gives the new spec (n keys).
- * Errors: ENOTFOUND (table or column), EEXIST (new name taken), EINVAL.
+ * refused (EINVAL) unless @new_sort_keys gives the new spec (n keys),
+ * checked as moraine_tx_set_sorting checks keys, their `columns` against the
+ * columns as they are after the rename.
+ * Errors: ENOTFOUND (table or column; a key's column the table lacks after
+ * the rename), EEXIST (new name taken), EINVAL.
  */
 int moraine_tx_rename_column(moraine_tx *tx, const char *schema, const char *table, const char *old_name, const char *new_name,
                              const moraine_sort_key *new_sort_keys, size_t n);
@@ -271,8 +298,15 @@ int moraine_tx_drop_table(moraine_tx *tx, const char *schema, const char *table)
 /**
  * DuckLake: ALTER TABLE SET PARTITIONED BY. Ends the live spec and inserts
  * the new one; setting the spec the table already has does nothing. n == 0
- * is RESET PARTITIONED BY (a zero-column spec goes live). ENOTFOUND (table
- * or column), EINVAL (a transform that is empty).
+ * is RESET PARTITIONED BY (a zero-column spec goes live). Each key is checked
+ * as DuckLake's GetPartitionField reads it (ducklake_table_entry.cpp): the
+ * transform first (moraine_partition_key: EINVAL for an empty or unknown
+ * transform, "Unsupported partition transform"; a bucket count that is not
+ * an integer, "Bucket count must be an integer", not positive, "Bucket count
+ * must be positive", above 2147483647, "Bucket count cannot exceed
+ * 2147483647", or not written as DuckLake writes it, e.g. "bucket(04)"),
+ * then the column (ENOTFOUND: "Unexpected partition key - column "x" does
+ * not exist"). ENOTFOUND (table).
  */
 int moraine_tx_set_partitioning(moraine_tx *tx, const char *schema, const char *table, const moraine_partition_key *keys, size_t n);
 
@@ -283,7 +317,10 @@ int moraine_tx_clear_partitioning(moraine_tx *tx, const char *schema, const char
  * DuckLake: ALTER TABLE SET SORTED BY. Ends the live sort spec (if any) and
  * inserts the new one, even when equal. EINVAL: no keys, a direction other
  * than ASC/DESC, a null order other than NULLS_FIRST/NULLS_LAST, an empty
- * expression. ENOTFOUND (table).
+ * expression, a column count without names. ENOTFOUND (table; a column a
+ * key's `columns` names that the table lacks, in DuckLake's words, the
+ * missing names listed once each). The expression itself is not parsed
+ * (moraine_sort_key).
  */
 int moraine_tx_set_sorting(moraine_tx *tx, const char *schema, const char *table, const moraine_sort_key *keys, size_t n);
 
@@ -355,7 +392,14 @@ int moraine_tx_drop_view(moraine_tx *tx, const char *schema, const char *name);
  * DuckLake: INSERT (the files it wrote). Each file gets data_file_id from
  * next_file_id, row_id_start from the table's next_row_id, the live spec's
  * partition_id (NULL when the spec has no columns or there is none) and its
- * partition values, which must be one per key of the live spec (EINVAL).
+ * partition values, which must be one per key of the live spec (EINVAL),
+ * each NULL or a value DuckLake writes for its key (EINVAL otherwise, naming
+ * the file, key and value): for bucket(N) an integer 0..N-1 (DuckLake's
+ * IsValidTransformedHivePartitionValue; its bucket pruning compares the
+ * texts, so "03" is refused), for year .. hour and epoch_year .. epoch_hour
+ * an integer (an optional '-', no leading zero), for identity a value of the
+ * column's type in DuckDB's rendering (moraine_stat_check). A live spec whose
+ * transform DuckLake could not load (an imported catalog's) takes no files (EINVAL).
  * @first_id_out (may be NULL) receives the first data_file_id on the base.
  * ENOTFOUND (table, or a column named in stats).
  */
@@ -377,7 +421,8 @@ int moraine_tx_delete_files(moraine_tx *tx, const char *schema, const char *tabl
  * input files (and their delete files), registers the outputs. Refused
  * (EINVAL) when the inputs differ in partition_id or partition values (RFC
  * 0013 on RFC 0008: a merge must not cross partitions); outputs are written
- * under the inputs' spec and values unless they give their own.
+ * under the inputs' spec and values; an output that gives its own values
+ * must give the inputs' (EINVAL otherwise).
  */
 int moraine_tx_rewrite_files(moraine_tx *tx, const char *schema, const char *table, const int64_t *inputs, size_t nin,
                              const moraine_data_file *outputs, size_t nout);

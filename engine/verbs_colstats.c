@@ -551,7 +551,7 @@ int mv_cstats_emit(model *m, tstate *t)
         cs_free_all(n, nn, 1);
     }
     if (rc) return rc;
-    qsort(t->cst, t->ncst, sizeof *t->cst, cs_cmp_id);
+    if (t->ncst) qsort(t->cst, t->ncst, sizeof *t->cst, cs_cmp_id); /* qsort(NULL, 0, ...) is undefined (UBSan) */
     moraine_value *v = calloc(r->ncols ? r->ncols : 1, sizeof *v);
     if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
     int it = moraine_column_index(r, "table_id"), ic = moraine_column_index(r, "column_id"), inl = moraine_column_index(r, "contains_null"),

@@ -203,6 +203,8 @@ int mv_do_rename_column(model *m, verb *v)
         c.v = NULL;
     }
     if (c.v) mv_orow_free(&c);
+    /* the new keys name the columns as they are after the rename */
+    if (!rc && v->has_skeys) rc = mv_sort_keys_columns(t, v->skeys, v->nsk);
     if (!rc && v->has_skeys) rc = mv_replace_sort(m, t, v->skeys, v->nsk);
     else if (!rc && rewrite) {
         /* keys point into the old spec's rows: copy the spec out first */
@@ -218,7 +220,8 @@ int mv_do_rename_column(model *m, verb *v)
             const char *src[4] = {keys[i].expression ? keys[i].expression : rendered, keys[i].dialect, keys[i].sort_direction,
                                   keys[i].null_order};
             for (int j = 0; j < 4; j++) hold[i * 4 + j] = src[j] ? strdup(src[j]) : NULL;
-            k2[i] = (moraine_sort_key){hold[i * 4], hold[i * 4 + 1], hold[i * 4 + 2], hold[i * 4 + 3]};
+            k2[i] = (moraine_sort_key){.expression = hold[i * 4], .dialect = hold[i * 4 + 1], .sort_direction = hold[i * 4 + 2],
+                                       .null_order = hold[i * 4 + 3]};
         }
         if (!rc) rc = mv_replace_sort(m, t, k2, nk);
         for (size_t i = 0; hold && i < nk * 4; i++) free(hold[i]);

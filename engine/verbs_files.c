@@ -7,6 +7,7 @@
  */
 #include "verbs_internal.h"
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 int mv_load_stats(model *m, tstate *t)
@@ -382,6 +383,39 @@ static int sum_done(model *m, verb *v, int sum, mv_cstat **tset, size_t *ntset)
     return sum ? mv_cstats_add_sum(tset, ntset, v) : 0;
 }
 
+/* Each file's partition values against the live spec's keys of @t: the
+ * transform (mv_transform_parse) and the key column's type
+ * (mv_partition_value_check). EINVAL naming the file, the key and the value. */
+static int check_partition_values(tstate *t, const verb *v)
+{
+    for (size_t k = 0; k < t->npcols; k++) {
+        const orow *pc = NULL;
+        for (size_t j = 0; j < t->npcols && !pc; j++)
+            if (mv_orow_int(&t->pcols[j], "partition_key_index", -1) == (int64_t)k) pc = &t->pcols[j];
+        if (!pc) return mr_err(MORAINE_ECORRUPT, "add_data_files: the live partition spec of \"%s\" has no key %zu", v->table, k);
+        int64_t cid = mv_orow_int(pc, "column_id", -1);
+        const char *type = NULL, *cname = NULL;
+        for (size_t c = 0; c < t->ncols && !type; c++)
+            if (mv_orow_int(&t->cols[c], "column_id", -2) == cid) {
+                type = mv_orow_str(&t->cols[c], "column_type");
+                cname = mv_orow_str(&t->cols[c], "column_name");
+            }
+        char ctx[256];
+        snprintf(ctx, sizeof ctx, "add_data_files: the live partition spec of \"%s\", key %zu (%s)", v->table, k, cname ? cname : "?");
+        mv_transform tr;
+        /* a spec DuckLake could not load (an imported catalog's) takes no files */
+        int rc = mv_transform_parse(mv_orow_str(pc, "transform"), &tr, ctx);
+        if (rc) return rc;
+        for (size_t i = 0; i < v->nfiles; i++) {
+            const moraine_data_file *f = &v->files[i];
+            if ((rc = mv_partition_value_check(&tr, type, f->partition_values[k])))
+                return mr_err(rc, "add_data_files: file %zu (%s), key %zu (%s of %s): %s", i, f->path ? f->path : "", k, mv_orow_str(pc, "transform"),
+                              cname ? cname : "?", moraine_errmsg());
+        }
+    }
+    return 0;
+}
+
 int mv_do_add_files(model *m, verb *v)
 {
     tstate *t;
@@ -400,6 +434,7 @@ int mv_do_add_files(model *m, verb *v)
     mv_cstat **set;
     size_t *nset;
     int sum = sum_target(m, v, &t->pend, &t->npend, &set, &nset);
+    if (!checked && want) rc = check_partition_values(t, v);
     for (size_t i = 0; !rc && i < v->nfiles; i++) {
         int64_t id;
         rc = add_file(m, t, &fc, &v->files[i], pid, has_pid, v->files[i].partition_values, v->files[i].npartition_values, checked, checked, 1, &id,
@@ -655,10 +690,20 @@ int mv_do_rewrite(model *m, verb *v)
             rc = mr_err(MORAINE_EINVAL, "rewrite_files: data files %lld and %lld have different partition values; a merge must not cross partitions",
                         (long long)v->ids[0], (long long)v->ids[i]);
     }
-    for (size_t i = 0; !rc && i < v->nfiles; i++)
-        if (v->files[i].npartition_values && v->files[i].npartition_values != lf[0].nvalues)
-            rc = mr_err(MORAINE_EINVAL, "rewrite_files: output %zu has %zu partition values, the inputs' spec has %zu", i, v->files[i].npartition_values,
+    for (size_t i = 0; !rc && i < v->nfiles; i++) {
+        const moraine_data_file *f = &v->files[i];
+        if (f->npartition_values && f->npartition_values != lf[0].nvalues)
+            rc = mr_err(MORAINE_EINVAL, "rewrite_files: output %zu has %zu partition values, the inputs' spec has %zu", i, f->npartition_values,
                         lf[0].nvalues);
+        /* a rewrite keeps its inputs' partition (RFC 0013: a merge never crosses partitions) */
+        for (size_t k = 0; !rc && k < f->npartition_values; k++) {
+            const char *a = f->partition_values[k], *b = lf[0].values[k];
+            if ((a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0))
+                rc = mr_err(MORAINE_EINVAL, "rewrite_files: output %zu (%s) has partition value %zu %s%s%s, its inputs %s%s%s; a rewrite keeps its "
+                            "inputs' partition", i, f->path ? f->path : "", k, a ? "\"" : "", a ? a : "NULL", a ? "\"" : "", b ? "\"" : "",
+                            b ? b : "NULL", b ? "\"" : "");
+        }
+    }
     if (!rc) rc = mv_cstats_load(m, t);
     for (size_t i = 0; !rc && i < v->nids; i++) {
         /* DuckLake recomputes the table stats: the inputs' rows and bytes leave, the outputs' come in */

@@ -407,6 +407,25 @@ int mv_do_drop_field(model *m, verb *v);
 /* Checks sort key @k (the @i-th): EINVAL for an empty expression, a
  * direction other than ASC/DESC, a null order other than NULLS_FIRST/NULLS_LAST. */
 int mv_sort_key_check(const moraine_sort_key *k, size_t i);
+/* ENOTFOUND, in DuckLake's words, when a column named in @keys' columns is not
+ * a live top-level column of @t (DuckLakeTableEntry::ValidateSortExpressionColumns). */
+int mv_sort_keys_columns(const tstate *t, const moraine_sort_key *keys, size_t n);
+
+/* A partition transform DuckLake reads (DuckLakeCatalog's partition entries). */
+enum { MV_TR_IDENTITY, MV_TR_YEAR, MV_TR_MONTH, MV_TR_DAY, MV_TR_HOUR, MV_TR_EPOCH_YEAR, MV_TR_EPOCH_MONTH, MV_TR_EPOCH_DAY, MV_TR_EPOCH_HOUR,
+       MV_TR_BUCKET };
+typedef struct {
+    int kind;        /* MV_TR_* */
+    int64_t buckets; /* MV_TR_BUCKET: the count, 1 .. INT32_MAX */
+} mv_transform;
+/* Reads transform text @text (moraine_partition_key's rule, moraine_verbs.h)
+ * into *out; EINVAL naming @ctx and the text otherwise. */
+int mv_transform_parse(const char *text, mv_transform *out, const char *ctx);
+/* 0 when partition value @value (NULL: SQL NULL) is one DuckLake writes for
+ * a key with transform @tr on a column of type @column_type: bucket(N) an
+ * integer 0..N-1, year .. hour and epoch_year .. epoch_hour an integer, identity a value of the
+ * type (moraine_stat_check), each in DuckDB's rendering; EINVAL naming the value. */
+int mv_partition_value_check(const mv_transform *tr, const char *column_type, const char *value);
 /* Ends the live sort spec of @t and, when keys are given, inserts a new one. */
 int mv_replace_sort(model *m, tstate *t, const moraine_sort_key *keys, size_t n);
 int mv_do_set_partitioning(model *m, verb *v);

@@ -4,6 +4,7 @@
  * clear_sorting, and the sort spec's replacement that rename_column uses.
  */
 #include "verbs_internal.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,120 @@ int mv_sort_key_check(const moraine_sort_key *k, size_t i)
         return mr_err(MORAINE_EINVAL, "sort key %zu (%s): sort_direction must be ASC or DESC, not '%s'", i, k->expression, k->sort_direction);
     if (k->null_order && strcmp(k->null_order, "NULLS_FIRST") != 0 && strcmp(k->null_order, "NULLS_LAST") != 0)
         return mr_err(MORAINE_EINVAL, "sort key %zu (%s): null_order must be NULLS_FIRST or NULLS_LAST, not '%s'", i, k->expression, k->null_order);
+    if (k->ncolumns && !k->columns) return mr_err(MORAINE_EINVAL, "sort key %zu (%s): NULL columns", i, k->expression);
+    for (size_t j = 0; j < k->ncolumns; j++)
+        if (!k->columns[j] || !*k->columns[j]) return mr_err(MORAINE_EINVAL, "sort key %zu (%s): column %zu is empty", i, k->expression, j);
     return 0;
+}
+
+int mv_sort_keys_columns(const tstate *t, const moraine_sort_key *keys, size_t n)
+{
+    /* DuckLake (DuckLakeTableEntry::ValidateSortExpressionColumns): every
+     * column reference of every key, the missing ones listed once each in the
+     * order met (std::find: compared exactly), ", " between them */
+    char list[512];
+    size_t len = 0;
+    int missing = 0;
+    list[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < keys[i].ncolumns; j++) {
+            const char *c = keys[i].columns[j];
+            if (mv_find_column((tstate *)t, c) >= 0) continue;
+            int seen = 0; /* an earlier reference of the same text is listed already */
+            for (size_t a = 0; a <= i && !seen; a++)
+                for (size_t b = 0; b < (a == i ? j : keys[a].ncolumns) && !seen; b++) seen = strcmp(keys[a].columns[b], c) == 0;
+            if (seen) continue;
+            if (len < sizeof list) {
+                int w = snprintf(list + len, sizeof list - len, "%s%s", missing ? ", " : "", c);
+                len = w < 0 ? sizeof list : len + (size_t)w;
+            }
+            missing++;
+        }
+    if (!missing) return 0;
+    return mr_err(MORAINE_ENOTFOUND, "Columns in the SET SORTED BY statement were not found in the DuckLake table. Unmatched columns were: %s%s",
+                  list, len >= sizeof list ? "..." : "");
+}
+
+/* 1 when @s is an integer as DuckDB writes one (Value::ToString of an
+ * integer: an optional '-', then 0 or digits without a leading zero; no
+ * "-0") within int64, its value in *out. */
+static int canonical_int(const char *s, int64_t *out)
+{
+    int neg = *s == '-';
+    const char *d = s + neg;
+    size_t n = strspn(d, "0123456789");
+    if (n == 0 || d[n] || (d[0] == '0' && (n > 1 || neg)) || n > 19) return 0;
+    if (n == 19 && strcmp(d, neg ? "9223372036854775808" : "9223372036854775807") > 0) return 0;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) v = v * 10 + (uint64_t)(d[i] - '0');
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 1;
+}
+
+int mv_transform_parse(const char *text, mv_transform *out, const char *ctx)
+{
+    static const struct {
+        const char *name;
+        int kind;
+    } plain[] = {{"identity", MV_TR_IDENTITY},      {"year", MV_TR_YEAR},           {"month", MV_TR_MONTH},
+                 {"day", MV_TR_DAY},                {"hour", MV_TR_HOUR},           {"epoch_year", MV_TR_EPOCH_YEAR},
+                 {"epoch_month", MV_TR_EPOCH_MONTH}, {"epoch_day", MV_TR_EPOCH_DAY}, {"epoch_hour", MV_TR_EPOCH_HOUR}};
+    out->kind = -1, out->buckets = 0;
+    if (!text || !*text) return mr_err(MORAINE_EINVAL, "%s: needs a transform string", ctx);
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        if (strcmp(text, plain[i].name) == 0) {
+            out->kind = plain[i].kind;
+            return 0;
+        }
+    size_t n = strlen(text);
+    if (strncmp(text, "bucket(", 7) != 0 || text[n - 1] != ')')
+        return mr_err(MORAINE_EINVAL, "%s: Unsupported partition transform \"%s\" (DuckLake reads identity, year, month, day, hour, epoch_year, epoch_month, epoch_day, epoch_hour and bucket(N))", ctx, text);
+    /* DuckLake's SET PARTITIONED BY (GetPartitionField): the count an integer
+     * constant, > 0, at most INT32_MAX; it writes "bucket(" + to_string(N) + ")" */
+    char inner[32];
+    size_t ni = n - 8;
+    if (ni >= sizeof inner) ni = sizeof inner - 1;
+    memcpy(inner, text + 7, ni);
+    inner[ni] = 0;
+    const char *d = inner + (inner[0] == '-' || inner[0] == '+');
+    size_t nd = strspn(d, "0123456789");
+    if (nd == 0 || d[nd] || n - 8 >= sizeof inner)
+        return mr_err(MORAINE_EINVAL, "%s: transform \"%s\": Bucket count must be an integer", ctx, text);
+    if (inner[0] == '-' || strspn(d, "0") == nd) return mr_err(MORAINE_EINVAL, "%s: transform \"%s\": Bucket count must be positive", ctx, text);
+    if (inner[0] == '+' || d[0] == '0')
+        return mr_err(MORAINE_EINVAL, "%s: transform \"%s\": the bucket count is not written as DuckLake writes it (no sign, no leading zeros)", ctx, text);
+    if (nd > 10 || (nd == 10 && strcmp(d, "2147483647") > 0))
+        return mr_err(MORAINE_EINVAL, "%s: transform \"%s\": Bucket count cannot exceed 2147483647", ctx, text);
+    out->kind = MV_TR_BUCKET, out->buckets = strtoll(d, NULL, 10);
+    return 0;
+}
+
+int mv_partition_value_check(const mv_transform *tr, const char *column_type, const char *value)
+{
+    if (!value) return 0; /* SQL NULL: rows whose key is NULL */
+    int64_t v;
+    switch (tr->kind) {
+    case MV_TR_BUCKET:
+        /* DuckLake: IsValidTransformedHivePartitionValue (0 <= value < count);
+         * its bucket pruning compares the texts (partition_value IN ('3')) */
+        if (!canonical_int(value, &v) || v < 0 || v >= tr->buckets)
+            return mr_err(MORAINE_EINVAL, "partition value \"%s\" is not a bucket of bucket(%lld): an integer from 0 to %lld as DuckLake writes it",
+                          value, (long long)tr->buckets, (long long)tr->buckets - 1);
+        return 0;
+    case MV_TR_IDENTITY: {
+        /* a value of the column's type in the form DuckDB renders (statval.c) */
+        int rc = moraine_stat_check(column_type, value);
+        if (rc) return mr_err(rc, "partition value of an identity key: %s", moraine_errmsg());
+        return 0;
+    }
+    default: {
+        /* year .. hour, epoch_*: DuckLake writes the BIGINT the transform gives (date_part, or units since 1970) */
+        static const char *const names[] = {"", "year", "month", "day", "hour", "epoch_year", "epoch_month", "epoch_day", "epoch_hour"};
+        if (!canonical_int(value, &v))
+            return mr_err(MORAINE_EINVAL, "partition value \"%s\" is not an integer as DuckLake writes a %s value", value, names[tr->kind]);
+        return 0;
+    }
+    }
 }
 
 /* Ends the live sort spec of @t and, when keys are given, inserts a new one. */
@@ -96,9 +210,14 @@ int mv_do_set_partitioning(model *m, verb *v)
     if (!cids) return mr_err(MORAINE_ENOMEM, "out of memory");
     for (size_t i = 0; !rc && i < v->npk; i++) {
         int ci = mv_find_column(t, v->pkeys[i].column);
-        if (ci < 0) rc = mr_err(MORAINE_ENOTFOUND, "set_partitioning: table \"%s\" has no column \"%s\"", v->table, v->pkeys[i].column ? v->pkeys[i].column : "");
-        else if (!v->pkeys[i].transform || !*v->pkeys[i].transform)
-            rc = mr_err(MORAINE_EINVAL, "set_partitioning: partition key %zu (%s) needs a transform string", i, v->pkeys[i].column);
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "set_partitioning: partition key %zu (%s)", i, v->pkeys[i].column ? v->pkeys[i].column : "");
+        mv_transform tr;
+        /* DuckLake: GetPartitionField (ducklake_table_entry.cpp) reads the transform, then looks the column up */
+        if ((rc = mv_transform_parse(v->pkeys[i].transform, &tr, ctx))) break;
+        if (ci < 0)
+            rc = mr_err(MORAINE_ENOTFOUND, "set_partitioning: Unexpected partition key - column \"%s\" does not exist (table \"%s\")",
+                        v->pkeys[i].column ? v->pkeys[i].column : "", v->table);
         else cids[i] = mv_orow_int(&t->cols[ci], "column_id", -1);
     }
     if (!rc && same_partitioning(m, t, v->pkeys, cids, v->npk)) {
@@ -235,6 +354,7 @@ int mv_do_set_sorting(model *m, verb *v)
         if (v->nsk == 0) return mr_err(MORAINE_EINVAL, "set_sorting: at least one sort key is needed (use clear_sorting to reset)");
         for (size_t i = 0; i < v->nsk; i++)
             if ((rc = mv_sort_key_check(&v->skeys[i], i))) return rc;
+        if ((rc = mv_sort_keys_columns(t, v->skeys, v->nsk))) return rc;
     }
     /* DuckLake: SET SORTED BY with the spec already in force still alters the
      * table; at commit the new spec takes a catalog id (GetNewSortKey) and

@@ -341,6 +341,12 @@ static int copy_skeys(verb *v, const moraine_sort_key *keys, size_t n, int *ok)
         v->skeys[i].dialect = vdup(v, keys[i].dialect, ok);
         v->skeys[i].sort_direction = vdup(v, keys[i].sort_direction, ok);
         v->skeys[i].null_order = vdup(v, keys[i].null_order, ok);
+        if (keys[i].columns && keys[i].ncolumns) {
+            /* left as given when NULL: mv_sort_key_check refuses a count without names */
+            char **cs = vcopy(v, keys[i].columns, keys[i].ncolumns, sizeof *cs, ok);
+            for (size_t j = 0; *ok && j < keys[i].ncolumns; j++) cs[j] = vdup(v, keys[i].columns[j], ok);
+            v->skeys[i].columns = (const char *const *)cs;
+        }
     }
     return 0;
 }

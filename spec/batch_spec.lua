@@ -364,7 +364,12 @@ describe("rd:files_batch", function()
       for i = 1, 5 do
         local npv = (tname == "u" or round >= 7) and 1 or 2
         local pv = {}
-        for k = 1, npv do pv[k] = s() end
+        -- values of the key's transform and column (the verbs check them): t's a (int64) and day(c)
+        -- before round 7, b (varchar, any text) on u and on t from round 7
+        for k = 1, npv do
+          if npv == 2 then pv[k] = math.random(4) == 1 and moraine.null or (k == 1 and typed.a[math.random(4)] or tostring(math.random(31)))
+          else pv[k] = s() end
+        end
         local stats = {}
         for _, c in ipairs({ "a", "b", "c" }) do
           if math.random(2) == 1 then

@@ -154,7 +154,38 @@ describe("moraine.audit", function()
     assert.are.equal(live - ranges - two_days, rep.ok)
   end)
 
-  -- eleven files with known verdicts, written through the verb path
+  -- Adds a copy of live file @like named @path whose partition values are
+  -- @values, through the staged path in a snapshot of its own: a value the
+  -- verbs refuse (one DuckLake never writes), as a catalog imported from
+  -- elsewhere may hold it.
+  local function add_raw_file(db, like, path, values)
+    local S = db:last_snapshot()
+    local snap, f, kids
+    db:read(function(rd)
+      for row in rd:scan("ducklake_snapshot", { at = S }) do if row.snapshot_id == S then snap = row end end
+      for row, children in rd:scan("ducklake_data_file", { at = S }) do
+        if row.path == like then f, kids = row, children end
+      end
+    end)
+    local id = snap.next_file_id
+    db:commit(S + 1, function(tx)
+      snap.snapshot_id, snap.next_file_id = S + 1, id + 1
+      tx:insert("ducklake_snapshot", snap)
+      f.data_file_id, f.path, f.begin_snapshot = id, path, S + 1
+      tx:insert("ducklake_data_file", f)
+      for k, v in ipairs(values) do
+        tx:insert("ducklake_file_partition_value",
+          { data_file_id = id, table_id = f.table_id, partition_key_index = k - 1, partition_value = v })
+      end
+      for _, st in ipairs(kids.ducklake_file_column_stats or {}) do
+        st.data_file_id = id
+        tx:insert("ducklake_file_column_stats", st)
+      end
+    end)
+  end
+
+  -- eleven files with known verdicts, written through the verb path (one,
+  -- whose value the verbs refuse, through the staged path)
   local function audit_catalog()
     local db, dir = new_catalog()
     db:transaction(function(tx)
@@ -167,11 +198,11 @@ describe("moraine.audit", function()
         file("ok-day.parquet", 24, { "2025", "3", "25" }, { stat("ts", "2025-03-25 00:00:00", "2025-03-25 23:00:00", 0, 24) }),
         file("two-days.parquet", 5, { "2025", "3", "25" }, { stat("ts", "2025-03-25 22:00:00", "2025-03-26 02:00:00", 0, 5) }),
         file("wrong-day.parquet", 3, { "2025", "3", "28" }, { stat("ts", "2025-03-27 01:00:00", "2025-03-27 03:00:00", 0, 3) }),
-        file("bad-value.parquet", 3, { "2025", "03x", "27" }, { stat("ts", "2025-03-27 01:00:00", "2025-03-27 03:00:00", 0, 3) }),
         file("no-stats.parquet", 3, { "2025", "3", "27" }, {}),
         file("all-null.parquet", 4, { NULL, NULL, NULL }, { stat("ts", nil, nil, 4, 0) }),
       })
     end)
+    add_raw_file(db, "wrong-day.parquet", "bad-value.parquet", { "2025", "03x", "27" })
     db:transaction(function(tx) tx:set_partitioning("ev", { "bucket(100, id)" }) end)
     db:transaction(function(tx)
       tx:add_data_files("ev", {

@@ -311,6 +311,40 @@ describe("db:exec: DuckLake's DDL, each case DuckLake's own answer from the corp
     db:close()
   end)
 
+  -- the SQL path and tx:* share the key rules (docs/verbs.md, Keys and values on the verb path);
+  -- DuckLake's source: GetPartitionField, ValidateSortExpressionColumns (ducklake_table_entry.cpp)
+  it("SET PARTITIONED BY / SORTED BY: what DuckLake refuses is refused with its words, nothing committed", function()
+    local db = moraine.open(support.tmpdir("keys"), { no_sync = true })
+    db:init()
+    db:exec("CREATE TABLE t(id BIGINT, ts TIMESTAMP, name VARCHAR)")
+    local keys_cases = {
+      { "SET PARTITIONED BY (truncate(10, name))", 'Unsupported partition transform "truncate(10)"' },
+      { "SET PARTITIONED BY (foo(ts))", 'Unsupported partition transform "foo"' },
+      { "SET PARTITIONED BY (year(ts, id))", 'Unsupported partition transform "year(ts)"' },
+      { "SET PARTITIONED BY (bucket(x, id))", "Bucket count must be an integer" },
+      { "SET PARTITIONED BY (bucket(-3, id))", "Bucket count must be positive" },
+      { "SET PARTITIONED BY (bucket(2147483648, id))", "Bucket count cannot exceed 2147483647" },
+      { "SET PARTITIONED BY (year(t.ts))", "Unexpected qualified column reference" },
+      { "SET PARTITIONED BY (bucket(0, nosuch))", "Bucket count must be positive" }, -- the transform first, as DuckLake
+      { "SET PARTITIONED BY (bucket(4, nosuch))", 'Unexpected partition key - column "nosuch" does not exist' },
+      { "SET SORTED BY (nosuch DESC, id + other, lower(nosuch))", "Unmatched columns were: nosuch, other" },
+      { "SET SORTED BY (t.id)", "Unexpected qualified column reference" },
+    }
+    for _, c in ipairs(keys_cases) do
+      local ok, err = pcall(db.exec, db, "ALTER TABLE t " .. c[1])
+      assert.is_false(ok, c[1])
+      assert.truthy(tostring(err.message):find(c[2], 1, true), c[1] .. ": " .. tostring(err.message))
+    end
+    assert.are.equal(1, db:last_snapshot())
+    -- DuckLake 1.1's epoch transforms; bucket(2147483647) is the largest count
+    db:exec("ALTER TABLE t SET PARTITIONED BY (epoch_day(ts), epoch_hour(ts), bucket(2147483647, id))")
+    local spec = db:read(function(rd) return rd:partition_spec(1) end)
+    local got = {}
+    for i, c in ipairs(spec.columns) do got[i] = c.transform end
+    assert.are.same({ "epoch_day", "epoch_hour", "bucket(2147483647)" }, got)
+    db:close()
+  end)
+
   it("refuses DML: moraine writes no data, and nothing is committed", function()
     local db = moraine.open(support.tmpdir("dml"), { no_sync = true })
     db:init()

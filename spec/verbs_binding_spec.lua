@@ -205,8 +205,8 @@ describe("verbs binding", function()
     it("parses DuckLake's SQL-form keys into transform and column_id rows", function()
       local tid = with_events()
       db:transaction(function(tx)
-        tx:set_partitioning("events", { "region", "year(ts)", " month ( ts ) ", "bucket(4, id)",
-                                        "truncate(10,region)", "day(ts)", "hour(ts)",
+        tx:set_partitioning("events", { "region", "year(ts)", " month ( ts ) ", "bucket(04, id)",
+                                        "epoch_day(ts)", "day(ts)", "hour(ts)",
                                         { column = "amount", transform = "identity" } })
       end)
       local spec = db:read(function(rd) return rd:partition_spec(tid) end)
@@ -217,7 +217,7 @@ describe("verbs binding", function()
         got[i] = c.column_id .. " " .. c.transform
       end
       -- column ids: id 1, ts 2, region 3, amount 4
-      assert.are.same({ "3 identity", "2 year", "2 month", "1 bucket(4)", "3 truncate(10)", "2 day", "2 hour",
+      assert.are.same({ "3 identity", "2 year", "2 month", "1 bucket(4)", "2 epoch_day", "2 day", "2 hour",
                         "4 identity" }, got)
     end)
 
@@ -235,10 +235,17 @@ describe("verbs binding", function()
       assert.are.same({ column = "region", transform = "identity" }, p("region"))
       assert.are.same({ column = "ts", transform = "year" }, p("year(ts)"))
       assert.are.same({ column = "id", transform = "bucket(4)" }, p("bucket(4, id)"))
+      assert.are.same({ column = "id", transform = "bucket(4)" }, p("bucket(004, id)"))
+      assert.are.same({ column = "id", transform = "bucket(-3)" }, p("bucket(-03, id)"))
+      assert.are.same({ column = "id", transform = "bucket(x)" }, p("bucket(x, id)"))
+      -- parsed as DuckLake's parser reads it; the verb refuses what DuckLake's catalog cannot load
       assert.are.same({ column = "name", transform = "truncate(10)" }, p(" truncate ( 10 ,  name ) "))
+      assert.are.same({ column = "id", transform = "year(ts)" }, p("year(ts, id)"))
       assert.are.same({ column = "ts", transform = "myfn" }, p("myfn(ts)"))
       assert.are.same({ column = "My Col", transform = "day" }, p('DAY("My Col")'))
-      for _, bad in ipairs({ "", "   ", "year(ts", "year()", "bucket(, id)", "(ts)" }) do
+      assert.are.same({ column = "ts", transform = "identity" }, p("(ts)"))
+      for _, bad in ipairs({ "", "   ", "year(ts", "year()", "bucket(, id)", "t.ts", "year(t.ts)", "ts + 1",
+                             "year(ts) x", "a, b", "bucket(4, id + 1)" }) do
         local r, msg = p(bad)
         assert.is_nil(r, bad)
         assert.are.equal("string", type(msg), bad)
@@ -257,6 +264,63 @@ describe("verbs binding", function()
       end)
       assert.are.equal(snap, db:last_snapshot())
     end)
+
+    -- issue 16 item 7 on the verb path: what DuckLake's catalog loader refuses
+    -- ("Unsupported partition transform") is refused, in SQL form and as a table
+    it("refuses the transforms and bucket counts DuckLake refuses; the store is unchanged", function()
+      local tid = with_events()
+      local snap = db:last_snapshot()
+      local cases = {
+        { "bucket(x, id)", "Bucket count must be an integer" }, { "bucket(0, id)", "Bucket count must be positive" },
+        { "bucket(-1, id)", "Bucket count must be positive" }, { "bucket(-3, id)", "Bucket count must be positive" },
+        { "bucket(2147483648, id)", "Bucket count cannot exceed 2147483647" },
+        { "bucket(1.5, id)", "Bucket count must be an integer" },
+        { "nosuchfn(id)", 'Unsupported partition transform "nosuchfn"' },
+        { "foo(ts)", 'Unsupported partition transform "foo"' },
+        { "truncate(3, id)", 'Unsupported partition transform "truncate(3)"' },
+        { "truncate(10, region)", 'Unsupported partition transform "truncate(10)"' },
+        { "year(ts, id)", 'Unsupported partition transform "year(ts)"' },
+        { { column = "id", transform = "bucket(04)" }, "not written as DuckLake writes it" },
+        { { column = "id", transform = "truncate(3)" }, "Unsupported partition transform" },
+        { { column = "id", transform = "" }, "needs a transform string" },
+      }
+      local n = count_snapshots(db)
+      db:transaction(function(tx)
+        for _, c in ipairs(cases) do expect_err("EINVAL", c[2], tx.set_partitioning, tx, "events", { "region", c[1] }) end
+        expect_err("ENOTFOUND", 'Unexpected partition key - column "nope" does not exist', tx.set_partitioning, tx, "events",
+                   { "bucket(4, nope)" })
+      end)
+      assert.are.equal(snap, db:last_snapshot())
+      assert.are.equal(n, count_snapshots(db))
+      assert.is_nil(db:read(function(rd) return rd:partition_spec(tid) end))
+      -- bucket(04, id) is bucket(4): setting it under bucket(4, id) commits nothing (corpus seed_0016 step 7)
+      db:transaction(function(tx) tx:set_partitioning("events", { "bucket(4, id)" }) end)
+      snap = db:last_snapshot()
+      assert.is_nil(db:transaction(function(tx) tx:set_partitioning("events", { "bucket(04, id)" }) end))
+      assert.are.equal(snap, db:last_snapshot())
+    end)
+
+    it("add_data_files: partition values must fit their key's transform and column type", function()
+      with_events()
+      db:transaction(function(tx) tx:set_partitioning("events", { "bucket(4, id)", "year(ts)", "region", "amount" }) end)
+      local snap = db:last_snapshot()
+      local function pv(a, b, c, d) return { file("bad.parquet", { a, b, c, d }) } end
+      db:transaction(function(tx)
+        for _, bad in ipairs({ "999", "-1", "4", "abc", "1.5", "04", "" }) do
+          expect_err("EINVAL", "is not a bucket of bucket(4)", tx.add_data_files, tx, "events", pv(bad, "2025", "eu", "1.00"))
+        end
+        for _, bad in ipairs({ "x", "2025.0", "02025" }) do
+          expect_err("EINVAL", "is not an integer as DuckLake writes a year value", tx.add_data_files, tx, "events", pv("1", bad, "eu", "1.00"))
+        end
+        expect_err("EINVAL", "is not a value of type decimal(18,2)", tx.add_data_files, tx, "events", pv("1", "2025", "eu", "x"))
+      end)
+      assert.are.equal(snap, db:last_snapshot())
+      db:transaction(function(tx)
+        tx:add_data_files("events", { file("a.parquet", { "0", "2025", "eu", "1.25" }), file("b.parquet", { "3", "-44", "", N }),
+                                      file("c.parquet", { N, N, N, N }) })
+      end)
+      assert.are.equal(snap + 1, db:last_snapshot())
+    end)
   end)
 
   describe("set_sorting", function()
@@ -273,20 +337,63 @@ describe("verbs binding", function()
       end
       assert.are.same({
         "amount|DESC|NULLS_LAST|duckdb",
-        'lower("region")|ASC|NULLS_LAST|duckdb',
+        "lower(region)|ASC|NULLS_LAST|duckdb", -- as DuckDB renders it: region needs no quotes
         "ts|ASC|NULLS_FIRST|duckdb",
         "id|ASC|NULLS_LAST|duckdb",
       }, got)
     end)
 
     it("parse_sort_key passes no default for what the key leaves out", function()
-      assert.are.same({ expression = "amount", sort_direction = "DESC", null_order = "NULLS_LAST" },
+      assert.are.same({ expression = "amount", sort_direction = "DESC", null_order = "NULLS_LAST", columns = { "amount" } },
                       moraine.parse_sort_key("amount DESC NULLS LAST"))
-      assert.are.same({ expression = "region" }, moraine.parse_sort_key("  region "))
-      assert.are.same({ expression = "a + b", null_order = "NULLS_FIRST" }, moraine.parse_sort_key("a + b NuLLs   FiRsT"))
-      assert.are.same({ expression = 'lower("name")', sort_direction = "ASC" }, moraine.parse_sort_key('lower("name") ASC'))
-      assert.is_nil((moraine.parse_sort_key("x NULLS MIDDLE")))
-      assert.is_nil((moraine.parse_sort_key("   ")))
+      assert.are.same({ expression = "region", columns = { "region" } }, moraine.parse_sort_key("  region "))
+      -- rendered as DuckDB's ToString() does (what DuckLake stores)
+      assert.are.same({ expression = "(a + b)", null_order = "NULLS_FIRST", columns = { "a", "b" } },
+                      moraine.parse_sort_key("a + b NuLLs   FiRsT"))
+      assert.are.same({ expression = 'lower("name")', sort_direction = "ASC", columns = { "name" } },
+                      moraine.parse_sort_key('lower("name") ASC'))
+      assert.are.same({ expression = '((n * 2) - 1)', sort_direction = "DESC", columns = { "n" } },
+                      moraine.parse_sort_key('n*2-1 desc'))
+      for _, bad in ipairs({ "x NULLS MIDDLE", "   ", "((", "amount; DROP TABLE x", "amount SIDEWAYS", "t.amount",
+                             "a, b", "amount DESC DESC" }) do
+        local r, msg = moraine.parse_sort_key(bad)
+        assert.is_nil(r, bad)
+        assert.are.equal("string", type(msg), bad)
+      end
+    end)
+
+    -- issue 16 items 2-3 on the verb path: a key is read as db:exec reads it
+    it("refuses keys that do not parse or name missing columns, as db:exec does; the store is unchanged", function()
+      local tid = with_events()
+      local snap, n = db:last_snapshot(), count_snapshots(db)
+      db:transaction(function(tx)
+        expect_err("ENOTFOUND", "Unmatched columns were: nosuch", tx.set_sorting, tx, "events", { "nosuch DESC" })
+        expect_err("ENOTFOUND", "Unmatched columns were: nosuch, other", tx.set_sorting, tx, "events",
+                   { "amount", "nosuch + other", "lower(nosuch)" })
+        expect_err("ENOTFOUND", "Unmatched columns were: nosuch", tx.set_sorting, tx, "events", { { expression = "nosuch + 1" } })
+        expect_err("EINVAL", "((", tx.set_sorting, tx, "events", { "((" })
+        expect_err("EINVAL", "amount; DROP TABLE x", tx.set_sorting, tx, "events", { "amount; DROP TABLE x" })
+        expect_err("EINVAL", "amount SIDEWAYS", tx.set_sorting, tx, "events", { "amount SIDEWAYS" })
+        expect_err("EINVAL", "((", tx.set_sorting, tx, "events", { { expression = "((" } })
+        expect_err("EINVAL", "Unexpected qualified column reference", tx.set_sorting, tx, "events", { "events.amount" })
+        expect_err("EINVAL", "unknown field 'columns'", tx.set_sorting, tx, "events", { { expression = "nosuch", columns = {} } })
+        -- rename_column's keys name the columns after the rename
+        expect_err("ENOTFOUND", "Unmatched columns were: amount", tx.rename_column, tx, "events", "amount", "total",
+                   { "amount + 1" })
+      end)
+      assert.are.equal(snap, db:last_snapshot())
+      assert.are.equal(n, count_snapshots(db))
+      assert.is_nil(db:read(function(rd) return rd:sort_spec(tid) end))
+      -- a table key's duckdb expression is stored as DuckDB renders it; another dialect's verbatim
+      db:transaction(function(tx)
+        tx:set_sorting("events", { { expression = "AMOUNT*2" }, { expression = "whatever(x", dialect = "spark" } })
+      end)
+      local spec = db:read(function(rd) return rd:sort_spec(tid) end)
+      assert.are.equal("(AMOUNT * 2)", spec.expressions[1].expression)
+      assert.are.equal("whatever(x", spec.expressions[2].expression)
+      db:transaction(function(tx) tx:rename_column("events", "amount", "total", { "total + 1 DESC" }) end)
+      spec = db:read(function(rd) return rd:sort_spec(tid) end)
+      assert.are.equal("(total + 1)", spec.expressions[1].expression)
     end)
 
     it("raises EINVAL for a bad sort direction and changes nothing", function()

@@ -23,12 +23,6 @@ local expr = require "moraine.expr"
 
 local M = {}
 
--- an integral number as an integer (Lua 5.4) or as is (LuaJIT has no math.tointeger)
-local function tointeger(x)
-  if math.tointeger then return math.tointeger(x) end
-  if type(x) == "number" and x == math.floor(x) and math.abs(x) < 2 ^ 53 then return x end
-end
-
 local NULL = require("moraine.core").null
 
 local P, R, S, C, Cs, Ct, Cp, Cc = lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Cs, lpeg.Ct, lpeg.Cp, lpeg.Cc
@@ -465,20 +459,23 @@ function Parser:column_def(path_ok)
   return col
 end
 
+-- expression [ASC|DESC] [NULLS FIRST|LAST]
+function Parser:sort_key()
+  local k = { expr = self:expression() }
+  self:unread()
+  if self:kw("ASC") then k.sort_direction = "ASC" elseif self:kw("DESC") then k.sort_direction = "DESC" end
+  if self:kw("NULLS") then
+    if self:kw("FIRST") then k.null_order = "NULLS_FIRST"
+    elseif self:kw("LAST") then k.null_order = "NULLS_LAST"
+    else self:err("expected FIRST or LAST after NULLS") end
+  end
+  return k
+end
+
 function Parser:sort_keys()
   self:expect_op("(")
   local keys = {}
-  repeat
-    local k = { expr = self:expression() }
-    self:unread()
-    if self:kw("ASC") then k.sort_direction = "ASC" elseif self:kw("DESC") then k.sort_direction = "DESC" end
-    if self:kw("NULLS") then
-      if self:kw("FIRST") then k.null_order = "NULLS_FIRST"
-      elseif self:kw("LAST") then k.null_order = "NULLS_LAST"
-      else self:err("expected FIRST or LAST after NULLS") end
-    end
-    keys[#keys + 1] = k
-  until not self:op(",")
+  repeat keys[#keys + 1] = self:sort_key() until not self:op(",")
   self:expect_op(")")
   return keys
 end
@@ -778,52 +775,111 @@ local function column_of(t, name, what)
   return c, i
 end
 
--- A partition key expression as DuckLake's SET PARTITIONED BY reads it
--- (DuckLake: DuckLakeTransform... in ducklake_table_entry.cpp):
--- a column (identity), year/month/day/hour(column), bucket(N, column) with N
--- an integer constant > 0 (04 is 4).
-local function partition_key(t, e)
+local QUALIFIED = "Unexpected qualified column reference - only unqualified columns are supported"
+
+--- The partition key a parsed `SET PARTITIONED BY` expression gives, as
+-- DuckLake's GetPartitionField (ducklake_table_entry.cpp) reads it: a column
+-- is its identity; `fn(column)` is transform `fn`; `fn(p, ..., column)` is
+-- transform `fn(p, ...)`, the parameters rendered as DuckDB does, except a
+-- bucket count that is an integer constant, which is written as DuckLake
+-- writes the count it read (`bucket(04, c)` is `bucket(4)`, `bucket(-03, c)`
+-- `bucket(-3)`). Which transforms exist, the bucket count's range and the
+-- column's existence are the verb's to check (moraine_tx_set_partitioning,
+-- engine/verbs_spec.c), so the SQL path, `tx:set_partitioning` and the C API
+-- share one rule.
+-- @tparam table e an expression tree from moraine.expr
+-- @treturn table `{column = s, transform = s}`
+-- @raise `{sql_error = true, code = "EINVAL"}`: a qualified column (DuckLake's
+--   words), an expression that is neither a column nor a function call, a
+--   call whose last argument is not a column
+function M.partition_key(e)
   if e.k == "col" then
-    if #e.parts ~= 1 then fail("EINVAL", "a partition key names one column") end
-    local c = find(t.columns, e.parts[1])
-    if not c then fail("ENOTFOUND", 'Unexpected partition key - column "' .. e.parts[1] .. '" does not exist') end
-    return { column = c.name, transform = "identity" }
+    if #e.parts ~= 1 then fail("EINVAL", QUALIFIED) end
+    return { column = e.parts[1], transform = "identity" }
   end
-  if e.k ~= "func" then fail("EINVAL", "unsupported partition key " .. expr.render(e)) end
-  local fn = e.name
-  if fn == "year" or fn == "month" or fn == "day" or fn == "hour" then
-    if #e.args ~= 1 or e.args[1].k ~= "col" then
-      fail("EINVAL", fn .. "() takes one column as a partition key")
+  if e.k ~= "func" then
+    fail("EINVAL", "Unsupported partition key " .. expr.render(e) .. " - only identity columns and year/month/day/hour/bucket are supported")
+  end
+  local last = e.args[#e.args]
+  if not last or last.k ~= "col" then
+    fail("EINVAL", "Expected " .. e.name .. "(column) or " .. e.name .. "(N, column), but got " .. expr.render(e))
+  end
+  if #last.parts ~= 1 then fail("EINVAL", QUALIFIED) end
+  local params = {}
+  for i = 1, #e.args - 1 do
+    local a = e.args[i]
+    local sign, ds
+    if a.k == "const" and a.text then sign, ds = a.text:match("^(%-?)(%d+)$") end
+    if e.name == "bucket" and sign then
+      -- DuckLake casts the constant to BIGINT and writes to_string of it
+      ds = ds:gsub("^0+", "")
+      if ds == "" then sign, ds = "", "0" end
+      params[i] = sign .. ds
+    else
+      params[i] = expr.render(a)
     end
-    local c = find(t.columns, e.args[1].parts[1])
-    if not c then fail("ENOTFOUND", 'Unexpected partition key - column "' .. e.args[1].parts[1] .. '" does not exist') end
-    return { column = c.name, transform = fn }
-  elseif fn == "bucket" then
-    if #e.args ~= 2 or e.args[2].k ~= "col" then fail("EINVAL", "bucket(N, column) takes a count and a column") end
-    local n = e.args[1]
-    local count = n.k == "const" and n.text and n.text:match("^%-?%d+$") and tointeger(tonumber(n.text))
-    if not count then fail("EINVAL", "Bucket count must be an integer constant") end
-    if count <= 0 then fail("EINVAL", "Bucket count must be positive") end
-    local c = find(t.columns, e.args[2].parts[1])
-    if not c then fail("ENOTFOUND", 'Unexpected partition key - column "' .. e.args[2].parts[1] .. '" does not exist') end
-    return { column = c.name, transform = "bucket(" .. count .. ")" }
   end
-  fail("EINVAL", "Unsupported partition transform " .. fn)
+  local transform = #params == 0 and e.name or (e.name .. "(" .. table.concat(params, ", ") .. ")")
+  return { column = last.parts[1], transform = transform }
 end
 
-local function sort_keys(t, keys)
-  local missing, out = {}, {}
-  for i, k in ipairs(keys) do
-    expr.each_column(k.expr, function(node)
-      if not find(t.columns, node.parts[#node.parts]) then missing[#missing + 1] = node.parts[#node.parts] end
-    end)
-    out[i] = { expression = expr.render(k.expr), sort_direction = k.sort_direction, null_order = k.null_order }
-  end
-  if #missing > 0 then
-    fail("ENOTFOUND", "Columns in the SET SORTED BY statement were not found in the DuckLake table. "
-      .. "Unmatched columns were: " .. table.concat(missing, ", "))
-  end
-  return out
+--- The sort key a parsed `SET SORTED BY` key gives: the expression as
+-- DuckDB's ParsedExpression::ToString() renders it (what DuckLake stores)
+-- and the columns it references, for the verb to look up
+-- (moraine_sort_key.columns; DuckLake's ValidateSortExpressionColumns).
+-- @tparam table e an expression tree from moraine.expr
+-- @tparam ?string dir "ASC" / "DESC" or nil
+-- @tparam ?string nulls "NULLS_FIRST" / "NULLS_LAST" or nil
+-- @treturn table `{expression = s, sort_direction = dir, null_order = nulls, columns = {s, ...}}`
+-- @raise `{sql_error = true, code = "EINVAL"}` for a qualified column reference (DuckLake's words)
+function M.sort_key(e, dir, nulls)
+  local cols = {}
+  expr.each_column(e, function(node)
+    if #node.parts ~= 1 then fail("EINVAL", QUALIFIED) end
+    cols[#cols + 1] = node.parts[1]
+  end)
+  return { expression = expr.render(e), sort_direction = dir, null_order = nulls, columns = cols }
+end
+
+-- The tokens of @text read by @fn(parser) to the end.
+local function parse_text(text, fn)
+  local p = setmetatable({ toks = M.tokens(text), i = 1 }, Parser)
+  if not p:peek() then fail("EINVAL", "empty key") end
+  local r = fn(p)
+  p:done()
+  return r
+end
+
+--- One partition key in SQL form (`"bucket(4, id)"`), read as
+-- `SET PARTITIONED BY (...)` reads it: tokens, moraine.expr's parse, then
+-- @{partition_key}.
+-- @tparam string text
+-- @treturn table `{column = s, transform = s}`
+-- @raise `{sql_error = true, code = "EINVAL"}` naming the byte where it stopped
+function M.parse_partition_key(text)
+  return parse_text(text, function(p) return M.partition_key(p:expression()) end)
+end
+
+--- One sort key in SQL form (`"amount DESC NULLS LAST"`), read as
+-- `SET SORTED BY (...)` reads one key, then @{sort_key}. A key that leaves out
+-- the direction or null order leaves it nil.
+-- @tparam string text
+-- @treturn table as @{sort_key}
+-- @raise `{sql_error = true, code = "EINVAL"}` naming the byte where it stopped
+function M.parse_sort_key(text)
+  return parse_text(text, function(p)
+    local k = p:sort_key()
+    return M.sort_key(k.expr, k.sort_direction, k.null_order)
+  end)
+end
+
+--- A sort expression in SQL form (the `expression` of a table key), read as
+-- one expression and given back as @{sort_key} gives it.
+-- @tparam string text
+-- @treturn table `{expression = s, columns = {s, ...}}`
+-- @raise `{sql_error = true, code = "EINVAL"}` naming the byte where it stopped
+function M.parse_sort_expression(text)
+  return parse_text(text, function(p) return M.sort_key(p:expression()) end)
 end
 
 local function call(tx, verb, ...)
@@ -1044,7 +1100,7 @@ local function run(m, tx, st, on_data)
       t.name = st.new
     elseif a == "set_partitioning" then
       local keys = {}
-      for i, e in ipairs(st.keys) do keys[i] = partition_key(t, e) end
+      for i, e in ipairs(st.keys) do keys[i] = M.partition_key(e) end
       tx:set_partitioning(ref(s, t), keys)
       t.partition = keys
     elseif a == "clear_partitioning" then
@@ -1054,7 +1110,12 @@ local function run(m, tx, st, on_data)
       tx:clear_partitioning(ref(s, t))
       t.partition = {}
     elseif a == "set_sorting" then
-      local keys = sort_keys(t, st.keys)
+      local keys = {}
+      for i, k in ipairs(st.keys) do
+        -- the verb's binding reads the expression again for its column references (moraine.lua)
+        local sk = M.sort_key(k.expr, k.sort_direction, k.null_order)
+        keys[i] = { expression = sk.expression, sort_direction = sk.sort_direction, null_order = sk.null_order }
+      end
       tx:set_sorting(ref(s, t), keys)
       t.sort = {}
       for i, k in ipairs(st.keys) do

@@ -107,7 +107,7 @@ static int build_small(const char *dir, int nfiles)
     for (int i = 0; i < nfiles && !rc; i++) {
         if (i == nfiles / 2) {
             moraine_partition_key pk[] = {{"k", "identity"}};
-            moraine_sort_key sk[] = {{"ts", NULL, "DESC", NULL}};
+            moraine_sort_key sk[] = {{.expression = "ts", .sort_direction = "DESC"}};
             if ((rc = moraine_tx_begin(db, &tx))) break;
             if ((rc = moraine_tx_set_partitioning(tx, NULL, "t", pk, 1)) || (rc = moraine_tx_set_sorting(tx, NULL, "t", sk, 1)) ||
                 (rc = moraine_tx_commit(tx, &snap)))

@@ -327,7 +327,14 @@ static void generated(char *tmpl, size_t n)
             f[i].file_size_bytes = 100 + i;
             f[i].footer_size = i == 1 ? INT64_MIN : 7;
             size_t npv = round % 2 ? 1 : (round >= 6 ? 1 : 2);
-            for (size_t k = 0; k < npv; k++) pv[i][k] = check_below(4) ? strs[check_below(6)] : NULL;
+            /* partition values of the key's transform and column type (engine/verbs_spec.c): identity of
+             * a (int64) before round 6 on t and always on u, identity of b (varchar, any bytes) from
+             * round 6 on t, day of c an integer */
+            static const char *days[] = {"1", "31", "0", "-7", "9223372036854775807", "15"};
+            for (size_t k = 0; k < npv; k++) {
+                const char *const *set = k == 1 ? days : (!(round % 2) && round >= 6) ? strs : typed[0];
+                pv[i][k] = check_below(4) ? set[check_below(6)] : NULL;
+            }
             f[i].partition_values = pv[i];
             f[i].npartition_values = npv;
             size_t ns = check_below(4);

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
         if (have_spec == 1 || next % 7 == 0) nvals = 1; /* every spec this writer sets has one key */
         char path[64], val[32];
         snprintf(path, sizeof path, "f%lld.parquet", (long long)next);
-        snprintf(val, sizeof val, "%lld", (long long)(next % 5));
+        snprintf(val, sizeof val, "%lld", (long long)(next % 4)); /* a bucket of bucket(4), an int64 for identity */
         const char *vals[] = {val};
         moraine_data_file f = {path, 0, NULL, 1, 100, 10, vals, nvals, NULL, 0, 0};
         if ((rc = moraine_tx_add_data_files(tx, NULL, "t", &f, 1, NULL))) return fail("add file", rc);

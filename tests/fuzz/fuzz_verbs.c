@@ -5,11 +5,14 @@
  * For every input: a fresh lua_State with the standard libraries;
  * package.preload["moraine.core"] = luaopen_moraine_core (bindings/
  * moraine_*.c are compiled into this target), package.preload["moraine"]
- * = bindings/moraine.lua, and the driver tests/fuzz/verbs_driver.lua is run
+ * = bindings/moraine.lua, preload entries for moraine.ident, moraine.expr
+ * and moraine.sql (the key readers moraine.lua loads; moraine.sql's LPeg is
+ * Debian's lua-lpeg, from the system's C module path), and the driver
+ * tests/fuzz/verbs_driver.lua is run
  * with the input (a Lua string) and a fresh, empty work directory (under
  * /dev/shm when it exists), removed with everything in it after the run. Both Lua sources are embedded at build time
  * (xxd -i, see the Makefile's fuzz target): verbs_lua.h defines
- * moraine_lua / verbs_driver_lua and their lengths.
+ * moraine_lua, ident_lua, expr_lua, sql_lua, verbs_driver_lua and their lengths.
  *
  * The driver interprets the input as verb transactions and raises a plain
  * error when an invariant fails (db:verify() not empty, two specs in force
@@ -70,6 +73,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lua_setfield(L, -2, "moraine.core");
     load_chunk(L, moraine_lua, moraine_lua_len, "@bindings/moraine.lua");
     lua_setfield(L, -2, "moraine");
+    load_chunk(L, ident_lua, ident_lua_len, "@bindings/moraine/ident.lua");
+    lua_setfield(L, -2, "moraine.ident");
+    load_chunk(L, expr_lua, expr_lua_len, "@bindings/moraine/expr.lua");
+    lua_setfield(L, -2, "moraine.expr");
+    load_chunk(L, sql_lua, sql_lua_len, "@bindings/moraine/sql.lua");
+    lua_setfield(L, -2, "moraine.sql");
     lua_pop(L, 2);
 
     lua_pushcfunction(L, msgh);
