@@ -305,12 +305,12 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(ENGINE_SRC) $(FUZZ_LIBS)
 
 # The Lua sources of the verbs target, embedded (xxd -i: moraine_lua, the key readers
-# moraine.lua loads (ident_lua, expr_lua, sql_lua), verbs_driver_lua).
+# moraine.lua loads (ident_lua, expr_lua, sql_lua, sql_types_lua), verbs_driver_lua).
 $(FUZZ_BUILD)/verbs_lua.h: bindings/moraine.lua bindings/moraine/ident.lua bindings/moraine/expr.lua bindings/moraine/sql.lua \
-  tests/fuzz/verbs_driver.lua
+  bindings/moraine/sql_types.lua tests/fuzz/verbs_driver.lua
 	@mkdir -p $(dir $@)
 	(cd bindings && xxd -i moraine.lua) > $@.tmp
-	(cd bindings/moraine && xxd -i ident.lua && xxd -i expr.lua && xxd -i sql.lua) >> $@.tmp
+	(cd bindings/moraine && xxd -i ident.lua && xxd -i expr.lua && xxd -i sql.lua && xxd -i sql_types.lua) >> $@.tmp
 	(cd tests/fuzz && xxd -i verbs_driver.lua) >> $@.tmp
 	mv $@.tmp $@
 
@@ -318,10 +318,11 @@ $(FUZZ_BUILD)/fuzz_verbs: tests/fuzz/fuzz_verbs.c $(BINDING_SRC) $(BINDING_HDR) 
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(LUA54_INC) -I$(FUZZ_BUILD) -o $@ tests/fuzz/fuzz_verbs.c $(BINDING_SRC) \
 	  $(ENGINE_SRC) $(FUZZ_LIBS) -llua5.4
 
-# The Lua sources of the sql target, embedded (xxd -i: ident_lua, expr_lua, sql_lua, sql_driver_lua).
-$(FUZZ_BUILD)/sql_lua.h: bindings/moraine/ident.lua bindings/moraine/expr.lua bindings/moraine/sql.lua tests/fuzz/sql_driver.lua
+# The Lua sources of the sql target, embedded (xxd -i: ident_lua, expr_lua, sql_lua, sql_types_lua, sql_driver_lua).
+$(FUZZ_BUILD)/sql_lua.h: bindings/moraine/ident.lua bindings/moraine/expr.lua bindings/moraine/sql.lua bindings/moraine/sql_types.lua \
+  tests/fuzz/sql_driver.lua
 	@mkdir -p $(dir $@)
-	(cd bindings/moraine && xxd -i ident.lua && xxd -i expr.lua && xxd -i sql.lua) > $@.tmp
+	(cd bindings/moraine && xxd -i ident.lua && xxd -i expr.lua && xxd -i sql.lua && xxd -i sql_types.lua) > $@.tmp
 	(cd tests/fuzz && xxd -i sql_driver.lua) >> $@.tmp
 	mv $@.tmp $@
 

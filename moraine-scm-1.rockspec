@@ -128,6 +128,7 @@ build = {
     ["moraine.tablefiles"] = "bindings/moraine/tablefiles.lua",
     ["moraine.typed"] = "bindings/moraine/typed.lua",
     ["moraine.sql"] = "bindings/moraine/sql.lua",
+    ["moraine.sql_types"] = "bindings/moraine/sql_types.lua",
     ["moraine.expr"] = "bindings/moraine/expr.lua",
     ["moraine.ident"] = "bindings/moraine/ident.lua",
     ["moraine.cli.catalog"] = "bindings/moraine/cli/catalog.lua",

@@ -60,6 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     preload(L, "moraine.ident", ident_lua, ident_lua_len, "@bindings/moraine/ident.lua");
     preload(L, "moraine.expr", expr_lua, expr_lua_len, "@bindings/moraine/expr.lua");
     preload(L, "moraine.sql", sql_lua, sql_lua_len, "@bindings/moraine/sql.lua");
+    preload(L, "moraine.sql_types", sql_types_lua, sql_types_lua_len, "@bindings/moraine/sql_types.lua");
     lua_pop(L, 2);
 
     lua_pushcfunction(L, msgh);

@@ -79,6 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lua_setfield(L, -2, "moraine.expr");
     load_chunk(L, sql_lua, sql_lua_len, "@bindings/moraine/sql.lua");
     lua_setfield(L, -2, "moraine.sql");
+    load_chunk(L, sql_types_lua, sql_types_lua_len, "@bindings/moraine/sql_types.lua");
+    lua_setfield(L, -2, "moraine.sql_types");
     lua_pop(L, 2);
 
     lua_pushcfunction(L, msgh);

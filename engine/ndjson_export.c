@@ -1,0 +1,162 @@
+/*
+ * ndjson_export.c — export of the catalog exchange format
+ * (moraine_export_ndjson): every row of every relation, every version, in
+ * DuckDB's JSON-lines form, one `<table>.ndjson` file per table written beside
+ * the final names and renamed into place (docs/import-export.md); rows in
+ * their row order. The import is ndjson.c.
+ */
+#include "internal.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+    int64_t ord;
+    uint64_t seq;
+    const uint8_t *raw;
+    size_t len;
+} ent;
+
+static int ent_cmp(const void *a, const void *b)
+{
+    const ent *x = a, *y = b;
+    if (x->ord != y->ord) return x->ord < y->ord ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Opens @path for writing; @private: created 0600 (and made 0600 if it was there). */
+static FILE *open_out(const char *path, int private)
+{
+    if (!private) return fopen(path, "wb");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return NULL;
+    FILE *f = fchmod(fd, 0600) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
+static int export_table(moraine_read *rd, const mr_rel *r, const char *dir, int private)
+{
+    char path[4096], final[4096];
+    snprintf(final, sizeof final, "%s/%s.ndjson", dir, r->info.name);
+    snprintf(path, sizeof path, "%s/%s.ndjson.tmp", dir, r->info.name);
+    FILE *f = open_out(path, private);
+    if (!f) return mr_err(MORAINE_EIO, "%s: cannot write: %s", path, strerror(errno));
+    ent *es = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    if (r->info.ncols > 0) {
+        moraine_cursor *c = NULL;
+        rc = moraine_scan_open(rd, r->info.name, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c);
+        moraine_row row;
+        while (!rc && (rc = moraine_cursor_next(c, &row)) == 1) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 1024;
+                ent *p = realloc(es, cap * sizeof *p);
+                if (!p) {
+                    rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                    break;
+                }
+                es = p;
+            }
+            es[n] = (ent){row.ord, n, row.raw, row.raw_len};
+            n++;
+            rc = 0;
+        }
+        if (c) moraine_cursor_close(c);
+    }
+    if (rc < 0) goto out;
+    rc = 0;
+    if (n > 1) qsort(es, n, sizeof *es, ent_cmp);
+    moraine_value *vals = calloc(r->info.ncols ? r->info.ncols : 1, sizeof *vals);
+    if (!vals) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+    mr_buf line = {0};
+    for (size_t i = 0; !rc && i < n; i++) {
+        const uint8_t *p = es[i].raw;
+        int64_t ord;
+        size_t nc;
+        if ((rc = mr_decode_row(&p, es[i].raw + es[i].len, &ord, vals, r->info.ncols, &nc))) break;
+        line.len = 0;
+        rc = mr_json_row(&line, &r->info, vals, nc, 0, 1); /* an export carries secrets exactly */
+        if (rc == MORAINE_EINVAL) {
+            char m[600];
+            snprintf(m, sizeof m, "%s", moraine_errmsg());
+            rc = mr_err(rc, "row %lld of %s", (long long)ord, m);
+            break;
+        }
+        if (!rc) rc = mr_buf_byte(&line, '\n');
+        if (!rc && fwrite(line.p, 1, line.len, f) != line.len) rc = mr_err(MORAINE_EIO, "%s: write failed", path);
+    }
+    mr_buf_free(&line);
+    free(vals);
+    if (!rc && n == 0) fputc('\n', f);
+out:
+    free(es);
+    if (fclose(f) != 0 && !rc) rc = mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
+    (void)final;
+    if (rc) remove(path);
+    return rc;
+}
+
+/* Renames (@rename_them) or removes the <table>.ndjson.tmp files of the
+ * first @n relations: an export appears whole or not at all. */
+static int finish_export(moraine_db *db, const char *dir, size_t n, int rename_them)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char tmp[4096], final[4096];
+        snprintf(final, sizeof final, "%s/%s.ndjson", dir, db->rels[i]->info.name);
+        snprintf(tmp, sizeof tmp, "%s/%s.ndjson.tmp", dir, db->rels[i]->info.name);
+        if (rename_them && !rc && rename(tmp, final) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot rename: %s", final, strerror(errno));
+        else if (!rename_them) remove(tmp);
+    }
+    return rc;
+}
+
+int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud)
+{
+    if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_export_ndjson: NULL argument");
+    moraine_read *rd;
+    int rc = moraine_read_begin(db, &rd);
+    if (rc) return rc;
+    /* an export holding encryption keys is as private as the store (docs/security.md) */
+    uint64_t secrets = 0;
+    rc = moraine_secret_count(rd, &secrets);
+    struct stat st;
+    int made = 0;
+    if (!rc && stat(dir, &st) != 0) {
+        if (mkdir(dir, secrets ? 0700 : 0775) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+        else made = 1;
+    }
+    if (rc) {
+        moraine_read_end(rd);
+        return rc;
+    }
+    size_t nrels = db->nrels, written = 0;
+    /* every table goes to <table>.ndjson.tmp first; only when all are
+     * written are they renamed into place, so a failed export (a value JSON
+     * cannot carry, a full disk) leaves nothing of itself in @dir */
+    for (size_t i = 0; !rc && i < nrels; i++) {
+        rc = export_table(rd, db->rels[i], dir, secrets > 0);
+        if (!rc) written = i + 1;
+        if (!rc && progress && progress(ud, i + 1, nrels)) rc = mr_err(MORAINE_EINVAL, "export cancelled");
+    }
+    if (!rc) rc = finish_export(db, dir, written, 1);
+    if (rc) {
+        char m[1024];
+        snprintf(m, sizeof m, "%s", moraine_errmsg());
+        finish_export(db, dir, written, 0);
+        if (made) rmdir(dir);
+        rc = mr_err(rc, "%s (nothing was exported)", m);
+    }
+    moraine_read_end(rd);
+    return rc;
+}
