@@ -119,6 +119,7 @@ build = {
     ["moraine.progress"] = "bindings/moraine/progress.lua",
     ["moraine.sync"] = "bindings/moraine/sync.lua",
     ["moraine.sync_source"] = "bindings/moraine/sync_source.lua",
+    ["moraine.sync_rewrite"] = "bindings/moraine/sync_rewrite.lua",
     ["moraine.follow_state"] = "bindings/moraine/follow_state.lua",
     ["moraine.audit"] = "bindings/moraine/audit.lua",
     ["moraine.clustering"] = "bindings/moraine/clustering.lua",

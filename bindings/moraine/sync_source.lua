@@ -765,4 +765,22 @@ M.inum = inum
 --- `parse_int(s)`: decimal integer text to an exact integer.
 M.parse_int = parse_int
 
+--- The canonical form of a row: its columns `cols` (array of names, in order)
+-- each as `name=<value form>`, joined; equal for two rows exactly when every
+-- value is the same DuckLake value (moraine.sync's compare).
+-- @tparam table row column name -> value
+-- @tparam table cols column names
+-- @treturn string
+function M.row_form(row, cols)
+  local parts = {}
+  for i, c in ipairs(cols) do parts[i] = c .. "=" .. vform(row[c]) end
+  return table.concat(parts, "\0")
+end
+
+--- `same_int(a, b)`: two exact integers (or nils) are equal.
+function M.same_int(a, b)
+  if a == nil or b == nil then return a == b end
+  return inum(a) == inum(b)
+end
+
 return M
