@@ -84,6 +84,8 @@ build = {
         "engine/json.c",
         "engine/key.c",
         "engine/ndjson.c",
+        "engine/ndjson_export.c",
+        "engine/ndjson_plan.c",
         "engine/project.c",
         "engine/read.c",
         "engine/secrets.c",
