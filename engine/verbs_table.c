@@ -162,6 +162,15 @@ static int end_all_of(model *m, tstate *t, const char *relname)
 
 static int load_tags(model *m, tstate *t);
 
+/* Takes back a row this transaction inserted (it is never written) and marks
+ * it ended in the model. */
+static int take_back(model *m, orow *r)
+{
+    int rc = m->stx ? mr_txn_discard(m->stx, r->rel->name, r->v, r->rel->ncols) : 0;
+    if (!rc) mv_orow_set_int(r, "end_snapshot", m->snap);
+    return rc;
+}
+
 int mv_do_drop_table(model *m, verb *v)
 {
     tstate *t;
@@ -169,21 +178,28 @@ int mv_do_drop_table(model *m, verb *v)
     if (rc) return rc;
     if ((rc = mv_retire_row(m, &t->row))) return rc;
     for (size_t i = 0; !rc && i < t->ncols; i++) rc = mv_retire_row(m, &t->cols[i]);
-    if (!rc && t->part.rel) rc = mv_end_row(m, &t->part);
-    if (!rc && t->sort.rel) rc = mv_end_row(m, &t->sort);
+    /* A table this transaction created leaves nothing: DuckLake drops the
+     * transaction-local entry and cleans up its files (DuckLakeTransaction::
+     * DropTable: DropEntry, CleanupFiles), so its specs, files and comments
+     * are taken back, not ended (an ended row would name a table no row has). */
+    if (!rc && t->part.rel) rc = t->created ? take_back(m, &t->part) : mv_end_row(m, &t->part);
+    if (!rc && t->sort.rel) rc = t->created ? take_back(m, &t->sort) : mv_end_row(m, &t->sort);
     /* its files: those live at the base that this transaction has not ended, and those it added */
     if (!rc && !t->created) rc = end_all_of(m, t, "ducklake_data_file");
     if (!rc && !t->created) rc = end_all_of(m, t, "ducklake_delete_file");
     for (size_t i = 0; !rc && i < t->nadded; i++) {
+        if (t->added[i].ended) continue;
         orow r = {0};
         rc = mv_added_row(m, t, &t->added[i], &r);
-        if (!rc) rc = mv_end_row(m, &r);
+        if (!rc) rc = t->created ? take_back(m, &r) : mv_end_row(m, &r);
         if (!rc) t->added[i].ended = 1;
         if (r.v) mv_orow_free(&r);
     }
-    for (size_t i = 0; !rc && i < t->nadded_dels; i++) rc = mv_end_row(m, &t->added_dels[i]);
-    /* DuckLake ends the table's and its columns' comments with it (corpus seed_0005, seed_0012) */
-    if (!rc && !t->created) rc = mv_end_tags(m, t, -1);
+    for (size_t i = 0; !rc && i < t->nadded_dels; i++)
+        rc = t->created ? take_back(m, &t->added_dels[i]) : mv_end_row(m, &t->added_dels[i]);
+    /* DuckLake ends the table's and its columns' comments with it (corpus seed_0005, seed_0012);
+     * those this transaction wrote are taken back */
+    if (!rc) rc = mv_end_tags(m, t, -1);
     if (rc) return rc;
     t->live = 0;
     t->dropped = 1;

@@ -196,3 +196,37 @@ describe("verb path regressions", function()
     db:close()
   end)
 end)
+
+describe("verb path regressions (fuzz_verbs)", function()
+  after_each(support.cleanup)
+
+  it("a table created and dropped in one transaction leaves no row naming it: specs, files, comments taken back (DuckLake: DropTable of a transaction-local entry, CleanupFiles); its export imports", function()
+    local db = fresh()
+    local function counts()
+      local out = {}
+      for _, rel in ipairs({ "ducklake_table", "ducklake_column", "ducklake_data_file", "ducklake_file_partition_value",
+        "ducklake_partition_info", "ducklake_sort_info", "ducklake_tag" }) do
+        local ok, rows = pcall(db.scan, db, rel, { at = moraine.ALL })
+        out[rel] = ok and #rows or 0
+      end
+      return out
+    end
+    local before = counts()
+    db:transaction(function(tx)
+      tx:create_table("tmp", { { name = "a", type = "int64" } })
+      tx:set_partitioning("tmp", { "a" })
+      tx:set_sorting("tmp", { "a" })
+      tx:add_data_files("tmp", { { path = "x.parquet", record_count = 1, file_size_bytes = 1, partition_values = { "1" } } })
+      tx:set_comment("tmp", nil, "about tmp")
+      tx:drop_table("tmp")
+    end)
+    assert.are.same(before, counts())
+    assert.are.same({}, db:verify())
+    local out = support.tmpdir("export")
+    db:export_ndjson(out)
+    local db2 = moraine.open(support.tmpdir("again"), { no_sync = true })
+    db2:import_ndjson(out)
+    db2:close()
+    db:close()
+  end)
+end)
