@@ -272,6 +272,11 @@ int mv_do_drop_column(model *m, verb *v)
     if (rc) return rc;
     int ci = mv_find_column(t, v->a);
     if (ci < 0) return mr_err(MORAINE_ENOTFOUND, "drop_column: table \"%s\" has no column \"%s\"", v->table, v->a);
+    /* DuckLake (DuckLakeTableEntry::AlterTable, RemoveColumnInfo): a table keeps at least one column */
+    size_t top = 0;
+    for (size_t i = 0; i < t->ncols; i++)
+        if (mv_orow_is_null(&t->cols[i], "parent_column")) top++;
+    if (top <= 1) return mr_err(MORAINE_EINVAL, "Cannot drop column: table only has one column remaining!");
     int64_t cid = mv_orow_int(&t->cols[ci], "column_id", -1);
     for (size_t i = 0; i < t->npcols; i++)
         if (mv_orow_int(&t->pcols[i], "column_id", -2) == cid)
