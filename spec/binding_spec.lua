@@ -89,11 +89,7 @@ local function file_row(id, tid, s, pid)
 end
 
 -- rows of db:scan(name, opts), without ord/children
-local function rows_of(db, name, opts)
-  local out = {}
-  for i, e in ipairs(db:scan(name, opts)) do out[i] = e.row end
-  return out
-end
+local rows_of = support.rows_of
 
 -- A catalog with two snapshots:
 --  1: tables 1 "t1" and 2 "t2"; file 10 of table 1 (two partition values, partition 0),

@@ -37,11 +37,7 @@ local support = require "support"
 local N = moraine.null
 local expect_err = support.expect_err
 
-local function rows_of(db, name, opts)
-  local out = {}
-  for i, e in ipairs(db:scan(name, opts)) do out[i] = e.row end
-  return out
-end
+local rows_of = support.rows_of
 
 -- every version of every column row: "id|begin|end|table|order|name|type|
 -- initial_default|default_value|nulls_allowed|parent|default_value_type|dialect",

@@ -27,11 +27,7 @@ local support = require "support"
 local N = moraine.null
 local expect_err = support.expect_err
 
-local function rows_of(db, name, opts)
-  local out = {}
-  for i, e in ipairs(db:scan(name, opts)) do out[i] = e.row end
-  return out
-end
+local rows_of = support.rows_of
 
 -- every version of the table's columns, ordered by column_id then begin_snapshot
 local function all_columns(db)

@@ -30,6 +30,14 @@ end
 local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
 local ROOT = os.getenv("PWD") or "."
 
+--- The rows of relation @name a scan gives (`db:scan(name, opts)`), without
+-- their positions: an array of column name -> value tables.
+function support.rows_of(db, name, opts)
+  local out = {}
+  for i, e in ipairs(db:scan(name, opts)) do out[i] = e.row end
+  return out
+end
+
 --- The shell command that runs `moraine ARGS` (a list of strings, each quoted
 -- here) through scripts/moraine-dev with this spec's runtime (the specs run
 -- from the repository root), with no catalog or terminal taken from the

@@ -23,11 +23,7 @@ local function expect_arg_err(needle, fn, ...)
 end
 
 -- rows of relation @name visible at the newest snapshot (or opts.at)
-local function rows_of(db, name, opts)
-  local out = {}
-  for i, e in ipairs(db:scan(name, opts)) do out[i] = e.row end
-  return out
-end
+local rows_of = support.rows_of
 
 local function snapshot_row(db, id)
   for _, r in ipairs(rows_of(db, "ducklake_snapshot")) do
