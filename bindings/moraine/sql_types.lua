@@ -232,9 +232,11 @@ function M.column_type(c)
   return parse()
 end
 
--- A column default: literal text (DuckLake's default_value_type 'literal')
--- or a rendered expression ('expression').
--- A third value says what the literal was: "str", "num", "bool" or "null".
+--- A column default as the statement gives it.
+-- @tparam table e the DEFAULT expression (a `moraine.expr` node)
+-- @treturn string the text: a literal's value, or the expression as DuckDB renders it
+-- @treturn string "literal" or "expression" (DuckLake's default_value_type)
+-- @treturn ?string for a literal, what it was: "str", "num", "bool" or "null"
 function M.default_of(e)
   if e.k == "const" then
     if e.str then return e.str, "literal", "str" end
@@ -331,8 +333,14 @@ local function cast_keeps(v, kind, ty)
   return "no literal: moraine does not render a " .. ty .. " constant as DuckDB does (use ALTER ... SET DEFAULT after adding the column)"
 end
 
--- The verb's column definition for parsed column @c of DuckLake type @ty
--- (CREATE TABLE, ADD COLUMN), its literal default checked by cast_keeps.
+--- The verbs' column definition (`tx:create_table`'s column) of a parsed
+-- column, its literal default checked: DuckLake writes the constant and the
+-- constant cast to the column's type, so a literal is taken only where both
+-- read the same.
+-- @tparam table c the parsed column (`name`, `not_null`, `default`, `default_kind`, `default_lit`)
+-- @tparam string ty its DuckLake type
+-- @treturn table `{name, type, not_null, default, default_type}`
+-- @raise `{sql_error = true, code = "EINVAL"}` for a literal the cast would change, saying how to write it
 function M.column_of_def(c, ty)
   local def = { name = c.name, type = ty, not_null = c.not_null }
   local nested = ty:lower():match("^struct%(") or ty:lower():match("^list%(") or ty:lower():match("^map%(")

@@ -171,9 +171,10 @@ for _, k in ipairs({ "created_schema", "created_table", "created_view", "created
   "created_table_macro", "dropped_schema", "dropped_view", "altered_view", "dropped_scalar_macro",
   "dropped_table_macro" }) do NAME_KINDS[k] = true end
 
--- The tokens of a changes_made value: comma-separated outside double quotes
--- (DuckLake quotes names, doubling a quote inside), or nil when a quote is
--- left open.
+--- The tokens of a changes_made value: comma-separated outside double quotes
+-- (DuckLake quotes names, doubling a quote inside).
+-- @tparam string s the value
+-- @treturn ?{string,...} the tokens, or nil when a quote is left open
 function R.change_tokens(s)
   local out, cur, quoted, i = {}, {}, false, 1
   while i <= #s do
@@ -204,11 +205,18 @@ function R.change_tokens(s)
   return out
 end
 
--- The scope of the comparison when the round has new snapshots and no
--- expiry: the table ids their changes name (a set inum -> id), or "all" and
--- why, when the new snapshots do not tell (a snapshot id missing in
--- (@from, @newest]: one expired above L; a commit id without its snapshot; a
--- snapshot without changes; a change kind not known to name its table).
+--- The scope of the comparison when the round has new snapshots and no
+-- expiry: the table ids their changes name, or "all" and why when the new
+-- snapshots do not tell (a snapshot id missing in (from, newest]: one expired
+-- above the catalog's last; a commit id without its snapshot; a snapshot
+-- without changes; a change kind not known to name its table).
+-- @param src the source (moraine.sync_source)
+-- @tparam table tables the source's tables by name
+-- @param from the catalog's last snapshot id
+-- @param newest the source's newest snapshot id
+-- @tparam table ids the round's commit ids
+-- @treturn table|string a set inum -> table id, or "all"
+-- @treturn ?string why "all"
 function R.scope_of_new(src, tables, from, newest, ids)
   local st, ct = tables.ducklake_snapshot, tables.ducklake_snapshot_changes
   if not st or not ct or newest == nil then return "all", "the source has no snapshot changes" end
@@ -258,10 +266,17 @@ local function inlined_table_id(name)
   return id and #id <= 18 and sync_source.parse_int(id) or nil
 end
 
--- Every rewrite of the round, deletes first in table order. @scope: nil (no
--- comparison), "all" (every versioned table and ducklake_snapshot, whole) or
--- a set of table ids (the versioned tables with a table_id column, their rows
--- of those tables; the inlined-data tables of those tables, whole).
+--- Every rewrite of the round, deletes first in table order.
+-- @param db the catalog
+-- @param src the source (moraine.sync_source)
+-- @tparam table tables the source's tables by name
+-- @param from the catalog's last snapshot id
+-- @param scope nil (no comparison), "all" (every versioned table and
+--   ducklake_snapshot, whole) or a set of table ids (the versioned tables with
+--   a table_id column, their rows of those tables; the inlined-data tables of
+--   those tables, whole)
+-- @treturn {table,...} the rewrites, for `apply_rewrites`
+-- @raise the catalog's and the source's read errors
 function R.plan_rewrites(db, src, tables, from, scope)
   local out = { deletes = {}, inserts = {} }
   if from == nil or scope == nil then return out end
@@ -291,7 +306,10 @@ function R.plan_rewrites(db, src, tables, from, scope)
   return out
 end
 
--- Applies @plan inside the write transaction @tx (before any staged row).
+--- Applies the rewrites inside a write transaction, before any staged row.
+-- @param tx the write transaction (`db:commit`'s)
+-- @tparam {table,...} plan `plan_rewrites`' result
+-- @raise the staged path's errors (a version that is not the stored one: the commit fails)
 function R.apply_rewrites(tx, plan)
   for _, d in ipairs(plan.deletes) do tx:delete_version(d.name, d.row, d.ord) end
   for _, e in ipairs(plan.inserts) do tx:insert_version(e.name, e.row, e.ord, e.children) end
