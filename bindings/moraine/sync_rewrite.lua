@@ -12,7 +12,7 @@ local CHILD = sync_source.CHILD
 local vform, ilt, inum = sync_source.vform, sync_source.ilt, sync_source.inum
 local same_int = sync_source.same_int
 
-local R = {}
+local M = {}
 
 -- What the source changed at or below the catalog's last snapshot @from, found
 -- by comparing the two sides' versions table by table (see "How sync replays
@@ -175,7 +175,7 @@ for _, k in ipairs({ "created_schema", "created_table", "created_view", "created
 -- (DuckLake quotes names, doubling a quote inside).
 -- @tparam string s the value
 -- @treturn ?{string,...} the tokens, or nil when a quote is left open
-function R.change_tokens(s)
+function M.change_tokens(s)
   local out, cur, quoted, i = {}, {}, false, 1
   while i <= #s do
     local ch = s:sub(i, i)
@@ -217,7 +217,7 @@ end
 -- @tparam table ids the round's commit ids
 -- @treturn table|string a set inum -> table id, or "all"
 -- @treturn ?string why "all"
-function R.scope_of_new(src, tables, from, newest, ids)
+function M.scope_of_new(src, tables, from, newest, ids)
   local st, ct = tables.ducklake_snapshot, tables.ducklake_snapshot_changes
   if not st or not ct or newest == nil then return "all", "the source has no snapshot changes" end
   local seen, n = {}, 0
@@ -240,7 +240,7 @@ function R.scope_of_new(src, tables, from, newest, ids)
   for _, row in ipairs(changes) do
     local made = row.changes_made
     if type(made) ~= "string" then return "all", "snapshot " .. inum(row.snapshot_id) .. " lists no changes" end
-    local toks = R.change_tokens(made)
+    local toks = M.change_tokens(made)
     if not toks then return "all", "snapshot " .. inum(row.snapshot_id) .. ": unreadable changes" end
     for _, tok in ipairs(toks) do
       local kind, val = tok:match("^([%a_]+):(.*)$")
@@ -277,7 +277,7 @@ end
 --   those tables, whole)
 -- @treturn {table,...} the rewrites, for `apply_rewrites`
 -- @raise the catalog's and the source's read errors
-function R.plan_rewrites(db, src, tables, from, scope)
+function M.plan_rewrites(db, src, tables, from, scope)
   local out = { deletes = {}, inserts = {} }
   if from == nil or scope == nil then return out end
   local ids
@@ -310,9 +310,9 @@ end
 -- @param tx the write transaction (`db:commit`'s)
 -- @tparam {table,...} plan `plan_rewrites`' result
 -- @raise the staged path's errors (a version that is not the stored one: the commit fails)
-function R.apply_rewrites(tx, plan)
+function M.apply_rewrites(tx, plan)
   for _, d in ipairs(plan.deletes) do tx:delete_version(d.name, d.row, d.ord) end
   for _, e in ipairs(plan.inserts) do tx:insert_version(e.name, e.row, e.ord, e.children) end
 end
 
-return R
+return M
