@@ -237,7 +237,7 @@ int l_clock(lua_State *L)
 int l_sleep(lua_State *L)
 {
     lua_Number secs = luaL_checknumber(L, 1);
-    if (!(secs >= 0 && secs <= 1e6)) return raise_errf(L, MORAINE_EINVAL, "sleep: %g seconds (0 to 1e6)", (double)secs);
+    if (!(secs >= 0 && secs <= 1e6)) return raise_errf(L, MORAINE_EINVAL, "sleep: %f seconds (0 to 1e6)", (lua_Number)secs);
     struct timespec ts = {(time_t)secs, (long)((secs - (lua_Number)(time_t)secs) * 1e9)};
     if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
     lua_pushboolean(L, nanosleep(&ts, NULL) == 0);
