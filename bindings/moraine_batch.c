@@ -103,7 +103,7 @@ int l_read_files_batch(lua_State *L)
         return raise_engine(L, MORAINE_ENOTFOUND);
     if (ncols < 0) {
         if (df.ncols > MB_MAX_COLS)
-            raise_errf(L, MORAINE_EINVAL, "files_batch: ducklake_data_file has %zu columns: name the ones wanted", df.ncols);
+            raise_errf(L, MORAINE_EINVAL, "files_batch: ducklake_data_file has %d columns: name the ones wanted", (int)df.ncols);
         ncols = (int)df.ncols;
         for (int i = 0; i < ncols; i++)
             cols[i] = df.colnames[i];
@@ -407,7 +407,7 @@ int l_read_scan_columns(lua_State *L)
     int ncols = mb_names(L, opt, "columns", cols);
     if (ncols < 0) {
         if (ri.ncols > MB_MAX_COLS)
-            raise_errf(L, MORAINE_EINVAL, "scan_columns: %s has %zu columns: name the ones wanted", name, ri.ncols);
+            raise_errf(L, MORAINE_EINVAL, "scan_columns: %s has %d columns: name the ones wanted", name, (int)ri.ncols);
         ncols = (int)ri.ncols;
         for (int i = 0; i < ncols; i++)
             cols[i] = ri.colnames[i];
@@ -433,7 +433,7 @@ int l_read_scan_columns(lua_State *L)
             moraine_relation_info ki;
             if (lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1) && moraine_relation(r->owner->db, kn, &ki) == 0) {
                 if (ki.ncols > MB_MAX_COLS)
-                    raise_errf(L, MORAINE_EINVAL, "scan_columns: %s has %zu columns: name the ones wanted", kn, ki.ncols);
+                    raise_errf(L, MORAINE_EINVAL, "scan_columns: %s has %d columns: name the ones wanted", kn, (int)ki.ncols);
                 nkcols[nk] = (int)ki.ncols;
                 for (int i = 0; i < nkcols[nk]; i++)
                     kcols[nk][i] = ki.colnames[i];
