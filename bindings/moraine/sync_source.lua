@@ -546,13 +546,10 @@ local function open_ndjson(dir)
   local src = { kind = "ndjson", label = dir, reads = { queries = 0, rows = {} } }
   local function list()
     local names = {}
-    local p = io.popen("ls -1 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
-    if not p then raise("EIO", "sync: cannot list %s", dir) end
-    for line in p:lines() do
+    for _, line in ipairs(moraine.core.dir_entries(dir)) do
       local n = line:match("^(ducklake_[%w_]+)%.ndjson$") or line:match("^(ducklake_[%w_]+)%.json$")
       if n then names[#names + 1] = { n, line } end
     end
-    p:close()
     table.sort(names, function(a, b) return a[1] < b[1] end)
     return names
   end
