@@ -269,6 +269,12 @@ commits or once a second, and whenever a catalog is opened for writing;
 dead slots keep old pages from being reused, so the file would grow.
 Raises EFORK (handle opened by another process), ELMDB.
 
+`db:release_pages()` — drops this process's mapping of data.mdb's pages
+(`moraine_release_pages`, `madvise(MADV_DONTNEED)` over LMDB's read-only
+map), so a bulk writer's resident set does not grow with the store; the next
+access maps a page again. Returns true. `moraine.sync`'s rounds call it every
+few hundred commits and `moraine_compact` after each batch. Raises EFORK, EIO.
+
 `db:relations()` — array of relation info tables, in definition order:
 `{name = "ducklake_table", id = 3, placement = "temporal"|"child"|"snapshot"|"rows",
 columns = {"table_id", ...} (catalog column order), secret_columns = {"encryption_key"}

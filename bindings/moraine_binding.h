@@ -239,6 +239,7 @@ int l_db_gc(lua_State *L);
 int l_db_tostring(lua_State *L);
 int l_db_last_snapshot(lua_State *L);
 int l_db_reader_check(lua_State *L);
+int l_db_release_pages(lua_State *L);
 int l_db_relations(lua_State *L);
 int l_db_relation(lua_State *L);
 int l_db_import(lua_State *L);

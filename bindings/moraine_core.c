@@ -62,6 +62,7 @@ static void mr_setfuncs(lua_State *L, const luaL_Reg *l)
 static const luaL_Reg db_methods[] = {{"close", l_db_close},
                                       {"last_snapshot", l_db_last_snapshot},
                                       {"reader_check", l_db_reader_check},
+                                      {"release_pages", l_db_release_pages},
                                       {"relations", l_db_relations},
                                       {"relation", l_db_relation},
                                       {"commit", l_db_commit},

@@ -129,6 +129,17 @@ int l_db_reader_check(lua_State *L)
     return 1;
 }
 
+/* db:release_pages() -> true (moraine_release_pages) */
+int l_db_release_pages(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    int rc = moraine_release_pages(d->db);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 int l_db_relations(lua_State *L)
 {
     ldb *d = check_db(L, 1);

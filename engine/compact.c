@@ -94,6 +94,10 @@ static int copy_keys(moraine_db *db, moraine_read *rd, MDB_env *env, const char 
             break;
         }
         if ((mrc = mdb_txn_commit(w))) rc = mr_lmdb_err(mrc, dest);
+        /* the source pages walked so far are not read again: unmap them, so
+         * the process's RSS stays near one batch, not the whole store (a
+         * failure here costs memory only, never the copy) */
+        (void)moraine_release_pages(db);
     }
     mdb_cursor_close(src);
     if (!rc && get != MDB_NOTFOUND) rc = mr_lmdb_err(get, "compact: reading the catalog");

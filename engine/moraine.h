@@ -178,6 +178,22 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
 void moraine_close(moraine_db *db);
 
 /**
+ * moraine_release_pages - drop this process's mapping of data.mdb's pages
+ * (madvise MADV_DONTNEED over LMDB's read-only map of the file). Pages a
+ * process has read stay mapped and count in its resident set until then; a
+ * bulk writer (an import, a compaction) touches the whole store, so its RSS
+ * would grow with the store although it needs none of those pages again.
+ * Nothing is lost and no open transaction is disturbed: the map is of the
+ * file, read-only and shared, and the next access maps the page again (a
+ * minor fault when it is still in the page cache). The kernel's page cache
+ * itself is not emptied. Not for a serving process: its next reads fault
+ * their pages back in. Returns 0, MORAINE_EINVAL (NULL), MORAINE_EFORK
+ * (the handle was opened by another process) or MORAINE_EIO (madvise
+ * refused, its message named).
+ */
+int moraine_release_pages(moraine_db *db);
+
+/**
  * moraine_reader_check - clear the reader slots of processes that died with a
  * read transaction open (LMDB's mdb_reader_check). Such slots never block a
  * writer, but they keep old pages from being reused until cleared; moraine

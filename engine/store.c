@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -815,6 +816,27 @@ void mr_bounds_get(moraine_db *db, mr_bounds *b)
     b->map = db->sh->map_base;
     b->map_size = ei.me_mapsize;
     b->file_len = (size_t)st.st_size < ei.me_mapsize ? (size_t)st.st_size : ei.me_mapsize;
+}
+
+int moraine_release_pages(moraine_db *db)
+{
+    if (!db) return mr_err(MORAINE_EINVAL, "moraine_release_pages: NULL catalog");
+    int rc = mr_same_process(db);
+    if (rc) return rc;
+    mr_bounds b;
+    mr_bounds_get(db, &b);
+    if (!b.map || !b.file_len) return 0; /* nothing mapped yet */
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t len = b.file_len;
+    if (pg > 0) len = (len + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+    if (len > b.map_size) len = b.map_size;
+    /* LMDB maps data.mdb read-only and shared (no MDB_WRITEMAP): dropping the
+     * mapping of a page never loses a byte; the next access maps it again
+     * from the page cache or the file, the same bytes a live read
+     * transaction was reading (LMDB does not reuse its pages). */
+    if (madvise((void *)(uintptr_t)b.map, len, MADV_DONTNEED) != 0)
+        return mr_err(MORAINE_EIO, "releasing the mapped pages of the catalog: %s", strerror(errno));
+    return 0;
 }
 
 int moraine_reader_check(moraine_db *db, int *dead)

@@ -154,6 +154,10 @@ static int verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_pr
             rc = mr_err(MORAINE_EINVAL, "verify cancelled");
             break;
         }
+        /* the pages walked are not read again: unmap them now and then, so
+         * verifying a large store does not make the process's RSS as large
+         * (a failure costs memory only) */
+        if (done % 65536 == 0) (void)moraine_release_pages(db);
         if (!mr_value_ok(&rd->bounds, &k) || !mr_value_ok(&rd->bounds, &val)) {
             char prev[sizeof v.key];
             snprintf(prev, sizeof prev, "%s", v.key[0] ? v.key : "the start");

@@ -128,6 +128,8 @@ M._change_tokens = rewrite.change_tokens -- (tests)
 
 -- rows handed to the engine's check per call (bounds the Lua arrays built)
 local CHECK_CHUNK = 4096
+-- a round unmaps the store's pages after every RELEASE_EVERY commits
+local RELEASE_EVERY = 256
 
 --- Checks a whole source as an import into an empty catalog would, before
 -- anything is written: the engine's checks of `moraine_import_ndjson` (an
@@ -613,6 +615,10 @@ function M.sync(db, source, opts)
           rewrites_pending = false
           expected = id
           result.snapshots = result.snapshots + 1
+          -- a long round (a first import) touches the whole store: unmap its
+          -- pages now and then so the process's RSS does not grow with the
+          -- store (db:release_pages; a failure costs memory only)
+          if result.snapshots % RELEASE_EVERY == 0 then pcall(db.release_pages, db) end
           if opts.progress and opts.progress(n, #ids, id, newest) == true then
             raise("EINVAL", "sync: sync cancelled after source snapshot %s", inum(id))
           end
