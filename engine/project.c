@@ -20,8 +20,8 @@ static int i64cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int build_rel(mr_rel *r, const char *const *cols, size_t ncols, const char *match_col, const int64_t *match, size_t nmatch,
-                     int extra_col, mr_proj_rel *out)
+int mr_proj_rel_build(mr_rel *r, const char *const *cols, size_t ncols, const char *match_col, const int64_t *match, size_t nmatch,
+                      int extra_col, mr_proj_rel *out)
 {
     memset(out, 0, sizeof *out);
     out->rel = r;
@@ -52,17 +52,37 @@ static int build_rel(mr_rel *r, const char *const *cols, size_t ncols, const cha
         out->extra_col = extra_col;
         if (out->map[extra_col] == MR_PROJ_SKIP) out->map[extra_col] = MR_PROJ_EXTRA;
     }
+    out->extra_slot = out->extra_col >= 0 ? out->map[out->extra_col] : MR_PROJ_SKIP;
+    out->match_step = -1;
+    out->steps = malloc((r->info.ncols ? r->info.ncols : 1) * sizeof *out->steps);
+    if (!out->steps) return mr_err(MORAINE_ENOMEM, "out of memory");
+    uint32_t skip = 0;
+    for (size_t i = 0; i < r->info.ncols; i++) {
+        if (out->map[i] == MR_PROJ_SKIP) {
+            skip++;
+            continue;
+        }
+        if ((int)i == out->match_col) out->match_step = (int)out->nsteps;
+        out->steps[out->nsteps].skip = skip;
+        out->steps[out->nsteps++].slot = out->map[i];
+        skip = 0;
+    }
+    out->tail = skip;
     return 0;
+}
+
+void mr_proj_rel_free(mr_proj_rel *pr)
+{
+    free(pr->map);
+    free(pr->steps);
+    free(pr->match);
 }
 
 void mr_proj_free(mr_proj *p)
 {
     if (!p) return;
-    free(p->row.map);
-    for (size_t i = 0; i < p->nkids; i++) {
-        free(p->kids[i].map);
-        free(p->kids[i].match);
-    }
+    mr_proj_rel_free(&p->row);
+    for (size_t i = 0; i < p->nkids; i++) mr_proj_rel_free(&p->kids[i]);
     free(p->kids);
     free(p->kvals);
     free(p);
@@ -80,7 +100,7 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
         vcol = moraine_column_index(&r->info, "snapshot_id");
         if (vcol < 0) vcol = 0;
     }
-    int rc = build_rel(r, p->columns, p->ncolumns, NULL, NULL, 0, vcol, &pj->row);
+    int rc = mr_proj_rel_build(r, p->columns, p->ncolumns, NULL, NULL, 0, vcol, &pj->row);
     if (!rc && p->nchildren) {
         pj->kids = calloc(p->nchildren, sizeof *pj->kids);
         if (!pj->kids) rc = mr_err(MORAINE_ENOMEM, "out of memory");
@@ -96,7 +116,7 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
         }
         for (size_t j = 0; j < i; j++)
             if (pj->kids[j].rel == k) rc = mr_err(MORAINE_EINVAL, "child relation '%s' named twice in a projection", c->relation);
-        if (!rc) rc = build_rel(k, c->columns, c->ncolumns, c->match_column, c->match_values, c->nmatch, -1, &pj->kids[i]);
+        if (!rc) rc = mr_proj_rel_build(k, c->columns, c->ncolumns, c->match_column, c->match_values, c->nmatch, -1, &pj->kids[i]);
         pj->nkids = i + 1;
     }
     if (!rc && pj->nkids) {
@@ -129,10 +149,202 @@ static int in_sorted(const int64_t *v, size_t n, int64_t x)
     return 0;
 }
 
+/* ---- the fast pass ----
+ *
+ * The steps of a projection (build_rel) walk a row with no call and no map
+ * lookup per cell: runs of cells not asked for are skipped in a tight loop,
+ * the asked ones decoded into their slots, and a child row whose match
+ * column is not among the values asked for is skipped from there on without
+ * decoding its other cells. The fast pass accepts a subset of what the slow
+ * pass (decode_row below, the reference) accepts and yields the same values
+ * for it: every uvarint it reads, decoded or skipped, must be in its shortest
+ * form and at most 8 bytes long (9- and 10-byte varints, values of 2^56 and
+ * more, are left to the slow pass), so what it passes the slow pass passes
+ * too, the strict checks of a decoded INT included. Anything else (an error,
+ * or a varint it does not take) returns -1 and the caller runs the slow pass
+ * on the same bytes, which decides and words any error exactly as before.
+ * Varints of 2 to 8 bytes are read as one little-endian word where 8 bytes
+ * are left before @end (never past it); big-endian hosts take the slow pass
+ * for them. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define MR_PROJ_WORDS 1
+#endif
+
+/* The uvarint of 2 to 8 bytes at @p (its first byte has the high bit set)
+ * into *out; the byte after it, or NULL (see above). */
+static inline __attribute__((always_inline)) const uint8_t *fast_uv_long(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    if (__builtin_expect(end - p >= 3, 1)) { /* two or three bytes: most ords, ids and sizes */
+        if (p[1] < 0x80) {
+            if (!p[1]) return NULL;
+            *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)p[1] << 7;
+            return p + 2;
+        }
+        if (p[2] < 0x80) {
+            if (!p[2]) return NULL;
+            *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)(p[1] & 0x7F) << 7 | (uint64_t)p[2] << 14;
+            return p + 3;
+        }
+    } else if (end - p == 2) {
+        if (p[1] >= 0x80 || !p[1]) return NULL;
+        *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)p[1] << 7;
+        return p + 2;
+    }
+#ifdef MR_PROJ_WORDS
+    if (end - p < 8) return NULL;
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t stop = ~w & 0x8080808080808080ULL;
+    if (!stop) return NULL; /* longer than 8 bytes */
+    unsigned bit = (unsigned)__builtin_ctzll(stop); /* the high bit of the last byte, 8k + 7 (k >= 1) */
+    if (!((w >> (bit - 7)) & 0xFF)) return NULL;    /* a last byte of 0: not the shortest form */
+    uint64_t x = w & ((2ULL << bit) - 1);           /* bytes 0..k (all 8 when bit is 63: 2 << 63 wraps to 0) */
+    x = (x & 0x007F007F007F007FULL) | ((x & 0x7F007F007F007F00ULL) >> 1);
+    x = (x & 0x00003FFF00003FFFULL) | ((x & 0x3FFF00003FFF0000ULL) >> 2);
+    x = (x & 0x000000000FFFFFFFULL) | ((x & 0x0FFFFFFF00000000ULL) >> 4);
+    *out = x;
+    return p + (bit >> 3) + 1;
+#else
+    return NULL;
+#endif
+}
+
+/* The uvarint at @p into *out; the byte after it, or NULL (see above). */
+static inline __attribute__((always_inline)) const uint8_t *fast_uv(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    if (__builtin_expect(p < end && *p < 0x80, 1)) {
+        *out = *p;
+        return p + 1;
+    }
+    return p < end ? fast_uv_long(p, end, out) : NULL;
+}
+
+/* Past the uvarint at @p, with fast_uv's checks; NULL as fast_uv. */
+static inline __attribute__((always_inline)) const uint8_t *fast_skip_uv(const uint8_t *p, const uint8_t *end)
+{
+    if (__builtin_expect(p < end && *p < 0x80, 1)) return p + 1;
+    if (__builtin_expect(end - p >= 3, 1)) {
+        if (p[1] < 0x80) return p[1] ? p + 2 : NULL;
+        if (p[2] < 0x80) return p[2] ? p + 3 : NULL;
+    } else if (end - p == 2) {
+        return p[1] < 0x80 && p[1] ? p + 2 : NULL;
+    }
+#ifdef MR_PROJ_WORDS
+    if (end - p < 8) return NULL;
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t stop = ~w & 0x8080808080808080ULL;
+    if (!stop) return NULL;
+    unsigned bit = (unsigned)__builtin_ctzll(stop);
+    if (!((w >> (bit - 7)) & 0xFF)) return NULL;
+    return p + (bit >> 3) + 1;
+#else
+    return NULL;
+#endif
+}
+
+/* Past @n cells at @p, each checked as the slow pass skips it (and its
+ * varints as fast_uv); NULL when the slow pass must decide. The tags are
+ * tested most frequent first (no jump table). */
+static inline __attribute__((always_inline)) const uint8_t *fast_skip(const uint8_t *p, const uint8_t *end, size_t n)
+{
+    for (; n; n--) {
+        if (__builtin_expect(p >= end, 0)) return NULL;
+        uint8_t tag = *p++;
+        if (tag == MR_T_INT) {
+            if (!(p = fast_skip_uv(p, end))) return NULL;
+        } else if (tag == MR_T_STR || tag == MR_T_JSON) {
+            uint64_t u;
+            if (!(p = fast_uv(p, end, &u)) || u > (uint64_t)(end - p)) return NULL;
+            p += u;
+        } else if (tag == MR_T_NULL || tag == MR_T_FALSE || tag == MR_T_TRUE) {
+        } else if (tag == MR_T_REAL) {
+            if (end - p < 8) return NULL;
+            p += 8;
+        } else return NULL;
+    }
+    return p;
+}
+
+/* The cell at @p into *v, as the slow pass decodes it; NULL as above. */
+static inline __attribute__((always_inline)) const uint8_t *fast_cell(const uint8_t *p, const uint8_t *end, moraine_value *v)
+{
+    if (__builtin_expect(p >= end, 0)) return NULL;
+    uint8_t tag = *p++;
+    uint64_t u;
+    if (tag == MR_T_INT) {
+        if (!(p = fast_uv(p, end, &u))) return NULL;
+        v->type = MORAINE_INT;
+        v->i = unzigzag(u);
+        return p;
+    }
+    if (tag == MR_T_STR || tag == MR_T_JSON) {
+        if (!(p = fast_uv(p, end, &u)) || u > (uint64_t)(end - p)) return NULL;
+        v->type = tag == MR_T_STR ? MORAINE_STR : MORAINE_JSON;
+        v->s = (const char *)p;
+        v->len = (size_t)u;
+        return p + u;
+    }
+    if (tag == MR_T_NULL) {
+        v->type = MORAINE_NULL;
+        return p;
+    }
+    if (tag == MR_T_FALSE || tag == MR_T_TRUE) {
+        v->type = MORAINE_BOOL;
+        v->i = tag == MR_T_TRUE;
+        return p;
+    }
+    if (tag == MR_T_REAL) {
+        if (end - p < 8) return NULL;
+        uint64_t bits = 0;
+        for (int k = 7; k >= 0; k--) bits = (bits << 8) | p[k];
+        memcpy(&v->d, &bits, 8);
+        v->type = MORAINE_REAL;
+        return p + 8;
+    }
+    return NULL;
+}
+
+/* The fast pass over the row at *pp: 1 when decoded (as decode_row would:
+ * the same values in the same slots, the same *extra), 0 when a child row's
+ * match column is not among the values asked for (the row is walked to its
+ * end, *pp past it), -1 when the slow pass must decide (*pp untouched). */
+static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
+                                                          moraine_value *out, moraine_value *extra)
+{
+    const uint8_t *p = *pp;
+    uint64_t u, n;
+    if (!(p = fast_uv(p, end, &u)) || !(p = fast_uv(p, end, &n)) || n != pr->ncols) return -1;
+    const struct mr_proj_step *st = pr->steps;
+    moraine_value spare;
+    spare.type = MORAINE_NULL;
+    for (size_t i = 0; i < pr->nsteps; i++) {
+        if (st[i].skip && !(p = fast_skip(p, end, st[i].skip))) return -1;
+        moraine_value *v = st[i].slot >= 0 ? &out[st[i].slot] : &spare;
+        if (!(p = fast_cell(p, end, v))) return -1;
+        if ((int)i == pr->match_step && !(v->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, v->i))) {
+            if (!(p = fast_skip(p, end, pr->ncols - (size_t)pr->match_col - 1))) return -1;
+            *ord = (int64_t)u;
+            *pp = p;
+            return 0;
+        }
+    }
+    if (pr->tail && !(p = fast_skip(p, end, pr->tail))) return -1;
+    if (extra) {
+        if (pr->extra_slot == MR_PROJ_SKIP) extra->type = MORAINE_NULL;
+        else if (pr->extra_slot == MR_PROJ_EXTRA) *extra = spare;
+        else *extra = out[pr->extra_slot];
+    }
+    *ord = (int64_t)u;
+    *pp = p;
+    return 1;
+}
+
 /* One pass over the cells: the same checks as mr_decode_row (docs/codec.md)
  * for the cells decoded; a cell not asked for is skipped by its length, its
- * bytes only bounds-checked (the value's checksum was verified before). */
-static inline __attribute__((always_inline)) int decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
+ * bytes only bounds-checked (the value's checksum was verified before). The
+ * reference the fast pass falls back to. */
+static __attribute__((noinline)) int decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
                                                             moraine_value *out, moraine_value *extra)
 {
     const uint8_t *p = *pp;
@@ -219,10 +431,24 @@ static inline __attribute__((always_inline)) int decode_row(const mr_proj_rel *p
     return 0;
 }
 
+int mr_proj_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra)
+{
+    int rc = decode_row(pr, pp, end, ord, out, extra);
+    if (rc) return rc;
+    return !(pr->match_col >= 0 && !(extra->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, extra->i)));
+}
+
+int mr_proj_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra)
+{
+    int f = fast_row(pr, pp, end, ord, out, extra);
+    return f >= 0 ? f : mr_proj_row_ref(pr, pp, end, ord, out, extra);
+}
+
 int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out,
                        moraine_value *extra)
 {
-    return decode_row(pr, pp, end, ord, out, extra);
+    int rc = mr_proj_row(pr, pp, end, ord, out, extra); /* a parent row has no match column: never 0 */
+    return rc < 0 ? rc : 0;
 }
 
 void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len)
@@ -260,9 +486,10 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
         const mr_proj_rel *pr = &p->kids[p->kwhich];
         moraine_value m;
         child->raw = p->kp;
-        if ((rc = decode_row(pr, &p->kp, p->gend, &child->ord, p->kvals, pr->match_col >= 0 ? &m : NULL))) return rc;
+        int f = fast_row(pr, &p->kp, p->gend, &child->ord, p->kvals, pr->match_col >= 0 ? &m : NULL);
+        if (f < 0 && (f = mr_proj_row_ref(pr, &p->kp, p->gend, &child->ord, p->kvals, pr->match_col >= 0 ? &m : NULL)) < 0) return f;
         p->kleft--;
-        if (pr->match_col >= 0 && !(m.type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, m.i))) continue;
+        if (!f) continue;
         child->raw_len = (size_t)(p->kp - child->raw);
         child->rel = &pr->rel->info;
         child->ncols = pr->nout;
