@@ -288,7 +288,7 @@ typedef struct {
     } *steps;
     size_t nsteps, tail;
     int match_step;    /* the step of match_col, or -1 */
-    int extra_slot;    /* map[extra_col] when extra_col >= 0, else MR_PROJ_SKIP */
+    int extra_slot;    /* where the fast pass leaves extra_col's cell (nout when not projected), or -1 */
 } mr_proj_rel;
 typedef struct mr_proj {
     mr_proj_rel row;
@@ -312,7 +312,8 @@ int mr_proj_rel_build(mr_rel *r, const char *const *cols, size_t ncols, const ch
                       int extra_col, mr_proj_rel *out);
 void mr_proj_rel_free(mr_proj_rel *pr);
 /* the row at *pp (ord ncols cell*) as the projection decodes it, *pp moved
- * past it: 1 when kept (its projected cells in @out, the extra column's cell in
+ * past it (@out has room for nout + 1 values: the last is scratch): 1 when
+ * kept (its projected cells in @out, the extra column's cell in
  * *extra), 0 when filtered out (a child whose match column is not among the
  * values asked for; *extra must then be non-NULL), or MORAINE_ECORRUPT.
  * mr_proj_row takes the fast pass (project.c) and falls back to
@@ -320,8 +321,8 @@ void mr_proj_rel_free(mr_proj_rel *pr);
  * every error; both give the same result for the same bytes. */
 int mr_proj_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra);
 int mr_proj_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra);
-/* decodes the projected cells of the row at *pp (ord ncols cell*) into @out;
- * returns 0 or MORAINE_ECORRUPT. */
+/* decodes the projected cells of the row at *pp (ord ncols cell*) into @out
+ * (room for nout + 1 values, as mr_proj_row); returns 0 or MORAINE_ECORRUPT. */
 #define MR_PROJ_SKIP (-1)
 #define MR_PROJ_EXTRA (-2)
 /* the cell of extra_col (projected or not) is copied to *extra (NULL when

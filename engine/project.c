@@ -52,7 +52,9 @@ int mr_proj_rel_build(mr_rel *r, const char *const *cols, size_t ncols, const ch
         out->extra_col = extra_col;
         if (out->map[extra_col] == MR_PROJ_SKIP) out->map[extra_col] = MR_PROJ_EXTRA;
     }
-    out->extra_slot = out->extra_col >= 0 ? out->map[out->extra_col] : MR_PROJ_SKIP;
+    /* the cell of a column decoded only for the reader (MR_PROJ_EXTRA) goes to
+     * out[nout], the spare slot past the projected ones */
+    out->extra_slot = out->extra_col < 0 ? -1 : out->map[out->extra_col] == MR_PROJ_EXTRA ? (int)out->nout : out->map[out->extra_col];
     out->match_step = -1;
     out->steps = malloc((r->info.ncols ? r->info.ncols : 1) * sizeof *out->steps);
     if (!out->steps) return mr_err(MORAINE_ENOMEM, "out of memory");
@@ -64,7 +66,7 @@ int mr_proj_rel_build(mr_rel *r, const char *const *cols, size_t ncols, const ch
         }
         if ((int)i == out->match_col) out->match_step = (int)out->nsteps;
         out->steps[out->nsteps].skip = skip;
-        out->steps[out->nsteps++].slot = out->map[i];
+        out->steps[out->nsteps++].slot = out->map[i] == MR_PROJ_EXTRA ? (int32_t)out->nout : out->map[i];
         skip = 0;
     }
     out->tail = skip;
@@ -123,7 +125,7 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
         size_t cap = 1;
         for (size_t i = 0; i < pj->nkids; i++)
             if (pj->kids[i].nout > cap) cap = pj->kids[i].nout;
-        pj->kvals = malloc(cap * sizeof *pj->kvals);
+        pj->kvals = malloc((cap + 1) * sizeof *pj->kvals); /* and the spare slot */
         pj->kcap = cap;
         if (!pj->kvals) rc = mr_err(MORAINE_ENOMEM, "out of memory");
     }
@@ -184,6 +186,11 @@ static inline __attribute__((always_inline)) const uint8_t *fast_uv_long(const u
             if (!p[2]) return NULL;
             *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)(p[1] & 0x7F) << 7 | (uint64_t)p[2] << 14;
             return p + 3;
+        }
+        if (end - p >= 4 && p[3] < 0x80) {
+            if (!p[3]) return NULL;
+            *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)(p[1] & 0x7F) << 7 | (uint64_t)(p[2] & 0x7F) << 14 | (uint64_t)p[3] << 21;
+            return p + 4;
         }
     } else if (end - p == 2) {
         if (p[1] >= 0x80 || !p[1]) return NULL;
@@ -309,6 +316,16 @@ static inline __attribute__((always_inline)) const uint8_t *fast_cell(const uint
  * the same values in the same slots, the same *extra), 0 when a child row's
  * match column is not among the values asked for (the row is walked to its
  * end, *pp past it), -1 when the slow pass must decide (*pp untouched). */
+static inline __attribute__((always_inline)) const uint8_t *fast_steps(const struct mr_proj_step *st, size_t from, size_t to,
+                                                                       const uint8_t *p, const uint8_t *end, moraine_value *out)
+{
+    for (size_t i = from; i < to; i++) {
+        if (st[i].skip && !(p = fast_skip(p, end, st[i].skip))) return NULL;
+        if (!(p = fast_cell(p, end, &out[st[i].slot]))) return NULL;
+    }
+    return p;
+}
+
 static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
                                                           moraine_value *out, moraine_value *extra)
 {
@@ -316,23 +333,23 @@ static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr,
     uint64_t u, n;
     if (!(p = fast_uv(p, end, &u)) || !(p = fast_uv(p, end, &n)) || n != pr->ncols) return -1;
     const struct mr_proj_step *st = pr->steps;
-    moraine_value spare;
-    spare.type = MORAINE_NULL;
-    for (size_t i = 0; i < pr->nsteps; i++) {
-        if (st[i].skip && !(p = fast_skip(p, end, st[i].skip))) return -1;
-        moraine_value *v = st[i].slot >= 0 ? &out[st[i].slot] : &spare;
-        if (!(p = fast_cell(p, end, v))) return -1;
-        if ((int)i == pr->match_step && !(v->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, v->i))) {
+    if (pr->match_step < 0) {
+        if (!(p = fast_steps(st, 0, pr->nsteps, p, end, out))) return -1;
+    } else {
+        size_t m = (size_t)pr->match_step;
+        if (!(p = fast_steps(st, 0, m + 1, p, end, out))) return -1;
+        const moraine_value *v = &out[st[m].slot];
+        if (!(v->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, v->i))) {
             if (!(p = fast_skip(p, end, pr->ncols - (size_t)pr->match_col - 1))) return -1;
             *ord = (int64_t)u;
             *pp = p;
             return 0;
         }
+        if (!(p = fast_steps(st, m + 1, pr->nsteps, p, end, out))) return -1;
     }
     if (pr->tail && !(p = fast_skip(p, end, pr->tail))) return -1;
     if (extra) {
-        if (pr->extra_slot == MR_PROJ_SKIP) extra->type = MORAINE_NULL;
-        else if (pr->extra_slot == MR_PROJ_EXTRA) *extra = spare;
+        if (pr->extra_slot < 0) extra->type = MORAINE_NULL;
         else *extra = out[pr->extra_slot];
     }
     *ord = (int64_t)u;
