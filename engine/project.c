@@ -139,8 +139,9 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
 
 static int64_t unzigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
 
-static int in_sorted(const int64_t *v, size_t n, int64_t x)
+static inline int in_sorted(const int64_t *v, size_t n, int64_t x)
 {
+    if (n == 1) return v[0] == x; /* one column's stats: the common filter */
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t m = (lo + hi) / 2;
@@ -477,37 +478,60 @@ void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len)
     p->kwhich = -1;
 }
 
-int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row *child)
+/* Past the child groups not asked for, to the next one asked for: 1 (its
+ * rows in p->kleft, maybe none), 0 at the end of the children, or an error.
+ * Out of line: once per group, and it keeps the row loop's registers free. */
+static __attribute__((noinline)) int next_group(mr_proj *p, moraine_db *db)
 {
     int rc;
     for (;;) {
-        while (p->kleft == 0) {
-            p->kp = p->gend; /* a group ends where its nbytes say */
-            if (p->kp >= p->kend) return 0;
-            uint64_t id, nrows, nbytes;
-            if ((rc = mr_uvarint(&p->kp, p->kend, &id)) || (rc = mr_uvarint(&p->kp, p->kend, &nrows)) ||
-                (rc = mr_uvarint(&p->kp, p->kend, &nbytes)))
-                return rc;
-            if (nbytes > (uint64_t)(p->kend - p->kp)) return mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
-            p->gend = p->kp + nbytes;
-            p->kwhich = -1;
-            for (size_t i = 0; i < p->nkids; i++)
-                if (p->kids[i].rel->info.id == id) p->kwhich = (int)i;
-            if (p->kwhich < 0) {
-                if (!mr_rel_by_id(db, id))
-                    return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
-                continue; /* not asked for: skipped by its length */
-            }
-            p->kleft = nrows;
+        p->kp = p->gend; /* a group ends where its nbytes say */
+        if (p->kp >= p->kend) return 0;
+        uint64_t id, nrows, nbytes;
+        if ((rc = mr_uvarint(&p->kp, p->kend, &id)) || (rc = mr_uvarint(&p->kp, p->kend, &nrows)) ||
+            (rc = mr_uvarint(&p->kp, p->kend, &nbytes)))
+            return rc;
+        if (nbytes > (uint64_t)(p->kend - p->kp)) return mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
+        p->gend = p->kp + nbytes;
+        p->kwhich = -1;
+        for (size_t i = 0; i < p->nkids; i++)
+            if (p->kids[i].rel->info.id == id) p->kwhich = (int)i;
+        if (p->kwhich < 0) {
+            if (!mr_rel_by_id(db, id))
+                return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
+            continue; /* not asked for: skipped by its length */
+        }
+        p->kleft = nrows;
+        return 1;
+    }
+}
+
+int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row *child)
+{
+    for (;;) {
+        if (p->kleft == 0) {
+            int rc = next_group(p, db);
+            if (rc <= 0) return rc;
+            continue;
         }
         const mr_proj_rel *pr = &p->kids[p->kwhich];
-        moraine_value m;
-        child->raw = p->kp;
-        int f = fast_row(pr, &p->kp, p->gend, &child->ord, p->kvals, pr->match_col >= 0 ? &m : NULL);
-        if (f < 0 && (f = mr_proj_row_ref(pr, &p->kp, p->gend, &child->ord, p->kvals, pr->match_col >= 0 ? &m : NULL)) < 0) return f;
-        p->kleft--;
+        const uint8_t *kp = p->kp, *gend = p->gend;
+        uint64_t left = p->kleft;
+        moraine_value m, *mx = pr->match_col >= 0 ? &m : NULL;
+        int f;
+        do { /* the rows of the group, those filtered out skipped here */
+            child->raw = kp;
+            f = fast_row(pr, &kp, gend, &child->ord, p->kvals, mx);
+            if (f < 0 && (f = mr_proj_row_ref(pr, &kp, gend, &child->ord, p->kvals, mx)) < 0) {
+                p->kp = kp;
+                return f;
+            }
+            left--;
+        } while (!f && left);
+        p->kp = kp;
+        p->kleft = left;
         if (!f) continue;
-        child->raw_len = (size_t)(p->kp - child->raw);
+        child->raw_len = (size_t)(kp - child->raw);
         child->rel = &pr->rel->info;
         child->ncols = pr->nout;
         child->vals = p->kvals;
