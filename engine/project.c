@@ -4,11 +4,15 @@
  * A projection maps each stored column of a relation to an output slot or to
  * -1; one pass over a row's cells decodes the mapped ones and skips the
  * others by their length (an INT's varint bytes, a STR's length prefix), so
- * a cell not asked for costs a tag dispatch and no store. Child groups of
- * relations not asked for are skipped whole by their nbytes; rows of a child
- * filtered on one column (the stats of the columns a planner wants) are
- * dropped after one pass that decodes only that cell and the asked ones.
- * The value's checksum is verified by the caller (read.c) before any of this.
+ * a cell not asked for costs a tag test and no store. The map is also kept
+ * as steps (skip k cells, decode one), which the fast pass below walks with
+ * no call per cell; it falls back to the plain pass (decode_row) for anything
+ * it does not take, so every error is found and worded by the plain pass.
+ * Child groups of relations not asked for are skipped whole by their nbytes;
+ * rows of a child filtered on one column (the stats of the columns a planner
+ * wants) are dropped as soon as that cell is read, their other cells skipped.
+ * The value's checksum is verified by the caller (read.c) before any of this:
+ * every byte a read returns or decides on is covered by it.
  */
 #include "internal.h"
 #include <stdlib.h>
