@@ -63,12 +63,21 @@ static inline uint32_t shift_lane(uint32_t x)
     return shift_tab[0][x & 0xFF] ^ shift_tab[1][(x >> 8) & 0xFF] ^ shift_tab[2][(x >> 16) & 0xFF] ^ shift_tab[3][x >> 24];
 }
 
+static int shift_ready; /* set (release) once build_shift ran: the common case takes no pthread_once call */
+
+static void shift_init(void)
+{
+    pthread_once(&shift_once, build_shift);
+    __atomic_store_n(&shift_ready, 1, __ATOMIC_RELEASE);
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t n)
 {
     if (n >= 3 * LANE) {
-        pthread_once(&shift_once, build_shift);
+        if (!__atomic_load_n(&shift_ready, __ATOMIC_ACQUIRE)) shift_init();
         while (n >= 3 * LANE) {
             uint64_t c0 = crc, c1 = 0, c2 = 0;
+#pragma GCC unroll 8
             for (int i = 0; i < LANE; i += 8) {
                 uint64_t w0, w1, w2;
                 memcpy(&w0, p + i, 8);
@@ -92,7 +101,21 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uin
         n -= 8;
     }
     uint32_t c32 = (uint32_t)c;
-    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    if (n >= 4) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        c32 = __builtin_ia32_crc32si(c32, w);
+        p += 4;
+        n -= 4;
+    }
+    if (n >= 2) {
+        uint16_t w;
+        memcpy(&w, p, 2);
+        c32 = __builtin_ia32_crc32hi(c32, w);
+        p += 2;
+        n -= 2;
+    }
+    if (n) c32 = __builtin_ia32_crc32qi(c32, *p);
     return c32;
 }
 #define HAVE_HW 1

@@ -279,6 +279,16 @@ typedef struct {
     int match_col;     /* children: the column rows are filtered on, or -1 */
     int64_t *match;    /* sorted */
     size_t nmatch;
+    /* the map as steps for the fast pass (project.c): skip `skip` cells, then
+     * decode one into slot `slot` (>= 0, or MR_PROJ_EXTRA); `tail` cells after
+     * the last step are skipped */
+    struct mr_proj_step {
+        uint32_t skip;
+        int32_t slot;
+    } *steps;
+    size_t nsteps, tail;
+    int match_step;    /* the step of match_col, or -1 */
+    int extra_slot;    /* where the fast pass leaves extra_col's cell (nout when not projected), or -1 */
 } mr_proj_rel;
 typedef struct mr_proj {
     mr_proj_rel row;
@@ -293,8 +303,26 @@ typedef struct mr_proj {
 } mr_proj;
 int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_proj **out);
 void mr_proj_free(mr_proj *p);
-/* decodes the projected cells of the row at *pp (ord ncols cell*) into @out;
- * returns 0 or MORAINE_ECORRUPT. */
+/* one relation's projection (the body of mr_proj_build, for a parent or a
+ * child): @cols NULL is every column; @match_col names the column rows are
+ * filtered on (its values @match), else @extra_col is the column copied to
+ * the decoders' *extra; ENOTFOUND / EINVAL / ENOMEM; free with mr_proj_rel_free
+ * (also after a failure) */
+int mr_proj_rel_build(mr_rel *r, const char *const *cols, size_t ncols, const char *match_col, const int64_t *match, size_t nmatch,
+                      int extra_col, mr_proj_rel *out);
+void mr_proj_rel_free(mr_proj_rel *pr);
+/* the row at *pp (ord ncols cell*) as the projection decodes it, *pp moved
+ * past it (@out has room for nout + 1 values: the last is scratch): 1 when
+ * kept (its projected cells in @out, the extra column's cell in
+ * *extra), 0 when filtered out (a child whose match column is not among the
+ * values asked for; *extra must then be non-NULL), or MORAINE_ECORRUPT.
+ * mr_proj_row takes the fast pass (project.c) and falls back to
+ * mr_proj_row_ref, the plain pass over the cells, which decides and words
+ * every error; both give the same result for the same bytes. */
+int mr_proj_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra);
+int mr_proj_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra);
+/* decodes the projected cells of the row at *pp (ord ncols cell*) into @out
+ * (room for nout + 1 values, as mr_proj_row); returns 0 or MORAINE_ECORRUPT. */
 #define MR_PROJ_SKIP (-1)
 #define MR_PROJ_EXTRA (-2)
 /* the cell of extra_col (projected or not) is copied to *extra (NULL when

@@ -4,11 +4,15 @@
  * A projection maps each stored column of a relation to an output slot or to
  * -1; one pass over a row's cells decodes the mapped ones and skips the
  * others by their length (an INT's varint bytes, a STR's length prefix), so
- * a cell not asked for costs a tag dispatch and no store. Child groups of
- * relations not asked for are skipped whole by their nbytes; rows of a child
- * filtered on one column (the stats of the columns a planner wants) are
- * dropped after one pass that decodes only that cell and the asked ones.
- * The value's checksum is verified by the caller (read.c) before any of this.
+ * a cell not asked for costs a tag test and no store. The map is also kept
+ * as steps (skip k cells, decode one), which the fast pass below walks with
+ * no call per cell; it falls back to the plain pass (decode_row) for anything
+ * it does not take, so every error is found and worded by the plain pass.
+ * Child groups of relations not asked for are skipped whole by their nbytes;
+ * rows of a child filtered on one column (the stats of the columns a planner
+ * wants) are dropped as soon as that cell is read, their other cells skipped.
+ * The value's checksum is verified by the caller (read.c) before any of this:
+ * every byte a read returns or decides on is covered by it.
  */
 #include "internal.h"
 #include <stdlib.h>
@@ -20,8 +24,8 @@ static int i64cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int build_rel(mr_rel *r, const char *const *cols, size_t ncols, const char *match_col, const int64_t *match, size_t nmatch,
-                     int extra_col, mr_proj_rel *out)
+int mr_proj_rel_build(mr_rel *r, const char *const *cols, size_t ncols, const char *match_col, const int64_t *match, size_t nmatch,
+                      int extra_col, mr_proj_rel *out)
 {
     memset(out, 0, sizeof *out);
     out->rel = r;
@@ -52,17 +56,39 @@ static int build_rel(mr_rel *r, const char *const *cols, size_t ncols, const cha
         out->extra_col = extra_col;
         if (out->map[extra_col] == MR_PROJ_SKIP) out->map[extra_col] = MR_PROJ_EXTRA;
     }
+    /* the cell of a column decoded only for the reader (MR_PROJ_EXTRA) goes to
+     * out[nout], the spare slot past the projected ones */
+    out->extra_slot = out->extra_col < 0 ? -1 : out->map[out->extra_col] == MR_PROJ_EXTRA ? (int)out->nout : out->map[out->extra_col];
+    out->match_step = -1;
+    out->steps = malloc((r->info.ncols ? r->info.ncols : 1) * sizeof *out->steps);
+    if (!out->steps) return mr_err(MORAINE_ENOMEM, "out of memory");
+    uint32_t skip = 0;
+    for (size_t i = 0; i < r->info.ncols; i++) {
+        if (out->map[i] == MR_PROJ_SKIP) {
+            skip++;
+            continue;
+        }
+        if ((int)i == out->match_col) out->match_step = (int)out->nsteps;
+        out->steps[out->nsteps].skip = skip;
+        out->steps[out->nsteps++].slot = out->map[i] == MR_PROJ_EXTRA ? (int32_t)out->nout : out->map[i];
+        skip = 0;
+    }
+    out->tail = skip;
     return 0;
+}
+
+void mr_proj_rel_free(mr_proj_rel *pr)
+{
+    free(pr->map);
+    free(pr->steps);
+    free(pr->match);
 }
 
 void mr_proj_free(mr_proj *p)
 {
     if (!p) return;
-    free(p->row.map);
-    for (size_t i = 0; i < p->nkids; i++) {
-        free(p->kids[i].map);
-        free(p->kids[i].match);
-    }
+    mr_proj_rel_free(&p->row);
+    for (size_t i = 0; i < p->nkids; i++) mr_proj_rel_free(&p->kids[i]);
     free(p->kids);
     free(p->kvals);
     free(p);
@@ -80,7 +106,7 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
         vcol = moraine_column_index(&r->info, "snapshot_id");
         if (vcol < 0) vcol = 0;
     }
-    int rc = build_rel(r, p->columns, p->ncolumns, NULL, NULL, 0, vcol, &pj->row);
+    int rc = mr_proj_rel_build(r, p->columns, p->ncolumns, NULL, NULL, 0, vcol, &pj->row);
     if (!rc && p->nchildren) {
         pj->kids = calloc(p->nchildren, sizeof *pj->kids);
         if (!pj->kids) rc = mr_err(MORAINE_ENOMEM, "out of memory");
@@ -96,14 +122,14 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
         }
         for (size_t j = 0; j < i; j++)
             if (pj->kids[j].rel == k) rc = mr_err(MORAINE_EINVAL, "child relation '%s' named twice in a projection", c->relation);
-        if (!rc) rc = build_rel(k, c->columns, c->ncolumns, c->match_column, c->match_values, c->nmatch, -1, &pj->kids[i]);
+        if (!rc) rc = mr_proj_rel_build(k, c->columns, c->ncolumns, c->match_column, c->match_values, c->nmatch, -1, &pj->kids[i]);
         pj->nkids = i + 1;
     }
     if (!rc && pj->nkids) {
         size_t cap = 1;
         for (size_t i = 0; i < pj->nkids; i++)
             if (pj->kids[i].nout > cap) cap = pj->kids[i].nout;
-        pj->kvals = malloc(cap * sizeof *pj->kvals);
+        pj->kvals = malloc((cap + 1) * sizeof *pj->kvals); /* and the spare slot */
         pj->kcap = cap;
         if (!pj->kvals) rc = mr_err(MORAINE_ENOMEM, "out of memory");
     }
@@ -117,8 +143,9 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
 
 static int64_t unzigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
 
-static int in_sorted(const int64_t *v, size_t n, int64_t x)
+static inline int in_sorted(const int64_t *v, size_t n, int64_t x)
 {
+    if (n == 1) return v[0] == x; /* one column's stats: the common filter */
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t m = (lo + hi) / 2;
@@ -129,10 +156,217 @@ static int in_sorted(const int64_t *v, size_t n, int64_t x)
     return 0;
 }
 
+/* ---- the fast pass ----
+ *
+ * The steps of a projection (build_rel) walk a row with no call and no map
+ * lookup per cell: runs of cells not asked for are skipped in a tight loop,
+ * the asked ones decoded into their slots, and a child row whose match
+ * column is not among the values asked for is skipped from there on without
+ * decoding its other cells. The fast pass accepts a subset of what the slow
+ * pass (decode_row below, the reference) accepts and yields the same values
+ * for it: every uvarint it reads, decoded or skipped, must be in its shortest
+ * form and at most 8 bytes long (9- and 10-byte varints, values of 2^56 and
+ * more, are left to the slow pass), so what it passes the slow pass passes
+ * too, the strict checks of a decoded INT included. Anything else (an error,
+ * or a varint it does not take) returns -1 and the caller runs the slow pass
+ * on the same bytes, which decides and words any error exactly as before.
+ * Varints of 2 to 8 bytes are read as one little-endian word where 8 bytes
+ * are left before @end (never past it); big-endian hosts take the slow pass
+ * for them. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define MR_PROJ_WORDS 1
+#endif
+
+/* The uvarint of 2 to 8 bytes at @p (its first byte has the high bit set)
+ * into *out; the byte after it, or NULL (see above). */
+static inline __attribute__((always_inline)) const uint8_t *fast_uv_long(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    if (__builtin_expect(end - p >= 3, 1)) { /* two or three bytes: most ords, ids and sizes */
+        if (p[1] < 0x80) {
+            if (!p[1]) return NULL;
+            *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)p[1] << 7;
+            return p + 2;
+        }
+        if (p[2] < 0x80) {
+            if (!p[2]) return NULL;
+            *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)(p[1] & 0x7F) << 7 | (uint64_t)p[2] << 14;
+            return p + 3;
+        }
+        if (end - p >= 4 && p[3] < 0x80) {
+            if (!p[3]) return NULL;
+            *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)(p[1] & 0x7F) << 7 | (uint64_t)(p[2] & 0x7F) << 14 | (uint64_t)p[3] << 21;
+            return p + 4;
+        }
+    } else if (end - p == 2) {
+        if (p[1] >= 0x80 || !p[1]) return NULL;
+        *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)p[1] << 7;
+        return p + 2;
+    }
+#ifdef MR_PROJ_WORDS
+    if (end - p < 8) return NULL;
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t stop = ~w & 0x8080808080808080ULL;
+    if (!stop) return NULL; /* longer than 8 bytes */
+    unsigned bit = (unsigned)__builtin_ctzll(stop); /* the high bit of the last byte, 8k + 7 (k >= 1) */
+    if (!((w >> (bit - 7)) & 0xFF)) return NULL;    /* a last byte of 0: not the shortest form */
+    uint64_t x = w & ((2ULL << bit) - 1);           /* bytes 0..k (all 8 when bit is 63: 2 << 63 wraps to 0) */
+    x = (x & 0x007F007F007F007FULL) | ((x & 0x7F007F007F007F00ULL) >> 1);
+    x = (x & 0x00003FFF00003FFFULL) | ((x & 0x3FFF00003FFF0000ULL) >> 2);
+    x = (x & 0x000000000FFFFFFFULL) | ((x & 0x0FFFFFFF00000000ULL) >> 4);
+    *out = x;
+    return p + (bit >> 3) + 1;
+#else
+    return NULL;
+#endif
+}
+
+/* The uvarint at @p into *out; the byte after it, or NULL (see above). */
+static inline __attribute__((always_inline)) const uint8_t *fast_uv(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    if (__builtin_expect(p < end && *p < 0x80, 1)) {
+        *out = *p;
+        return p + 1;
+    }
+    return p < end ? fast_uv_long(p, end, out) : NULL;
+}
+
+/* Past the uvarint at @p, with fast_uv's checks; NULL as fast_uv. */
+static inline __attribute__((always_inline)) const uint8_t *fast_skip_uv(const uint8_t *p, const uint8_t *end)
+{
+    if (__builtin_expect(p < end && *p < 0x80, 1)) return p + 1;
+    if (__builtin_expect(end - p >= 3, 1)) {
+        if (p[1] < 0x80) return p[1] ? p + 2 : NULL;
+        if (p[2] < 0x80) return p[2] ? p + 3 : NULL;
+    } else if (end - p == 2) {
+        return p[1] < 0x80 && p[1] ? p + 2 : NULL;
+    }
+#ifdef MR_PROJ_WORDS
+    if (end - p < 8) return NULL;
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t stop = ~w & 0x8080808080808080ULL;
+    if (!stop) return NULL;
+    unsigned bit = (unsigned)__builtin_ctzll(stop);
+    if (!((w >> (bit - 7)) & 0xFF)) return NULL;
+    return p + (bit >> 3) + 1;
+#else
+    return NULL;
+#endif
+}
+
+/* Past @n cells at @p, each checked as the slow pass skips it (and its
+ * varints as fast_uv); NULL when the slow pass must decide. The tags are
+ * tested most frequent first (no jump table). */
+static inline __attribute__((always_inline)) const uint8_t *fast_skip(const uint8_t *p, const uint8_t *end, size_t n)
+{
+    for (; n; n--) {
+        if (__builtin_expect(p >= end, 0)) return NULL;
+        uint8_t tag = *p++;
+        if (tag == MR_T_INT) {
+            if (!(p = fast_skip_uv(p, end))) return NULL;
+        } else if (tag == MR_T_STR || tag == MR_T_JSON) {
+            uint64_t u;
+            if (!(p = fast_uv(p, end, &u)) || u > (uint64_t)(end - p)) return NULL;
+            p += u;
+        } else if (tag == MR_T_NULL || tag == MR_T_FALSE || tag == MR_T_TRUE) {
+        } else if (tag == MR_T_REAL) {
+            if (end - p < 8) return NULL;
+            p += 8;
+        } else return NULL;
+    }
+    return p;
+}
+
+/* The cell at @p into *v, as the slow pass decodes it; NULL as above. */
+static inline __attribute__((always_inline)) const uint8_t *fast_cell(const uint8_t *p, const uint8_t *end, moraine_value *v)
+{
+    if (__builtin_expect(p >= end, 0)) return NULL;
+    uint8_t tag = *p++;
+    uint64_t u;
+    if (tag == MR_T_INT) {
+        if (!(p = fast_uv(p, end, &u))) return NULL;
+        v->type = MORAINE_INT;
+        v->i = unzigzag(u);
+        return p;
+    }
+    if (tag == MR_T_STR || tag == MR_T_JSON) {
+        if (!(p = fast_uv(p, end, &u)) || u > (uint64_t)(end - p)) return NULL;
+        v->type = tag == MR_T_STR ? MORAINE_STR : MORAINE_JSON;
+        v->s = (const char *)p;
+        v->len = (size_t)u;
+        return p + u;
+    }
+    if (tag == MR_T_NULL) {
+        v->type = MORAINE_NULL;
+        return p;
+    }
+    if (tag == MR_T_FALSE || tag == MR_T_TRUE) {
+        v->type = MORAINE_BOOL;
+        v->i = tag == MR_T_TRUE;
+        return p;
+    }
+    if (tag == MR_T_REAL) {
+        if (end - p < 8) return NULL;
+        uint64_t bits = 0;
+        for (int k = 7; k >= 0; k--) bits = (bits << 8) | p[k];
+        memcpy(&v->d, &bits, 8);
+        v->type = MORAINE_REAL;
+        return p + 8;
+    }
+    return NULL;
+}
+
+/* The fast pass over the row at *pp: 1 when decoded (as decode_row would:
+ * the same values in the same slots, the same *extra), 0 when a child row's
+ * match column is not among the values asked for (the row is walked to its
+ * end, *pp past it), -1 when the slow pass must decide (*pp untouched). */
+static inline __attribute__((always_inline)) const uint8_t *fast_steps(const struct mr_proj_step *st, size_t from, size_t to,
+                                                                       const uint8_t *p, const uint8_t *end, moraine_value *out)
+{
+    for (size_t i = from; i < to; i++) {
+        if (st[i].skip && !(p = fast_skip(p, end, st[i].skip))) return NULL;
+        if (!(p = fast_cell(p, end, &out[st[i].slot]))) return NULL;
+    }
+    return p;
+}
+
+static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
+                                                          moraine_value *out, moraine_value *extra)
+{
+    const uint8_t *p = *pp;
+    uint64_t u, n;
+    if (!(p = fast_uv(p, end, &u)) || !(p = fast_uv(p, end, &n)) || n != pr->ncols) return -1;
+    const struct mr_proj_step *st = pr->steps;
+    if (pr->match_step < 0) {
+        if (!(p = fast_steps(st, 0, pr->nsteps, p, end, out))) return -1;
+    } else {
+        size_t m = (size_t)pr->match_step;
+        if (!(p = fast_steps(st, 0, m + 1, p, end, out))) return -1;
+        const moraine_value *v = &out[st[m].slot];
+        if (!(v->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, v->i))) {
+            if (!(p = fast_skip(p, end, pr->ncols - (size_t)pr->match_col - 1))) return -1;
+            *ord = (int64_t)u;
+            *pp = p;
+            return 0;
+        }
+        if (!(p = fast_steps(st, m + 1, pr->nsteps, p, end, out))) return -1;
+    }
+    if (pr->tail && !(p = fast_skip(p, end, pr->tail))) return -1;
+    if (extra) {
+        if (pr->extra_slot < 0) extra->type = MORAINE_NULL;
+        else *extra = out[pr->extra_slot];
+    }
+    *ord = (int64_t)u;
+    *pp = p;
+    return 1;
+}
+
 /* One pass over the cells: the same checks as mr_decode_row (docs/codec.md)
  * for the cells decoded; a cell not asked for is skipped by its length, its
- * bytes only bounds-checked (the value's checksum was verified before). */
-static inline __attribute__((always_inline)) int decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
+ * bytes only bounds-checked (the value's checksum was verified before). The
+ * reference the fast pass falls back to. */
+static __attribute__((noinline)) int decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
                                                             moraine_value *out, moraine_value *extra)
 {
     const uint8_t *p = *pp;
@@ -219,10 +453,24 @@ static inline __attribute__((always_inline)) int decode_row(const mr_proj_rel *p
     return 0;
 }
 
+int mr_proj_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra)
+{
+    int rc = decode_row(pr, pp, end, ord, out, extra);
+    if (rc) return rc;
+    return !(pr->match_col >= 0 && !(extra->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, extra->i)));
+}
+
+int mr_proj_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra)
+{
+    int f = fast_row(pr, pp, end, ord, out, extra);
+    return f >= 0 ? f : mr_proj_row_ref(pr, pp, end, ord, out, extra);
+}
+
 int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out,
                        moraine_value *extra)
 {
-    return decode_row(pr, pp, end, ord, out, extra);
+    int rc = mr_proj_row(pr, pp, end, ord, out, extra); /* a parent row has no match column: never 0 */
+    return rc < 0 ? rc : 0;
 }
 
 void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len)
@@ -234,36 +482,60 @@ void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len)
     p->kwhich = -1;
 }
 
-int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row *child)
+/* Past the child groups not asked for, to the next one asked for: 1 (its
+ * rows in p->kleft, maybe none), 0 at the end of the children, or an error.
+ * Out of line: once per group, and it keeps the row loop's registers free. */
+static __attribute__((noinline)) int next_group(mr_proj *p, moraine_db *db)
 {
     int rc;
     for (;;) {
-        while (p->kleft == 0) {
-            p->kp = p->gend; /* a group ends where its nbytes say */
-            if (p->kp >= p->kend) return 0;
-            uint64_t id, nrows, nbytes;
-            if ((rc = mr_uvarint(&p->kp, p->kend, &id)) || (rc = mr_uvarint(&p->kp, p->kend, &nrows)) ||
-                (rc = mr_uvarint(&p->kp, p->kend, &nbytes)))
-                return rc;
-            if (nbytes > (uint64_t)(p->kend - p->kp)) return mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
-            p->gend = p->kp + nbytes;
-            p->kwhich = -1;
-            for (size_t i = 0; i < p->nkids; i++)
-                if (p->kids[i].rel->info.id == id) p->kwhich = (int)i;
-            if (p->kwhich < 0) {
-                if (!mr_rel_by_id(db, id))
-                    return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
-                continue; /* not asked for: skipped by its length */
-            }
-            p->kleft = nrows;
+        p->kp = p->gend; /* a group ends where its nbytes say */
+        if (p->kp >= p->kend) return 0;
+        uint64_t id, nrows, nbytes;
+        if ((rc = mr_uvarint(&p->kp, p->kend, &id)) || (rc = mr_uvarint(&p->kp, p->kend, &nrows)) ||
+            (rc = mr_uvarint(&p->kp, p->kend, &nbytes)))
+            return rc;
+        if (nbytes > (uint64_t)(p->kend - p->kp)) return mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
+        p->gend = p->kp + nbytes;
+        p->kwhich = -1;
+        for (size_t i = 0; i < p->nkids; i++)
+            if (p->kids[i].rel->info.id == id) p->kwhich = (int)i;
+        if (p->kwhich < 0) {
+            if (!mr_rel_by_id(db, id))
+                return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
+            continue; /* not asked for: skipped by its length */
+        }
+        p->kleft = nrows;
+        return 1;
+    }
+}
+
+int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row *child)
+{
+    for (;;) {
+        if (p->kleft == 0) {
+            int rc = next_group(p, db);
+            if (rc <= 0) return rc;
+            continue;
         }
         const mr_proj_rel *pr = &p->kids[p->kwhich];
-        moraine_value m;
-        child->raw = p->kp;
-        if ((rc = decode_row(pr, &p->kp, p->gend, &child->ord, p->kvals, pr->match_col >= 0 ? &m : NULL))) return rc;
-        p->kleft--;
-        if (pr->match_col >= 0 && !(m.type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, m.i))) continue;
-        child->raw_len = (size_t)(p->kp - child->raw);
+        const uint8_t *kp = p->kp, *gend = p->gend;
+        uint64_t left = p->kleft;
+        moraine_value m, *mx = pr->match_col >= 0 ? &m : NULL;
+        int f;
+        do { /* the rows of the group, those filtered out skipped here */
+            child->raw = kp;
+            f = fast_row(pr, &kp, gend, &child->ord, p->kvals, mx);
+            if (f < 0 && (f = mr_proj_row_ref(pr, &kp, gend, &child->ord, p->kvals, mx)) < 0) {
+                p->kp = kp;
+                return f;
+            }
+            left--;
+        } while (!f && left);
+        p->kp = kp;
+        p->kleft = left;
+        if (!f) continue;
+        child->raw_len = (size_t)(kp - child->raw);
         child->rel = &pr->rel->info;
         child->ncols = pr->nout;
         child->vals = p->kvals;

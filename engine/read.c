@@ -170,7 +170,7 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
 static int decode_projected(const mr_bounds *b, const MDB_val *k, const MDB_val *v, mr_rel *r, mr_proj *pj, moraine_value **vals,
                             size_t *cap, int64_t s, moraine_row *row, int *visible)
 {
-    int rc = ensure_vals(vals, cap, pj->row.nout);
+    int rc = ensure_vals(vals, cap, pj->row.nout + 1); /* and the spare slot of mr_proj_row */
     if (rc) return rc;
     if (!mr_value_ok(b, v) || !mr_value_ok(b, k)) {
         return mr_err(MORAINE_ECORRUPT, "%s: a key or value of %zu bytes runs past the end of the file: LMDB's pages are damaged",
