@@ -366,7 +366,7 @@ static uint64_t read_txn(const model *m) { return m->rd && m->rd->txn ? (uint64_
 mv_loaded *mv_reads_use(model *m, int64_t table_id)
 {
     mv_reads *r = m->reads;
-    if (!r || r->off || !m->stx || !r->n || r->txn != read_txn(m) || r->base != m->base) return NULL;
+    if (!r || r->off || (!m->stx && !r->seeded) || !r->n || r->txn != read_txn(m) || r->base != m->base) return NULL;
     for (size_t i = 0; i < r->n; i++)
         if (r->t[i].table_id == table_id) return &r->t[i];
     return NULL;

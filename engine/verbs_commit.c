@@ -570,13 +570,17 @@ int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
         moraine_tx_abort(tx);
         return mr_err(rc, "%s", msg);
     }
+    /* the tables' reads brought to what this commit writes, for the handle's next transaction */
+    int cache = changed && mv_cache_prepare(tx, &m);
     mv_model_free(&m);
     if (!changed) {
         moraine_txn_abort(stx);
         moraine_tx_abort(tx);
         return 0;
     }
+    uint64_t txnid = mr_txn_lmdb_id(stx);
     rc = moraine_txn_commit(stx);
+    if (!rc && cache && txnid) mv_cache_put(tx, txnid, snap);
     moraine_tx_abort(tx);
     if (!rc && snapshot_out) *snapshot_out = snap;
     return rc;

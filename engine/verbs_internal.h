@@ -199,7 +199,8 @@ typedef struct {
  * before any verb changed it (verbs_catalog.c): its ducklake_table row, its
  * live columns and specs (load_table), its ducklake_table_stats row
  * (mv_load_stats) and its ducklake_table_column_stats rows (mv_cstats_load:
- * every row of the table, type NULL, min/max unparsed, texts owned). */
+ * every row of the table, texts owned; type: NULL, or the column type the
+ * row's min/max were parsed in, k / kmin / kmax holding that parse). */
 typedef struct {
     int64_t table_id, schema_id;
     orow row;
@@ -224,10 +225,13 @@ typedef struct {
  * store again. Every read kept is of LMDB snapshot @txn; once a verb reads
  * another one (something was committed between two verbs), nothing more is
  * kept or used (@off). */
-typedef struct {
+typedef struct mv_reads_s {
     uint64_t txn;
     int64_t base; /* the catalog snapshot the reads kept were of (the model's base) */
     int off;
+    /* taken from the handle's cache (verbs_cache.c): the checking model
+     * uses them too (the rows a read of LMDB snapshot @txn gives) */
+    int seeded;
     mv_loaded *t;
     size_t n;
 } mv_reads;
@@ -258,8 +262,9 @@ typedef struct {
 
 /* Frees the reads kept (the struct is zeroed). */
 void mv_reads_free(mv_reads *r);
-/* The reads kept of table @table_id that model @m may use (the commit, on
- * the same LMDB snapshot), or NULL. */
+/* The reads kept of table @table_id that model @m may use (the commit, or
+ * a checking model whose reads came from the handle's cache, on the same
+ * LMDB snapshot and catalog snapshot), or NULL. */
 mv_loaded *mv_reads_use(model *m, int64_t table_id);
 /* The entry in which checking model @m keeps what it reads of table
  * @table_id (created empty), or NULL: @m keeps nothing (not a checking
@@ -461,6 +466,13 @@ int mv_cstats_add_sum(mv_cstat **set, size_t *nset, const verb *v);
 void mv_cstats_sum_free(verb *v);
 /* Writes @t's ducklake_table_column_stats rows at commit. Read and staged-commit errors. */
 int mv_cstats_emit(model *m, tstate *t);
+/* After mv_cstats_emit wrote @t's rows in place (the table had a
+ * ducklake_table_stats row), sets the rows kept in @l (@t's rows as read
+ * before the commit) to what a read of the commit's LMDB snapshot gives:
+ * each row written is decoded from the very values written, at its place.
+ * 0 when done; 1 when @l cannot be brought up to date (no rows kept, a row
+ * written that is not among them, no memory): the caller drops @l. */
+int mv_cstats_refresh(model *m, tstate *t, mv_loaded *l);
 /* Frees @t's statistics. */
 void mv_cstats_free(tstate *t);
 
@@ -492,6 +504,22 @@ struct moraine_tx {
 /* Applies verb @v to model @m: the verb's family function. EINVAL for an
  * unknown kind, else what that function returns. */
 int mv_apply(model *m, verb *v);
+
+/* ---- the handle's cache of tables (verbs_cache.c) ---- */
+
+/* At moraine_tx_begin, with the checking model's read open: takes the
+ * handle's cache into tx->reads (seeded) when it is of this very LMDB
+ * snapshot and catalog snapshot; a cache of any other is freed. */
+void mv_cache_take(moraine_tx *tx);
+/* At commit, after the rows were emitted and before model @m is freed:
+ * 1 when the commit leaves every table it read in a state the kept reads
+ * can be brought to exactly (only add_data_files verbs, on tables that had
+ * a ducklake_table_stats row, read through the kept reads), which it then
+ * does (stats and column stats rows as written); else 0 (nothing cached). */
+int mv_cache_prepare(moraine_tx *tx, model *m);
+/* After the LMDB commit @txnid of snapshot @snap succeeded: moves tx->reads
+ * (brought up to date by mv_cache_prepare) into the handle's cache. */
+void mv_cache_put(moraine_tx *tx, uint64_t txnid, int64_t snap);
 
 /* ---- the commit (verbs_commit.c) ---- */
 

@@ -201,6 +201,7 @@ int moraine_tx_begin(moraine_db *db, moraine_tx **out)
         return rc;
     }
     tx->m.reads = &tx->reads; /* what the verbs read, kept for the commit */
+    mv_cache_take(tx);        /* what this handle's last commit left of its tables, when nothing was written since */
     /* the checking model does not hold its read open: reads are per verb */
     moraine_read_end(tx->m.rd);
     tx->m.rd = NULL;
