@@ -17,7 +17,8 @@
  * commit. The next moraine_tx_begin on the handle takes them when its read
  * is of that very LMDB transaction (mdb_txn_id: no other write since, by any
  * handle or process; LMDB's ids only grow) and of the same catalog snapshot;
- * otherwise the cache is dropped. Anything else (a catalog verb, a table
+ * otherwise the cache is dropped. The model's start (the newest snapshot's
+ * counters, its live schemas) is kept alike. Anything else (a catalog verb, a table
  * created, deleted from, compacted, a first insert, reads made on another
  * snapshot) caches nothing.
  */
@@ -33,20 +34,16 @@ void mr_verbs_cache_free(moraine_db *db)
     db->vcache = NULL;
 }
 
-void mv_cache_take(moraine_tx *tx)
+void mv_cache_take(moraine_db *db, mv_reads *r, uint64_t txn)
 {
-    moraine_db *db = tx->db;
-    model *m = &tx->m;
-    uint64_t txn = m->rd && m->rd->txn ? (uint64_t)mdb_txn_id(m->rd->txn) : 0;
-    mv_reads *c = NULL;
     pthread_mutex_lock(&db->mu);
-    c = db->vcache;
+    mv_reads *c = db->vcache;
     db->vcache = NULL;
     pthread_mutex_unlock(&db->mu);
     if (!c) return;
-    if (txn && c->txn == txn && c->base == m->base && !c->off && c->n && !tx->reads.n) {
-        tx->reads = *c;
-        tx->reads.seeded = 1;
+    if (txn && c->txn == txn && c->has_base && !c->off && c->n && !r->n && !r->has_base) {
+        *r = *c;
+        r->seeded = 1;
         free(c);
         return;
     }
@@ -66,7 +63,7 @@ int mv_cache_prepare(moraine_tx *tx, model *m)
 {
     mv_reads *r = &tx->reads;
     /* the commit used the kept reads: the same LMDB snapshot and catalog snapshot */
-    if (!tx->nverbs || !r->n || r->off || !m->rd || !m->rd->txn || r->txn != (uint64_t)mdb_txn_id(m->rd->txn) || r->base != m->base) return 0;
+    if (!tx->nverbs || !r->n || !r->has_base || !m->wrote_snapshot || r->off || !m->rd || !m->rd->txn || r->txn != (uint64_t)mdb_txn_id(m->rd->txn) || r->base != m->base) return 0;
     if (m->schema_changed || m->ncreated_schema_names || m->ndropped_schemas || m->ndropped_views || m->ncreated_views) return 0;
     for (size_t i = 0; i < tx->nverbs; i++)
         if (tx->verbs[i].kind != V_ADD_FILES) return 0;
@@ -87,6 +84,8 @@ int mv_cache_prepare(moraine_tx *tx, model *m)
         /* ducklake_table_stats, as emit_snapshot wrote it in place */
         l->record_count = t->record_count, l->next_row_id = t->next_row_id, l->file_size_bytes = t->file_size_bytes;
     }
+    /* the new snapshot's counters; its live schemas are the base's (no verb changed one) */
+    r->next_catalog_id = m->wrote_catalog_id, r->next_file_id = m->wrote_file_id, r->schema_version = m->wrote_schema_version;
     return 1;
 }
 

@@ -36,6 +36,7 @@
  * instead of parsing and merging the files again.
  */
 #include "verbs_internal.h"
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,10 +111,17 @@ static mv_cstat *cs_find(mv_cstat *a, size_t n, int64_t id) { return cs_find_at(
  * texts copied when @own, else pointed at. ENOMEM. */
 static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, const mr_statkey *kmin, const mr_statkey *kmax, mv_cstat **out, int own)
 {
-    mv_cstat *p = realloc(*arr, (*n + 1) * sizeof *p);
-    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
-    *arr = p;
-    mv_cstat *d = &p[*n];
+    /* sets grow only here, from none: room for 8 entries, then doubled
+     * whenever the count reaches a power of two (an array of n entries
+     * always has room up to the next power of two) */
+    if (*n == 0 || (*n >= 8 && (*n & (*n - 1)) == 0)) {
+        size_t cap = *n < 8 ? 8 : *n * 2;
+        if (cap > SIZE_MAX / sizeof **arr) return mr_err(MORAINE_ENOMEM, "out of memory");
+        mv_cstat *p = realloc(*arr, cap * sizeof *p);
+        if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+        *arr = p;
+    }
+    mv_cstat *d = &(*arr)[*n];
     *d = *c;
     d->kmin = *kmin, d->kmax = *kmax;
     int oom = 0;

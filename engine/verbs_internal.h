@@ -234,6 +234,12 @@ typedef struct mv_reads_s {
     int seeded;
     mv_loaded *t;
     size_t n;
+    /* the model's start at @base (mv_model_init_reads): the ducklake_snapshot
+     * row's counters and the live ducklake_schema rows */
+    int has_base;
+    int64_t next_catalog_id, next_file_id, schema_version;
+    orow *schemas;
+    size_t nschemas;
 } mv_reads;
 
 typedef struct {
@@ -258,6 +264,9 @@ typedef struct {
     int64_t *dropped_schemas; /* schema_ids, for the change list */
     size_t ndropped_schemas;
     mv_reads *reads;          /* the transaction's reads kept (the checking model keeps, the commit uses), or NULL */
+    /* the counters of the ducklake_snapshot row the commit wrote (emit_snapshot), as a read of it gives them */
+    int wrote_snapshot;
+    int64_t wrote_catalog_id, wrote_file_id, wrote_schema_version;
 } model;
 
 /* Frees the reads kept (the struct is zeroed). */
@@ -294,6 +303,13 @@ int mv_take_row(orow **arr, size_t *n, orow *r);
 int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at);
 /* mv_model_init_at of the newest snapshot. */
 int mv_model_init(model *m, moraine_db *db, moraine_txn *stx);
+/* mv_model_init of a model that keeps its reads in @r (m->reads = @r): a
+ * checking model (@stx NULL) first takes the handle's cache into an empty
+ * @r (mv_cache_take); a model whose LMDB snapshot is the one @r's reads are
+ * of (a commit's, or a checking model's when @r came from the cache) starts
+ * from @r's counters and schemas instead of reading them; a checking model
+ * that read them keeps them in @r. Errors: those of mv_model_init_at. */
+int mv_model_init_reads(model *m, moraine_db *db, moraine_txn *stx, mv_reads *r);
 /* The live schema @name (NULL: "main"), or NULL. */
 sstate *mv_find_schema(model *m, const char *name);
 /* The schema with id @id (live or not), or NULL. */
@@ -507,15 +523,16 @@ int mv_apply(model *m, verb *v);
 
 /* ---- the handle's cache of tables (verbs_cache.c) ---- */
 
-/* At moraine_tx_begin, with the checking model's read open: takes the
- * handle's cache into tx->reads (seeded) when it is of this very LMDB
- * snapshot and catalog snapshot; a cache of any other is freed. */
-void mv_cache_take(moraine_tx *tx);
+/* At moraine_tx_begin, the checking model's read of LMDB snapshot @txn
+ * just begun: moves the handle's cache into the empty reads @r (seeded)
+ * when it is of that very LMDB snapshot; a cache of any other is freed. */
+void mv_cache_take(moraine_db *db, mv_reads *r, uint64_t txn);
 /* At commit, after the rows were emitted and before model @m is freed:
  * 1 when the commit leaves every table it read in a state the kept reads
  * can be brought to exactly (only add_data_files verbs, on tables that had
  * a ducklake_table_stats row, read through the kept reads), which it then
- * does (stats and column stats rows as written); else 0 (nothing cached). */
+ * does (stats and column stats rows as written, the counters of the
+ * snapshot written); else 0 (nothing cached). */
 int mv_cache_prepare(moraine_tx *tx, model *m);
 /* After the LMDB commit @txnid of snapshot @snap succeeded: moves tx->reads
  * (brought up to date by mv_cache_prepare) into the handle's cache. */
