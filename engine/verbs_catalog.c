@@ -176,9 +176,8 @@ int mv_id_push(int64_t **ids, size_t *n, int64_t id)
 
 const moraine_relation_info *mv_rel(model *m, const char *name)
 {
-    moraine_relation_info info;
-    if (moraine_relation(m->db, name, &info)) return NULL;
-    /* moraine_relation copies the info struct; its pointers are stable: find the stored one */
+    /* what moraine_relation finds (the open commit's definitions first), the
+     * stored info itself (its pointers are stable) rather than a copy */
     pthread_mutex_lock(&m->db->mu);
     mr_rel *r = m->db->writer ? mr_txn_rel(m->db->writer, name) : NULL;
     if (!r) r = mr_rel_by_name(m->db, name);
