@@ -132,6 +132,7 @@ static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, const mr_statke
         d->extra = dup_or_null(c->extra, &oom);
     }
     d->ord = -1;
+    d->written = 0;
     if (oom) {
         cs_clear(d, own);
         return mr_err(MORAINE_ENOMEM, "out of memory");
@@ -575,6 +576,37 @@ static void cst_row(const cst_cols *x, const moraine_relation_info *r, const tst
     if (x->ie >= 0 && c->extra) v[x->ie] = (moraine_value){.type = MORAINE_STR, .s = c->extra, .len = strlen(c->extra)};
 }
 
+/* Text cell @i of @v against @text (NULL: the cell is not a text). */
+static int same_text(const moraine_value *v, int i, const char *text)
+{
+    int has = i >= 0 && v[i].type == MORAINE_STR;
+    if (!has || !text) return !has && !text;
+    return strlen(text) == v[i].len && memcmp(text, v[i].s, v[i].len) == 0;
+}
+
+/* Boolean cell @i of @v against what cst_decode made of one (@has, @val). */
+static int same_bool(const moraine_value *v, int i, int has, int val)
+{
+    int vh = i >= 0 && (v[i].type == MORAINE_BOOL || v[i].type == MORAINE_INT);
+    return vh == has && (!vh || (v[i].i != 0) == (val != 0));
+}
+
+/* 1 when the row at @c's place is one this handle's last commit wrote
+ * (@kept's row there was decoded from the very values written:
+ * mv_cstats_refresh) and the values @v of @c (cst_row) decode to the same
+ * row: cst_row's values are a function of what they decode to (booleans
+ * are BOOL or NULL, texts STR or NULL, the ids the same), so @v are the
+ * values written then and put_row would write the same bytes again. */
+static int cst_unchanged(const cst_cols *x, const moraine_value *v, const mv_loaded *kept, const mv_cstat *c)
+{
+    const mv_cstat *old = NULL;
+    for (size_t j = 0; j < kept->ncst && !old; j++)
+        if (kept->cst[j].ord == c->ord) old = &kept->cst[j];
+    if (!old || !old->written || old->column_id != c->column_id) return 0;
+    return same_bool(v, x->inl, old->has_nulls, old->null_count > 0) && same_bool(v, x->inan, old->has_nan, old->nan) &&
+           same_text(v, x->imin, old->min) && same_text(v, x->imax, old->max) && same_text(v, x->ie, old->extra);
+}
+
 int mv_cstats_emit(model *m, tstate *t)
 {
     /* only a commit with data verbs on the table writes its rows (a type change alone loads them, writes none) */
@@ -616,11 +648,15 @@ int mv_cstats_emit(model *m, tstate *t)
     if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
     cst_cols x;
     cst_cols_of(&x, r);
+    /* the rows as this handle's last commit wrote them, when the commit reads through them */
+    const mv_loaded *kept = mv_reads_use(m, t->table_id);
+    if (kept && !kept->has_cst) kept = NULL;
     for (size_t i = 0; !rc && i < t->ncst; i++) {
         mv_cstat *c = &t->cst[i];
         /* UpdateGlobalTableStatsSql: an UPDATE changes existing rows only */
         if (t->cst_base_stats && c->ord < 0) continue;
         cst_row(&x, r, t, c, v);
+        if (c->ord >= 0 && kept && cst_unchanged(&x, v, kept, c)) continue; /* the same bytes are there already */
         rc = c->ord >= 0 ? moraine_txn_put_row(m->stx, r->name, v, r->ncols, c->ord) : moraine_txn_insert(m->stx, r->name, v, r->ncols, -1);
     }
     free(v);
@@ -655,6 +691,7 @@ int mv_cstats_refresh(model *m, tstate *t, mv_loaded *l)
         }
         /* c's parse is its texts' (each merge takes a text with its parse), in c's type */
         if (c->type && (s.type = strdup(c->type))) s.k = c->k, s.kmin = c->kmin, s.kmax = c->kmax;
+        s.written = 1;
         cs_clear(old, 1);
         *old = s;
     }

@@ -78,6 +78,7 @@ typedef struct {
     mr_statkind k;         /* how @type compares; kmin / kmax: min and max parsed */
     mr_statkey kmin, kmax;
     int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
+    int written;           /* a kept row (mv_loaded.cst) decoded from the values this handle's commit wrote at @ord (mv_cstats_refresh) */
 } mv_cstat;
 
 
