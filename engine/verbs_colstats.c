@@ -234,8 +234,13 @@ static int cs_parse(tstate *t, mv_cstat *c)
 /* The live column row of @t with id @id (a field too), or NULL. */
 static const orow *column_by_id(tstate *t, int64_t id)
 {
-    for (size_t i = 0; i < t->ncols; i++)
-        if (mv_orow_int(&t->cols[i], "column_id", -1) == id) return &t->cols[i];
+    const moraine_relation_info *rel = NULL;
+    int ic = -1; /* column_id, resolved once per relation */
+    for (size_t i = 0; i < t->ncols; i++) {
+        const orow *c = &t->cols[i];
+        if (c->rel != rel) ic = moraine_column_index(rel = c->rel, "column_id");
+        if ((ic >= 0 && c->v[ic].type == MORAINE_INT ? c->v[ic].i : -1) == id) return c; /* mv_orow_int(c, "column_id", -1) */
+    }
     return NULL;
 }
 
