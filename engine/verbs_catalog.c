@@ -269,16 +269,11 @@ int mv_take_row(orow **arr, size_t *n, orow *r)
     return 0;
 }
 
-/* Builds the model as of snapshot @at (MORAINE_ALL_VERSIONS: the newest). */
-int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
+/* Reads the model's start as of snapshot @at through its open read m->rd. */
+static int model_read(model *m, int64_t at)
 {
-    memset(m, 0, sizeof *m);
-    m->db = db;
-    m->stx = stx;
-    int rc = moraine_read_begin(db, &m->rd);
-    if (rc) return rc;
     int64_t last;
-    rc = moraine_read_last_snapshot(m->rd, &last);
+    int rc = moraine_read_last_snapshot(m->rd, &last);
     if (rc < 0) return rc;
     if (rc == 0) return mr_err(MORAINE_EINVAL, "the catalog holds no snapshot: initialise it first (moraine_init / moraine init)");
     if (at != MORAINE_ALL_VERSIONS && at < last) last = at; /* a transaction's own base, not what came after it */
@@ -312,6 +307,16 @@ int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
     }
     moraine_cursor_close(c);
     return rc < 0 ? rc : 0;
+}
+
+/* Builds the model as of snapshot @at (MORAINE_ALL_VERSIONS: the newest). */
+int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
+{
+    memset(m, 0, sizeof *m);
+    m->db = db;
+    m->stx = stx;
+    int rc = moraine_read_begin(db, &m->rd);
+    return rc ? rc : model_read(m, at);
 }
 
 int mv_model_init(model *m, moraine_db *db, moraine_txn *stx) { return mv_model_init_at(m, db, stx, MORAINE_ALL_VERSIONS); }
@@ -363,12 +368,9 @@ int mv_model_init_reads(model *m, moraine_db *db, moraine_txn *stx, mv_reads *r)
         }
         return 0;
     }
-    /* read as mv_model_init_at does (the read just begun is reused) */
-    moraine_read_end(m->rd);
-    m->rd = NULL;
-    if ((rc = mv_model_init_at(m, db, stx, MORAINE_ALL_VERSIONS))) return rc;
+    /* read as mv_model_init does, through the read just begun */
     m->reads = r;
-    txn = read_txn(m);
+    if ((rc = model_read(m, MORAINE_ALL_VERSIONS))) return rc;
     /* a checking model keeps its start for the commit, as the first of its reads */
     if (!stx && !r->n && !r->has_base && !r->off && txn) rc = keep_base(m, r, txn);
     return rc;

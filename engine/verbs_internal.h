@@ -12,6 +12,7 @@
  *   verbs_colstats.c ducklake_table_column_stats of the data verbs
  *   verbs_tx.c       the transaction: verbs recorded and checked (moraine_tx_*)
  *   verbs_commit.c   the commit: conflicts, catalog ids, the snapshot
+ *   verbs_cache.c    the handle's cache of the tables its last commit wrote
  *   verbs_init.c     moraine_init
  *
  * A verb transaction records logical verbs. Each verb is checked when it is
