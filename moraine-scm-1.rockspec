@@ -94,6 +94,7 @@ build = {
         "engine/tables.c",
         "engine/txn.c",
         "engine/txn_rows.c",
+        "engine/verbs_cache.c",
         "engine/verbs_catalog.c",
         "engine/verbs_colstats.c",
         "engine/verbs_column.c",

@@ -200,6 +200,8 @@ static int whole_snapshot(moraine_txn *txn)
 
 void mr_txn_partial_snapshot(moraine_txn *txn, int partial) { txn->partial_snapshot = partial; }
 
+uint64_t mr_txn_lmdb_id(const moraine_txn *txn) { return txn && txn->t ? (uint64_t)mdb_txn_id(txn->t) : 0; }
+
 int moraine_txn_partial(moraine_txn *txn, int partial)
 {
     if (!txn) return mr_err(MORAINE_EINVAL, "moraine_txn_partial: no transaction");

@@ -189,6 +189,10 @@ struct moraine_db {
     size_t nretired;
     uint64_t rels_gen;       /* generation of descriptors loaded */
     moraine_txn *writer;     /* open write txn of this handle, if any */
+    /* the verb path's tables as of this handle's last verb commit
+     * (verbs_cache.c): valid only while the store's last LMDB transaction
+     * is the one that commit made; guarded by mu */
+    struct mv_reads_s *vcache;
 };
 
 /* MORAINE_EFORK unless @db is used in the process that opened it. */
@@ -196,6 +200,8 @@ int mr_same_process(moraine_db *db);
 /* frees handle @db (its share of the environment when @release_env), after
  * its open commit was ended (moraine_close, txn.c) */
 void mr_db_free(moraine_db *db, int release_env);
+/* Frees the verb path's table cache of @db (db->vcache; verbs_cache.c). */
+void mr_verbs_cache_free(moraine_db *db);
 
 mr_rel *mr_rel_by_name(moraine_db *db, const char *name);
 int mr_rels_add(moraine_db *db, mr_rel *r);
@@ -221,6 +227,9 @@ int mr_txn_discard(moraine_txn *txn, const char *name, const moraine_value *row,
 int mr_txn_unend(moraine_txn *txn, const char *name, const moraine_value *row, size_t ncols);                    /* txn_rows.c */
 /* an import's intermediate commit may lack its ducklake_snapshot row (expired snapshots; commit.c) */
 void mr_txn_partial_snapshot(moraine_txn *txn, int partial);
+/* The LMDB id of @txn's write transaction: the id a read of the store
+ * begun after it committed (and before any other write) has (commit.c). */
+uint64_t mr_txn_lmdb_id(const moraine_txn *txn);
 
 /* key helpers (store.c; for the transaction and read.c) */
 int mr_current_key(mr_buf *b, const mr_rel *r, const moraine_value *row, int64_t ord);

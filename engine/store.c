@@ -756,6 +756,7 @@ fail:
  * open commit is the caller's to end first (moraine_close, txn.c). */
 void mr_db_free(moraine_db *db, int release_env)
 {
+    mr_verbs_cache_free(db); /* its rows point at the descriptors */
     if (release_env) env_release(db->sh);
     rels_clear(db);
     pthread_mutex_destroy(&db->mu);

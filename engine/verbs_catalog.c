@@ -176,9 +176,8 @@ int mv_id_push(int64_t **ids, size_t *n, int64_t id)
 
 const moraine_relation_info *mv_rel(model *m, const char *name)
 {
-    moraine_relation_info info;
-    if (moraine_relation(m->db, name, &info)) return NULL;
-    /* moraine_relation copies the info struct; its pointers are stable: find the stored one */
+    /* what moraine_relation finds (the open commit's definitions first), the
+     * stored info itself (its pointers are stable) rather than a copy */
     pthread_mutex_lock(&m->db->mu);
     mr_rel *r = m->db->writer ? mr_txn_rel(m->db->writer, name) : NULL;
     if (!r) r = mr_rel_by_name(m->db, name);
@@ -270,16 +269,11 @@ int mv_take_row(orow **arr, size_t *n, orow *r)
     return 0;
 }
 
-/* Builds the model as of snapshot @at (MORAINE_ALL_VERSIONS: the newest). */
-int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
+/* Reads the model's start as of snapshot @at through its open read m->rd. */
+static int model_read(model *m, int64_t at)
 {
-    memset(m, 0, sizeof *m);
-    m->db = db;
-    m->stx = stx;
-    int rc = moraine_read_begin(db, &m->rd);
-    if (rc) return rc;
     int64_t last;
-    rc = moraine_read_last_snapshot(m->rd, &last);
+    int rc = moraine_read_last_snapshot(m->rd, &last);
     if (rc < 0) return rc;
     if (rc == 0) return mr_err(MORAINE_EINVAL, "the catalog holds no snapshot: initialise it first (moraine_init / moraine init)");
     if (at != MORAINE_ALL_VERSIONS && at < last) last = at; /* a transaction's own base, not what came after it */
@@ -315,7 +309,72 @@ int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
     return rc < 0 ? rc : 0;
 }
 
+/* Builds the model as of snapshot @at (MORAINE_ALL_VERSIONS: the newest). */
+int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
+{
+    memset(m, 0, sizeof *m);
+    m->db = db;
+    m->stx = stx;
+    int rc = moraine_read_begin(db, &m->rd);
+    return rc ? rc : model_read(m, at);
+}
+
 int mv_model_init(model *m, moraine_db *db, moraine_txn *stx) { return mv_model_init_at(m, db, stx, MORAINE_ALL_VERSIONS); }
+
+/* The LMDB snapshot the model reads (0: no read open). */
+static uint64_t read_txn(const model *m) { return m->rd && m->rd->txn ? (uint64_t)mdb_txn_id(m->rd->txn) : 0; }
+
+/* Copies the model's start (its counters and live schemas, as read: no verb
+ * has run) into @r, which then holds reads of the model's LMDB snapshot. */
+static int keep_base(model *m, mv_reads *r, uint64_t txn)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < m->nschemas; i++) rc = mv_push_row(&r->schemas, &r->nschemas, m->schemas[i].row.rel, m->schemas[i].row.v);
+    if (rc) {
+        for (size_t i = 0; i < r->nschemas; i++) mv_orow_free(&r->schemas[i]);
+        free(r->schemas);
+        r->schemas = NULL, r->nschemas = 0;
+        return rc;
+    }
+    r->txn = txn, r->base = m->base;
+    r->next_catalog_id = m->next_catalog_id, r->next_file_id = m->next_file_id, r->schema_version = m->schema_version;
+    r->has_base = 1;
+    return 0;
+}
+
+int mv_model_init_reads(model *m, moraine_db *db, moraine_txn *stx, mv_reads *r)
+{
+    memset(m, 0, sizeof *m);
+    m->db = db;
+    m->stx = stx;
+    int rc = moraine_read_begin(db, &m->rd);
+    if (rc) return rc;
+    uint64_t txn = read_txn(m);
+    /* a transaction's first read: what this handle's last commit left, when nothing was written since */
+    if (!stx && !r->n && !r->has_base && txn) mv_cache_take(db, r, txn);
+    if (r->has_base && !r->off && txn && r->txn == txn && (stx || r->seeded)) {
+        /* the newest snapshot is the one the reads kept were of: its counters and schemas as read then */
+        m->base = r->base;
+        m->snap = r->base + 1;
+        m->next_catalog_id = r->next_catalog_id, m->next_file_id = r->next_file_id, m->schema_version = r->schema_version;
+        m->reads = r;
+        if (r->nschemas && !(m->schemas = calloc(r->nschemas, sizeof *m->schemas))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        for (size_t i = 0; i < r->nschemas; i++) {
+            sstate *sc = &m->schemas[i];
+            if ((rc = mv_orow_from(&sc->row, r->schemas[i].rel, r->schemas[i].v))) return rc;
+            m->nschemas++;
+            sc->schema_id = mv_orow_int(&sc->row, "schema_id", -1);
+            sc->live = 1;
+        }
+        return 0;
+    }
+    /* read as mv_model_init does, through the read just begun */
+    m->reads = r;
+    if ((rc = model_read(m, MORAINE_ALL_VERSIONS))) return rc;
+    /* a checking model keeps its start for the commit, as the first of its reads */
+    if (!stx && !r->n && !r->has_base && !r->off && txn) rc = keep_base(m, r, txn);
+    return rc;
+}
 
 sstate *mv_find_schema(model *m, const char *name)
 {
@@ -357,16 +416,14 @@ void mv_reads_free(mv_reads *r)
 {
     for (size_t i = 0; i < r->n; i++) loaded_free(&r->t[i]);
     free(r->t);
+    rows_free(r->schemas, r->nschemas);
     memset(r, 0, sizeof *r);
 }
-
-/* The LMDB snapshot the model reads (0: no read open). */
-static uint64_t read_txn(const model *m) { return m->rd && m->rd->txn ? (uint64_t)mdb_txn_id(m->rd->txn) : 0; }
 
 mv_loaded *mv_reads_use(model *m, int64_t table_id)
 {
     mv_reads *r = m->reads;
-    if (!r || r->off || !m->stx || !r->n || r->txn != read_txn(m) || r->base != m->base) return NULL;
+    if (!r || r->off || (!m->stx && !r->seeded) || !r->n || r->txn != read_txn(m) || r->base != m->base) return NULL;
     for (size_t i = 0; i < r->n; i++)
         if (r->t[i].table_id == table_id) return &r->t[i];
     return NULL;
@@ -377,7 +434,7 @@ mv_loaded *mv_reads_keep(model *m, int64_t table_id, int *rc)
     mv_reads *r = m->reads;
     uint64_t txn = read_txn(m);
     if (!r || r->off || m->stx || !txn) return NULL;
-    if (r->n && (r->txn != txn || r->base != m->base)) {
+    if ((r->n || r->has_base) && (r->txn != txn || r->base != m->base)) {
         r->off = 1; /* something was committed between two verbs' reads */
         return NULL;
     }

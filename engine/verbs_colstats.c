@@ -36,6 +36,7 @@
  * instead of parsing and merging the files again.
  */
 #include "verbs_internal.h"
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,10 +111,17 @@ static mv_cstat *cs_find(mv_cstat *a, size_t n, int64_t id) { return cs_find_at(
  * texts copied when @own, else pointed at. ENOMEM. */
 static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, const mr_statkey *kmin, const mr_statkey *kmax, mv_cstat **out, int own)
 {
-    mv_cstat *p = realloc(*arr, (*n + 1) * sizeof *p);
-    if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
-    *arr = p;
-    mv_cstat *d = &p[*n];
+    /* sets grow only here, from none: room for 8 entries, then doubled
+     * whenever the count reaches a power of two (an array of n entries
+     * always has room up to the next power of two) */
+    if (*n == 0 || (*n >= 8 && (*n & (*n - 1)) == 0)) {
+        size_t cap = *n < 8 ? 8 : *n * 2;
+        if (cap > SIZE_MAX / sizeof **arr) return mr_err(MORAINE_ENOMEM, "out of memory");
+        mv_cstat *p = realloc(*arr, cap * sizeof *p);
+        if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
+        *arr = p;
+    }
+    mv_cstat *d = &(*arr)[*n];
     *d = *c;
     d->kmin = *kmin, d->kmax = *kmax;
     int oom = 0;
@@ -124,6 +132,7 @@ static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, const mr_statke
         d->extra = dup_or_null(c->extra, &oom);
     }
     d->ord = -1;
+    d->written = 0;
     if (oom) {
         cs_clear(d, own);
         return mr_err(MORAINE_ENOMEM, "out of memory");
@@ -225,8 +234,13 @@ static int cs_parse(tstate *t, mv_cstat *c)
 /* The live column row of @t with id @id (a field too), or NULL. */
 static const orow *column_by_id(tstate *t, int64_t id)
 {
-    for (size_t i = 0; i < t->ncols; i++)
-        if (mv_orow_int(&t->cols[i], "column_id", -1) == id) return &t->cols[i];
+    const moraine_relation_info *rel = NULL;
+    int ic = -1; /* column_id, resolved once per relation */
+    for (size_t i = 0; i < t->ncols; i++) {
+        const orow *c = &t->cols[i];
+        if (c->rel != rel) ic = moraine_column_index(rel = c->rel, "column_id");
+        if ((ic >= 0 && c->v[ic].type == MORAINE_INT ? c->v[ic].i : -1) == id) return c; /* mv_orow_int(c, "column_id", -1) */
+    }
     return NULL;
 }
 
@@ -255,17 +269,70 @@ static int col_bool(const moraine_row *r, int i, int *has, int *v)
 
 void mv_cstats_free_set(mv_cstat *a, size_t n) { cs_free_all(a, n, 1); }
 
-/* Takes committed row @raw (as read: type NULL, min/max unparsed) into
- * t->cst when its column is live: in the column's current type, min/max
- * parsed (EINVAL naming the text when one is not a value of it). ENOMEM. */
-static int cst_take(tstate *t, const mv_cstat *raw)
+/* ducklake_table_column_stats' columns (-1: the catalog lacks one). */
+typedef struct {
+    int it, ic, inl, inan, imin, imax, ie;
+} cst_cols;
+
+static void cst_cols_of(cst_cols *x, const moraine_relation_info *rel)
+{
+    x->it = moraine_column_index(rel, "table_id"), x->ic = moraine_column_index(rel, "column_id");
+    x->inl = moraine_column_index(rel, "contains_null"), x->inan = moraine_column_index(rel, "contains_nan");
+    x->imin = moraine_column_index(rel, "min_value"), x->imax = moraine_column_index(rel, "max_value");
+    x->ie = moraine_column_index(rel, "extra_stats");
+}
+
+/* A ducklake_table_column_stats row of column @cid as read (type NULL,
+ * min/max unparsed, texts owned: what mv_loaded.cst keeps) into *s: the
+ * one decoding of such a row, for the rows scanned and for the rows a
+ * commit wrote (mv_cstats_refresh). ENOMEM (nothing left owned). */
+static int cst_decode(const cst_cols *x, const moraine_row *row, int64_t cid, mv_cstat *s)
+{
+    *s = (mv_cstat){.column_id = cid, .ord = row->ord};
+    int has_null_value;
+    col_bool(row, x->inl, &s->has_nulls, &has_null_value);
+    s->null_count = has_null_value ? 1 : 0;
+    col_bool(row, x->inan, &s->has_nan, &s->nan);
+    int oom = 0;
+    s->min = col_text(row, x->imin, &oom);
+    s->max = col_text(row, x->imax, &oom);
+    s->extra = col_text(row, x->ie, &oom);
+    s->has_min = s->min != NULL, s->has_max = s->max != NULL;
+    s->any_valid = s->has_min || s->has_max || (x->ie >= 0 && row->vals[x->ie].type == MORAINE_STR);
+    if (oom) {
+        free(s->min), free(s->max), free(s->extra);
+        s->min = s->max = s->extra = NULL;
+        return mr_err(MORAINE_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* Takes committed row @raw (as read: min/max unparsed) into t->cst when
+ * its column is live: in the column's current type, min/max parsed (EINVAL
+ * naming the text when one is not a value of it). ENOMEM. A row kept for
+ * the commit (@keep) remembers its parse: raw->type becomes a copy of the
+ * type parsed in and raw->k / kmin / kmax what cs_parse gave, and a row
+ * whose raw->type is the column's type takes them instead of parsing the
+ * same texts in the same type again (the parse is a function of the two). */
+static int cst_take(tstate *t, mv_cstat *raw, int keep)
 {
     const orow *col = column_by_id(t, raw->column_id);
     if (!col) return 0; /* a dropped column: DuckLake no longer reads (or writes) its row */
     mv_cstat s = *raw;
     s.type = (char *)mv_orow_str(col, "column_type");
     mv_cstat *d;
-    int rc = cs_parse(t, &s);
+    int rc = 0;
+    if (raw->type && s.type && strcmp(raw->type, s.type) == 0) {
+        s.k = raw->k, s.kmin = raw->kmin, s.kmax = raw->kmax;
+    } else {
+        rc = cs_parse(t, &s);
+        char *ty = !rc && keep && s.type ? strdup(s.type) : NULL;
+        if (ty) { /* no memory: only the parse is not remembered */
+            free(raw->type);
+            raw->type = ty;
+            raw->k = s.k, raw->kmin = s.kmin, raw->kmax = s.kmax;
+        }
+    }
     if (!rc) rc = cs_push(&t->cst, &t->ncst, &s, &s.kmin, &s.kmax, &d, 1);
     if (!rc) d->ord = raw->ord;
     return rc;
@@ -280,9 +347,9 @@ int mv_cstats_load(model *m, tstate *t)
     t->cst_base_stats = t->stats_ord >= 0;
     t->cst_base_records = t->record_count;
     if (!mv_rel(m, "ducklake_table_column_stats") || t->created) return 0;
-    const mv_loaded *kept = mv_reads_use(m, t->table_id);
+    mv_loaded *kept = mv_reads_use(m, t->table_id);
     if (kept && kept->has_cst) {
-        for (size_t i = 0; !rc && i < kept->ncst; i++) rc = cst_take(t, &kept->cst[i]);
+        for (size_t i = 0; !rc && i < kept->ncst; i++) rc = cst_take(t, &kept->cst[i], 1);
         return rc;
     }
     /* the table's rows as read, kept for the commit when this is a checking model */
@@ -294,33 +361,18 @@ int mv_cstats_load(model *m, tstate *t)
     moraine_row row;
     if ((rc = moraine_scan_open(m->rd, "ducklake_table_column_stats", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c))) return rc;
     /* the relation's columns, resolved on the first row (every row is of the same relation) */
-    int it = -1, ic = -1, inl = -1, inan = -1, imin = -1, imax = -1, ie = -1;
+    cst_cols x = {0};
     const moraine_relation_info *rel = NULL;
     while (!rc && (rc = moraine_cursor_next(c, &row)) == 1) {
         rc = 0;
-        if (row.rel != rel) {
-            rel = row.rel;
-            it = moraine_column_index(rel, "table_id"), ic = moraine_column_index(rel, "column_id");
-            inl = moraine_column_index(rel, "contains_null"), inan = moraine_column_index(rel, "contains_nan");
-            imin = moraine_column_index(rel, "min_value"), imax = moraine_column_index(rel, "max_value");
-            ie = moraine_column_index(rel, "extra_stats");
-        }
+        if (row.rel != rel) cst_cols_of(&x, rel = row.rel);
         int64_t tid, cid;
-        if (!col_int(&row, it, &tid) || tid != t->table_id) continue;
-        if (!col_int(&row, ic, &cid)) continue;
+        if (!col_int(&row, x.it, &tid) || tid != t->table_id) continue;
+        if (!col_int(&row, x.ic, &cid)) continue;
         if (!keep && !column_by_id(t, cid)) continue; /* a dropped column (cst_take would skip it) */
-        mv_cstat s = {.column_id = cid, .ord = row.ord};
-        int has_null_value;
-        col_bool(&row, inl, &s.has_nulls, &has_null_value);
-        s.null_count = has_null_value ? 1 : 0;
-        col_bool(&row, inan, &s.has_nan, &s.nan);
-        int oom = 0;
-        s.min = col_text(&row, imin, &oom);
-        s.max = col_text(&row, imax, &oom);
-        s.extra = col_text(&row, ie, &oom);
-        s.has_min = s.min != NULL, s.has_max = s.max != NULL;
-        s.any_valid = s.has_min || s.has_max || (ie >= 0 && row.vals[ie].type == MORAINE_STR);
-        rc = oom ? mr_err(MORAINE_ENOMEM, "out of memory") : cst_take(t, &s);
+        mv_cstat s;
+        rc = cst_decode(&x, &row, cid, &s);
+        if (!rc) rc = cst_take(t, &s, keep != NULL);
         if (!rc && keep) {
             mv_cstat *p = realloc(raws, (nraws + 1) * sizeof *p);
             if (!p) rc = mr_err(MORAINE_ENOMEM, "out of memory");
@@ -330,7 +382,7 @@ int mv_cstats_load(model *m, tstate *t)
                 continue;
             }
         }
-        free(s.min), free(s.max), free(s.extra);
+        free(s.type), free(s.min), free(s.max), free(s.extra);
     }
     moraine_cursor_close(c);
     if (rc >= 0 && keep && !keep->has_cst) {
@@ -515,6 +567,51 @@ static int delete_rows(model *m, tstate *t)
     return rc < 0 ? rc : 0;
 }
 
+/* The ducklake_table_column_stats row DuckLake writes for @c of @t into
+ * @v (@r's ncols values; its texts point at @c's). */
+static void cst_row(const cst_cols *x, const moraine_relation_info *r, const tstate *t, const mv_cstat *c, moraine_value *v)
+{
+    for (size_t k = 0; k < r->ncols; k++) v[k] = (moraine_value){.type = MORAINE_NULL};
+    if (x->it >= 0) v[x->it] = (moraine_value){.type = MORAINE_INT, .i = t->table_id};
+    if (x->ic >= 0) v[x->ic] = (moraine_value){.type = MORAINE_INT, .i = c->column_id};
+    if (x->inl >= 0 && c->has_nulls) v[x->inl] = (moraine_value){.type = MORAINE_BOOL, .i = c->null_count > 0};
+    if (x->inan >= 0 && c->has_nan) v[x->inan] = (moraine_value){.type = MORAINE_BOOL, .i = c->nan != 0};
+    if (x->imin >= 0 && c->has_min && c->min) v[x->imin] = (moraine_value){.type = MORAINE_STR, .s = c->min, .len = strlen(c->min)};
+    if (x->imax >= 0 && c->has_max && c->max) v[x->imax] = (moraine_value){.type = MORAINE_STR, .s = c->max, .len = strlen(c->max)};
+    if (x->ie >= 0 && c->extra) v[x->ie] = (moraine_value){.type = MORAINE_STR, .s = c->extra, .len = strlen(c->extra)};
+}
+
+/* Text cell @i of @v against @text (NULL: the cell is not a text). */
+static int same_text(const moraine_value *v, int i, const char *text)
+{
+    int has = i >= 0 && v[i].type == MORAINE_STR;
+    if (!has || !text) return !has && !text;
+    return strlen(text) == v[i].len && memcmp(text, v[i].s, v[i].len) == 0;
+}
+
+/* Boolean cell @i of @v against what cst_decode made of one (@has, @val). */
+static int same_bool(const moraine_value *v, int i, int has, int val)
+{
+    int vh = i >= 0 && (v[i].type == MORAINE_BOOL || v[i].type == MORAINE_INT);
+    return vh == has && (!vh || (v[i].i != 0) == (val != 0));
+}
+
+/* 1 when the row at @c's place is one this handle's last commit wrote
+ * (@kept's row there was decoded from the very values written:
+ * mv_cstats_refresh) and the values @v of @c (cst_row) decode to the same
+ * row: cst_row's values are a function of what they decode to (booleans
+ * are BOOL or NULL, texts STR or NULL, the ids the same), so @v are the
+ * values written then and put_row would write the same bytes again. */
+static int cst_unchanged(const cst_cols *x, const moraine_value *v, const mv_loaded *kept, const mv_cstat *c)
+{
+    const mv_cstat *old = NULL;
+    for (size_t j = 0; j < kept->ncst && !old; j++)
+        if (kept->cst[j].ord == c->ord) old = &kept->cst[j];
+    if (!old || !old->written || old->column_id != c->column_id) return 0;
+    return same_bool(v, x->inl, old->has_nulls, old->null_count > 0) && same_bool(v, x->inan, old->has_nan, old->nan) &&
+           same_text(v, x->imin, old->min) && same_text(v, x->imax, old->max) && same_text(v, x->ie, old->extra);
+}
+
 int mv_cstats_emit(model *m, tstate *t)
 {
     /* only a commit with data verbs on the table writes its rows (a type change alone loads them, writes none) */
@@ -554,23 +651,55 @@ int mv_cstats_emit(model *m, tstate *t)
     if (t->ncst) qsort(t->cst, t->ncst, sizeof *t->cst, cs_cmp_id); /* qsort(NULL, 0, ...) is undefined (UBSan) */
     moraine_value *v = calloc(r->ncols ? r->ncols : 1, sizeof *v);
     if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
-    int it = moraine_column_index(r, "table_id"), ic = moraine_column_index(r, "column_id"), inl = moraine_column_index(r, "contains_null"),
-        inan = moraine_column_index(r, "contains_nan"), imin = moraine_column_index(r, "min_value"), imax = moraine_column_index(r, "max_value"),
-        iex = moraine_column_index(r, "extra_stats");
+    cst_cols x;
+    cst_cols_of(&x, r);
+    /* the rows as this handle's last commit wrote them, when the commit reads through them */
+    const mv_loaded *kept = mv_reads_use(m, t->table_id);
+    if (kept && !kept->has_cst) kept = NULL;
     for (size_t i = 0; !rc && i < t->ncst; i++) {
         mv_cstat *c = &t->cst[i];
         /* UpdateGlobalTableStatsSql: an UPDATE changes existing rows only */
         if (t->cst_base_stats && c->ord < 0) continue;
-        for (size_t k = 0; k < r->ncols; k++) v[k] = (moraine_value){.type = MORAINE_NULL};
-        if (it >= 0) v[it] = (moraine_value){.type = MORAINE_INT, .i = t->table_id};
-        if (ic >= 0) v[ic] = (moraine_value){.type = MORAINE_INT, .i = c->column_id};
-        if (inl >= 0 && c->has_nulls) v[inl] = (moraine_value){.type = MORAINE_BOOL, .i = c->null_count > 0};
-        if (inan >= 0 && c->has_nan) v[inan] = (moraine_value){.type = MORAINE_BOOL, .i = c->nan != 0};
-        if (imin >= 0 && c->has_min && c->min) v[imin] = (moraine_value){.type = MORAINE_STR, .s = c->min, .len = strlen(c->min)};
-        if (imax >= 0 && c->has_max && c->max) v[imax] = (moraine_value){.type = MORAINE_STR, .s = c->max, .len = strlen(c->max)};
-        if (iex >= 0 && c->extra) v[iex] = (moraine_value){.type = MORAINE_STR, .s = c->extra, .len = strlen(c->extra)};
+        cst_row(&x, r, t, c, v);
+        if (c->ord >= 0 && kept && cst_unchanged(&x, v, kept, c)) continue; /* the same bytes are there already */
         rc = c->ord >= 0 ? moraine_txn_put_row(m->stx, r->name, v, r->ncols, c->ord) : moraine_txn_insert(m->stx, r->name, v, r->ncols, -1);
     }
     free(v);
     return rc;
+}
+
+int mv_cstats_refresh(model *m, tstate *t, mv_loaded *l)
+{
+    const moraine_relation_info *r = mv_rel(m, "ducklake_table_column_stats");
+    if (!r || !l->has_cst || !t->cst_base_stats) return 1;
+    moraine_value *v = calloc(r->ncols ? r->ncols : 1, sizeof *v);
+    if (!v) return 1;
+    cst_cols x;
+    cst_cols_of(&x, r);
+    int bad = 0;
+    for (size_t i = 0; !bad && i < t->ncst; i++) {
+        const mv_cstat *c = &t->cst[i];
+        if (c->ord < 0) continue; /* not written (an UPDATE changes existing rows only) */
+        mv_cstat *old = NULL;
+        for (size_t j = 0; j < l->ncst && !old; j++)
+            if (l->cst[j].ord == c->ord) old = &l->cst[j];
+        if (!old || old->column_id != c->column_id) {
+            bad = 1;
+            break;
+        }
+        cst_row(&x, r, t, c, v);
+        moraine_row row = {.rel = r, .ncols = r->ncols, .vals = v, .ord = c->ord};
+        mv_cstat s;
+        if (cst_decode(&x, &row, c->column_id, &s)) {
+            bad = 1;
+            break;
+        }
+        /* c's parse is its texts' (each merge takes a text with its parse), in c's type */
+        if (c->type && (s.type = strdup(c->type))) s.k = c->k, s.kmin = c->kmin, s.kmax = c->kmax;
+        s.written = 1;
+        cs_clear(old, 1);
+        *old = s;
+    }
+    free(v);
+    return bad;
 }

@@ -300,6 +300,11 @@ static int emit_snapshot(model *m, moraine_tx *tx)
     mv_orow_set_int(&s, "next_catalog_id", m->next_catalog_id);
     mv_orow_set_int(&s, "next_file_id", m->next_file_id);
     if (!rc) rc = mv_emit_insert(m, &s);
+    if (!rc) { /* what mv_model_init_at reads of the row, for the handle's cache */
+        m->wrote_catalog_id = mv_orow_int(&s, "next_catalog_id", 0), m->wrote_file_id = mv_orow_int(&s, "next_file_id", 0);
+        m->wrote_schema_version = mv_orow_int(&s, "schema_version", 0);
+        m->wrote_snapshot = 1;
+    }
     mv_orow_free(&s);
     mr_buf changes = {0};
     if (!rc) rc = build_changes(m, &changes);
@@ -539,9 +544,8 @@ int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
         moraine_tx_abort(tx);
         return rc;
     }
-    rc = mv_model_init(&m, db, stx);
     /* what the checking model read, when the commit reads the same LMDB snapshot (mv_reads_use) */
-    m.reads = &tx->reads;
+    rc = mv_model_init_reads(&m, db, stx, &tx->reads);
     if (!rc && m.base != tx->m.base) {
         /* the checking model's reads are over: reopen a read on the newest snapshot for the conflict check */
         rc = check_conflicts(&m, &tx->m);
@@ -570,13 +574,17 @@ int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
         moraine_tx_abort(tx);
         return mr_err(rc, "%s", msg);
     }
+    /* the tables' reads brought to what this commit writes, for the handle's next transaction */
+    int cache = changed && mv_cache_prepare(tx, &m);
     mv_model_free(&m);
     if (!changed) {
         moraine_txn_abort(stx);
         moraine_tx_abort(tx);
         return 0;
     }
+    uint64_t txnid = mr_txn_lmdb_id(stx);
     rc = moraine_txn_commit(stx);
+    if (!rc && cache && txnid) mv_cache_put(tx, txnid, snap);
     moraine_tx_abort(tx);
     if (!rc && snapshot_out) *snapshot_out = snap;
     return rc;

@@ -400,12 +400,15 @@ static int check_partition_values(tstate *t, const verb *v)
                 type = mv_orow_str(&t->cols[c], "column_type");
                 cname = mv_orow_str(&t->cols[c], "column_name");
             }
-        char ctx[256];
-        snprintf(ctx, sizeof ctx, "add_data_files: the live partition spec of \"%s\", key %zu (%s)", v->table, k, cname ? cname : "?");
         mv_transform tr;
-        /* a spec DuckLake could not load (an imported catalog's) takes no files */
-        int rc = mv_transform_parse(mv_orow_str(pc, "transform"), &tr, ctx);
-        if (rc) return rc;
+        /* a spec DuckLake could not load (an imported catalog's) takes no files; the message's
+         * context (each message is "CONTEXT: ...") is written only then */
+        int rc = mv_transform_parse(mv_orow_str(pc, "transform"), &tr, "");
+        if (rc) {
+            char ctx[256];
+            snprintf(ctx, sizeof ctx, "add_data_files: the live partition spec of \"%s\", key %zu (%s)", v->table, k, cname ? cname : "?");
+            return mr_err(rc, "%s%s", ctx, moraine_errmsg());
+        }
         for (size_t i = 0; i < v->nfiles; i++) {
             const moraine_data_file *f = &v->files[i];
             if ((rc = mv_partition_value_check(&tr, type, f->partition_values[k])))

@@ -12,6 +12,7 @@
  *   verbs_colstats.c ducklake_table_column_stats of the data verbs
  *   verbs_tx.c       the transaction: verbs recorded and checked (moraine_tx_*)
  *   verbs_commit.c   the commit: conflicts, catalog ids, the snapshot
+ *   verbs_cache.c    the handle's cache of the tables its last commit wrote
  *   verbs_init.c     moraine_init
  *
  * A verb transaction records logical verbs. Each verb is checked when it is
@@ -78,6 +79,7 @@ typedef struct {
     mr_statkind k;         /* how @type compares; kmin / kmax: min and max parsed */
     mr_statkey kmin, kmax;
     int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
+    int written;           /* a kept row (mv_loaded.cst) decoded from the values this handle's commit wrote at @ord (mv_cstats_refresh) */
 } mv_cstat;
 
 
@@ -199,7 +201,8 @@ typedef struct {
  * before any verb changed it (verbs_catalog.c): its ducklake_table row, its
  * live columns and specs (load_table), its ducklake_table_stats row
  * (mv_load_stats) and its ducklake_table_column_stats rows (mv_cstats_load:
- * every row of the table, type NULL, min/max unparsed, texts owned). */
+ * every row of the table, texts owned; type: NULL, or the column type the
+ * row's min/max were parsed in, k / kmin / kmax holding that parse). */
 typedef struct {
     int64_t table_id, schema_id;
     orow row;
@@ -224,12 +227,21 @@ typedef struct {
  * store again. Every read kept is of LMDB snapshot @txn; once a verb reads
  * another one (something was committed between two verbs), nothing more is
  * kept or used (@off). */
-typedef struct {
+typedef struct mv_reads_s {
     uint64_t txn;
     int64_t base; /* the catalog snapshot the reads kept were of (the model's base) */
     int off;
+    /* taken from the handle's cache (verbs_cache.c): the checking model
+     * uses them too (the rows a read of LMDB snapshot @txn gives) */
+    int seeded;
     mv_loaded *t;
     size_t n;
+    /* the model's start at @base (mv_model_init_reads): the ducklake_snapshot
+     * row's counters and the live ducklake_schema rows */
+    int has_base;
+    int64_t next_catalog_id, next_file_id, schema_version;
+    orow *schemas;
+    size_t nschemas;
 } mv_reads;
 
 typedef struct {
@@ -254,12 +266,16 @@ typedef struct {
     int64_t *dropped_schemas; /* schema_ids, for the change list */
     size_t ndropped_schemas;
     mv_reads *reads;          /* the transaction's reads kept (the checking model keeps, the commit uses), or NULL */
+    /* the counters of the ducklake_snapshot row the commit wrote (emit_snapshot), as a read of it gives them */
+    int wrote_snapshot;
+    int64_t wrote_catalog_id, wrote_file_id, wrote_schema_version;
 } model;
 
 /* Frees the reads kept (the struct is zeroed). */
 void mv_reads_free(mv_reads *r);
-/* The reads kept of table @table_id that model @m may use (the commit, on
- * the same LMDB snapshot), or NULL. */
+/* The reads kept of table @table_id that model @m may use (the commit, or
+ * a checking model whose reads came from the handle's cache, on the same
+ * LMDB snapshot and catalog snapshot), or NULL. */
 mv_loaded *mv_reads_use(model *m, int64_t table_id);
 /* The entry in which checking model @m keeps what it reads of table
  * @table_id (created empty), or NULL: @m keeps nothing (not a checking
@@ -289,6 +305,13 @@ int mv_take_row(orow **arr, size_t *n, orow *r);
 int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at);
 /* mv_model_init_at of the newest snapshot. */
 int mv_model_init(model *m, moraine_db *db, moraine_txn *stx);
+/* mv_model_init of a model that keeps its reads in @r (m->reads = @r): a
+ * checking model (@stx NULL) first takes the handle's cache into an empty
+ * @r (mv_cache_take); a model whose LMDB snapshot is the one @r's reads are
+ * of (a commit's, or a checking model's when @r came from the cache) starts
+ * from @r's counters and schemas instead of reading them; a checking model
+ * that read them keeps them in @r. Errors: those of mv_model_init_at. */
+int mv_model_init_reads(model *m, moraine_db *db, moraine_txn *stx, mv_reads *r);
 /* The live schema @name (NULL: "main"), or NULL. */
 sstate *mv_find_schema(model *m, const char *name);
 /* The schema with id @id (live or not), or NULL. */
@@ -461,6 +484,13 @@ int mv_cstats_add_sum(mv_cstat **set, size_t *nset, const verb *v);
 void mv_cstats_sum_free(verb *v);
 /* Writes @t's ducklake_table_column_stats rows at commit. Read and staged-commit errors. */
 int mv_cstats_emit(model *m, tstate *t);
+/* After mv_cstats_emit wrote @t's rows in place (the table had a
+ * ducklake_table_stats row), sets the rows kept in @l (@t's rows as read
+ * before the commit) to what a read of the commit's LMDB snapshot gives:
+ * each row written is decoded from the very values written, at its place.
+ * 0 when done; 1 when @l cannot be brought up to date (no rows kept, a row
+ * written that is not among them, no memory): the caller drops @l. */
+int mv_cstats_refresh(model *m, tstate *t, mv_loaded *l);
 /* Frees @t's statistics. */
 void mv_cstats_free(tstate *t);
 
@@ -492,6 +522,23 @@ struct moraine_tx {
 /* Applies verb @v to model @m: the verb's family function. EINVAL for an
  * unknown kind, else what that function returns. */
 int mv_apply(model *m, verb *v);
+
+/* ---- the handle's cache of tables (verbs_cache.c) ---- */
+
+/* At moraine_tx_begin, the checking model's read of LMDB snapshot @txn
+ * just begun: moves the handle's cache into the empty reads @r (seeded)
+ * when it is of that very LMDB snapshot; a cache of any other is freed. */
+void mv_cache_take(moraine_db *db, mv_reads *r, uint64_t txn);
+/* At commit, after the rows were emitted and before model @m is freed:
+ * 1 when the commit leaves every table it read in a state the kept reads
+ * can be brought to exactly (only add_data_files verbs, on tables that had
+ * a ducklake_table_stats row, read through the kept reads), which it then
+ * does (stats and column stats rows as written, the counters of the
+ * snapshot written); else 0 (nothing cached). */
+int mv_cache_prepare(moraine_tx *tx, model *m);
+/* After the LMDB commit @txnid of snapshot @snap succeeded: moves tx->reads
+ * (brought up to date by mv_cache_prepare) into the handle's cache. */
+void mv_cache_put(moraine_tx *tx, uint64_t txnid, int64_t snap);
 
 /* ---- the commit (verbs_commit.c) ---- */
 

@@ -194,13 +194,15 @@ int moraine_tx_begin(moraine_db *db, moraine_tx **out)
     moraine_tx *tx = calloc(1, sizeof *tx);
     if (!tx) return mr_err(MORAINE_ENOMEM, "out of memory");
     tx->db = db;
-    int rc = mv_model_init(&tx->m, db, NULL);
+    /* what the verbs read is kept for the commit (tx->reads), starting from
+     * what this handle's last commit left, when nothing was written since */
+    int rc = mv_model_init_reads(&tx->m, db, NULL, &tx->reads);
     if (rc) {
         mv_model_free(&tx->m);
+        mv_reads_free(&tx->reads);
         free(tx);
         return rc;
     }
-    tx->m.reads = &tx->reads; /* what the verbs read, kept for the commit */
     /* the checking model does not hold its read open: reads are per verb */
     moraine_read_end(tx->m.rd);
     tx->m.rd = NULL;
