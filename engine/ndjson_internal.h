@@ -12,11 +12,24 @@ typedef struct {
     char *name;
     char **cols;
     size_t ncols;
+    size_t *collen;     /* strlen of each column name (fast_row's, made at its first row) */
+    unsigned char *colplain; /* (in collen's block) per column: its name has no quote, backslash or control character, and is UTF-8 */
     mr_rel *rel;        /* descriptor built for checking (not the store's) */
+    /* Rows given as values, or read from a file that is one JSON array: */
     mr_buf data;        /* rows encoded with mr_encode_row */
     size_t *off;        /* start of row i in data */
-    size_t *line;       /* source line of row i */
+    size_t *line;       /* source line (or number) of row i */
     size_t nrows, caprows;
+    /* Rows of a file of JSON lines (file set): kept as where they start in
+     * the file, which stays mapped read-only (file pages, not the
+     * process's own memory), and parsed again whenever they are read
+     * (mr_nd_row_at); their line numbers are counted when a message needs
+     * one (mr_nd_line). */
+    int file;
+    const char *map;    /* the file's bytes: mmap'd (mapped) or read whole (a pipe, say) */
+    size_t mapsz;
+    int mapped;
+    uint64_t *foff;     /* (file) where row i's text starts in map (its leading blanks skipped) */
     int slim;           /* only checked, never replayed: keep only the columns the plan reads */
     unsigned char *keep; /* (slim) per column: kept (else stored as NULL) */
 } table;
@@ -31,15 +44,27 @@ typedef struct {
     moraine_progress_fn progress; /* the check phase reports rows read as (read, 0) */
     void *ud;
     uint64_t read;
+    void *jrow;                 /* (file rows) the json_t of the row mr_nd_row_at read last, if jansson read it */
+    char *owned[256];           /* (file rows) text of its nested values */
+    size_t nowned;
+    uint64_t touched;           /* file rows read since the maps' pages were last let go */
 } tables;
 
 enum { PH_END = 0, PH_SNAPSHOT = 1, PH_INSERT = 2, PH_CHILD = 3, PH_ROWS = 4 };
 
+/* One step of the replay, 16 bytes: its snapshot, then its phase, table
+ * and row packed so that one integer comparison orders them as (phase,
+ * table, row): phase 3 bits, table OP_TABLE_BITS, row OP_ROW_BITS. */
+#define OP_TABLE_BITS 21
+#define OP_ROW_BITS 40
 typedef struct {
     int64_t snap;
-    uint32_t phase, table;
-    uint64_t row;
+    uint64_t k;
 } op;
+
+static inline uint32_t op_phase(const op *p) { return (uint32_t)(p->k >> (OP_TABLE_BITS + OP_ROW_BITS)); }
+static inline uint32_t op_table(const op *p) { return (uint32_t)(p->k >> OP_ROW_BITS) & ((1u << OP_TABLE_BITS) - 1); }
+static inline uint64_t op_row(const op *p) { return p->k & ((1ULL << OP_ROW_BITS) - 1); }
 
 typedef struct {
     op *v;
@@ -49,6 +74,9 @@ typedef struct {
 /* Row @i of @t decoded into ts->vals (valid until the next call): *vals, its
  * position in *ord. ENOMEM, ECORRUPT. (ndjson.c) */
 int mr_nd_row_at(tables *ts, table *t, size_t i, moraine_value **vals, int64_t *ord);
+/* The source line of row @i of @t (rows given as values: its number in its
+ * table), for messages. (ndjson.c) */
+size_t mr_nd_line(const table *t, size_t i);
 /* The table named @name, or NULL. (ndjson.c) */
 table *mr_nd_find_table(tables *ts, const char *name);
 /* Checks the tables' rows (references, parents, snapshots) and orders them

@@ -11,17 +11,87 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int op_cmp(const void *a, const void *b)
+static inline int op_less(const op *x, const op *y)
 {
-    const op *x = a, *y = b;
-    if (x->snap != y->snap) return x->snap < y->snap ? -1 : 1;
-    if (x->phase != y->phase) return x->phase < y->phase ? -1 : 1;
-    if (x->table != y->table) return x->table < y->table ? -1 : 1;
-    return (x->row > y->row) - (x->row < y->row);
+    return x->snap != y->snap ? x->snap < y->snap : x->k < y->k;
+}
+
+static void op_swap(op *a, op *b)
+{
+    op t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void op_sift(op *v, size_t n, size_t i)
+{
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) return;
+        if (c + 1 < n && op_less(&v[c], &v[c + 1])) c++;
+        if (!op_less(&v[i], &v[c])) return;
+        op_swap(&v[i], &v[c]);
+        i = c;
+    }
+}
+
+/* Sorts @v in place by (snapshot, phase, table, row): an introsort (quicksort
+ * with the median of three, heapsort past a depth limit, insertion sort for
+ * short runs). In place: qsort would allocate a copy of the whole plan for
+ * its merge sort. The keys are unique, so any sort gives the same order. */
+static void op_sort(op *v, size_t n, int depth)
+{
+    while (n > 16) {
+        if (depth-- == 0) {
+            for (size_t i = n / 2; i-- > 0;) op_sift(v, n, i);
+            for (size_t i = n - 1; i > 0; i--) {
+                op_swap(&v[0], &v[i]);
+                op_sift(v, i, 0);
+            }
+            return;
+        }
+        size_t m = n / 2;
+        if (op_less(&v[m], &v[0])) op_swap(&v[m], &v[0]);
+        if (op_less(&v[n - 1], &v[0])) op_swap(&v[n - 1], &v[0]);
+        if (op_less(&v[n - 1], &v[m])) op_swap(&v[n - 1], &v[m]);
+        op pivot = v[m];
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (op_less(&v[i], &pivot)) i++;
+            while (op_less(&pivot, &v[j])) j--;
+            if (i >= j) break;
+            op_swap(&v[i], &v[j]);
+            i++;
+            j--;
+        }
+        /* [0, j] <= pivot <= [j + 1, n): recurse into the smaller side */
+        size_t left = j + 1;
+        if (left >= n) { /* (equal keys only: none in a plan) */
+            depth = 0;
+            continue;
+        }
+        if (left < n - left) {
+            op_sort(v, left, depth);
+            v += left;
+            n -= left;
+        } else {
+            op_sort(v + left, n - left, depth);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        op x = v[i];
+        size_t j = i;
+        for (; j > 0 && op_less(&x, &v[j - 1]); j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
 }
 
 static int push(ops *o, int64_t snap, uint32_t phase, uint32_t tbl, uint64_t row)
 {
+    if (tbl >= (1u << OP_TABLE_BITS) || row >= (1ULL << OP_ROW_BITS))
+        return mr_err(MORAINE_EINVAL, "the import has more tables (%u) or rows in a table (%llu) than its plan can hold",
+                      tbl + 1, (unsigned long long)row + 1);
     if (o->n == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 1024;
         op *p = realloc(o->v, cap * sizeof *p);
@@ -29,7 +99,7 @@ static int push(ops *o, int64_t snap, uint32_t phase, uint32_t tbl, uint64_t row
         o->v = p;
         o->cap = cap;
     }
-    o->v[o->n++] = (op){snap, phase, tbl, row};
+    o->v[o->n++] = (op){snap, (uint64_t)phase << (OP_TABLE_BITS + OP_ROW_BITS) | (uint64_t)tbl << OP_ROW_BITS | row};
     return 0;
 }
 
@@ -127,8 +197,8 @@ static int key_of(mr_buf *b, const moraine_value *vals, const int *cols, int n)
  * file, "<table> row <n>" (1-based) for rows given as values. */
 static void row_where(const tables *ts, const table *t, size_t i, char *out, size_t n)
 {
-    if (ts->from_files) snprintf(out, n, "%s.ndjson:%zu", t->name, t->line[i]);
-    else snprintf(out, n, "%s row %zu", t->name, t->line[i]);
+    if (ts->from_files) snprintf(out, n, "%s.ndjson:%zu", t->name, mr_nd_line(t, i));
+    else snprintf(out, n, "%s row %zu", t->name, mr_nd_line(t, i));
 }
 
 /* Ids one table's rows name in another table, checked after the plan's first
@@ -365,7 +435,7 @@ int mr_nd_plan(tables *ts, ops *o)
     for (size_t ti = 0; ti < ts->n; ti++) keymap_free(&maps[ti]);
     free(maps);
     mr_buf_free(&kb);
-    if (!rc && o->n && !ts->slim) qsort(o->v, o->n, sizeof *o->v, op_cmp); /* (a check only needs no order) */
+    if (!rc && o->n && !ts->slim) op_sort(o->v, o->n, 2 * 64); /* (a check only needs no order) */
     return rc;
 }
 
