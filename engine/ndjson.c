@@ -691,7 +691,7 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
     uint64_t total = o->n, done = 0;
     int defined = 0;
     while (!rc && i < o->n) {
-        int64_t snap = o->v[i].snap;
+        int64_t snap = op_snap(o, i);
         moraine_txn *txn;
         if ((rc = moraine_txn_begin(db, snap, &txn))) break;
         if (!defined) {
@@ -700,14 +700,13 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
                 rc = moraine_txn_define(txn, ts->t[ti].name, ts->t[ti].ncols, (const char *const *)ts->t[ti].cols);
             defined = 1;
         }
-        for (; !rc && i < o->n && o->v[i].snap == snap; i++) {
-            op *p = &o->v[i];
-            table *t = &ts->t[op_table(p)];
-            size_t row = (size_t)op_row(p);
+        for (; !rc && i < o->n && op_snap(o, i) == snap; i++) {
+            table *t = &ts->t[op_table(o, i)];
+            size_t row = (size_t)op_row(o, i);
             moraine_value *v;
             int64_t ord;
             if ((rc = mr_nd_row_at(ts, t, row, &v, &ord))) break;
-            switch (op_phase(p)) {
+            switch (op_phase(o, i)) {
             case PH_END: {
                 /* the row as it was live: end it at this snapshot */
                 moraine_value saved = v[t->rel->info.end_col];
@@ -809,7 +808,7 @@ static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progres
             rc = mr_err(rc, "%s (import undone: the catalog is empty again)", m);
         }
     }
-    free(o.v);
+    mr_nd_ops_free(&o);
     return rc;
 }
 
@@ -876,7 +875,7 @@ static int check_tables(tables *ts)
 {
     ops o = {0};
     int rc = mr_nd_plan(ts, &o);
-    free(o.v);
+    mr_nd_ops_free(&o);
     return rc;
 }
 

@@ -52,24 +52,22 @@ typedef struct {
 
 enum { PH_END = 0, PH_SNAPSHOT = 1, PH_INSERT = 2, PH_CHILD = 3, PH_ROWS = 4 };
 
-/* One step of the replay, 16 bytes: its snapshot, then its phase, table
- * and row packed so that one integer comparison orders them as (phase,
- * table, row): phase 3 bits, table OP_TABLE_BITS, row OP_ROW_BITS. */
-#define OP_TABLE_BITS 21
-#define OP_ROW_BITS 40
+/* The replay plan: one step per row (and one more per version ended at a
+ * later snapshot), 8 bytes each: the snapshot's index in snaps, the phase
+ * (PH_*, 3 bits), the table and the row packed high to low, so that sorting
+ * the integers orders the steps by (snapshot, phase, table, row). */
 typedef struct {
-    int64_t snap;
-    uint64_t k;
-} op;
-
-static inline uint32_t op_phase(const op *p) { return (uint32_t)(p->k >> (OP_TABLE_BITS + OP_ROW_BITS)); }
-static inline uint32_t op_table(const op *p) { return (uint32_t)(p->k >> OP_ROW_BITS) & ((1u << OP_TABLE_BITS) - 1); }
-static inline uint64_t op_row(const op *p) { return p->k & ((1ULL << OP_ROW_BITS) - 1); }
-
-typedef struct {
-    op *v;
+    uint64_t *v;
     size_t n, cap;
+    int64_t *snaps;     /* the snapshots the steps name, ascending */
+    size_t nsnaps;
+    unsigned row_bits, table_bits;
 } ops;
+
+static inline uint64_t op_row(const ops *o, size_t i) { return o->v[i] & ((1ULL << o->row_bits) - 1); }
+static inline uint32_t op_table(const ops *o, size_t i) { return (uint32_t)((o->v[i] >> o->row_bits) & ((1ULL << o->table_bits) - 1)); }
+static inline uint32_t op_phase(const ops *o, size_t i) { return (uint32_t)((o->v[i] >> (o->row_bits + o->table_bits)) & 7); }
+static inline int64_t op_snap(const ops *o, size_t i) { return o->snaps[o->v[i] >> (o->row_bits + o->table_bits + 3)]; }
 
 /* Row @i of @t decoded into ts->vals (valid until the next call): *vals, its
  * position in *ord. ENOMEM, ECORRUPT. (ndjson.c) */
@@ -80,9 +78,11 @@ size_t mr_nd_line(const table *t, size_t i);
 /* The table named @name, or NULL. (ndjson.c) */
 table *mr_nd_find_table(tables *ts, const char *name);
 /* Checks the tables' rows (references, parents, snapshots) and orders them
- * into @o: for each snapshot its ends, its snapshot row, its inserts, their
+ * into @o (freed with mr_nd_ops_free): for each snapshot its ends, its snapshot row, its inserts, their
  * children; non-temporal rows last. EINVAL naming file and line (or table and
  * row), ENOMEM. (ndjson_plan.c) */
 int mr_nd_plan(tables *ts, ops *o);
+/* Frees the plan @o. (ndjson_plan.c) */
+void mr_nd_ops_free(ops *o);
 
 #endif
