@@ -43,6 +43,12 @@ static int row_read(tables *ts)
     return 0;
 }
 
+/* Where row @i of a file's table starts in the file. */
+static size_t row_start(const table *t, size_t i)
+{
+    return t->mapsz <= UINT32_MAX ? ((const uint32_t *)t->foff)[i] : (size_t)((const uint64_t *)t->foff)[i];
+}
+
 /* Lets go of the row mr_nd_row_at read last through jansson. */
 static void release_row(tables *ts)
 {
@@ -102,7 +108,7 @@ static int file_row_at(tables *ts, table *t, size_t i, int64_t *ord)
     release_row(ts);
     touch_row(ts);
     *ord = (int64_t)i;
-    const char *p = t->map + t->foff[i], *e = t->map + t->mapsz;
+    const char *p = t->map + row_start(t, i), *e = t->map + t->mapsz;
     const char *nl = memchr(p, '\n', (size_t)(e - p));
     size_t len = (size_t)((nl ? nl : e) - p);
     while (len && p[len - 1] == '\r') len--;
@@ -141,7 +147,7 @@ size_t mr_nd_line(const table *t, size_t i)
     if (!t->file) return t->line[i];
     /* the lines before the row's, blank ones included, as the first read counted them */
     size_t n = 1;
-    const char *p = t->map, *e = t->map + t->foff[i];
+    const char *p = t->map, *e = t->map + row_start(t, i);
     while (p < e && (p = memchr(p, '\n', (size_t)(e - p)))) {
         n++;
         p++;
@@ -225,12 +231,14 @@ static int keep_row(table *t, const moraine_value *vals, const char *path, size_
     if (t->file) {
         if (t->nrows == t->caprows) {
             size_t cap = t->caprows ? t->caprows * 2 : 64;
-            uint64_t *f = realloc(t->foff, cap * sizeof *f);
+            /* 4 bytes a row in a file under 4 GiB, else 8 */
+            void *f = realloc(t->foff, cap * (t->mapsz <= UINT32_MAX ? sizeof(uint32_t) : sizeof(uint64_t)));
             if (!f) return mr_err(MORAINE_ENOMEM, "out of memory");
             t->foff = f;
             t->caprows = cap;
         }
-        t->foff[t->nrows++] = at;
+        if (t->mapsz <= UINT32_MAX) ((uint32_t *)t->foff)[t->nrows++] = (uint32_t)at;
+        else ((uint64_t *)t->foff)[t->nrows++] = at;
         return 0;
     }
     if (t->nrows == t->caprows) {

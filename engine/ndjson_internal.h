@@ -29,7 +29,8 @@ typedef struct {
     const char *map;    /* the file's bytes: mmap'd (mapped) or read whole (a pipe, say) */
     size_t mapsz;
     int mapped;
-    uint64_t *foff;     /* (file) where row i's text starts in map (its leading blanks skipped) */
+    void *foff;         /* (file) where row i's text starts in map (its leading blanks skipped): uint32_t
+                         * for a file under 4 GiB, else uint64_t (row_start) */
     int slim;           /* only checked, never replayed: keep only the columns the plan reads */
     unsigned char *keep; /* (slim) per column: kept (else stored as NULL) */
 } table;
