@@ -92,6 +92,7 @@ static void tables_free(tables *ts)
         free(t->collen);
         if (t->mapped) munmap((void *)t->map, t->mapsz);
         else free((void *)t->map);
+        free(t->path);
     }
     free(ts->t);
     free(ts->vals);
@@ -484,7 +485,11 @@ static int map_file(table *t, const char *path)
             t->map = m;
             t->mapsz = (size_t)st.st_size;
             t->mapped = 1;
-            return 0;
+            t->fdev = (uint64_t)st.st_dev;
+            t->fino = (uint64_t)st.st_ino;
+            t->fmtime_s = (int64_t)st.st_mtim.tv_sec;
+            t->fmtime_ns = (int64_t)st.st_mtim.tv_nsec;
+            return (t->path = strdup(path)) ? 0 : mr_err(MORAINE_ENOMEM, "out of memory");
         }
     }
     char *buf = NULL;
@@ -803,10 +808,31 @@ static int add_values(table *t, const moraine_value *vals, size_t rowno)
     return rc;
 }
 
+/* Whether every mapped file is still the one read: the same file (device,
+ * inode), size and modification time. The replay parses the rows again
+ * from the files, so one rewritten in place since it was checked would
+ * give other rows (or, cut shorter, end under its map). Checked before
+ * anything is written; a change during the replay itself is not seen
+ * (docs/import-export.md). EIO naming the file. */
+static int files_unchanged(const tables *ts)
+{
+    for (size_t i = 0; i < ts->n; i++) {
+        const table *t = &ts->t[i];
+        struct stat st;
+        if (!t->mapped) continue;
+        if (stat(t->path, &st) != 0 || (uint64_t)st.st_dev != t->fdev || (uint64_t)st.st_ino != t->fino ||
+            (uintmax_t)st.st_size != t->mapsz || (int64_t)st.st_mtim.tv_sec != t->fmtime_s || (int64_t)st.st_mtim.tv_nsec != t->fmtime_ns)
+            return mr_err(MORAINE_EIO, "%s: the file changed while it was imported (its rows are read again as they are "
+                          "written): nothing was imported", t->path);
+    }
+    return 0;
+}
+
 static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progress, void *ud)
 {
     ops o = {0};
     int rc = mr_nd_plan(ts, &o);
+    if (!rc) rc = files_unchanged(ts);
     if (!rc) {
         rc = replay(db, ts, &o, progress, ud);
         if (rc) {

@@ -29,6 +29,9 @@ typedef struct {
     const char *map;    /* the file's bytes: mmap'd (mapped) or read whole (a pipe, say) */
     size_t mapsz;
     int mapped;
+    char *path;         /* (mapped) the file, and what it was when mapped (files_unchanged) */
+    uint64_t fdev, fino;
+    int64_t fmtime_s, fmtime_ns;
     void *foff;         /* (file) where row i's text starts in map (its leading blanks skipped): uint32_t
                          * for a file under 4 GiB, else uint64_t (row_start) */
     int slim;           /* only checked, never replayed: keep only the columns the plan reads */

@@ -731,6 +731,21 @@ static void make_import_dirs(void)
                "{\"partition_id\":1,\"table_id\":1,\"partition_key_index\":1,\"column_id\":7,\"transform\":\"mo\\u006eth\"}\n");
 }
 
+/* A progress callback that appends a blank line to the file @ud names the
+ * first time it is called (the read phase's last report, before the plan). */
+static int change_file(void *ud, uint64_t done, uint64_t total)
+{
+    static int changed;
+    if (!changed++) {
+        FILE *f = fopen((const char *)ud, "ab");
+        if (f) {
+            fputs("\n", f);
+            fclose(f);
+        }
+    }
+    return 0;
+}
+
 static void test_import(moraine_db *main_db)
 {
     char p[4096], d[4096];
@@ -761,6 +776,17 @@ static void test_import(moraine_db *main_db)
         if (bad[i].column) CHECK(strstr(m, bad[i].column) != NULL, "%s: message '%s' does not name column %s", bad[i].dir, m, bad[i].column);
         check_empty(db, bad[i].dir);
     }
+
+    /* a file changed after it was read and checked: refused before anything is written, since the
+     * replay reads the rows again from the files */
+    path_of(d, sizeof d, "import_changed");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1));
+    write_file(d, "ducklake_partition_info.ndjson", PI_LINE(1, 1, 1, null));
+    char f[4200];
+    snprintf(f, sizeof f, "%s/ducklake_partition_info.ndjson", d);
+    CHECK_RC(moraine_import_ndjson(db, d, change_file, f), MORAINE_EIO);
+    CHECK(strstr(moraine_errmsg(), "ducklake_partition_info.ndjson: the file changed") != NULL, "changed file: '%s'", moraine_errmsg());
+    check_empty(db, "import_changed");
 
     /* after all those failures the same handle imports a good export */
     path_of(d, sizeof d, "import_good");
