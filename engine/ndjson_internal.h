@@ -12,7 +12,7 @@ typedef struct {
     char *name;
     char **cols;
     size_t ncols;
-    size_t *collen;     /* strlen of each column name (fast_row's, made at its first row) */
+    size_t *collen;     /* strlen of each column name (mr_nd_fast_row's, made at its first call) */
     unsigned char *colplain; /* (in collen's block) per column: its name has no quote, backslash or control character, and is UTF-8 */
     mr_rel *rel;        /* descriptor built for checking (not the store's) */
     /* Rows given as values, or read from a file that is one JSON array: */
@@ -79,6 +79,12 @@ int mr_nd_row_at(tables *ts, table *t, size_t i, moraine_value **vals, int64_t *
 /* The source line of row @i of @t (rows given as values: its number in its
  * table), for messages. (ndjson.c) */
 size_t mr_nd_line(const table *t, size_t i);
+/* Reads the line @p (@len bytes, no newline) into @vals (t->ncols values in
+ * column order, pointing into the line) when it is one of DuckDB's flat rows
+ * of plain scalars that jansson would read as the same values: 1; anything
+ * else 0 (the line goes to jansson, which gives the values or the refusal).
+ * (ndjson_fast.c) */
+int mr_nd_fast_row(table *t, const char *p, size_t len, moraine_value *vals);
 /* The table named @name, or NULL. (ndjson.c) */
 table *mr_nd_find_table(tables *ts, const char *name);
 /* Checks the tables' rows (references, parents, snapshots) and orders them
