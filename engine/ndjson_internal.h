@@ -1,7 +1,8 @@
 /*
- * ndjson_internal.h — what the NDJSON import's two files share: the parsed
- * tables (ndjson.c reads them) and the replay plan (ndjson_plan.c checks the
- * rows and orders them snapshot by snapshot; ndjson.c replays the plan).
+ * ndjson_internal.h — what the NDJSON import's files share: the parsed
+ * tables (ndjson.c reads them, ndjson_fast.c parses DuckDB's flat rows) and
+ * the replay plan (ndjson_plan.c checks the rows and orders them snapshot by
+ * snapshot; ndjson.c replays the plan).
  */
 #ifndef MORAINE_NDJSON_INTERNAL_H
 #define MORAINE_NDJSON_INTERNAL_H
@@ -73,8 +74,10 @@ static inline uint32_t op_table(const ops *o, size_t i) { return (uint32_t)((o->
 static inline uint32_t op_phase(const ops *o, size_t i) { return (uint32_t)((o->v[i] >> (o->row_bits + o->table_bits)) & 7); }
 static inline int64_t op_snap(const ops *o, size_t i) { return o->snaps[o->v[i] >> (o->row_bits + o->table_bits + 3)]; }
 
-/* Row @i of @t decoded into ts->vals (valid until the next call): *vals, its
- * position in *ord. ENOMEM, ECORRUPT. (ndjson.c) */
+/* Row @i of @t into ts->vals (valid until the next call): decoded, or for a
+ * file of JSON lines parsed again from the file; *vals, its position in
+ * *ord. ENOMEM, ECORRUPT, EIO (a file's row that no longer parses: the file
+ * changed). (ndjson.c) */
 int mr_nd_row_at(tables *ts, table *t, size_t i, moraine_value **vals, int64_t *ord);
 /* The source line of row @i of @t (rows given as values: its number in its
  * table), for messages. (ndjson.c) */
