@@ -10,8 +10,8 @@
  * Import reads and checks every file before it writes anything (the checks
  * and the replay plan: ndjson_plan.c), then replays the catalog snapshot by
  * snapshot through the staged path. The files stay mapped read-only and a
- * row is kept as where it starts in its file (8 bytes, plus 16 per step of
- * the plan): the checks and the replay parse it again from there, so the
+ * row is kept as where it starts in its file (4 bytes, 8 in a file of 4 GiB
+ * or more; plus 8 per step of the plan): the checks and the replay parse it again from there, so the
  * process's own memory is the plan, not the catalog. For snapshot S,
  * first the versions that end at S, then the snapshot row, the versions that
  * begin at S, and the children of those. Non-temporal tables go into the
