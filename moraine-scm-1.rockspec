@@ -85,6 +85,7 @@ build = {
         "engine/key.c",
         "engine/ndjson.c",
         "engine/ndjson_export.c",
+        "engine/ndjson_fast.c",
         "engine/ndjson_plan.c",
         "engine/project.c",
         "engine/read.c",

@@ -867,8 +867,12 @@ int moraine_store_access_get(moraine_db *db, moraine_store_access *out);
  * Accepts gaps in snapshot ids, rows whose begin_snapshot names an expired
  * snapshot, unknown columns and tables (inlined data tables included).
  * Every file is read and checked before anything is written
- * (docs/import-export.md, "Check everything first").
- * Returns 0; MORAINE_EIO (directory or file unreadable); MORAINE_EJSON
+ * (docs/import-export.md, "Check everything first"). The files are mapped
+ * read-only and each row is parsed again from its file by the checks and
+ * the replay (the process keeps about 12 bytes a row, not the rows): the
+ * files must not change during the import (docs/import-export.md, "Memory").
+ * Returns 0; MORAINE_EIO (directory or file unreadable; a file changed after
+ * it was read: refused before anything is written); MORAINE_EJSON
  * (malformed JSON: message names file and line); MORAINE_EINVAL (a row with a
  * wrong type or missing column: file, line, column; a snapshot column that is
  * not a non-negative integer, an end_snapshot below its begin_snapshot, a

@@ -3,13 +3,16 @@
  * with one `<table>.ndjson` file per ducklake_* table, one JSON object per
  * line (docs/import-export.md). JSON is parsed with jansson (exact 64-bit
  * integers), except DuckDB's flat rows of plain scalars, which a fast path
- * reads straight into values (fast_row: the same values, and anything it
+ * reads straight into values (ndjson_fast.c: the same values, and anything it
  * does not take goes to jansson); export writes DuckDB's JSON-lines form
  * directly (ndjson_export.c).
  *
  * Import reads and checks every file before it writes anything (the checks
  * and the replay plan: ndjson_plan.c), then replays the catalog snapshot by
- * snapshot through the staged path: for snapshot S,
+ * snapshot through the staged path. The files stay mapped read-only and a
+ * row is kept as where it starts in its file (4 bytes, 8 in a file of 4 GiB
+ * or more; plus 8 per step of the plan): the checks and the replay parse it again from there, so the
+ * process's own memory is the plan, not the catalog. For snapshot S,
  * first the versions that end at S, then the snapshot row, the versions that
  * begin at S, and the children of those. Non-temporal tables go into the
  * first (ducklake_metadata) or last commit. If a commit fails, the catalog is
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,8 +43,41 @@ static int row_read(tables *ts)
     return 0;
 }
 
+/* Where row @i of a file's table starts in the file. */
+static size_t row_start(const table *t, size_t i)
+{
+    return t->mapsz <= UINT32_MAX ? ((const uint32_t *)t->foff)[i] : (size_t)((const uint64_t *)t->foff)[i];
+}
+
+/* Lets go of the row mr_nd_row_at read last through jansson. */
+static void release_row(tables *ts)
+{
+    for (size_t i = 0; i < ts->nowned; i++) free(ts->owned[i]);
+    ts->nowned = 0;
+    if (ts->jrow) json_decref((json_t *)ts->jrow);
+    ts->jrow = NULL;
+}
+
+/* The maps' pages the process has touched are let go every MAP_DROP_ROWS
+ * rows (they stay in the page cache; a row read again faults its page back
+ * in), so the mapped files do not pile up in the process's resident size. */
+#define MAP_DROP_ROWS (1u << 16)
+
+static void drop_maps(tables *ts)
+{
+    for (size_t i = 0; i < ts->n; i++)
+        if (ts->t[i].mapped) madvise((void *)ts->t[i].map, ts->t[i].mapsz, MADV_DONTNEED);
+    ts->touched = 0;
+}
+
+static void touch_row(tables *ts)
+{
+    if (++ts->touched >= MAP_DROP_ROWS) drop_maps(ts);
+}
+
 static void tables_free(tables *ts)
 {
+    release_row(ts);
     for (size_t i = 0; i < ts->n; i++) {
         table *t = &ts->t[i];
         free(t->name);
@@ -51,9 +88,43 @@ static void tables_free(tables *ts)
         free(t->off);
         free(t->line);
         free(t->keep);
+        free(t->foff);
+        free(t->collen);
+        if (t->mapped) munmap((void *)t->map, t->mapsz);
+        else free((void *)t->map);
+        free(t->path);
     }
     free(ts->t);
     free(ts->vals);
+}
+
+static int json_to_value(json_t *j, moraine_value *v, char **owned);
+
+/* Row @i of a file's table parsed again from the file into ts->vals (the
+ * same values as the first read: mr_nd_fast_row, else jansson). A row that no
+ * longer parses is a file changed since it was checked: EIO. */
+static int file_row_at(tables *ts, table *t, size_t i, int64_t *ord)
+{
+    release_row(ts);
+    touch_row(ts);
+    *ord = (int64_t)i;
+    const char *p = t->map + row_start(t, i), *e = t->map + t->mapsz;
+    const char *nl = memchr(p, '\n', (size_t)(e - p));
+    size_t len = (size_t)((nl ? nl : e) - p);
+    while (len && p[len - 1] == '\r') len--;
+    if (mr_nd_fast_row(t, p, len, ts->vals)) return 0;
+    json_t *obj = json_loadb(p, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
+    ts->jrow = obj;
+    int rc = obj && json_is_object(obj) ? 0 : MORAINE_EIO;
+    for (size_t c = 0; !rc && c < t->ncols; c++) {
+        json_t *j = json_object_get(obj, t->cols[c]);
+        if (!j) rc = MORAINE_EIO;
+        else if ((rc = json_to_value(j, &ts->vals[c], &ts->owned[ts->nowned]))) return rc;
+        else if (ts->owned[ts->nowned]) ts->nowned++;
+    }
+    if (rc) return mr_err(MORAINE_EIO, "%s.ndjson:%zu: the row no longer reads as it did: the file changed during the import",
+                          t->name, mr_nd_line(t, i));
+    return 0;
 }
 
 int mr_nd_row_at(tables *ts, table *t, size_t i, moraine_value **vals, int64_t *ord)
@@ -64,11 +135,24 @@ int mr_nd_row_at(tables *ts, table *t, size_t i, moraine_value **vals, int64_t *
         ts->vals = v;
         ts->vcap = t->ncols + 1;
     }
+    *vals = ts->vals;
+    if (t->file) return file_row_at(ts, t, i, ord);
     const uint8_t *p = t->data.p + t->off[i], *end = t->data.p + t->data.len;
     size_t n;
-    int rc = mr_decode_row(&p, end, ord, ts->vals, t->ncols, &n);
-    *vals = ts->vals;
-    return rc;
+    return mr_decode_row(&p, end, ord, ts->vals, t->ncols, &n);
+}
+
+size_t mr_nd_line(const table *t, size_t i)
+{
+    if (!t->file) return t->line[i];
+    /* the lines before the row's, blank ones included, as the first read counted them */
+    size_t n = 1;
+    const char *p = t->map, *e = t->map + row_start(t, i);
+    while (p < e && (p = memchr(p, '\n', (size_t)(e - p)))) {
+        n++;
+        p++;
+    }
+    return n;
 }
 
 /* Converts one JSON value to a moraine value; nested values become text. */
@@ -134,14 +218,28 @@ static int encode_row(table *t, const moraine_value *vals)
     return mr_encode_row(&t->data, (int64_t)t->nrows, v, t->ncols);
 }
 
-/* Checks a row of t->ncols values in column order and appends it encoded. */
-static int keep_row(table *t, const moraine_value *vals, const char *path, size_t line)
+/* Checks a row of t->ncols values in column order and appends it: encoded,
+ * or for a file of JSON lines (t->file) where it starts in the file, @at. */
+static int keep_row(table *t, const moraine_value *vals, const char *path, size_t line, size_t at)
 {
     int rc = mr_check_value(t->rel, vals, t->ncols, (int64_t)t->nrows);
     if (rc) {
         char m[600];
         snprintf(m, sizeof m, "%s", moraine_errmsg());
         return mr_err(rc, "%s:%zu: %s", path, line, m);
+    }
+    if (t->file) {
+        if (t->nrows == t->caprows) {
+            size_t cap = t->caprows ? t->caprows * 2 : 64;
+            /* 4 bytes a row in a file under 4 GiB, else 8 */
+            void *f = realloc(t->foff, cap * (t->mapsz <= UINT32_MAX ? sizeof(uint32_t) : sizeof(uint64_t)));
+            if (!f) return mr_err(MORAINE_ENOMEM, "out of memory");
+            t->foff = f;
+            t->caprows = cap;
+        }
+        if (t->mapsz <= UINT32_MAX) ((uint32_t *)t->foff)[t->nrows++] = (uint32_t)at;
+        else ((uint64_t *)t->foff)[t->nrows++] = at;
+        return 0;
     }
     if (t->nrows == t->caprows) {
         size_t cap = t->caprows ? t->caprows * 2 : 64;
@@ -158,116 +256,7 @@ static int keep_row(table *t, const moraine_value *vals, const char *path, size_
     return rc;
 }
 
-/* ---- the flat rows' fast path ----
- * DuckDB writes each row as one flat object of scalars. fast_row reads such
- * a line straight into moraine values pointing into the line: keys and
- * strings without a backslash or a control character (UTF-8 checked),
- * integers of at most 18 digits, null, true, false. Anything else (an
- * escape, a real, a longer integer, a nested value, a duplicate or unknown
- * key, a missing column, malformed JSON, the table's first row) returns 0
- * and the line goes through jansson as before, so every value, refusal and
- * message is the one jansson's path gives. */
-
-static const char *fp_ws(const char *p, const char *e)
-{
-    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
-    return p;
-}
-
-/* a string at p (after its opening quote): its bytes up to the closing quote */
-static const char *fp_str(const char *p, const char *e, const char **s, size_t *n)
-{
-    const char *q = p;
-    int high = 0;
-    while (q < e && *q != '"') {
-        unsigned char c = (unsigned char)*q;
-        if (c == '\\' || c < 0x20) return NULL;
-        high |= c >= 0x80;
-        q++;
-    }
-    if (q == e) return NULL;
-    if (high && !mr_utf8_valid(p, (size_t)(q - p))) return NULL;
-    *s = p;
-    *n = (size_t)(q - p);
-    return q + 1;
-}
-
-static int fp_delim(const char *p, const char *e)
-{
-    return p == e || *p == ',' || *p == '}' || *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r';
-}
-
-static int fast_row(table *t, const char *p, size_t len, moraine_value *vals)
-{
-    const char *e = p + len;
-    size_t n = t->ncols;
-    if (n == 0 || n > 256) return 0;
-    unsigned char seen[256];
-    memset(seen, 0, n);
-    p = fp_ws(p, e);
-    if (p == e || *p != '{') return 0;
-    p = fp_ws(p + 1, e);
-    for (size_t i = 0;; i++) {
-        if (i == n || p == e || *p != '"') return 0;
-        const char *k;
-        size_t kn;
-        if (!(p = fp_str(p + 1, e, &k, &kn))) return 0;
-        /* the column: DuckDB writes them in the table's order */
-        size_t c = i;
-        if (strncmp(t->cols[c], k, kn) != 0 || t->cols[c][kn] != 0) {
-            for (c = 0; c < n; c++)
-                if (strncmp(t->cols[c], k, kn) == 0 && t->cols[c][kn] == 0) break;
-            if (c == n) return 0;
-        }
-        if (seen[c]) return 0;
-        seen[c] = 1;
-        p = fp_ws(p, e);
-        if (p == e || *p != ':') return 0;
-        p = fp_ws(p + 1, e);
-        if (p == e) return 0;
-        moraine_value *v = &vals[c];
-        memset(v, 0, sizeof *v);
-        if (*p == '"') {
-            v->type = MORAINE_STR;
-            if (!(p = fp_str(p + 1, e, &v->s, &v->len))) return 0;
-        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
-            int neg = *p == '-';
-            const char *d = p + neg, *q = d;
-            uint64_t u = 0;
-            while (q < e && *q >= '0' && *q <= '9') u = u * 10 + (uint64_t)(*q++ - '0');
-            size_t nd = (size_t)(q - d);
-            if (nd == 0 || nd > 18 || (nd > 1 && *d == '0') || !fp_delim(q, e)) return 0;
-            v->type = MORAINE_INT;
-            v->i = neg ? -(int64_t)u : (int64_t)u;
-            p = q;
-        } else if ((size_t)(e - p) >= 4 && memcmp(p, "null", 4) == 0 && fp_delim(p + 4, e)) {
-            v->type = MORAINE_NULL;
-            p += 4;
-        } else if ((size_t)(e - p) >= 4 && memcmp(p, "true", 4) == 0 && fp_delim(p + 4, e)) {
-            v->type = MORAINE_BOOL;
-            v->i = 1;
-            p += 4;
-        } else if ((size_t)(e - p) >= 5 && memcmp(p, "false", 5) == 0 && fp_delim(p + 5, e)) {
-            v->type = MORAINE_BOOL;
-            p += 5;
-        } else {
-            return 0;
-        }
-        p = fp_ws(p, e);
-        if (p == e) return 0;
-        if (*p == '}') {
-            if (i + 1 != n) return 0;
-            break;
-        }
-        if (*p != ',') return 0;
-        p = fp_ws(p + 1, e);
-    }
-    /* every key named a column not named before (a key named twice, which
-     * jansson refuses, went to jansson), and there are ncols of them */
-    return fp_ws(p + 1, e) == e;
-}
-
-static int add_row(table *t, json_t *obj, const char *path, size_t line)
+static int add_row(table *t, json_t *obj, const char *path, size_t line, size_t at)
 {
     if (!json_is_object(obj)) return mr_err(MORAINE_EINVAL, "%s:%zu: a row must be a JSON object", path, line);
     if (json_object_size(obj) == 0) return mr_err(MORAINE_EINVAL, "%s:%zu: a row without columns ({})", path, line);
@@ -310,7 +299,7 @@ static int add_row(table *t, json_t *obj, const char *path, size_t line)
         }
         if ((rc = json_to_value(j, &vals[c], &owned[c]))) break;
     }
-    if (!rc) rc = keep_row(t, vals, path, line);
+    if (!rc) rc = keep_row(t, vals, path, line, at);
     for (size_t i = 0; i < c; i++) free(owned[i]);
     return rc;
 }
@@ -332,26 +321,83 @@ static int known_columns(table *t)
     return n ? mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel) : 0;
 }
 
+/* Maps the file @path read-only into t->map: file pages, which the kernel
+ * can drop and read again, not the process's own memory. A file that cannot
+ * be mapped (a pipe, a file of size 0 such as /proc's) is read whole into
+ * memory instead. EIO (cannot open, read error), ENOMEM. */
+static int map_file(table *t, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return mr_err(MORAINE_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uintmax_t)st.st_size <= SIZE_MAX) {
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m != MAP_FAILED) {
+            close(fd);
+            t->map = m;
+            t->mapsz = (size_t)st.st_size;
+            t->mapped = 1;
+            t->fdev = (uint64_t)st.st_dev;
+            t->fino = (uint64_t)st.st_ino;
+            t->fmtime_s = (int64_t)st.st_mtim.tv_sec;
+            t->fmtime_ns = (int64_t)st.st_mtim.tv_nsec;
+            return (t->path = strdup(path)) ? 0 : mr_err(MORAINE_ENOMEM, "out of memory");
+        }
+    }
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *p = realloc(buf, cap);
+            if (!p) {
+                rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            }
+            buf = p;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            rc = mr_err(MORAINE_EIO, "%s: read error", path);
+            break;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    t->map = buf;
+    t->mapsz = n;
+    return 0;
+}
+
 static int read_table(tables *ts, table *t, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return mr_err(MORAINE_EIO, "%s: cannot open: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0, lineno = 0;
-    ssize_t n;
-    int rc = 0, first = 1;
-    while (!rc && (n = getline(&line, &cap, f)) >= 0) {
+    int rc = map_file(t, path);
+    if (rc) return rc;
+    const char *base = t->map, *end = base + t->mapsz, *next;
+    size_t lineno = 0;
+    int first = 1;
+    if (t->mapped) madvise((void *)t->map, t->mapsz, MADV_SEQUENTIAL);
+    for (const char *line = base; !rc && line < end; line = next) {
+        /* a line as getline gives it: up to and with its newline */
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        next = nl ? nl + 1 : end;
         lineno++;
-        size_t len = (size_t)n;
+        size_t len = (size_t)(next - line);
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         size_t s = 0;
         while (s < len && (line[s] == ' ' || line[s] == '\t')) s++;
         if (s == len) continue;
         if (first && line[s] == '[') {
-            /* the whole file is one JSON array of objects */
-            fseek(f, 0, SEEK_SET);
+            /* the whole file is one JSON array of objects: its rows are kept encoded */
             json_error_t e;
-            json_t *arr = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &e);
+            json_t *arr = json_loadb(base, t->mapsz, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &e);
             if (!arr) {
                 rc = strstr(e.text, "duplicate") ? mr_err(MORAINE_EJSON, "%s:%d: an object names the same key twice (%s): refused, "
                                                                          "the value meant is ambiguous", path, e.line, e.text)
@@ -360,16 +406,19 @@ static int read_table(tables *ts, table *t, const char *path)
             }
             if (!json_is_array(arr)) rc = mr_err(MORAINE_EJSON, "%s: expected a JSON array of objects", path);
             for (size_t i = 0; !rc && i < json_array_size(arr); i++) {
-                rc = add_row(t, json_array_get(arr, i), path, i + 1);
+                rc = add_row(t, json_array_get(arr, i), path, i + 1, 0);
                 if (!rc) rc = row_read(ts);
             }
             json_decref(arr);
             break;
         }
         first = 0;
+        t->file = 1; /* JSON lines: rows are kept as where they start */
+        size_t at = (size_t)(line - base) + s;
+        touch_row(ts);
         moraine_value fv[256];
-        if (fast_row(t, line + s, len - s, fv)) {
-            rc = keep_row(t, fv, path, lineno);
+        if (mr_nd_fast_row(t, line + s, len - s, fv)) {
+            rc = keep_row(t, fv, path, lineno, at);
             if (!rc) rc = row_read(ts);
             continue;
         }
@@ -383,13 +432,11 @@ static int read_table(tables *ts, table *t, const char *path)
                                              : mr_err(MORAINE_EJSON, "%s:%zu: malformed JSON: %s (column %d)", path, lineno, e.text, e.column);
             break;
         }
-        rc = add_row(t, obj, path, lineno);
+        rc = add_row(t, obj, path, lineno, at);
         json_decref(obj);
         if (!rc) rc = row_read(ts);
     }
-    free(line);
-    if (!rc && ferror(f)) rc = mr_err(MORAINE_EIO, "%s: read error", path);
-    fclose(f);
+    if (t->mapped) madvise((void *)t->map, t->mapsz, MADV_NORMAL);
     return rc;
 }
 
@@ -509,7 +556,7 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
     uint64_t total = o->n, done = 0;
     int defined = 0;
     while (!rc && i < o->n) {
-        int64_t snap = o->v[i].snap;
+        int64_t snap = op_snap(o, i);
         moraine_txn *txn;
         if ((rc = moraine_txn_begin(db, snap, &txn))) break;
         if (!defined) {
@@ -518,13 +565,13 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
                 rc = moraine_txn_define(txn, ts->t[ti].name, ts->t[ti].ncols, (const char *const *)ts->t[ti].cols);
             defined = 1;
         }
-        for (; !rc && i < o->n && o->v[i].snap == snap; i++) {
-            op *p = &o->v[i];
-            table *t = &ts->t[p->table];
+        for (; !rc && i < o->n && op_snap(o, i) == snap; i++) {
+            table *t = &ts->t[op_table(o, i)];
+            size_t row = (size_t)op_row(o, i);
             moraine_value *v;
             int64_t ord;
-            if ((rc = mr_nd_row_at(ts, t, p->row, &v, &ord))) break;
-            switch (p->phase) {
+            if ((rc = mr_nd_row_at(ts, t, row, &v, &ord))) break;
+            switch (op_phase(o, i)) {
             case PH_END: {
                 /* the row as it was live: end it at this snapshot */
                 moraine_value saved = v[t->rel->info.end_col];
@@ -544,7 +591,8 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
             if (rc) {
                 char m[700];
                 snprintf(m, sizeof m, "%s", moraine_errmsg());
-                rc = ts->from_files ? mr_err(rc, "%s.ndjson:%zu: %s", t->name, t->line[p->row], m) : mr_err(rc, "%s row %zu: %s", t->name, t->line[p->row], m);
+                rc = ts->from_files ? mr_err(rc, "%s.ndjson:%zu: %s", t->name, mr_nd_line(t, row), m)
+                                    : mr_err(rc, "%s row %zu: %s", t->name, mr_nd_line(t, row), m);
             }
             done++;
             if (progress && (done % 4096 == 0 || done == total) && progress(ud, done, total)) {
@@ -612,10 +660,31 @@ static int add_values(table *t, const moraine_value *vals, size_t rowno)
     return rc;
 }
 
+/* Whether every mapped file is still the one read: the same file (device,
+ * inode), size and modification time. The replay parses the rows again
+ * from the files, so one rewritten in place since it was checked would
+ * give other rows (or, cut shorter, end under its map). Checked before
+ * anything is written; a change during the replay itself is not seen
+ * (docs/import-export.md). EIO naming the file. */
+static int files_unchanged(const tables *ts)
+{
+    for (size_t i = 0; i < ts->n; i++) {
+        const table *t = &ts->t[i];
+        struct stat st;
+        if (!t->mapped) continue;
+        if (stat(t->path, &st) != 0 || (uint64_t)st.st_dev != t->fdev || (uint64_t)st.st_ino != t->fino ||
+            (uintmax_t)st.st_size != t->mapsz || (int64_t)st.st_mtim.tv_sec != t->fmtime_s || (int64_t)st.st_mtim.tv_nsec != t->fmtime_ns)
+            return mr_err(MORAINE_EIO, "%s: the file changed while it was imported (its rows are read again as they are "
+                          "written): nothing was imported", t->path);
+    }
+    return 0;
+}
+
 static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progress, void *ud)
 {
     ops o = {0};
     int rc = mr_nd_plan(ts, &o);
+    if (!rc) rc = files_unchanged(ts);
     if (!rc) {
         rc = replay(db, ts, &o, progress, ud);
         if (rc) {
@@ -625,7 +694,7 @@ static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progres
             rc = mr_err(rc, "%s (import undone: the catalog is empty again)", m);
         }
     }
-    free(o.v);
+    mr_nd_ops_free(&o);
     return rc;
 }
 
@@ -692,7 +761,7 @@ static int check_tables(tables *ts)
 {
     ops o = {0};
     int rc = mr_nd_plan(ts, &o);
-    free(o.v);
+    mr_nd_ops_free(&o);
     return rc;
 }
 

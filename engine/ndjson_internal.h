@@ -1,7 +1,8 @@
 /*
- * ndjson_internal.h — what the NDJSON import's two files share: the parsed
- * tables (ndjson.c reads them) and the replay plan (ndjson_plan.c checks the
- * rows and orders them snapshot by snapshot; ndjson.c replays the plan).
+ * ndjson_internal.h — what the NDJSON import's files share: the parsed
+ * tables (ndjson.c reads them, ndjson_fast.c parses DuckDB's flat rows) and
+ * the replay plan (ndjson_plan.c checks the rows and orders them snapshot by
+ * snapshot; ndjson.c replays the plan).
  */
 #ifndef MORAINE_NDJSON_INTERNAL_H
 #define MORAINE_NDJSON_INTERNAL_H
@@ -12,11 +13,28 @@ typedef struct {
     char *name;
     char **cols;
     size_t ncols;
+    size_t *collen;     /* strlen of each column name (mr_nd_fast_row's, made at its first call) */
+    unsigned char *colplain; /* (in collen's block) per column: its name has no quote, backslash or control character, and is UTF-8 */
     mr_rel *rel;        /* descriptor built for checking (not the store's) */
+    /* Rows given as values, or read from a file that is one JSON array: */
     mr_buf data;        /* rows encoded with mr_encode_row */
     size_t *off;        /* start of row i in data */
-    size_t *line;       /* source line of row i */
+    size_t *line;       /* source line (or number) of row i */
     size_t nrows, caprows;
+    /* Rows of a file of JSON lines (file set): kept as where they start in
+     * the file, which stays mapped read-only (file pages, not the
+     * process's own memory), and parsed again whenever they are read
+     * (mr_nd_row_at); their line numbers are counted when a message needs
+     * one (mr_nd_line). */
+    int file;
+    const char *map;    /* the file's bytes: mmap'd (mapped) or read whole (a pipe, say) */
+    size_t mapsz;
+    int mapped;
+    char *path;         /* (mapped) the file, and what it was when mapped (files_unchanged) */
+    uint64_t fdev, fino;
+    int64_t fmtime_s, fmtime_ns;
+    void *foff;         /* (file) where row i's text starts in map (its leading blanks skipped): uint32_t
+                         * for a file under 4 GiB, else uint64_t (row_start) */
     int slim;           /* only checked, never replayed: keep only the columns the plan reads */
     unsigned char *keep; /* (slim) per column: kept (else stored as NULL) */
 } table;
@@ -31,30 +49,53 @@ typedef struct {
     moraine_progress_fn progress; /* the check phase reports rows read as (read, 0) */
     void *ud;
     uint64_t read;
+    void *jrow;                 /* (file rows) the json_t of the row mr_nd_row_at read last, if jansson read it */
+    char *owned[256];           /* (file rows) text of its nested values */
+    size_t nowned;
+    uint64_t touched;           /* file rows read since the maps' pages were last let go */
 } tables;
 
 enum { PH_END = 0, PH_SNAPSHOT = 1, PH_INSERT = 2, PH_CHILD = 3, PH_ROWS = 4 };
 
+/* The replay plan: one step per row (and one more per version ended at a
+ * later snapshot), 8 bytes each: the snapshot's index in snaps, the phase
+ * (PH_*, 3 bits), the table and the row packed high to low, so that sorting
+ * the integers orders the steps by (snapshot, phase, table, row). */
 typedef struct {
-    int64_t snap;
-    uint32_t phase, table;
-    uint64_t row;
-} op;
-
-typedef struct {
-    op *v;
+    uint64_t *v;
     size_t n, cap;
+    int64_t *snaps;     /* the snapshots the steps name, ascending */
+    size_t nsnaps;
+    unsigned row_bits, table_bits;
 } ops;
 
-/* Row @i of @t decoded into ts->vals (valid until the next call): *vals, its
- * position in *ord. ENOMEM, ECORRUPT. (ndjson.c) */
+static inline uint64_t op_row(const ops *o, size_t i) { return o->v[i] & ((1ULL << o->row_bits) - 1); }
+static inline uint32_t op_table(const ops *o, size_t i) { return (uint32_t)((o->v[i] >> o->row_bits) & ((1ULL << o->table_bits) - 1)); }
+static inline uint32_t op_phase(const ops *o, size_t i) { return (uint32_t)((o->v[i] >> (o->row_bits + o->table_bits)) & 7); }
+static inline int64_t op_snap(const ops *o, size_t i) { return o->snaps[o->v[i] >> (o->row_bits + o->table_bits + 3)]; }
+
+/* Row @i of @t into ts->vals (valid until the next call): decoded, or for a
+ * file of JSON lines parsed again from the file; *vals, its position in
+ * *ord. ENOMEM, ECORRUPT, EIO (a file's row that no longer parses: the file
+ * changed). (ndjson.c) */
 int mr_nd_row_at(tables *ts, table *t, size_t i, moraine_value **vals, int64_t *ord);
+/* The source line of row @i of @t (rows given as values: its number in its
+ * table), for messages. (ndjson.c) */
+size_t mr_nd_line(const table *t, size_t i);
+/* Reads the line @p (@len bytes, no newline) into @vals (t->ncols values in
+ * column order, pointing into the line) when it is one of DuckDB's flat rows
+ * of plain scalars that jansson would read as the same values: 1; anything
+ * else 0 (the line goes to jansson, which gives the values or the refusal).
+ * (ndjson_fast.c) */
+int mr_nd_fast_row(table *t, const char *p, size_t len, moraine_value *vals);
 /* The table named @name, or NULL. (ndjson.c) */
 table *mr_nd_find_table(tables *ts, const char *name);
 /* Checks the tables' rows (references, parents, snapshots) and orders them
- * into @o: for each snapshot its ends, its snapshot row, its inserts, their
+ * into @o (freed with mr_nd_ops_free): for each snapshot its ends, its snapshot row, its inserts, their
  * children; non-temporal rows last. EINVAL naming file and line (or table and
  * row), ENOMEM. (ndjson_plan.c) */
 int mr_nd_plan(tables *ts, ops *o);
+/* Frees the plan @o. (ndjson_plan.c) */
+void mr_nd_ops_free(ops *o);
 
 #endif

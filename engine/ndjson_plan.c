@@ -11,26 +11,173 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int op_cmp(const void *a, const void *b)
+static void u64_sift(uint64_t *v, size_t n, size_t i)
 {
-    const op *x = a, *y = b;
-    if (x->snap != y->snap) return x->snap < y->snap ? -1 : 1;
-    if (x->phase != y->phase) return x->phase < y->phase ? -1 : 1;
-    if (x->table != y->table) return x->table < y->table ? -1 : 1;
-    return (x->row > y->row) - (x->row < y->row);
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) return;
+        if (c + 1 < n && v[c] < v[c + 1]) c++;
+        if (v[i] >= v[c]) return;
+        uint64_t t = v[i];
+        v[i] = v[c];
+        v[c] = t;
+        i = c;
+    }
 }
 
-static int push(ops *o, int64_t snap, uint32_t phase, uint32_t tbl, uint64_t row)
+/* Sorts @v in place: an introsort (quicksort with the median of three,
+ * heapsort past @depth levels, insertion sort for short runs). In place:
+ * qsort would allocate a copy of the whole plan for its merge sort. */
+static void u64_sort(uint64_t *v, size_t n, int depth)
+{
+    while (n > 16) {
+        if (depth-- <= 0) {
+            for (size_t i = n / 2; i-- > 0;) u64_sift(v, n, i);
+            for (size_t i = n - 1; i > 0; i--) {
+                uint64_t t = v[0];
+                v[0] = v[i];
+                v[i] = t;
+                u64_sift(v, i, 0);
+            }
+            return;
+        }
+        size_t m = n / 2;
+        uint64_t t;
+#define U64_ORDER(a, b) if (v[b] < v[a]) { t = v[a]; v[a] = v[b]; v[b] = t; }
+        U64_ORDER(0, m)
+        U64_ORDER(0, n - 1)
+        U64_ORDER(m, n - 1)
+#undef U64_ORDER
+        uint64_t pivot = v[m];
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (v[i] < pivot) i++;
+            while (pivot < v[j]) j--;
+            if (i >= j) break;
+            t = v[i];
+            v[i] = v[j];
+            v[j] = t;
+            i++;
+            j--;
+        }
+        /* [0, j] <= pivot <= [j + 1, n): recurse into the smaller side */
+        size_t left = j + 1;
+        if (left >= n) { /* (equal values only: none in a plan) */
+            depth = 0;
+            continue;
+        }
+        if (left < n - left) {
+            u64_sort(v, left, depth);
+            v += left;
+            n -= left;
+        } else {
+            u64_sort(v + left, n - left, depth);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        size_t j = i;
+        for (; j > 0 && x < v[j - 1]; j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+/* The steps of pass 1 (snapshot rows, versions), before the snapshots are
+ * all known: the snapshot itself beside (phase, table, row). */
+typedef struct {
+    int64_t snap;
+    uint32_t phase, table;
+    uint64_t row;
+} wide;
+
+typedef struct {
+    wide *v;
+    size_t n, cap;
+} wides;
+
+static int push_wide(wides *o, int64_t snap, uint32_t phase, uint32_t tbl, uint64_t row)
 {
     if (o->n == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 1024;
-        op *p = realloc(o->v, cap * sizeof *p);
+        wide *p = realloc(o->v, cap * sizeof *p);
         if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
         o->v = p;
         o->cap = cap;
     }
-    o->v[o->n++] = (op){snap, phase, tbl, row};
+    o->v[o->n++] = (wide){snap, phase, tbl, row};
     return 0;
+}
+
+static unsigned nbits(uint64_t x)
+{
+    unsigned b = 0;
+    while (x) {
+        b++;
+        x >>= 1;
+    }
+    return b;
+}
+
+/* the index of @snap in o->snaps (which has it) */
+static uint64_t snap_index(const ops *o, int64_t snap)
+{
+    size_t lo = 0, hi = o->nsnaps;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->snaps[mid] <= snap) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static void push(ops *o, uint64_t snapi, uint32_t phase, uint32_t tbl, uint64_t row)
+{
+    /* (room for every step was made by start_plan) */
+    o->v[o->n++] = snapi << (o->row_bits + o->table_bits + 3) | (uint64_t)phase << (o->row_bits + o->table_bits) |
+                   (uint64_t)tbl << o->row_bits | row;
+}
+
+/* The plan's snapshots (those of pass 1's steps and @more), its widths and
+ * room for @steps_more steps after pass 1's, which it takes. EINVAL (a plan
+ * too large to number in 64 bits), ENOMEM. */
+static int start_plan(tables *ts, wides *w, const int64_t *more, size_t nmore, size_t steps_more, ops *o)
+{
+    /* the snapshots, ascending and distinct: sorted as unsigned integers with the sign bit flipped */
+    uint64_t *u = malloc((w->n + nmore ? w->n + nmore : 1) * sizeof *u);
+    if (!u) return mr_err(MORAINE_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < w->n; i++) u[n++] = (uint64_t)w->v[i].snap ^ (1ULL << 63);
+    for (size_t i = 0; i < nmore; i++) u[n++] = (uint64_t)more[i] ^ (1ULL << 63);
+    u64_sort(u, n, 2 * 64);
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++)
+        if (d == 0 || u[i] != u[d - 1]) u[d++] = u[i];
+    o->snaps = (int64_t *)u;
+    for (size_t i = 0; i < d; i++) o->snaps[i] = (int64_t)(u[i] ^ (1ULL << 63));
+    o->nsnaps = d;
+    size_t maxrows = 0;
+    for (size_t i = 0; i < ts->n; i++)
+        if (ts->t[i].nrows > maxrows) maxrows = ts->t[i].nrows;
+    o->row_bits = nbits(maxrows ? maxrows - 1 : 0);
+    o->table_bits = nbits(ts->n ? ts->n - 1 : 0);
+    unsigned snap_bits = nbits(d ? d - 1 : 0);
+    if (o->row_bits + o->table_bits + 3 + (snap_bits ? snap_bits : 1) > 64)
+        return mr_err(MORAINE_EINVAL, "the import is too large to plan: %zu tables, %zu rows in one, %zu snapshots",
+                      ts->n, maxrows, d);
+    o->cap = w->n + steps_more;
+    if (!(o->v = malloc((o->cap ? o->cap : 1) * sizeof *o->v))) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < w->n; i++) push(o, snap_index(o, w->v[i].snap), w->v[i].phase, w->v[i].table, w->v[i].row);
+    free(w->v);
+    w->v = NULL;
+    w->n = w->cap = 0;
+    return 0;
+}
+
+void mr_nd_ops_free(ops *o)
+{
+    free(o->v);
+    free(o->snaps);
 }
 
 /* key bytes -> begin snapshot, for finding a child's parent */
@@ -127,8 +274,8 @@ static int key_of(mr_buf *b, const moraine_value *vals, const int *cols, int n)
  * file, "<table> row <n>" (1-based) for rows given as values. */
 static void row_where(const tables *ts, const table *t, size_t i, char *out, size_t n)
 {
-    if (ts->from_files) snprintf(out, n, "%s.ndjson:%zu", t->name, t->line[i]);
-    else snprintf(out, n, "%s row %zu", t->name, t->line[i]);
+    if (ts->from_files) snprintf(out, n, "%s.ndjson:%zu", t->name, mr_nd_line(t, i));
+    else snprintf(out, n, "%s row %zu", t->name, mr_nd_line(t, i));
 }
 
 /* Ids one table's rows name in another table, checked after the plan's first
@@ -250,6 +397,7 @@ int mr_nd_plan(tables *ts, ops *o)
     /* pass 1: snapshots and temporal rows; parents' key maps */
     keymap *maps = calloc(ts->n ? ts->n : 1, sizeof *maps);
     if (!maps) return mr_err(MORAINE_ENOMEM, "out of memory");
+    wides w = {0};
     mr_buf kb = {0};
     char where[512];
     /* the last snapshot row: no version may begin or end after it (its
@@ -293,7 +441,7 @@ int mr_nd_plan(tables *ts, ops *o)
                     rc = mr_err(MORAINE_EINVAL, "%s: column 'snapshot_id' must be an integer, not negative", where);
                     break;
                 }
-                if ((rc = push(o, id->i, PH_SNAPSHOT, (uint32_t)ti, i))) break;
+                if ((rc = push_wide(&w, id->i, PH_SNAPSHOT, (uint32_t)ti, i))) break;
                 if ((rc = key_of(&kb, v, r->keycols, 1)) || (rc = keymap_add(&maps[ti], &kb, id->i))) break;
                 if (id->i < first) first = id->i;
                 if (id->i > last) last = id->i;
@@ -316,8 +464,8 @@ int mr_nd_plan(tables *ts, ops *o)
                                 (long long)(b->i > snap_max ? b->i : e->i), (long long)snap_max);
                     break;
                 }
-                if ((rc = push(o, b->i, PH_INSERT, (uint32_t)ti, i))) break;
-                if (e->type == MORAINE_INT && e->i > b->i && (rc = push(o, e->i, PH_END, (uint32_t)ti, i))) break;
+                if ((rc = push_wide(&w, b->i, PH_INSERT, (uint32_t)ti, i))) break;
+                if (e->type == MORAINE_INT && e->i > b->i && (rc = push_wide(&w, e->i, PH_END, (uint32_t)ti, i))) break;
                 if (r->nkey && ((rc = key_of(&kb, v, r->keycols, r->nkey)) || (rc = keymap_add(&maps[ti], &kb, b->i)))) break;
                 if (b->i < first) first = b->i;
                 if (b->i > last) last = b->i;
@@ -331,13 +479,25 @@ int mr_nd_plan(tables *ts, ops *o)
     /* pass 2: children and non-temporal rows */
     int64_t rows_first = first == INT64_MAX ? MORAINE_NO_SNAPSHOT : first;
     int64_t rows_last = last == INT64_MIN ? MORAINE_NO_SNAPSHOT : last;
+    if (!rc) {
+        /* pass 2 adds a step per row of the non-temporal and child tables;
+         * the maps' begin snapshots become indexes into the plan's */
+        int64_t ends[2] = {rows_first, rows_last};
+        size_t more = 0;
+        for (size_t ti = 0; ti < ts->n; ti++)
+            if (ts->t[ti].rel && (ts->t[ti].rel->info.placement == MORAINE_PLACE_ROWS || ts->t[ti].rel->info.placement == MORAINE_PLACE_CHILD))
+                more += ts->t[ti].nrows;
+        rc = start_plan(ts, &w, ends, 2, more, o);
+        for (size_t ti = 0; !rc && ti < ts->n; ti++)
+            for (size_t j = 0; j < maps[ti].n; j++) maps[ti].begin[j] = (int64_t)snap_index(o, maps[ti].begin[j]);
+    }
     for (size_t ti = 0; !rc && ti < ts->n; ti++) {
         table *t = &ts->t[ti];
         if (!t->rel) continue;
         mr_rel *r = t->rel;
         if (r->info.placement == MORAINE_PLACE_ROWS) {
-            int64_t at = strcmp(t->name, "ducklake_metadata") == 0 ? rows_first : rows_last;
-            for (size_t i = 0; !rc && i < t->nrows; i++) rc = push(o, at, PH_ROWS, (uint32_t)ti, i);
+            uint64_t at = snap_index(o, strcmp(t->name, "ducklake_metadata") == 0 ? rows_first : rows_last);
+            for (size_t i = 0; i < t->nrows; i++) push(o, at, PH_ROWS, (uint32_t)ti, i);
         } else if (r->info.placement == MORAINE_PLACE_CHILD) {
             table *pt = mr_nd_find_table(ts, r->info.parent);
             size_t pi = pt ? (size_t)(pt - ts->t) : 0;
@@ -358,14 +518,15 @@ int mr_nd_plan(tables *ts, ops *o)
                                 where, r->info.parent, desc);
                     break;
                 }
-                rc = push(o, begin, PH_CHILD, (uint32_t)ti, i);
+                push(o, (uint64_t)begin, PH_CHILD, (uint32_t)ti, i); /* (begin: the parent's, as an index) */
             }
         }
     }
     for (size_t ti = 0; ti < ts->n; ti++) keymap_free(&maps[ti]);
     free(maps);
+    free(w.v);
     mr_buf_free(&kb);
-    if (!rc && o->n && !ts->slim) qsort(o->v, o->n, sizeof *o->v, op_cmp); /* (a check only needs no order) */
+    if (!rc && o->n && !ts->slim) u64_sort(o->v, o->n, 2 * 64); /* (a check only needs no order) */
     return rc;
 }
 

@@ -704,6 +704,46 @@ static void make_import_dirs(void)
     path_of(d, sizeof d, "import_dup");
     write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1) SNAP_LINE(2));
     write_file(d, "ducklake_partition_info.ndjson", PI_LINE(1, 1, 1, null) PI_LINE(1, 1, 2, null));
+
+    /* the same with blank lines, CRLF ends and leading blanks: the replay
+     * (which parses the rows again from the file) names line 5 */
+    path_of(d, sizeof d, "import_dup_lines");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1) SNAP_LINE(2));
+    write_file(d, "ducklake_partition_info.ndjson",
+               "\r\n   \n{\"partition_id\":1,\"table_id\":1,\"begin_snapshot\":1,\"end_snapshot\":null}\r\n\t\n"
+               "  {\"partition_id\":1,\"table_id\":1,\"begin_snapshot\":2,\"end_snapshot\":null}\r\n");
+
+    /* a child without its parent on line 4 (after a blank line, one row
+     * through jansson: an escaped key): the plan's check names it */
+    path_of(d, sizeof d, "import_orphan_lines");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1));
+    write_file(d, "ducklake_partition_info.ndjson", PI_LINE(1, 1, 1, null));
+    write_file(d, "ducklake_partition_column.ndjson",
+               PC_LINE(1, 1, 0, 7, "year") "\n{\"partition_id\":1,\"table_id\":1,\"partition_key_index\":1,\"column_id\":7,"
+               "\"tr\\u0061nsform\":\"month\"}\n" PC_LINE(2, 1, 0, 8, "identity"));
+
+    /* rows that only jansson reads (escapes), read again at the replay */
+    path_of(d, sizeof d, "import_escaped");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1));
+    write_file(d, "ducklake_partition_info.ndjson", PI_LINE(1, 1, 1, null));
+    write_file(d, "ducklake_partition_column.ndjson",
+               "{\"partition_id\":1,\"table_id\":1,\"partition_key_index\":0,\"column_id\":7,\"transform\":\"ye\\u0061r\"}\n"
+               "{\"partition_id\":1,\"table_id\":1,\"partition_key_index\":1,\"column_id\":7,\"transform\":\"mo\\u006eth\"}\n");
+}
+
+/* A progress callback that appends a blank line to the file @ud names the
+ * first time it is called (the read phase's last report, before the plan). */
+static int change_file(void *ud, uint64_t done, uint64_t total)
+{
+    static int changed;
+    if (!changed++) {
+        FILE *f = fopen((const char *)ud, "ab");
+        if (f) {
+            fputs("\n", f);
+            fclose(f);
+        }
+    }
+    return 0;
 }
 
 static void test_import(moraine_db *main_db)
@@ -724,6 +764,8 @@ static void test_import(moraine_db *main_db)
         {"import_bad_type", MORAINE_EINVAL, "ducklake_partition_info.ndjson:3", "table_id"},
         {"import_missing_col", MORAINE_EINVAL, "ducklake_partition_info.ndjson:2", "end_snapshot"},
         {"import_dup", MORAINE_EEXIST, "ducklake_partition_info.ndjson:2", NULL},
+        {"import_dup_lines", MORAINE_EEXIST, "ducklake_partition_info.ndjson:5:", NULL},
+        {"import_orphan_lines", MORAINE_EINVAL, "ducklake_partition_column.ndjson:4:", "no ducklake_partition_info row"},
         {"no_such_dir", MORAINE_EIO, "no_such_dir", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -734,6 +776,17 @@ static void test_import(moraine_db *main_db)
         if (bad[i].column) CHECK(strstr(m, bad[i].column) != NULL, "%s: message '%s' does not name column %s", bad[i].dir, m, bad[i].column);
         check_empty(db, bad[i].dir);
     }
+
+    /* a file changed after it was read and checked: refused before anything is written, since the
+     * replay reads the rows again from the files */
+    path_of(d, sizeof d, "import_changed");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1));
+    write_file(d, "ducklake_partition_info.ndjson", PI_LINE(1, 1, 1, null));
+    char f[4200];
+    snprintf(f, sizeof f, "%s/ducklake_partition_info.ndjson", d);
+    CHECK_RC(moraine_import_ndjson(db, d, change_file, f), MORAINE_EIO);
+    CHECK(strstr(moraine_errmsg(), "ducklake_partition_info.ndjson: the file changed") != NULL, "changed file: '%s'", moraine_errmsg());
+    check_empty(db, "import_changed");
 
     /* after all those failures the same handle imports a good export */
     path_of(d, sizeof d, "import_good");
@@ -766,6 +819,21 @@ static void test_import(moraine_db *main_db)
     CHECK_RC(moraine_import_ndjson(main_db, d, NULL, NULL), MORAINE_EEXIST);
     CHECK_UNCHANGED(main_db, &before, "import into a non-empty catalog");
     free(before.p);
+
+    /* escaped rows: the values jansson gives, both when checked and when replayed */
+    path_of(p, sizeof p, "imported_escaped");
+    path_of(d, sizeof d, "import_escaped");
+    CHECK_RC(moraine_open(p, NULL, &db), 0);
+    if (!db) return;
+    CHECK_RC(moraine_import_ndjson(db, d, NULL, NULL), 0);
+    if (moraine_read_begin(db, &rd) == 0) {
+        pcol cols[4];
+        CHECK(moraine_partition_spec_at(rd, 1, 1, &row) == 1 && children_of(rd, &row, cols, 4) == 2 &&
+                  strcmp(cols[0].transform, "year") == 0 && strcmp(cols[1].transform, "month") == 0,
+              "escaped rows imported as jansson reads them");
+        moraine_read_end(rd);
+    }
+    moraine_close(db);
 }
 
 /* ---- a value damaged on disk ----------------------------------------------------------------- */
