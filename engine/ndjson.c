@@ -555,6 +555,7 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
     size_t i = 0;
     uint64_t total = o->n, done = 0;
     int defined = 0;
+    unsigned long commits = 0;
     while (!rc && i < o->n) {
         int64_t snap = op_snap(o, i);
         moraine_txn *txn;
@@ -614,6 +615,10 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
             }
             break;
         }
+        /* the store's pages this import touched are not read again: unmap
+         * them now and then (moraine_release_pages), so the process's RSS
+         * does not grow with the store; a failure costs memory only */
+        if (++commits % 256 == 0) (void)moraine_release_pages(db);
     }
     if (!rc && !defined) {
         /* a catalog of empty tables only */
