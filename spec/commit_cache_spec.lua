@@ -93,8 +93,8 @@ local function new_catalog(tag)
   return db, dir
 end
 
--- table @tname's ducklake_table_column_stats row of column @cname
-local function column_stats(db, tname, cname)
+-- the table_id of table @tname and the column_id of its column @cname
+local function ids_of(db, tname, cname)
   local tid, cid
   for _, row in ipairs(support.rows_of(db, "ducklake_table", { at = moraine.ALL })) do
     if row.table_name == tname then tid = row.table_id end
@@ -102,9 +102,22 @@ local function column_stats(db, tname, cname)
   for _, row in ipairs(support.rows_of(db, "ducklake_column", { at = moraine.ALL })) do
     if row.table_id == tid and row.column_name == cname then cid = row.column_id end
   end
+  return tid, cid
+end
+
+-- table @tname's ducklake_table_column_stats row of column @cname
+local function column_stats(db, tname, cname)
+  local tid, cid = ids_of(db, tname, cname)
   for _, row in ipairs(support.rows_of(db, "ducklake_table_column_stats", { at = moraine.ALL })) do
     if row.table_id == tid and row.column_id == cid then return row end
   end
+end
+
+-- add_data_files(@tbl, @files) committed through a new handle of the catalog at @dir
+local function commit_new_handle(dir, tbl, files)
+  local db = moraine.open(dir, { no_sync = true })
+  db:transaction(function(tx) tx:add_data_files(tbl, files) end)
+  db:close()
 end
 
 local function same_rows(a, b)
@@ -127,9 +140,7 @@ describe("the handle's cache of the tables its last commit wrote", function()
       local tbl = (k % 3 == 0) and "u" or "t"
       local ffa, ffb = fa(), fb()
       cached:transaction(function(tx) tx:add_data_files(tbl, ffa) end)
-      local db = moraine.open(fdir, { no_sync = true })
-      db:transaction(function(tx) tx:add_data_files(tbl, ffb) end)
-      db:close()
+      commit_new_handle(fdir, tbl, ffb)
       if k == 20 then -- two tables in one commit, and two verbs on one table
         local x, y, z = fa(), fa(), fa()
         cached:transaction(function(tx)
@@ -138,7 +149,7 @@ describe("the handle's cache of the tables its last commit wrote", function()
           tx:add_data_files("t", z)
         end)
         x, y, z = fb(), fb(), fb()
-        db = moraine.open(fdir, { no_sync = true })
+        local db = moraine.open(fdir, { no_sync = true })
         db:transaction(function(tx)
           tx:add_data_files("t", x)
           tx:add_data_files("u", y)
@@ -165,18 +176,11 @@ describe("the handle's cache of the tables its last commit wrote", function()
     local fresh, fdir = new_catalog("cache-d")
     fresh:close()
     local fa, fb = file_stream(11), file_stream(11)
-    local function commit_fresh(files)
-      local db = moraine.open(fdir, { no_sync = true })
-      db:transaction(function(tx) tx:add_data_files("t", files) end)
-      db:close()
-    end
     for k = 1, 12 do
       local x, y = fa(), fb()
       if k % 4 == 2 then
         -- another handle of this process commits between two of the cached handle's commits
-        local other = moraine.open(cdir, { no_sync = true })
-        other:transaction(function(tx) tx:add_data_files("t", x) end)
-        other:close()
+        commit_new_handle(cdir, "t", x)
       elseif k % 4 == 3 then
         -- another process commits (the same files, written by a child interpreter)
         local code = ([[
@@ -193,11 +197,11 @@ db:close()]]):format(cdir, x[1].path)
       else
         cached:transaction(function(tx) tx:add_data_files("t", x) end)
       end
-      commit_fresh(y)
+      commit_new_handle(fdir, "t", y)
       -- the cached handle commits right after: its cache is of an older LMDB transaction then
       local x2, y2 = fa(), fb()
       cached:transaction(function(tx) tx:add_data_files("t", x2) end)
-      commit_fresh(y2)
+      commit_new_handle(fdir, "t", y2)
     end
     fresh = moraine.open(fdir, { no_sync = true })
     same_rows(cached, fresh)
@@ -217,13 +221,7 @@ db:close()]]):format(cdir, x[1].path)
     -- another handle sets t's row for s in place, in a commit of no snapshot
     local function widen(dir)
       local db = moraine.open(dir, { no_sync = true })
-      local tid, cid
-      for _, row in ipairs(support.rows_of(db, "ducklake_table", { at = moraine.ALL })) do
-        if row.table_name == "t" then tid = row.table_id end
-      end
-      for _, row in ipairs(support.rows_of(db, "ducklake_column", { at = moraine.ALL })) do
-        if row.table_id == tid and row.column_name == "s" then cid = row.column_id end
-      end
+      local tid, cid = ids_of(db, "t", "s")
       local before = db:last_snapshot()
       for _, e in ipairs(db:scan("ducklake_table_column_stats", { at = moraine.ALL })) do
         if e.row.table_id == tid and e.row.column_id == cid then
@@ -241,9 +239,7 @@ db:close()]]):format(cdir, x[1].path)
       x[1].stats[5] = { column = "s", value_count = 10, null_count = 0, min_value = "K", max_value = "L" }
       y[1].stats[5] = x[1].stats[5]
       cached:transaction(function(tx) tx:add_data_files("t", x) end)
-      local db = moraine.open(fdir, { no_sync = true })
-      db:transaction(function(tx) tx:add_data_files("t", y) end)
-      db:close()
+      commit_new_handle(fdir, "t", y)
       if k == 3 then
         widen(cdir)
         widen(fdir)
