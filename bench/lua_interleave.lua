@@ -49,6 +49,40 @@ local function batch(stats)
   end
 end
 
+-- LuaJIT: rd:files_batch with raw = true, every value touched through its
+-- cell as bench.c's SQLite peer touches SQLite's (a string's length and first
+-- byte; any other value counted), no Lua string made
+local function touch(col, sink)
+  local c = col.cells
+  for i = 0, col.n - 1 do
+    local x = c[i]
+    if x.type == 2 then
+      local len = x.len
+      sink = sink + len + (len > 0 and x.v.s[0] or 0)
+    else
+      sink = sink + 1
+    end
+  end
+  return sink
+end
+local function batch_raw(stats)
+  local opts = { columns = FILE_COLS, delete_files = DEL_COLS, stats = stats, raw = true }
+  return function()
+    return db:read(function(rd)
+      local b = rd:files_batch(T, LAST, opts)
+      local sink = 0
+      for _, col in pairs(b.file) do sink = touch(col, sink) end
+      for _, col in ipairs(b.partition_values) do sink = touch(col, sink) end
+      for _, s in pairs(b.stats or {}) do
+        for _, col in pairs(s) do sink = touch(col, sink) end
+      end
+      for _, col in pairs(b.delete_file) do sink = touch(col, sink) end
+      assert(sink > 0)
+      return tonumber(b.n)
+    end)
+  end
+end
+
 local function rows()
   return db:read(function(rd)
     local dels = {}
@@ -136,6 +170,11 @@ local E = {
   { peer = "sqlite_indexed", shape = "d", fn = sql("d") },
   { peer = "moraine_" .. runtime .. "_walk", shape = "d", fn = attach_batch(true) },
 }
+if runtime == "luajit" then
+  table.insert(E, 2, { peer = "moraine_luajit_raw", shape = "pv", fn = batch_raw(nil) })
+  table.insert(E, 5, { peer = "moraine_luajit_raw", shape = "1col", fn = batch_raw({ 1 }) })
+  table.insert(E, 8, { peer = "moraine_luajit_raw", shape = "all", fn = batch_raw(true) })
+end
 local first = {}
 for _, e in ipairs(E) do
   e.rows = e.fn() -- warm-up
@@ -198,6 +237,16 @@ for _, shape in ipairs({ "pv", "1col", "all", "d" }) do
   end
   out[#out + 1] = string.format("| %s | %s / %s | %s | %s / %s | %.2f× |", names[shape], fmt(sorted(b.t)[1]), fmt(median(b.t)),
     w and (fmt(sorted(w.t)[1]) .. " / " .. fmt(median(w.t))) or "—", fmt(sorted(s.t)[1]), fmt(median(s.t)), median(s.t) / median(b.t))
+end
+if runtime == "luajit" then
+  out[#out + 1] = "\nLuaJIT, rd:files_batch with raw = true (cells in the read's pages through the FFI, every value touched):\n"
+  out[#out + 1] = "| shape | moraine raw batch | SQLite indexed | SQLite idx ÷ raw batch |"
+  out[#out + 1] = "|---|---:|---:|---:|"
+  for _, shape in ipairs({ "pv", "1col", "all" }) do
+    local b, s = by["moraine_luajit_raw/" .. shape], by["sqlite_indexed/" .. shape]
+    out[#out + 1] = string.format("| %s | %s / %s | %s / %s | %.2f× |", names[shape], fmt(sorted(b.t)[1]), fmt(median(b.t)),
+      fmt(sorted(s.t)[1]), fmt(median(s.t)), median(s.t) / median(b.t))
+  end
 end
 local walk = by["moraine_" .. runtime .. "_walk/d"]
 out[#out + 1] = string.format("\n(d) rows read: %d with the newest snapshot row by its key (rd:snapshot), %d walking every snapshot row up to S"

@@ -131,6 +131,83 @@ if ffi then
   end)
 end
 
+-- LuaJIT: rd:files_batch(T, S, {raw = true}) answers each array as a column
+-- of cells that point into the read transaction's pages (no Lua string is
+-- made until asked). The C side (bindings/moraine_batch.c, mb_cell) hands over
+-- the cells' addresses; this wraps them. The layout must match mb_cell.
+local BatchColumn
+if ffi then
+  ffi.cdef [[
+typedef struct {
+  union { int64_t i; double d; const char *s; } v;
+  uint32_t len;
+  int32_t type;
+} moraine_batch_cell;
+]]
+  local cellp, openp = ffi.typeof("const moraine_batch_cell *"), ffi.typeof("void *const *")
+  local NULL, TWO53, floor = core.null, 2 ^ 53, math.floor
+  local T_ABSENT, T_NULL, T_INT, T_STR, T_BOOL, T_REAL, T_JSON = -1, 0, 1, 2, 3, 4, 5
+  local KIND = { [T_NULL] = "null", [T_INT] = "integer", [T_STR] = "string", [T_BOOL] = "boolean", [T_REAL] = "real",
+    [T_JSON] = "json" }
+  BatchColumn = {}
+  BatchColumn.__index = BatchColumn
+  -- the cell of file @i (1-based), nil outside 1..n; ETXN once the read ended
+  local function cell(col, i)
+    if col._open[0] == nil then
+      core.raise("ETXN", "files_batch: the read transaction of this batch has ended (its values lived in the read's pages)")
+    end
+    if type(i) ~= "number" or i < 1 or i > col.n or floor(i) ~= i then return nil end
+    return col.cells[i - 1]
+  end
+  function BatchColumn.get(col, i)
+    local c = cell(col, i)
+    if c == nil then return nil end
+    local t = c.type
+    if t == T_STR then return ffi.string(c.v.s, c.len) end
+    if t == T_INT then
+      local v = c.v.i
+      if v >= -TWO53 and v <= TWO53 then return tonumber(v) end
+      return v
+    end
+    if t == T_ABSENT then return false end
+    if t == T_NULL then return NULL end
+    if t == T_BOOL then return c.v.i ~= 0 end
+    if t == T_REAL then return c.v.d end
+    if t == T_JSON then return { json = ffi.string(c.v.s, c.len) } end
+    core.raise("ECORRUPT", "files_batch: a value of unknown type " .. tostring(t))
+  end
+  function BatchColumn.kind(col, i)
+    local c = cell(col, i)
+    return c ~= nil and KIND[c.type] or nil
+  end
+  function BatchColumn.len(col, i)
+    local c = cell(col, i)
+    if c ~= nil and (c.type == T_STR or c.type == T_JSON) then return tonumber(c.len) end
+    return nil
+  end
+  function BatchColumn.ptr(col, i)
+    local c = cell(col, i)
+    if c ~= nil and (c.type == T_STR or c.type == T_JSON) then return c.v.s, tonumber(c.len) end
+    return nil
+  end
+  function BatchColumn.is_open(col) return col._open[0] ~= nil end
+  core.set_batch_wrap(function(res, rd, open, cells)
+    local n, o = tonumber(res.n), ffi.cast(openp, open)
+    local function wrap(t)
+      for k, p in pairs(t) do
+        t[k] = setmetatable({ n = n, cells = ffi.cast(cellp, p), _open = o, _anchor = cells, _read = rd }, BatchColumn)
+      end
+    end
+    wrap(res.file)
+    if res.partition_values then wrap(res.partition_values) end
+    if res.stats then
+      for _, s in pairs(res.stats) do wrap(s) end
+    end
+    if res.delete_file then wrap(res.delete_file) end
+    return res
+  end)
+end
+
 -- ---- SQL-form keys of set_partitioning / set_sorting / rename_column -------------
 
 -- moraine.sql's reader (LPeg), loaded when a key needs it

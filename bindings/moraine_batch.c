@@ -14,32 +14,147 @@
 #define MB_MAX_STATS 256 /* columns with stats in one answer */
 #define MB_MAX_COLS 64   /* columns asked of a data file, a stats row or a delete file */
 
+/* One value of a batch, as bindings/moraine.lua's FFI cdef reads it (keep
+ * the two the same): the value's type (moraine_type, or MB_ABSENT when the
+ * file has no such row), its integer/boolean/double, or its bytes by pointer
+ * into the read transaction's pages (zero-copy: valid while the read is open). */
 typedef struct {
-    int idx;        /* first stack slot of its arrays */
-    int64_t key;    /* partition_key_index or column_id */
-    lua_Integer upto; /* files filled so far */
-} mb_slot;
+    union {
+        int64_t i;
+        double d;
+        const char *s;
+    } v;
+    uint32_t len;
+    int32_t type;
+} mb_cell;
+#define MB_ABSENT (-1)
 
+/* The arrays of one batch: narr arrays of cap cells each, cells not written
+ * MB_ABSENT. A userdata (MT_BATCH) owns it, so an error raised mid-scan frees
+ * it by the collector; raw batches keep it while their columns live. */
 typedef struct {
-    mb_slot pv[MB_MAX_PV];
-    int npv;
-    mb_slot st[MB_MAX_STATS];
-    int nst;
-} mb_state;
+    mb_cell **arr;
+    int narr, arrcap;
+    size_t cap;
+} mb_buf;
 
-/* Sets array @idx[i] = top of stack (popped), after filling @s's gap with false. */
-static void mb_set(lua_State *L, int idx, lua_Integer i)
+static void mb_absent(mb_cell *c, size_t from, size_t to)
 {
-    lua_rawseti(L, idx, (int)i);
+    for (size_t i = from; i < to; i++) {
+        c[i].v.i = 0;
+        c[i].len = 0;
+        c[i].type = MB_ABSENT;
+    }
 }
 
-static void mb_fill(lua_State *L, int idx, int narrays, lua_Integer from, lua_Integer to)
+static void mb_free(mb_buf *b)
 {
-    for (int a = 0; a < narrays; a++)
-        for (lua_Integer i = from; i <= to; i++) {
-            lua_pushboolean(L, 0);
-            lua_rawseti(L, idx + a, (int)i);
-        }
+    for (int i = 0; i < b->narr; i++)
+        free(b->arr[i]);
+    free(b->arr);
+    b->arr = NULL;
+    b->narr = b->arrcap = 0;
+}
+
+/* __gc of MT_BATCH */
+int l_batch_gc(lua_State *L)
+{
+    mb_buf *b = (mb_buf *)lua_touserdata(L, 1);
+    if (b)
+        mb_free(b);
+    return 0;
+}
+
+/* Adds an array of cap absent cells to @b; returns its index. ENOMEM raised. */
+static int mb_add(lua_State *L, mb_buf *b)
+{
+    if (b->narr == b->arrcap) {
+        int nc = b->arrcap ? 2 * b->arrcap : 32;
+        mb_cell **a = (mb_cell **)realloc(b->arr, (size_t)nc * sizeof *a);
+        if (!a)
+            return raise_errf(L, MORAINE_ENOMEM, "files_batch: out of memory");
+        b->arr = a;
+        b->arrcap = nc;
+    }
+    mb_cell *c = (mb_cell *)malloc(b->cap * sizeof *c);
+    if (!c)
+        return raise_errf(L, MORAINE_ENOMEM, "files_batch: out of memory");
+    mb_absent(c, 0, b->cap);
+    b->arr[b->narr] = c;
+    return b->narr++;
+}
+
+/* Makes every array of @b hold at least @need cells. ENOMEM raised. */
+static void mb_reserve(lua_State *L, mb_buf *b, size_t need)
+{
+    if (need <= b->cap)
+        return;
+    size_t nc = b->cap * 2 > need ? b->cap * 2 : need;
+    for (int i = 0; i < b->narr; i++) {
+        mb_cell *c = (mb_cell *)realloc(b->arr[i], nc * sizeof *c);
+        if (!c)
+            raise_errf(L, MORAINE_ENOMEM, "files_batch: out of memory");
+        mb_absent(c, b->cap, nc);
+        b->arr[i] = c;
+    }
+    b->cap = nc;
+}
+
+/* Writes @v into cell @c (strings by pointer). */
+static void mb_put(lua_State *L, mb_cell *c, const moraine_value *v)
+{
+    c->type = (int32_t)v->type;
+    c->len = 0;
+    switch (v->type) {
+    case MORAINE_STR:
+    case MORAINE_JSON:
+        if (v->len > UINT32_MAX)
+            raise_errf(L, MORAINE_EINVAL, "files_batch: a value of more than 4 GiB");
+        c->v.s = v->len ? v->s : "";
+        c->len = (uint32_t)v->len;
+        break;
+    case MORAINE_REAL:
+        c->v.d = v->d;
+        break;
+    default:
+        c->v.i = v->i;
+    }
+}
+
+/* Pushes cell @c as rd:files_batch's arrays hold it: false when absent. */
+static void mb_push(lua_State *L, const mb_cell *c)
+{
+    if (c->type == MB_ABSENT) {
+        lua_pushboolean(L, 0);
+        return;
+    }
+    moraine_value v;
+    memset(&v, 0, sizeof v);
+    v.type = (moraine_type)c->type;
+    if (c->type == MORAINE_STR || c->type == MORAINE_JSON) {
+        v.s = c->v.s;
+        v.len = c->len;
+    } else if (c->type == MORAINE_REAL) {
+        v.d = c->v.d;
+    } else {
+        v.i = c->v.i;
+    }
+    push_value(L, &v);
+}
+
+/* Pushes array @k of @b's first @n cells: a Lua array, or (@raw) the
+ * cells' address, which moraine.lua's FFI wrapper turns into a column. */
+static void mb_push_array(lua_State *L, const mb_buf *b, int k, lua_Integer n, int raw)
+{
+    if (raw) {
+        lua_pushlightuserdata(L, b->arr[k]);
+        return;
+    }
+    lua_createtable(L, (int)n, 0);
+    for (lua_Integer i = 0; i < n; i++) {
+        mb_push(L, &b->arr[k][i]);
+        lua_rawseti(L, -2, (int)(i + 1));
+    }
 }
 
 /* Reads an optional array of strings at field @key of the table at @opt into
@@ -67,6 +182,16 @@ static int mb_names(lua_State *L, int opt, const char *key, const char **out)
     return n;
 }
 
+/* core.set_batch_wrap(fn): moraine.lua's FFI wrapper of raw batches (LuaJIT) */
+int l_set_batch_wrap(lua_State *L)
+{
+    if (!lua_isnil(L, 1))
+        luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, REG_BATCHWRAP);
+    return 0;
+}
+
 /* rd:files_batch(table_id, at, opts) -> batch (see moraine.luadoc) */
 int l_read_files_batch(lua_State *L)
 {
@@ -86,15 +211,28 @@ int l_read_files_batch(lua_State *L)
     while (lua_next(L, opt)) {
         lua_pop(L, 1);
         const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        static const char *const known[] = {"columns", "partition_values", "stats", "stats_columns", "delete_files", NULL};
+        static const char *const known[] = {"columns", "partition_values", "stats", "stats_columns", "delete_files", "raw", NULL};
         int ok = 0;
         for (int i = 0; k && known[i]; i++)
             if (strcmp(k, known[i]) == 0)
                 ok = 1;
         if (!ok)
             raise_errf(L, MORAINE_EINVAL,
-                       "files_batch: unknown option '%s' (expected columns, partition_values, stats, stats_columns, delete_files)",
+                       "files_batch: unknown option '%s' (expected columns, partition_values, stats, stats_columns, delete_files, raw)",
                        k ? k : luaL_typename(L, -1));
+    }
+    /* raw: the cells themselves, for LuaJIT's FFI (moraine.lua wraps them) */
+    lua_getfield(L, opt, "raw");
+    int raw = lua_toboolean(L, -1);
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TBOOLEAN)
+        raise_errf(L, MORAINE_EINVAL, "files_batch: option 'raw' must be a boolean");
+    lua_pop(L, 1);
+    if (raw) {
+        lua_getfield(L, LUA_REGISTRYINDEX, REG_BATCHWRAP);
+        int have = lua_type(L, -1) == LUA_TFUNCTION;
+        lua_pop(L, 1);
+        if (!have)
+            raise_errf(L, MORAINE_EINVAL, "files_batch: option 'raw' needs LuaJIT's FFI");
     }
     const char *cols[MB_MAX_COLS + 1], *stcols[MB_MAX_COLS + 1], *delcols[MB_MAX_COLS + 1];
     int ncols = mb_names(L, opt, "columns", cols);
@@ -200,78 +338,78 @@ int l_read_files_batch(lua_State *L)
             return raise_engine(L, rc);
         }
     }
-    /* the arrays, on the stack from base: data file columns, delete file
-     * columns, then partition values and stats as they are met */
-    mb_state *st = (mb_state *)lua_newuserdata(L, sizeof *st); /* 5 */
-    memset(st, 0, sizeof *st);
-    luaL_checkstack(L, ncols + (ndel > 0 ? ndel : 0) + 8, "files_batch: too many columns");
-    int base = lua_gettop(L) + 1;
-    for (int i = 0; i < ncols; i++)
-        lua_newtable(L);
-    int dbase = lua_gettop(L) + 1;
-    for (int i = 0; i < ndel; i++)
-        lua_newtable(L);
-    lua_Integer n = 0, dupto = 0;
+    /* the cells: data file columns (arrays 0..ncols-1), delete file columns
+     * (ncols..), then partition values and stats arrays as they are met */
+    mb_buf *b = (mb_buf *)new_handle(L, sizeof *b, MT_BATCH, 0);
+    const int bidx = lua_gettop(L);
+    b->cap = 256;
+    for (int i = 0; i < ncols + (ndel > 0 ? ndel : 0); i++)
+        mb_add(L, b);
+    const int dbase = ncols;
+    int pvarr[MB_MAX_PV], npv = 0;
+    struct {
+        int64_t key;
+        int arr; /* first of its nstc arrays */
+    } sts[MB_MAX_STATS];
+    int nst = 0;
+    size_t n = 0;
     moraine_row row, kid, del;
     int hd = dc ? moraine_cursor_next(dc, &del) : 0;
+    int bad = 0; /* an error to raise once the cursors are closed */
+    const char *badmsg = NULL;
     while (hd >= 0 && (rc = moraine_cursor_next(fc, &row)) == 1) {
-        n++;
-        for (int i = 0; i < ncols; i++) {
-            push_value(L, &row.vals[i]);
-            mb_set(L, base + i, n);
-        }
+        mb_reserve(L, b, n + 1);
+        for (int i = 0; i < ncols; i++)
+            mb_put(L, &b->arr[i][n], &row.vals[i]);
         size_t which;
         int kr;
         while ((kr = moraine_cursor_child(fc, &which, &kid)) == 1) {
             if ((int)which == pv_kid) {
-                if (kid.vals[0].type != MORAINE_INT || kid.vals[0].i < 0 || kid.vals[0].i >= MB_MAX_PV)
-                    raise_errf(L, MORAINE_EINVAL, "files_batch: partition_key_index outside 0..%d", MB_MAX_PV - 1);
+                if (kid.vals[0].type != MORAINE_INT || kid.vals[0].i < 0 || kid.vals[0].i >= MB_MAX_PV) {
+                    bad = MORAINE_EINVAL;
+                    badmsg = "files_batch: partition_key_index outside 0..63";
+                    break;
+                }
                 int k = (int)kid.vals[0].i;
-                while (st->npv <= k) { /* a new key index: its array, false before */
-                    luaL_checkstack(L, 4, "files_batch: too many partition keys");
-                    lua_newtable(L);
-                    st->pv[st->npv].idx = lua_gettop(L);
-                    st->pv[st->npv].key = st->npv;
-                    st->pv[st->npv].upto = 0;
-                    st->npv++;
-                }
-                mb_slot *s = &st->pv[k];
-                if (s->upto == n) /* a key index twice in one file: the first wins */
-                    continue;
-                mb_fill(L, s->idx, 1, s->upto + 1, n - 1);
-                push_value(L, &kid.vals[1]);
-                mb_set(L, s->idx, n);
-                s->upto = n;
+                while (npv <= k) /* a new key index: its array, absent before */
+                    pvarr[npv++] = mb_add(L, b);
+                mb_cell *c = &b->arr[pvarr[k]][n];
+                if (c->type == MB_ABSENT) /* a key index twice in one file: the first wins */
+                    mb_put(L, c, &kid.vals[1]);
             } else if ((int)which == st_kid) {
-                if (kid.vals[0].type != MORAINE_INT)
-                    raise_errf(L, MORAINE_EINVAL, "files_batch: a column stats row without an integer column_id");
-                mb_slot *s = NULL;
-                for (int j = 0; j < st->nst; j++)
-                    if (st->st[j].key == kid.vals[0].i)
-                        s = &st->st[j];
-                if (!s) {
-                    if (st->nst == MB_MAX_STATS)
-                        raise_errf(L, MORAINE_EINVAL, "files_batch: stats of more than %d columns: name the ones wanted", MB_MAX_STATS);
-                    luaL_checkstack(L, nstc + 4, "files_batch: too many stats columns");
-                    s = &st->st[st->nst++];
-                    s->idx = lua_gettop(L) + 1;
-                    s->key = kid.vals[0].i;
-                    s->upto = 0;
+                if (kid.vals[0].type != MORAINE_INT) {
+                    bad = MORAINE_EINVAL;
+                    badmsg = "files_batch: a column stats row without an integer column_id";
+                    break;
+                }
+                int j = 0;
+                while (j < nst && sts[j].key != kid.vals[0].i)
+                    j++;
+                if (j == nst) {
+                    if (nst == MB_MAX_STATS) {
+                        bad = MORAINE_EINVAL;
+                        badmsg = "files_batch: stats of more than 256 columns: name the ones wanted";
+                        break;
+                    }
+                    sts[nst].key = kid.vals[0].i;
+                    sts[nst].arr = b->narr;
                     for (int c = 0; c < nstc; c++)
-                        lua_newtable(L);
+                        mb_add(L, b);
+                    nst++;
                 }
-                if (s->upto == n) /* a second stats row of one column in one file: the first wins */
+                /* a second stats row of one column in one file: the first wins */
+                if (nstc > 0 && b->arr[sts[j].arr][n].type != MB_ABSENT)
                     continue;
-                mb_fill(L, s->idx, nstc, s->upto + 1, n - 1);
-                for (int c = 0; c < nstc; c++) {
-                    push_value(L, &kid.vals[stpos[c]]);
-                    mb_set(L, s->idx + c, n);
-                }
-                s->upto = n;
+                for (int c = 0; c < nstc; c++)
+                    mb_put(L, &b->arr[sts[j].arr + c][n], &kid.vals[stpos[c]]);
             }
         }
-        if (kr < 0)
-            return raise_engine(L, kr);
+        if (bad)
+            break;
+        if (kr < 0) {
+            rc = kr;
+            break;
+        }
         /* the delete file of this data file (merged by data_file_id) */
         if (dc) {
             int64_t id = row.vals[idcol].type == MORAINE_INT ? row.vals[idcol].i : INT64_MIN;
@@ -280,74 +418,66 @@ int l_read_files_batch(lua_State *L)
             int first = 1;
             while (hd == 1 && del.vals[0].type == MORAINE_INT && del.vals[0].i == id) {
                 if (first) {
-                    mb_fill(L, dbase, ndel, dupto + 1, n - 1);
-                    for (int c = 0; c < ndel; c++) {
-                        push_value(L, &del.vals[delpos[c]]);
-                        mb_set(L, dbase + c, n);
-                    }
-                    dupto = n;
+                    for (int c = 0; c < ndel; c++)
+                        mb_put(L, &b->arr[dbase + c][n], &del.vals[delpos[c]]);
                     first = 0;
                 }
                 hd = moraine_cursor_next(dc, &del);
             }
         }
+        n++;
     }
     if (hd < 0)
         rc = hd;
-    if (rc < 0)
-        return raise_engine(L, rc);
     moraine_cursor_close(fc);
     if (dc)
         moraine_cursor_close(dc);
-    /* false up to n where a file had no such row */
-    for (int j = 0; j < st->npv; j++)
-        mb_fill(L, st->pv[j].idx, 1, st->pv[j].upto + 1, n);
-    for (int j = 0; j < st->nst; j++)
-        mb_fill(L, st->st[j].idx, nstc, st->st[j].upto + 1, n);
-    mb_fill(L, dbase, ndel, dupto + 1, n);
+    if (bad)
+        return raise_errf(L, bad, "%s", badmsg);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    /* a column_id asked that no file has stats of: absent arrays */
+    int nasked = nst;
+    for (int j = 0; j < nids && nst < MB_MAX_STATS; j++) {
+        int found = 0;
+        for (int k = 0; k < nasked; k++)
+            if (sts[k].key == ids[j])
+                found = 1;
+        if (found)
+            continue;
+        sts[nst].key = ids[j];
+        sts[nst].arr = b->narr;
+        for (int c = 0; c < nstc; c++)
+            mb_add(L, b);
+        nst++;
+        nasked = nst;
+    }
     /* the answer */
-    lua_createtable(L, 0, 5);
+    lua_createtable(L, 0, 6);
     int res = lua_gettop(L);
-    push_int64(L, n);
+    push_int64(L, (int64_t)n);
     lua_setfield(L, res, "n");
     lua_createtable(L, 0, ncols);
     for (int i = 0; i < ncols; i++) {
-        lua_pushvalue(L, base + i);
+        mb_push_array(L, b, i, (lua_Integer)n, raw);
         lua_setfield(L, -2, cols[i]);
     }
     lua_setfield(L, res, "file");
     if (want_pv) {
-        lua_createtable(L, st->npv, 0);
-        for (int j = 0; j < st->npv; j++) {
-            lua_pushvalue(L, st->pv[j].idx);
+        lua_createtable(L, npv, 0);
+        for (int j = 0; j < npv; j++) {
+            mb_push_array(L, b, pvarr[j], (lua_Integer)n, raw);
             lua_rawseti(L, -2, j + 1);
         }
         lua_setfield(L, res, "partition_values");
     }
     if (want_st) {
         lua_newtable(L);
-        for (int j = 0; j < nids; j++) { /* every column asked has its arrays, all false when no file has stats */
-            int found = 0;
-            for (int k = 0; k < st->nst; k++)
-                if (st->st[k].key == ids[j])
-                    found = 1;
-            if (found)
-                continue;
+        for (int k = 0; k < nst; k++) {
+            push_int64(L, sts[k].key);
             lua_createtable(L, 0, nstc);
             for (int c = 0; c < nstc; c++) {
-                lua_createtable(L, (int)n, 0);
-                mb_fill(L, lua_gettop(L), 1, 1, n);
-                lua_setfield(L, -2, stnames[c]);
-            }
-            push_int64(L, ids[j]);
-            lua_insert(L, -2);
-            lua_settable(L, -3);
-        }
-        for (int k = 0; k < st->nst; k++) {
-            push_int64(L, st->st[k].key);
-            lua_createtable(L, 0, nstc);
-            for (int c = 0; c < nstc; c++) {
-                lua_pushvalue(L, st->st[k].idx + c);
+                mb_push_array(L, b, sts[k].arr + c, (lua_Integer)n, raw);
                 lua_setfield(L, -2, stnames[c]);
             }
             lua_settable(L, -3);
@@ -357,11 +487,23 @@ int l_read_files_batch(lua_State *L)
     if (ndel >= 0) {
         lua_createtable(L, 0, ndel);
         for (int c = 0; c < ndel; c++) {
-            lua_pushvalue(L, dbase + c);
+            mb_push_array(L, b, dbase + c, (lua_Integer)n, raw);
             lua_setfield(L, -2, delnames[c]);
         }
         lua_setfield(L, res, "delete_file");
     }
+    if (!raw) {
+        mb_free(b);
+        return 1;
+    }
+    /* raw: moraine.lua's wrapper makes the columns (FFI), keeping the cells
+     * (the userdata) and the read (for its open flag) alive */
+    lua_getfield(L, LUA_REGISTRYINDEX, REG_BATCHWRAP);
+    lua_pushvalue(L, res);
+    lua_pushvalue(L, 1);                /* the read */
+    lua_pushlightuserdata(L, &r->rd);   /* non-NULL while the read is open */
+    lua_pushvalue(L, bidx);             /* the cells */
+    lua_call(L, 4, 1);
     return 1;
 }
 

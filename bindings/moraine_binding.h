@@ -70,6 +70,8 @@
 #define MT_ERROR "moraine.error"
 #define MT_JBOX "moraine.jbox"
 #define MT_ICHECK "moraine.import_check"
+#define MT_BATCH "moraine.batch" /* the cells of rd:files_batch (moraine_batch.c) */
+#define REG_BATCHWRAP "moraine.batchwrap" /* moraine.lua's FFI wrapper of raw batches (l_set_batch_wrap) */
 #define REG_INT64CTOR "moraine.int64ctor"
 #define REG_CDATACONV "moraine.cdataconv"
 #define REG_PARSE_PARTITION "moraine.parse_partition_key" /* moraine.lua's partition key reader (l_set_key_parsers) */
@@ -313,6 +315,8 @@ int64_t default_snapshot(lua_State *L, lread *r);
 /* rd:files_batch and rd:scan_columns (lua_CFunctions). */
 int l_read_files_batch(lua_State *L);
 int l_read_scan_columns(lua_State *L);
+int l_batch_gc(lua_State *L);       /* __gc of MT_BATCH */
+int l_set_batch_wrap(lua_State *L); /* core.set_batch_wrap(fn) */
 
 /* ---- moraine_json.c -------------------------------------------------------------------- */
 

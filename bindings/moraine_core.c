@@ -95,6 +95,7 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"sleep", l_sleep},
                                         {"dir_entries", l_dir_entries},
                                         {"set_int64_ctor", l_set_int64_ctor},
+                                        {"set_batch_wrap", l_set_batch_wrap},
                                         {"set_cdata_conv", l_set_cdata_conv},
                                         {"set_key_parsers", l_set_key_parsers},
                                         {"all_versions", l_all_versions},
@@ -138,6 +139,7 @@ int luaopen_moraine_core(lua_State *L)
     new_class(L, MT_CURSOR, NULL, l_cursor_gc, NULL);
     new_class(L, MT_JBOX, NULL, l_jbox_gc, NULL);
     new_class(L, MT_ICHECK, import_check_methods, l_import_check_gc, NULL);
+    new_class(L, MT_BATCH, NULL, l_batch_gc, NULL);
     luaL_newmetatable(L, MT_ERROR);
     lua_pushcfunction(L, l_error_tostring);
     lua_setfield(L, -2, "__tostring");

@@ -123,10 +123,29 @@ local function oracle(rd, T, S, o, file_cols)
   return want
 end
 
-local function compare(rd, T, S, o, file_cols)
-  local got = rd:files_batch(T, S, o)
-  local want = oracle(rd, T, S, o, file_cols)
-  local where = string.format("table %s at %s", tostring(T), tostring(S))
+-- a raw batch (LuaJIT) as the arrays rd:files_batch gives without raw: each
+-- column read back through col:get, one past the end nil
+local function materialize(raw)
+  local function arrays(t)
+    local out = {}
+    for k, col in pairs(t) do
+      local a = {}
+      for i = 1, col.n + 1 do a[i] = col:get(i) end
+      assert.equal(tonumber(raw.n), col.n)
+      out[k] = a
+    end
+    return out
+  end
+  local stats
+  if raw.stats then
+    stats = {}
+    for id, s in pairs(raw.stats) do stats[id] = arrays(s) end
+  end
+  return { n = raw.n, file = arrays(raw.file), partition_values = raw.partition_values and arrays(raw.partition_values),
+    stats = stats, delete_file = raw.delete_file and arrays(raw.delete_file) }
+end
+
+local function check(got, want, o, file_cols, where)
   assert.equal(want.n, tonumber(got.n), where .. ": n")
   for c, a in pairs(want.file) do
     local g = got.file[c]
@@ -185,6 +204,18 @@ local function compare(rd, T, S, o, file_cols)
     end
   else
     assert.is_nil(got.delete_file)
+  end
+end
+
+-- rd:files_batch against the row-at-a-time read; under LuaJIT its raw form too
+local function compare(rd, T, S, o, file_cols)
+  local want = oracle(rd, T, S, o, file_cols)
+  local where = string.format("table %s at %s", tostring(T), tostring(S))
+  check(rd:files_batch(T, S, o), want, o, file_cols, where)
+  if has_ffi then
+    local ro = { raw = true }
+    for k, v in pairs(o) do ro[k] = v end
+    check(materialize(rd:files_batch(T, S, ro)), want, o, file_cols, where .. " (raw)")
   end
 end
 
@@ -306,6 +337,57 @@ describe("rd:scan_columns", function()
     end)
   end
 
+  it("raw (LuaJIT): columns of cells in the read's pages, refused once the read ends, and under Lua 5.4", function()
+    local db = support.import_fixture("s3_edge_values")
+    if not has_ffi then
+      db:read(function(rd)
+        support.expect_err("EINVAL", "option 'raw' needs LuaJIT's FFI", rd.files_batch, rd, 1, nil, { raw = true })
+      end)
+      db:close()
+      return
+    end
+    local kept, seen = {}, 0
+    db:read(function(rd)
+      support.expect_err("EINVAL", "option 'raw' must be a boolean", rd.files_batch, rd, 1, nil, { raw = "yes" })
+      for t in rd:scan("ducklake_table") do
+        local T = t.table_id
+        local arrays = rd:files_batch(T, nil, { stats = true, delete_files = { "path" } })
+        local raw = rd:files_batch(T, nil, { stats = true, delete_files = { "path" }, raw = true })
+        arrays, raw = arrays.file.path, raw.file.path
+        collectgarbage("collect") -- the column keeps its cells: only `raw.file.path` is still referenced
+        for i = 1, raw.n do
+          local v = raw:get(i)
+          assert.equal(arrays[i], v)
+          assert.equal(type(v) == "string" and "string" or "null", raw:kind(i))
+          if type(v) == "string" then
+            assert.equal(#v, raw:len(i))
+            local p, len = raw:ptr(i)
+            assert.equal(v, ffi.string(p, len))
+          else
+            assert.is_nil(raw:len(i))
+            assert.is_nil(raw:ptr(i))
+          end
+          seen = seen + 1
+        end
+        assert.is_nil(raw:get(0))
+        assert.is_nil(raw:get(raw.n + 1))
+        assert.is_nil(raw:get(1.5))
+        assert.is_nil(raw:kind(raw.n + 1))
+        assert.is_true(raw:is_open())
+        kept[#kept + 1] = raw
+      end
+    end)
+    assert.is_true(seen > 0)
+    for _, col in ipairs(kept) do
+      assert.is_false(col:is_open())
+      support.expect_err("ETXN", "read transaction of this batch has ended", col.get, col, 1)
+      support.expect_err("ETXN", "has ended", col.len, col, 1)
+      support.expect_err("ETXN", "has ended", col.ptr, col, 1)
+      support.expect_err("ETXN", "has ended", col.kind, col, 1)
+    end
+    db:close()
+  end)
+
   it("refuses bad options, naming them", function()
     local db = support.import_fixture("s1_evolution")
     db:read(function(rd)
@@ -390,6 +472,57 @@ describe("rd:files_batch", function()
       if round % 4 == 0 then db:transaction(function(tx) tx:delete_files(tname, { first }) end) end
     end
     assert.is_true(everywhere(db, 6) > 0, "seed " .. seed)
+    db:close()
+  end)
+
+  it("raw (LuaJIT): columns of cells in the read's pages, refused once the read ends, and under Lua 5.4", function()
+    local db = support.import_fixture("s3_edge_values")
+    if not has_ffi then
+      db:read(function(rd)
+        support.expect_err("EINVAL", "option 'raw' needs LuaJIT's FFI", rd.files_batch, rd, 1, nil, { raw = true })
+      end)
+      db:close()
+      return
+    end
+    local kept, seen = {}, 0
+    db:read(function(rd)
+      support.expect_err("EINVAL", "option 'raw' must be a boolean", rd.files_batch, rd, 1, nil, { raw = "yes" })
+      for t in rd:scan("ducklake_table") do
+        local T = t.table_id
+        local arrays = rd:files_batch(T, nil, { stats = true, delete_files = { "path" } })
+        local raw = rd:files_batch(T, nil, { stats = true, delete_files = { "path" }, raw = true })
+        arrays, raw = arrays.file.path, raw.file.path
+        collectgarbage("collect") -- the column keeps its cells: only `raw.file.path` is still referenced
+        for i = 1, raw.n do
+          local v = raw:get(i)
+          assert.equal(arrays[i], v)
+          assert.equal(type(v) == "string" and "string" or "null", raw:kind(i))
+          if type(v) == "string" then
+            assert.equal(#v, raw:len(i))
+            local p, len = raw:ptr(i)
+            assert.equal(v, ffi.string(p, len))
+          else
+            assert.is_nil(raw:len(i))
+            assert.is_nil(raw:ptr(i))
+          end
+          seen = seen + 1
+        end
+        assert.is_nil(raw:get(0))
+        assert.is_nil(raw:get(raw.n + 1))
+        assert.is_nil(raw:get(1.5))
+        assert.is_nil(raw:kind(raw.n + 1))
+        assert.is_true(raw:is_open())
+        kept[#kept + 1] = raw
+      end
+    end)
+    assert.is_true(seen > 0)
+    for _, col in ipairs(kept) do
+      assert.is_false(col:is_open())
+      support.expect_err("ETXN", "read transaction of this batch has ended", col.get, col, 1)
+      support.expect_err("ETXN", "has ended", col.len, col, 1)
+      support.expect_err("ETXN", "has ended", col.ptr, col, 1)
+      support.expect_err("ETXN", "has ended", col.kind, col, 1)
+    end
     db:close()
   end)
 
