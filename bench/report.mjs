@@ -110,16 +110,6 @@ for (const [w, label] of W) {
   out(`| ${label} | ${cells.join(" | ")} | ${r.map(x).join(" | ")} |`);
 }
 out();
-if (existsSync(`${work}/results/moraine_luajit_batch.json`)) {
-  const b = JSON.parse(readFileSync(`${work}/results/moraine_luajit_batch.json`, "utf8"));
-  for (const w of ["a_files_latest", "b_files_old"]) {
-    if (b.workloads[w].rows !== P.c.workloads[w].rows) errors.push(`${w}: the LuaJIT batch prototype answered ${b.workloads[w].rows} rows`);
-  }
-  out(`LuaJIT through a batch read (bench/ffi_batch.lua, a prototype: FFI to libmoraine filling one array per field): ` +
-    `(a) ${fmt(b.workloads.a_files_latest.median, "s")} (SQLite indexed ÷ it: ${x(med("sqlidx", "a_files_latest") / b.workloads.a_files_latest.median)}), ` +
-    `(b) ${fmt(b.workloads.b_files_old.median, "s")} (${x(med("sqlidx", "b_files_old") / b.workloads.b_files_old.median)}).`);
-  out();
-}
 out("Ratios: for times, C/floor is moraine's time over the floor's and the others are the peer's time over moraine's (above 1: moraine is faster);");
 out("for rates (commits, import), C/floor is moraine's rate over the floor's and the others moraine's rate over the peer's (above 1: moraine is faster).");
 out();

@@ -37,8 +37,6 @@ for rt in luajit lua5.4; do
   sub=lua54; [ "$rt" = luajit ] && sub=luajit
   LUA_CPATH="$root/$bin/$sub/?.so;;" sh scripts/run-lua.sh "$rt" "$build" bench/lua_bench.lua "$work" || fail "the Lua peer ($rt) failed"
 done
-step "LuaJIT FFI batch read (prototype of a batch read API, bench/ffi_batch.lua)"
-LUA_CPATH="$root/$bin/luajit/?.so;;" sh scripts/run-lua.sh luajit "$build" bench/ffi_batch.lua "$build" "$work" || fail "the LuaJIT batch prototype failed"
 step "SQLite, DuckLake's schema as created"
 "$bin/bench" sqlite "$work" plain || fail "the SQLite peer failed"
 step "SQLite with table_id-first indexes"

@@ -150,7 +150,15 @@ typedef struct {
   local KIND = { [T_NULL] = "null", [T_INT] = "integer", [T_STR] = "string", [T_BOOL] = "boolean", [T_REAL] = "real",
     [T_JSON] = "json" }
   BatchColumn = {}
-  BatchColumn.__index = BatchColumn
+  -- methods by name; a number (col[i], as on an array) is refused: a raw
+  -- column is read with col:get(i)
+  BatchColumn.__index = function(_, k)
+    local m = rawget(BatchColumn, k)
+    if m == nil and type(k) == "number" then
+      core.raise("EINVAL", "files_batch: a raw column is read with col:get(i) (or col.cells[i - 1]), not col[i]")
+    end
+    return m
+  end
   -- the cell of file @i (1-based), nil outside 1..n; ETXN once the read ended
   local function cell(col, i)
     if col._open[0] == nil then

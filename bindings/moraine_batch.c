@@ -216,10 +216,12 @@ int l_read_files_batch(lua_State *L)
         for (int i = 0; k && known[i]; i++)
             if (strcmp(k, known[i]) == 0)
                 ok = 1;
+        if (!k)
+            raise_errf(L, MORAINE_EINVAL, "files_batch: options are named (a table of name = value), got a %s key",
+                       luaL_typename(L, -1));
         if (!ok)
             raise_errf(L, MORAINE_EINVAL,
-                       "files_batch: unknown option '%s' (expected columns, partition_values, stats, stats_columns, delete_files, raw)",
-                       k ? k : luaL_typename(L, -1));
+                       "files_batch: unknown option '%s' (expected columns, partition_values, stats, stats_columns, delete_files, raw)", k);
     }
     /* raw: the cells themselves, for LuaJIT's FFI (moraine.lua wraps them) */
     lua_getfield(L, opt, "raw");
@@ -257,6 +259,8 @@ int l_read_files_batch(lua_State *L)
         idcol = nproj++;
     }
     lua_getfield(L, opt, "partition_values");
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TBOOLEAN)
+        raise_errf(L, MORAINE_EINVAL, "files_batch: option 'partition_values' must be a boolean");
     int want_pv = lua_isnil(L, -1) ? 1 : lua_toboolean(L, -1);
     lua_pop(L, 1);
     /* stats: nil/false none, true every column, or an array of column_ids */
@@ -321,6 +325,13 @@ int l_read_files_batch(lua_State *L)
         kids[nkids++] = (moraine_child_projection){"ducklake_file_partition_value", pvcols, 2, NULL, NULL, 0};
     }
     if (want_st) {
+        /* DuckLake before 0.3 named the table ducklake_file_column_statistics (moraine upgrade renames it) */
+        moraine_relation_info old;
+        if (moraine_relation(r->owner->db, "ducklake_file_column_stats", &old) == MORAINE_ENOTFOUND &&
+            moraine_relation(r->owner->db, "ducklake_file_column_statistics", &old) == 0)
+            raise_errf(L, MORAINE_ENOTFOUND,
+                       "files_batch: this catalog keeps column stats in ducklake_file_column_statistics (DuckLake before 0.3): "
+                       "run 'moraine upgrade' to read them here, or read them through rd:files");
         st_kid = (int)nkids;
         kids[nkids++] = (moraine_child_projection){"ducklake_file_column_stats", stcols, (size_t)nstp, all_stats ? NULL : "column_id",
                                                    ids, (size_t)nids};
@@ -526,9 +537,11 @@ int l_read_scan_columns(lua_State *L)
     while (lua_next(L, opt)) {
         lua_pop(L, 1);
         const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        if (!k || (strcmp(k, "at") && strcmp(k, "table_id") && strcmp(k, "columns") && strcmp(k, "children")))
-            raise_errf(L, MORAINE_EINVAL, "scan_columns: unknown option '%s' (expected at, table_id, columns, children)",
-                       k ? k : luaL_typename(L, -1));
+        if (!k)
+            raise_errf(L, MORAINE_EINVAL, "scan_columns: options are named (a table of name = value), got a %s key",
+                       luaL_typename(L, -1));
+        if (strcmp(k, "at") && strcmp(k, "table_id") && strcmp(k, "columns") && strcmp(k, "children"))
+            raise_errf(L, MORAINE_EINVAL, "scan_columns: unknown option '%s' (expected at, table_id, columns, children)", k);
     }
     int64_t scope = MORAINE_ANY_SCOPE, at;
     lua_getfield(L, opt, "at");

@@ -942,7 +942,9 @@ int moraine_import_check_end(moraine_import_check *c);
  * in DuckDB's JSON-lines form (exact integers, null, strings,
  * true/false); an empty table is a file holding one newline. Creates @dir.
  * Returns 0; MORAINE_EIO; MORAINE_EINVAL (a string that is not valid UTF-8
- * cannot be written as JSON: message names table, row and column).
+ * cannot be written as JSON: message names table, row and column);
+ * MORAINE_EEXIST (@dir holds a `<name>.ndjson` of a table the catalog does
+ * not have, which an import of @dir would read: nothing is written).
  */
 int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud);
 

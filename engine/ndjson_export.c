@@ -6,6 +6,7 @@
  * their row order. The import is ndjson.c.
  */
 #include "internal.h"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -121,6 +122,31 @@ static int finish_export(moraine_db *db, const char *dir, size_t n, int rename_t
     return rc;
 }
 
+/* MORAINE_EEXIST when @dir holds a `<name>.ndjson` of a table @db does not
+ * have: an import of the directory would read it beside the export's tables
+ * (the export overwrites only the files of its own tables). */
+static int stray_tables(moraine_db *db, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return mr_err(MORAINE_EIO, "%s: cannot read directory: %s", dir, strerror(errno));
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n <= 7 || strcmp(e->d_name + n - 7, ".ndjson") != 0) continue;
+        int ours = 0;
+        for (size_t i = 0; !ours && i < db->nrels; i++) {
+            const char *name = db->rels[i]->info.name;
+            ours = strlen(name) == n - 7 && memcmp(name, e->d_name, n - 7) == 0;
+        }
+        if (!ours)
+            rc = mr_err(MORAINE_EEXIST, "%s holds %s, a table this catalog does not have, which an import of the directory would read: "
+                        "export into an empty directory (or remove it)", dir, e->d_name);
+    }
+    closedir(d);
+    return rc;
+}
+
 int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud)
 {
     if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_export_ndjson: NULL argument");
@@ -135,6 +161,8 @@ int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
     if (!rc && stat(dir, &st) != 0) {
         if (mkdir(dir, secrets ? 0700 : 0775) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
         else made = 1;
+    } else if (!rc) {
+        rc = stray_tables(db, dir);
     }
     if (rc) {
         moraine_read_end(rd);

@@ -2,9 +2,15 @@
 -- travel, a staged commit, export. Run: sh scripts/run-lua.sh lua5.4 build examples/quickstart.lua
 local moraine = require "moraine"
 
-local dir = os.getenv("MORAINE_EXAMPLE_DIR")
-if not dir then dir = os.tmpname(); os.remove(dir); dir = dir .. ".moraine" end  -- a unique name, the file gone
-os.remove(dir)
+-- a fresh directory under $TMPDIR (else /tmp) holding the catalog and its export; removed at the end
+local work = os.getenv("MORAINE_EXAMPLE_DIR")
+if not work then
+  local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/moraine-quickstart.XXXXXX"'))
+  work = assert(p:read("l"), "mktemp failed")
+  p:close()
+end
+os.execute("mkdir -p '" .. work .. "'")
+local dir = work .. "/catalog"
 local db = moraine.open(dir, { no_sync = true })
 db:import_ndjson("examples/catalogs/s1_evolution/catalog")
 
@@ -26,8 +32,8 @@ assert(snap == 21)
 assert(#db:read(function(rd) return rd:partition_spec(1, 21) end).columns == 0) -- a zero-column spec
 assert(db:read(function(rd) return rd:partition_spec(1, 20) end).partition_id == 11)
 
-local out = dir .. "-export"
+local out = work .. "/export"
 db:export_ndjson(out)
-print("exported to " .. out)
+print("exported to " .. out .. " (removed with the catalog when this example ends)")
 db:close()
-os.execute("rm -rf '" .. dir .. "' '" .. out .. "'")
+os.execute("rm -rf '" .. work .. "'")

@@ -337,57 +337,6 @@ describe("rd:scan_columns", function()
     end)
   end
 
-  it("raw (LuaJIT): columns of cells in the read's pages, refused once the read ends, and under Lua 5.4", function()
-    local db = support.import_fixture("s3_edge_values")
-    if not has_ffi then
-      db:read(function(rd)
-        support.expect_err("EINVAL", "option 'raw' needs LuaJIT's FFI", rd.files_batch, rd, 1, nil, { raw = true })
-      end)
-      db:close()
-      return
-    end
-    local kept, seen = {}, 0
-    db:read(function(rd)
-      support.expect_err("EINVAL", "option 'raw' must be a boolean", rd.files_batch, rd, 1, nil, { raw = "yes" })
-      for t in rd:scan("ducklake_table") do
-        local T = t.table_id
-        local arrays = rd:files_batch(T, nil, { stats = true, delete_files = { "path" } })
-        local raw = rd:files_batch(T, nil, { stats = true, delete_files = { "path" }, raw = true })
-        arrays, raw = arrays.file.path, raw.file.path
-        collectgarbage("collect") -- the column keeps its cells: only `raw.file.path` is still referenced
-        for i = 1, raw.n do
-          local v = raw:get(i)
-          assert.equal(arrays[i], v)
-          assert.equal(type(v) == "string" and "string" or "null", raw:kind(i))
-          if type(v) == "string" then
-            assert.equal(#v, raw:len(i))
-            local p, len = raw:ptr(i)
-            assert.equal(v, ffi.string(p, len))
-          else
-            assert.is_nil(raw:len(i))
-            assert.is_nil(raw:ptr(i))
-          end
-          seen = seen + 1
-        end
-        assert.is_nil(raw:get(0))
-        assert.is_nil(raw:get(raw.n + 1))
-        assert.is_nil(raw:get(1.5))
-        assert.is_nil(raw:kind(raw.n + 1))
-        assert.is_true(raw:is_open())
-        kept[#kept + 1] = raw
-      end
-    end)
-    assert.is_true(seen > 0)
-    for _, col in ipairs(kept) do
-      assert.is_false(col:is_open())
-      support.expect_err("ETXN", "read transaction of this batch has ended", col.get, col, 1)
-      support.expect_err("ETXN", "has ended", col.len, col, 1)
-      support.expect_err("ETXN", "has ended", col.ptr, col, 1)
-      support.expect_err("ETXN", "has ended", col.kind, col, 1)
-    end
-    db:close()
-  end)
-
   it("refuses bad options, naming them", function()
     local db = support.import_fixture("s1_evolution")
     db:read(function(rd)
@@ -516,6 +465,7 @@ describe("rd:files_batch", function()
       end
     end)
     assert.is_true(seen > 0)
+    support.expect_err("EINVAL", "col:get(i)", function() return kept[1][1] end)
     for _, col in ipairs(kept) do
       assert.is_false(col:is_open())
       support.expect_err("ETXN", "read transaction of this batch has ended", col.get, col, 1)
@@ -523,6 +473,18 @@ describe("rd:files_batch", function()
       support.expect_err("ETXN", "has ended", col.ptr, col, 1)
       support.expect_err("ETXN", "has ended", col.kind, col, 1)
     end
+    db:close()
+  end)
+
+  it("names the old stats table of a catalog of DuckLake before 0.3 (ducklake_file_column_statistics)", function()
+    local db = moraine.open(support.tmpdir("v02"), { no_sync = true })
+    db:import_ndjson(support.FIXTURES .. "/migrations/v02/before")
+    assert.is_nil(db:relation("ducklake_file_column_stats"))
+    assert.is_table(db:relation("ducklake_file_column_statistics"))
+    db:read(function(rd)
+      support.expect_err("ENOTFOUND", { "ducklake_file_column_statistics", "moraine upgrade" }, rd.files_batch, rd, 1, nil, { stats = true })
+      assert.equal(0, tonumber(rd:files_batch(1, nil, { stats = false }).n))
+    end)
     db:close()
   end)
 
@@ -536,6 +498,9 @@ describe("rd:files_batch", function()
       support.expect_err("EINVAL", "'stats'[1]", rd.files_batch, rd, 1, 1, { stats = { "x" } })
       support.expect_err("ENOTFOUND", "nope", rd.files_batch, rd, 1, 1, { stats = true, stats_columns = { "nope" } })
       support.expect_err("ENOTFOUND", "nope", rd.files_batch, rd, 1, 1, { delete_files = { "nope" } })
+      support.expect_err("EINVAL", "'partition_values' must be a boolean", rd.files_batch, rd, 1, 1, { partition_values = "no" })
+      support.expect_err("EINVAL", "options are named", rd.files_batch, rd, 1, 1, { 1 })
+      support.expect_err("EINVAL", "options are named", rd.scan_columns, rd, "ducklake_table", { "x" })
       -- the default snapshot is the newest, the default projection every column
       local b = rd:files_batch(1)
       local n = 0

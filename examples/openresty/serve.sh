@@ -3,7 +3,8 @@
 # catalog over HTTP with nginx (2 workers, 127.0.0.1:PORT, default 8480).
 # Without a catalog, imports the bundled real DuckLake catalog first. POLICY:
 # a JSON access policy file (bearer tokens, docs/openresty.md). Stop it with
-#   nginx -p "$PREFIX" -c nginx.conf -s quit   (the command is printed)
+#   nginx -p "$PREFIX" -c nginx.conf -s quit && rm -rf "$PREFIX"   (printed; the
+#   prefix holds the logs and, without CATALOG_DIR, the imported catalog)
 # Then try: curl -s localhost:8480/tables/events/files?at=17
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,4 +42,4 @@ PRELOAD=""
 [ "${MORAINE_ASAN:-0}" = 1 ] && PRELOAD=$(gcc -print-file-name=libasan.so)
 MORAINE_CATALOG="$CATALOG" MORAINE_POLICY="$POLICY" LD_PRELOAD="$PRELOAD" ASAN_OPTIONS=detect_leaks=0 nginx -p "$PREFIX" -c nginx.conf -e logs/error.log
 echo "serving $CATALOG on http://127.0.0.1:$PORT/ (prefix $PREFIX)"
-echo "stop with: nginx -p $PREFIX -c nginx.conf -s quit"
+echo "stop with: nginx -p $PREFIX -c nginx.conf -s quit && rm -rf $PREFIX"
