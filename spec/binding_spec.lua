@@ -953,16 +953,16 @@ describe("import and export", function()
 
   it("refuses to export into a directory holding a table file the catalog does not have, and overwrites its own", function()
     local db2 = support.import_fixture("s1_evolution")
-    local dir = support.tmpdir("stray")
-    db2:export_ndjson(dir)
-    local snap = support.read(dir .. "/ducklake_snapshot.ndjson")
-    support.write(dir .. "/ducklake_snapshot.ndjson", "stale\n")
-    db2:export_ndjson(dir) -- its own files: overwritten
-    assert.equal(snap, support.read(dir .. "/ducklake_snapshot.ndjson"))
-    support.write(dir .. "/ducklake_bogus.ndjson", "{}\n")
-    support.write(dir .. "/ducklake_snapshot.ndjson", "stale\n")
-    expect_err("EEXIST", { "ducklake_bogus.ndjson", "empty directory" }, db2.export_ndjson, db2, dir)
-    assert.equal("stale\n", support.read(dir .. "/ducklake_snapshot.ndjson")) -- nothing written
+    local sdir = support.tmpdir("stray")
+    db2:export_ndjson(sdir)
+    local snap = support.read(sdir .. "/ducklake_snapshot.ndjson")
+    support.write(sdir .. "/ducklake_snapshot.ndjson", "stale\n")
+    db2:export_ndjson(sdir) -- its own files: overwritten
+    assert.equal(snap, support.read(sdir .. "/ducklake_snapshot.ndjson"))
+    support.write(sdir .. "/ducklake_bogus.ndjson", "{}\n")
+    support.write(sdir .. "/ducklake_snapshot.ndjson", "stale\n")
+    expect_err("EEXIST", { "ducklake_bogus.ndjson", "empty directory" }, db2.export_ndjson, db2, sdir)
+    assert.equal("stale\n", support.read(sdir .. "/ducklake_snapshot.ndjson")) -- nothing written
     db2:close()
   end)
 
