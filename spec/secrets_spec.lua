@@ -143,6 +143,28 @@ describe("secrets of an encrypted DuckLake catalog (s4_encrypted)", function()
     assert.is_true(redacted >= 16, "redacted keys seen in diffs: " .. redacted)
   end)
 
+  it("shows no key in compare's differing rows, with or without --json", function()
+    -- a copy of the fixture with every data file's record_count changed: each
+    -- data file row then differs on both sides, keys and all
+    local copy = support.tmpdir("s4copy")
+    support.mkdir(copy)
+    for _, f in ipairs(support.tables_of(S4)) do
+      local text = support.read(S4 .. "/" .. f .. ".ndjson")
+      if f == "ducklake_data_file" then
+        text = text:gsub('"record_count":(%d+)', function(n) return '"record_count":' .. (tonumber(n) + 1) end)
+      end
+      support.write(copy .. "/" .. f .. ".ndjson", text)
+    end
+    for _, json in ipairs({ false, true }) do
+      local args = { "-c", dir, "compare", copy }
+      if json then args[#args + 1] = "--json" end
+      local r = run(args)
+      assert.equal(1, r.code, r.show)
+      assert.same({}, keys_in(r.out .. r.err), r.show)
+      assert.is_true(count(r.out, moraine.REDACTED) >= 6, r.show) -- 3 files, each on both sides
+    end
+  end)
+
   it("shows no key in the repl's helpers", function()
     local r = ok_run({ "-c", dir, "repl" }, { stdin = table.concat({
       'show(scan("ducklake_data_file", {at = moraine.ALL}))',

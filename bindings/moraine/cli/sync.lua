@@ -314,10 +314,23 @@ end
 function run.compare(ctx, source)
   local db = open_catalog(ctx, false)
   local ok, d = pcall(sync.compare, db, source)
+  -- shown rows: encryption keys redacted (docs/security.md); a table only the
+  -- source has is redacted by DuckLake's secret column name
+  local rels = {}
+  if ok then
+    for _, x in ipairs(d) do
+      if x.row and rels[x.table] == nil then
+        rels[x.table] = db:relation(x.table) or { secret_columns = { "encryption_key" } }
+      end
+    end
+  end
   db:close()
   if not ok then
     if moraine.is_error(d) then errors.fail(d.code .. ": " .. d.message, HINT) end
     error(d, 0)
+  end
+  for _, x in ipairs(d) do
+    if x.row then x.row = moraine.redact(rels[x.table], x.row) end
   end
   if ctx.json then
     local list = {}
