@@ -188,8 +188,12 @@ const moraine_relation_info *mv_rel(model *m, const char *name)
 int mv_need_rel(model *m, const char *name, const moraine_relation_info **out)
 {
     *out = mv_rel(m, name);
-    if (!*out || (*out)->ncols == 0) return mr_err(MORAINE_ENOTFOUND, "the catalog has no table %s (is it a DuckLake catalog? see moraine_init)", name);
-    return 0;
+    if (*out && (*out)->ncols > 0) return 0;
+    const moraine_relation_info *snap = mv_rel(m, "ducklake_snapshot");
+    if (snap && snap->ncols > 0) /* a DuckLake catalog of a version before the table */
+        return mr_err(MORAINE_ENOTFOUND, "the catalog has no table %s: it is a catalog of an older DuckLake version; "
+                      "run 'moraine upgrade' first (docs/upgrade.md)", name);
+    return mr_err(MORAINE_ENOTFOUND, "the catalog has no table %s (is it a DuckLake catalog? see moraine_init)", name);
 }
 
 static void tstate_free(tstate *t)

@@ -100,6 +100,16 @@ describe("moraine upgrade, against DuckLake's own migrations", function()
     end)
   end
 
+  it("a verb on a catalog of a DuckLake version without a table it writes says to upgrade first, changing nothing", function()
+    local dir = import("v02") -- 0.2: no ducklake_schema_versions
+    local db = moraine.open(dir, { no_sync = true })
+    local before = support.dump(db)
+    support.expect_err("ENOTFOUND", { "ducklake_schema_versions", "older DuckLake version", "moraine upgrade" }, db.transaction, db,
+      function(tx) tx:create_table("z", { { name = "a", type = "int32" } }) end)
+    assert.equal(before, support.dump(db))
+    db:close()
+  end)
+
   it("refuses a catalog already at the current version, changing nothing", function()
     local dir = import("v04")
     upgrade.upgrade(dir)
