@@ -290,18 +290,16 @@ core.set_key_parsers(M.parse_partition_key, sort_key_for_verb)
 M.ALL = core.all_versions()
 
 --- Normalises an integer for comparisons.
--- Lua 5.4: the identity. LuaJIT: an integral number or an int64_t/uint64_t
--- cdata becomes a plain number when within +-2^53, else an int64_t cdata, so
--- that `moraine.int64(a) == moraine.int64(b)` compares exactly.
+-- Lua 5.4: an integer (an integral float such as `3.0` becomes `3`). LuaJIT:
+-- an integral number or an int64_t/uint64_t cdata becomes a plain number when
+-- within +-2^53, else an int64_t cdata, so that `moraine.int64(a) ==
+-- moraine.int64(b)` compares exactly.
 -- @param v an integer value
 -- @return the normalised value
--- @raise (LuaJIT) a string error if v is not an exact int64 integer
+-- @raise a string error (`bad argument #1 ...`) if v is not an exact int64
+--   integer (a string, `1.5`, `2^63`), under both runtimes
 -- @function int64
-if ffi then
-  M.int64 = core.int64
-else
-  function M.int64(v) return v end
-end
+M.int64 = core.int64
 
 --- Whether `e` is a moraine error table (see Errors).
 -- @param e any value (typically the second result of pcall)

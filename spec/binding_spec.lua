@@ -182,6 +182,14 @@ describe("moraine module", function()
       assert.has_error(function() moraine.int64(1.5) end)
     else
       assert.are.equal(math.maxinteger, moraine.int64(math.maxinteger))
+      assert.are.equal("integer", math.type(moraine.int64(3.0)))
+    end
+    -- not an exact int64 integer: refused the same way under both runtimes
+    for _, bad in ipairs({ "12", 1.5, 2 ^ 63, {} }) do
+      local ok, e = pcall(moraine.int64, bad)
+      assert.is_false(ok, tostring(bad))
+      assert.is_string(e)
+      assert.truthy(e:find("bad argument #1", 1, true), e)
     end
   end)
 end)

@@ -269,14 +269,19 @@ describe("moraine.upgrade.migrate (the steps, in memory)", function()
         { data_file_id = 1, partial_file_info = "partial_max:17", mapping_id = N },
         { data_file_id = 2, partial_file_info = N, mapping_id = N },
         { data_file_id = 3, partial_file_info = "partial_max:x", mapping_id = N },
-        { data_file_id = 4, partial_file_info = "partial_max:99999999999999999999", mapping_id = N } }),
+        { data_file_id = 4, partial_file_info = "partial_max:99999999999999999999", mapping_id = N },
+        -- past 2^53 (a double would round it) and int64's largest: exact
+        { data_file_id = 5, partial_file_info = "partial_max:9007199254740993", mapping_id = N },
+        { data_file_id = 6, partial_file_info = "partial_max:9223372036854775807", mapping_id = N } }),
     })
     upgrade.migrate(m, "0.3")
     local df = m.t.ducklake_data_file
     assert.are.same({ "data_file_id", "mapping_id", "partial_max", "row_group_count" }, df.columns)
     local got = {}
     for i, r in ipairs(df.rows) do got[i] = r.partial_max end
-    assert.are.same({ 17, N, N, N }, got)
+    assert.are.same({ 17, N, N, N }, { got[1], got[2], got[3], got[4] })
+    assert.are.equal("9007199254740993", (tostring(got[5]):gsub("LL$", "")))
+    assert.are.equal("9223372036854775807", (tostring(got[6]):gsub("LL$", "")))
   end)
 
   it("refuses the current version and unknown ones", function()

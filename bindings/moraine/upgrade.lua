@@ -188,7 +188,9 @@ local function partial_max(info)
   if not digits then return NULL end
   digits = digits:gsub("^0+(%d)", "%1")
   if #digits > 19 or (#digits == 19 and digits > "9223372036854775807") then return NULL end
-  if moraine.int64 and #digits > 15 then return moraine.int64(digits) end
+  -- beyond 15 digits a double may round: jansson's integer reader is exact over int64
+  -- (LuaJIT: an int64_t cdata beyond 2^53)
+  if #digits > 15 then return moraine.json_decode(digits) end
   return math.tointeger and math.tointeger(tonumber(digits)) or tonumber(digits)
 end
 
