@@ -201,6 +201,27 @@ describe("make docs (LDoc, config.ld)", function()
     assert.truthy(handles:find("rd:scan_json (name[, opts])", 1, true))
     assert.truthy(handles:find('<span class="parameter">opts</span>', 1, true))
   end)
+
+  it("keeps underscores inside names (Discount, not markdown.lua's emphasis)", function()
+    local out = support.tmpdir("docs")
+    local ok, log, err = sh("ldoc -c config.ld -d " .. q(out) .. " .")
+    assert(ok, log .. err)
+    -- LDoc's discount format falls back to markdown.lua with this line
+    assert.falsy((log .. err):find("built-in markdown", 1, true), log .. err)
+    local p = assert(io.popen("cd " .. q(out) .. " && ls modules/*.html index.html"))
+    local mangled = {}
+    for page in p:lines() do
+      local html = support.read(out .. "/" .. page)
+      for word in html:gmatch("[%w_]*%w</?em>%w[%w_]*") do mangled[#mangled + 1] = page .. ": " .. word end
+    end
+    p:close()
+    assert.are.same({}, mangled)
+    -- rd:files_batch's text and its return value's code span
+    local handles = support.read(out .. "/modules/moraine.handles.html")
+    assert.truthy(handles:find("merged by data_file_id", 1, true))
+    assert.truthy(handles:find("<code>partition_values</code>", 1, true))
+    assert.truthy(handles:find("<code>{n = files, file = {column = array, ...},", 1, true))
+  end)
 end)
 
 describe("README.md", function()
