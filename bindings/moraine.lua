@@ -578,8 +578,13 @@ Every method raises:
   wrote (`moraine_tx_add_data_files`). `files` is an array of
   `{path = s, path_is_absolute = bool?, file_format = s? ("parquet"),
   record_count = int, file_size_bytes = int, footer_size = int? (nil: NULL),
-  partition_values = {s or moraine.null, ...}?, stats = {...}?}`.
+  partition_values = {s or moraine.null, ...}?, stats = {...}?,
+  row_group_count = int?}`.
   `path` is relative to the table's path unless `path_is_absolute`.
+  `row_group_count` is the number of row groups in the Parquet file, which
+  DuckLake writes for every file it adds (1 for each file of its fixtures,
+  tests/fixtures/ducklake); nil, `moraine.null`, 0 or less: NULL, as in a
+  catalog upgraded from version 1.0 or older (docs/upgrade.md).
   `partition_values` holds one value per key of the live partition spec
   (its length is `#partition_values`; `moraine.null` is SQL NULL; left out:
   none). `stats` is an array of `{column = s, column_size_bytes = int?,
@@ -595,8 +600,9 @@ Every method raises:
 - `tx:add_delete_files(tbl, deletes)` — the delete files a `DELETE FROM
   tbl` wrote (`moraine_tx_add_delete_files`). `deletes` is an array of
   `{data_file_id = int, path = s, format = s? ("parquet"), delete_count =
-  int, file_size_bytes = int, footer_size = int}`; a data file's live delete
-  file is ended and replaced. Raises ENOTFOUND (table, or a data file not
+  int, file_size_bytes = int, footer_size = int, row_group_count = int?}`
+  (`row_group_count`: the delete file's Parquet row groups, as for
+  add_data_files); a data file's live delete file is ended and replaced. Raises ENOTFOUND (table, or a data file not
   live in the table), EINVAL.
 - `tx:delete_files(tbl, ids)` — a `DELETE` of whole files: ends the data
   files (array of data_file_id) and their delete files

@@ -15,7 +15,7 @@
 #   bench     demo + SQLite's C library (make bench; bench/setup.sh adds node)
 #   rock      demo + luarocks (luarocks make moraine-scm-1.rockspec)
 #   lint      luacheck (make lint)
-#   docs      LDoc and lua-markdown, its Markdown processor (make docs)
+#   docs      LDoc and lua-discount, its Markdown processor (make docs; config.ld)
 #
 # No GROUP: every group.
 #
@@ -32,7 +32,7 @@ set -e
 
 DEMO="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev lua-lpeg lua-argparse"
 LINT="lua-check"
-DOCS="lua-ldoc lua-markdown"
+DOCS="lua-ldoc lua-discount"
 TEST="$DEMO $LINT $DOCS git lua-busted lua-luassert lua-penlight sqlite3 lua-sql-sqlite3 postgresql lua-sql-postgres nginx-light libnginx-mod-http-lua curl luarocks man-db groff-base chromium"
 CLANG="clang libclang-rt-14-dev"
 

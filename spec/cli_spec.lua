@@ -136,6 +136,24 @@ describe("moraine command", function()
       assert.truthy(ok_run({ "export", "--help" }).out:find("--format ndjson|sql", 1, true))
     end)
 
+    it("the read commands' help examples run on the catalog make demo imports (s1_evolution)", function()
+      local c = catalog(S1)
+      for _, name in ipairs({ "snapshots", "tables", "show", "files", "history", "diff", "verify", "stats", "audit",
+                              "layout", "clustering" }) do
+        local example = assert(ok_run({ "help", name }).out:match("\nexample:\n  ([^\n]+)"), name)
+        local dir = support.tmpdir("example")
+        support.mkdir(dir)
+        -- the example as a shell line, its moraine the command on that catalog
+        local line = string.format("cd %s && moraine() { MORAINE_CATALOG= MORAINE_LUA=%s sh %s -c %s \"$@\"; } && "
+          .. "{ %s\n} >%s 2>%s", q(dir), RUNTIME, q(ROOT .. "/scripts/moraine-dev"), q(c), example, q(dir .. "/out"),
+          q(dir .. "/err"))
+        local ok = os.execute(line)
+        local err = support.read(dir .. "/err")
+        assert(ok == true or ok == 0, name .. ": " .. example .. "\n" .. err)
+        assert.are.equal("", err, name .. ": " .. example)
+      end
+    end)
+
     it("--version prints the module's version", function()
       local r = ok_run({ "--version" })
       assert.truthy(r.out:find("moraine " .. moraine.version, 1, true), r.show)

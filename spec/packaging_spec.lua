@@ -28,8 +28,25 @@ local function cli_commands()
   assert(ok, err)
   local block = assert(out:match("\ncommands:\n(.-)\n\n"), "no commands: block in moraine --help:\n" .. out)
   local names = {}
-  for name in block:gmatch("\n?  ([%w_-]+)  ") do names[#names + 1] = name end
+  -- "  NAME  summary", or one space after a name of 10 characters (clustering)
+  for line in (block .. "\n"):gmatch("([^\n]*)\n") do names[#names + 1] = line:match("^  ([%w_-]+) ") end
   return names
+end
+
+-- The commands, in `moraine --help`'s order, whose command line is @p.
+local function commands_where(p)
+  local out = {}
+  for _, name in ipairs(cli_commands()) do
+    if p(name) then out[#out + 1] = name end
+  end
+  return out
+end
+
+-- A parenthesised list of command names, "(a, b, c)" -> {"a", "b", "c"}.
+local function list_of(text)
+  local out = {}
+  for name in assert(text, "list not found"):gmatch("[%w_-]+") do out[#out + 1] = name end
+  return out
 end
 
 describe("the man page moraine.1", function()
@@ -88,6 +105,46 @@ describe("the man page moraine.1", function()
     assert.is_true(seen["--json"] and seen["--at"] and true or false, "no options found in the help texts")
     table.sort(missing)
     assert.are.same({}, missing)
+  end)
+
+  it("lists, as README.md and moraine --help do, the commands that take --json, --at and --progress", function()
+    local dir = support.tmpdir("flags") .. "/none" -- no catalog there: nothing runs, nothing is made
+    local function cli(args)
+      local _, out, err = sh("MORAINE_LUA=" .. RUNTIME .. " sh scripts/moraine-dev -c " .. q(dir) .. " " .. args
+        .. " < /dev/null", true)
+      return out .. err
+    end
+    -- what the command line accepts: main refuses --json for a command
+    -- whose help entry has no json; argparse refuses an --at it was not given
+    local json = commands_where(function(c) return not cli(c .. " --json"):find("does not apply", 1, true) end)
+    local at = commands_where(function(c) return not cli(c .. " --at x"):find("unknown option --at", 1, true) end)
+    local progress = commands_where(function(c) return cli("help " .. c):find("\n  %-%-progress ") ~= nil end)
+    assert.is_true(#json >= 12 and #at >= 4 and #progress >= 4, "too few commands found")
+    local ok, man = sh("LC_ALL=C.UTF-8 MANWIDTH=100 MANPAGER=cat PAGER=cat man -l ./moraine.1")
+    assert(ok, man)
+    man = man:gsub("%s+", " ")
+    local options = assert(man:match(" OPTIONS (.-) ENVIRONMENT "), man)
+    assert.are.same(json, list_of(options:match("%-%-json One JSON document on standard output (%b())")))
+    assert.are.same(at, list_of(options:match("%-%-at S Read the catalog as of snapshot S (%b())")))
+    assert.are.same(progress, list_of(options:match("%-%-progress Show progress on standard error even when it is not a terminal (%b())")))
+    assert.are.same(progress, list_of(man:match(" Long work (%b()) shows")))
+    -- DESCRIPTION: "The read commands (...), and a, b and c, take --json"
+    local read, more = man:match(" The read commands (%b()), and (.-), take %-%-json:")
+    local described = list_of(read)
+    for _, c in ipairs(list_of(more)) do if c ~= "and" then described[#described + 1] = c end end
+    local sorted = {}
+    for i, c in ipairs(json) do sorted[i] = c end
+    table.sort(sorted)
+    table.sort(described)
+    assert.are.same(sorted, described)
+    local usage = cli("--help"):gsub("%s+", " ")
+    assert.are.same(json, list_of(usage:match(" %-%-json (%b()):")))
+    assert.are.same(at, list_of(usage:match(" %-%-at S (%b()):")))
+    assert.are.same(progress, list_of(usage:match(" Long work (%b()) shows")))
+    local readme = support.read("README.md"):gsub("%s+", " ")
+    assert.are.same(json, list_of(readme:match(" `%-%-json` (%b()):")))
+    assert.are.same(at, list_of(readme:match(" `%-%-at S` (%b()):")))
+    assert.are.same(progress, list_of(readme:match(" Long work (%b()) shows")))
   end)
 
   it("carries the version of the module", function()
@@ -200,6 +257,27 @@ describe("make docs (LDoc, config.ld)", function()
     local handles = support.read(out .. "/modules/moraine.handles.html")
     assert.truthy(handles:find("rd:scan_json (name[, opts])", 1, true))
     assert.truthy(handles:find('<span class="parameter">opts</span>', 1, true))
+  end)
+
+  it("keeps underscores inside names (Discount, not markdown.lua's emphasis)", function()
+    local out = support.tmpdir("docs")
+    local ok, log, err = sh("ldoc -c config.ld -d " .. q(out) .. " .")
+    assert(ok, log .. err)
+    -- LDoc's discount format falls back to markdown.lua with this line
+    assert.falsy((log .. err):find("built-in markdown", 1, true), log .. err)
+    local p = assert(io.popen("cd " .. q(out) .. " && ls modules/*.html index.html"))
+    local mangled = {}
+    for page in p:lines() do
+      local html = support.read(out .. "/" .. page)
+      for word in html:gmatch("[%w_]*%w</?em>%w[%w_]*") do mangled[#mangled + 1] = page .. ": " .. word end
+    end
+    p:close()
+    assert.are.same({}, mangled)
+    -- rd:files_batch's text and its return value's code span
+    local handles = support.read(out .. "/modules/moraine.handles.html")
+    assert.truthy(handles:find("merged by data_file_id", 1, true))
+    assert.truthy(handles:find("<code>partition_values</code>", 1, true))
+    assert.truthy(handles:find("<code>{n = files, file = {column = array, ...},", 1, true))
   end)
 end)
 

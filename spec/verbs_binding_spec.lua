@@ -607,6 +607,33 @@ describe("verbs binding", function()
       end)
     end)
 
+    it("row_group_count: a positive count is written, left out, moraine.null or 0 is NULL (data and delete files)", function()
+      local tid = with_events()
+      local first
+      db:transaction(function(tx)
+        local a, b, c = file("a.parquet"), file("b.parquet"), file("c.parquet")
+        a.row_group_count, c.row_group_count = 4, 0
+        local d = file("d.parquet")
+        d.row_group_count = N
+        first = tx:add_data_files("events", { a, b, c, d })
+      end)
+      db:transaction(function(tx)
+        tx:add_delete_files("events", {
+          { data_file_id = first, path = "del-a.parquet", delete_count = 1, file_size_bytes = 50, footer_size = 10,
+            row_group_count = 1 },
+          { data_file_id = first + 1, path = "del-b.parquet", delete_count = 1, file_size_bytes = 50, footer_size = 10 },
+        })
+        expect_err("EINVAL", "'row_group_count'", tx.add_data_files, tx, "events",
+                   { { path = "e.parquet", record_count = 1, file_size_bytes = 1, row_group_count = "2" } })
+      end)
+      local got = {}
+      for _, r in ipairs(rows_of(db, "ducklake_data_file", { table_id = tid })) do got[r.path] = r.row_group_count end
+      assert.are.same({ ["a.parquet"] = 4, ["b.parquet"] = N, ["c.parquet"] = N, ["d.parquet"] = N }, got)
+      got = {}
+      for _, r in ipairs(rows_of(db, "ducklake_delete_file", { table_id = tid })) do got[r.path] = r.row_group_count end
+      assert.are.same({ ["del-a.parquet"] = 1, ["del-b.parquet"] = N }, got)
+    end)
+
     -- Fails while moraine_tx_delete_files/rewrite_files/add_delete_files only
     -- find the table's first live data file (engine/verbs_files.c live_files).
     it("delete_files, add_delete_files and rewrite_files find any live file of the table", function()

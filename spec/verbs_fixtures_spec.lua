@@ -1,7 +1,8 @@
 --- Fidelity: each fixture's scenario, replayed through moraine's verbs
 -- (examples/scenarios/*.lua), produces DuckLake's own catalog rows: specs,
--- tables, columns, schema_versions, snapshot counters, change lists, and each
--- data file's partition_id and partition values. What DuckLake picked at
+-- tables, columns, schema_versions, snapshot counters, change lists, each
+-- data file's partition_id, partition values, counts, sizes and
+-- row_group_count, and each delete file DuckLake kept. What DuckLake picked at
 -- random or from the clock (uuids, times) is left out of the comparison.
 local moraine = require "moraine"
 local support = require "support"
@@ -18,7 +19,8 @@ local COMPARED = {
   ducklake_schema = { "schema_id", "begin_snapshot", "end_snapshot", "schema_name", "path", "path_is_relative" },
   ducklake_snapshot = { "snapshot_id", "schema_version", "next_catalog_id", "next_file_id" },
   ducklake_snapshot_changes = false,
-  ducklake_data_file = { "data_file_id", "table_id", "begin_snapshot", "end_snapshot", "partition_id", "row_id_start" },
+  ducklake_data_file = { "data_file_id", "table_id", "begin_snapshot", "end_snapshot", "partition_id", "row_id_start",
+                         "record_count", "file_size_bytes", "footer_size", "row_group_count" },
   ducklake_file_partition_value = false,
   ducklake_table_column_stats = false,
 }
@@ -103,6 +105,21 @@ for _, scenario in ipairs(support.SCENARIOS) do
         assert.same(lines(want_rows, cols or nil, upto, snap_of), lines(got_rows, cols or nil, upto, got_snap_of))
       end) end
     end
+
+    -- DuckLake DELETEs a delete file's row when it replaces it, moraine ends
+    -- it (docs/verbs.md, Known differences): every row DuckLake kept is there
+    it("writes each delete file DuckLake kept, with its counts and sizes", function()
+      local cols = { "data_file_id", "path", "delete_count", "file_size_bytes", "footer_size", "row_group_count" }
+      local want_rows = moraine.read_ndjson(support.FIXTURES .. "/" .. scenario .. "/catalog/ducklake_delete_file.ndjson")
+      local upto, kept = UPTO[scenario], {}
+      for _, r in ipairs(want_rows) do if not (upto and r.begin_snapshot > upto) then kept[#kept + 1] = r end end
+      local rows, got = {}, {}
+      for _, e in ipairs(db:scan("ducklake_delete_file", { at = moraine.ALL })) do rows[#rows + 1] = e.row end
+      for _, line in ipairs(lines(rows, cols)) do got[line] = true end
+      local missing = {}
+      for _, line in ipairs(lines(kept, cols)) do if not got[line] then missing[#missing + 1] = line end end
+      assert.same({}, missing)
+    end)
 
     if scenario == "s1_evolution" then
       it("refuses the drop of a partition column with DuckLake's message, and commits nothing for it", function()

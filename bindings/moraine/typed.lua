@@ -13,7 +13,7 @@
 -- | decimal(p,s) | sign and digits scaled to s decimals | numeric, exact |
 -- | float32, float64 | a Lua number (`inf`, `-inf`, `nan` accepted) | numeric; NaN sorts last |
 -- | date | days since 1970-01-01 (proleptic Gregorian, years 1..9999 and beyond) | by day |
--- | timestamp, timestamp_s/_ms/_ns, timestamptz | days and microseconds of the day, UTC (a `+HH[:MM]` offset is applied) | by instant |
+-- | timestamp, timestamp_s, timestamp_ms, timestamp_ns, timestamptz | days and microseconds of the day, UTC (a `+HH[:MM]` offset is applied) | by instant |
 -- | time | microseconds since midnight | by time |
 -- | boolean | false < true | |
 -- | varchar, blob, uuid, json | the bytes | byte order (memcmp) |

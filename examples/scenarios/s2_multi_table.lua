@@ -3,7 +3,8 @@
 -- DuckLake's scenario s2_multi_table (tests/fixtures/ducklake/s2_multi_table/scenario.sql), statement by
 -- statement, written with moraine's verbs instead of SQL. The data files each INSERT wrote are
 -- listed as DuckLake wrote them (path, record_count, file_size_bytes, footer_size, partition
--- values, column statistics): moraine never reads data, so a script states the files.
+-- values, column statistics; row_group_count 1 for each, from scenario.lua): moraine never
+-- reads data, so a script states the files.
 -- spec/verbs_fixtures_spec.lua checks that the catalog rows this script produces equal
 -- DuckLake's own rows in the fixture.
 --

@@ -7,9 +7,14 @@ local N = moraine.null
 
 local M = { N = N }
 
+-- The row_group_count of every data and delete file DuckLake wrote in these
+-- scenarios (tests/fixtures/ducklake/*/catalog: each file is one Parquet row group).
+local ROW_GROUPS = 1
+
 --- {path, record_count, file_size_bytes, footer_size, {partition values}, {{column,
--- column_size_bytes, value_count, null_count, min_value, max_value, contains_nan}, ...}} ->
--- moraine data files (`tx:add_data_files`'s list); moraine.null leaves a field out.
+-- column_size_bytes, value_count, null_count, min_value, max_value, contains_nan}, ...}
+-- [, row_group_count]} -> moraine data files (`tx:add_data_files`'s list); moraine.null
+-- leaves a field out; row_group_count left out is 1, what DuckLake wrote.
 function M.files(list)
   local out = {}
   for i, f in ipairs(list) do
@@ -21,18 +26,20 @@ function M.files(list)
       if s[7] ~= N then st.contains_nan = s[7] end
       stats[j] = st
     end
-    out[i] = { path = f[1], record_count = f[2], file_size_bytes = f[3], partition_values = f[5], stats = stats }
+    out[i] = { path = f[1], record_count = f[2], file_size_bytes = f[3], partition_values = f[5], stats = stats,
+      row_group_count = f[7] or ROW_GROUPS }
     if f[4] ~= N then out[i].footer_size = f[4] end
   end
   return out
 end
 
---- {data_file_id, path, delete_count, file_size_bytes, footer_size} -> moraine delete files
--- (`tx:add_delete_files`'s list).
+--- {data_file_id, path, delete_count, file_size_bytes, footer_size[, row_group_count]} ->
+-- moraine delete files (`tx:add_delete_files`'s list); row_group_count left out is 1.
 function M.deletes(list)
   local out = {}
   for i, d in ipairs(list) do
-    out[i] = { data_file_id = d[1], path = d[2], delete_count = d[3], file_size_bytes = d[4], footer_size = d[5] }
+    out[i] = { data_file_id = d[1], path = d[2], delete_count = d[3], file_size_bytes = d[4], footer_size = d[5],
+      row_group_count = d[6] or ROW_GROUPS }
   end
   return out
 end

@@ -231,11 +231,11 @@ end
 
 --- The table TABLE names at snapshot S: "name", "schema.name" or "#ID" (a
 -- table_id). A table not there at S is an error that says when it was there
--- (a dropped table is reached with --at S, or by its id).
+-- (a dropped table is reached with `--at S`, or by its id).
 -- @param rd a read transaction
 -- @tparam string name TABLE
 -- @param S the snapshot
--- @tparam[opt] string what the options of the hint's 'moraine tables' (" --at 7")
+-- @tparam[opt] string what the options of the hint's `moraine tables` (`" --at 7"`)
 -- @treturn table the table (as `tables_at` gives it)
 -- @raise a CLI error when no table or several have that name
 function M.resolve_table(rd, name, S, what)

@@ -12,7 +12,33 @@
 
 local M = {}
 
---- Writes the general help: the usage line, every command and its summary.
+-- The names of the commands, in `order`, whose help entry passes `keep`,
+-- as "a, b, c".
+local function names(order, help, keep)
+  local out = {}
+  for _, name in ipairs(order) do
+    if keep(help[name]) then out[#out + 1] = name end
+  end
+  return table.concat(out, ", ")
+end
+
+-- Wraps "WORD (a, b, ...) REST" at 76 columns (the lists are long).
+local function wrap(text)
+  local lines, line = {}, ""
+  for word in text:gmatch("%S+") do
+    if line ~= "" and #line + 1 + #word > 76 then
+      lines[#lines + 1], line = line, word
+    else
+      line = line == "" and word or (line .. " " .. word)
+    end
+  end
+  lines[#lines + 1] = line
+  return table.concat(lines, "\n") .. "\n"
+end
+
+--- Writes the general help: the usage line, every command and its summary,
+-- and which commands take `--progress`, `--json` and `--at`, listed from
+-- their help entries (`progress`, `json`, an `--at` flag).
 -- @param out a file (io.stdout, io.stderr)
 -- @tparam {string,...} order the command names, in the order listed
 -- @tparam table help name -> help entry
@@ -22,21 +48,20 @@ usage: moraine [-c DIR | --catalog DIR] COMMAND [ARGS] [--json] [--progress]
 
 moraine reads and writes a DuckLake catalog kept in a moraine (LMDB) catalog
 directory: -c/--catalog DIR, else $MORAINE_CATALOG, else ./catalog.moraine.
-Long work (import, export, diff, verify) shows its progress on stderr with
-the wall-clock time elapsed and, once it can be estimated, the time left:
-when stderr is a terminal, or always with --progress.
-
-commands:
 ]])
+  out:write(wrap("Long work (" .. names(order, help, function(h) return h.progress end)
+    .. ") shows its progress on stderr with the wall-clock time elapsed and, once it can be"
+    .. " estimated, the time left: when stderr is a terminal, or always with --progress."))
+  out:write("\ncommands:\n")
   for _, name in ipairs(order) do
     out:write(string.format("  %-10s %s\n", name, help[name].summary))
   end
+  out:write("\n")
+  out:write(wrap("--json (" .. names(order, help, function(h) return h.json end)
+    .. "): one JSON document on stdout. --at S (" .. names(order, help, function(h) return h.flags["--at"] end)
+    .. "): the catalog as of snapshot S. TABLE is \"name\", \"schema.name\" or \"#ID\" (a table_id,"
+    .. " also --table-id ID); show, files and history reach a dropped table with --at S, or by its id."))
   out:write([[
-
-Read commands (snapshots, tables, show, files, history, diff, audit, layout,
-clustering, verify, stats) take --json: one JSON document on stdout. TABLE
-is "name", "schema.name" or "#ID" (a table_id, also --table-id ID); show,
-files and history reach a dropped table with --at S, or by its id.
 
   moraine help COMMAND     help for one command (or: moraine COMMAND --help)
   moraine --version        the version

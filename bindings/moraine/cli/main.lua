@@ -5,7 +5,7 @@
 --
 --     moraine [-c DIR | --catalog DIR] COMMAND [ARGS] [--json] [--progress]
 --
--- The catalog directory is -c/--catalog, else $MORAINE_CATALOG, else
+-- The catalog directory is `-c`/`--catalog`, else `$MORAINE_CATALOG`, else
 -- ./catalog.moraine. Exit status: what the command returns (0 unless it
 -- says otherwise), 1 for an error, 2 for a usage error, 130 when
 -- interrupted (Ctrl-C), 70 for an internal error (a bug).
