@@ -583,8 +583,9 @@ Every method raises:
   `path` is relative to the table's path unless `path_is_absolute`.
   `row_group_count` is the number of row groups in the Parquet file, which
   DuckLake writes for every file it adds (1 for each file of its fixtures,
-  tests/fixtures/ducklake); nil, `moraine.null`, 0 or less: NULL, as in a
-  catalog upgraded from version 1.0 or older (docs/upgrade.md).
+  tests/fixtures/ducklake); nil, `moraine.null` or 0: NULL, as in a
+  catalog upgraded from version 1.0 or older (docs/upgrade.md); a negative
+  count: EINVAL.
   `partition_values` holds one value per key of the live partition spec
   (its length is `#partition_values`; `moraine.null` is SQL NULL; left out:
   none). `stats` is an array of `{column = s, column_size_bytes = int?,

@@ -130,7 +130,7 @@ typedef struct {
     size_t npartition_values;
     const moraine_column_stats *stats;
     size_t nstats;
-    int64_t row_group_count;   /* the file's row groups (DuckLake writes it); 0: NULL (unknown) */
+    int64_t row_group_count;   /* the file's row groups (DuckLake writes it); 0: NULL (unknown); < 0: EINVAL */
 } moraine_data_file;
 
 /** A delete file for one data file (ducklake_delete_file). */
@@ -139,7 +139,7 @@ typedef struct {
     const char *path;          /* relative to the table's path */
     const char *format;        /* NULL: "parquet" */
     int64_t delete_count, file_size_bytes, footer_size;
-    int64_t row_group_count;   /* 0: NULL (unknown) */
+    int64_t row_group_count;   /* 0: NULL (unknown); < 0: EINVAL */
 } moraine_delete_file;
 
 /**

@@ -269,6 +269,8 @@ static int add_file(model *m, tstate *t, filecols *fc, const moraine_data_file *
         return mr_err(MORAINE_EINVAL, "data file %s: file_size_bytes %lld is negative", f->path, (long long)f->file_size_bytes);
     if (f->footer_size < 0 && f->footer_size != INT64_MIN)
         return mr_err(MORAINE_EINVAL, "data file %s: footer_size %lld is negative", f->path, (long long)f->footer_size);
+    if (f->row_group_count < 0)
+        return mr_err(MORAINE_EINVAL, "data file %s: row_group_count %lld is negative", f->path, (long long)f->row_group_count);
     /* the table's stats (ducklake_table_stats) must stay within int64 */
     int64_t sum;
     if (__builtin_add_overflow(t->record_count, f->record_count, &sum) ||
@@ -607,6 +609,8 @@ int mv_do_add_deletes(model *m, verb *v)
             rc = mr_err(MORAINE_EINVAL, "delete file %s: file_size_bytes %lld is negative", d->path, (long long)d->file_size_bytes);
         else if (d->footer_size < 0 && d->footer_size != INT64_MIN)
             rc = mr_err(MORAINE_EINVAL, "delete file %s: footer_size %lld is negative", d->path, (long long)d->footer_size);
+        else if (d->row_group_count < 0)
+            rc = mr_err(MORAINE_EINVAL, "delete file %s: row_group_count %lld is negative", d->path, (long long)d->row_group_count);
         if (!rc && lf[i].del.rel) rc = end_delete_file(m, t, &lf[i].del); /* replaced by the new delete file */
         orow r = {0};
         if (!rc) rc = mv_new_row(m, "ducklake_delete_file", &r);

@@ -607,7 +607,7 @@ describe("verbs binding", function()
       end)
     end)
 
-    it("row_group_count: a positive count is written, left out, moraine.null or 0 is NULL (data and delete files)", function()
+    it("row_group_count: a positive count is written, left out, moraine.null or 0 is NULL, a negative one refused (data and delete files)", function()
       local tid = with_events()
       local first
       db:transaction(function(tx)
@@ -625,6 +625,11 @@ describe("verbs binding", function()
         })
         expect_err("EINVAL", "'row_group_count'", tx.add_data_files, tx, "events",
                    { { path = "e.parquet", record_count = 1, file_size_bytes = 1, row_group_count = "2" } })
+        expect_err("EINVAL", "row_group_count -1 is negative", tx.add_data_files, tx, "events",
+                   { { path = "e.parquet", record_count = 1, file_size_bytes = 1, row_group_count = -1 } })
+        expect_err("EINVAL", "row_group_count -2 is negative", tx.add_delete_files, tx, "events",
+                   { { data_file_id = first + 2, path = "del-c.parquet", delete_count = 1, file_size_bytes = 50, footer_size = 10,
+                       row_group_count = -2 } })
       end)
       local got = {}
       for _, r in ipairs(rows_of(db, "ducklake_data_file", { table_id = tid })) do got[r.path] = r.row_group_count end
