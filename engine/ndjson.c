@@ -108,6 +108,16 @@ static int file_row_at(tables *ts, table *t, size_t i, int64_t *ord)
     release_row(ts);
     touch_row(ts);
     *ord = (int64_t)i;
+    if (t->nruns) {
+        /* the last run that starts at or before row i */
+        size_t lo = 0, hi = t->nruns;
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if ((uint64_t)t->run_row[mid] <= (uint64_t)i) lo = mid;
+            else hi = mid;
+        }
+        if ((uint64_t)t->run_row[lo] <= (uint64_t)i) *ord = t->run_ord[lo] + ((int64_t)i - t->run_row[lo]);
+    }
     const char *p = t->map + row_start(t, i), *e = t->map + t->mapsz;
     const char *nl = memchr(p, '\n', (size_t)(e - p));
     size_t len = (size_t)((nl ? nl : e) - p);
@@ -618,6 +628,7 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
         /* the store's pages this import touched are not read again: unmap
          * them now and then (moraine_release_pages), so the process's RSS
          * does not grow with the store; a failure costs memory only */
+        ts->commits++;
         if (++commits % 256 == 0) (void)moraine_release_pages(db);
     }
     if (!rc && !defined) {
@@ -627,7 +638,7 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
             for (size_t ti = 0; !rc && ti < ts->n; ti++)
                 rc = moraine_txn_define(txn, ts->t[ti].name, ts->t[ti].ncols, (const char *const *)ts->t[ti].cols);
             if (rc) moraine_txn_abort(txn);
-            else rc = moraine_txn_commit(txn);
+            else if (!(rc = moraine_txn_commit(txn))) ts->commits++;
         }
     }
     return rc;
@@ -819,6 +830,52 @@ int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
     ts.ud = ud;
     rc = read_dir(dir, &ts);
     if (!rc) rc = import_tables(db, &ts, progress, ud);
+    tables_free(&ts);
+    return rc;
+}
+
+/* read_dir for mr_import_ndjson_given: the tables @g, in that order */
+static int read_given(const char *dir, tables *ts, const mr_nd_given *g, size_t n)
+{
+    int rc = 0;
+    ts->t = calloc(n ? n : 1, sizeof *ts->t);
+    if (!ts->t) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        table *t = &ts->t[ts->n++];
+        t->run_row = g[i].run_row;
+        t->run_ord = g[i].run_ord;
+        t->nruns = g[i].nruns;
+        if (!(t->name = strdup(g[i].name))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s.ndjson", dir, g[i].name) >= sizeof path)
+            return mr_err(MORAINE_EIO, "%s/%s.ndjson: path too long", dir, g[i].name);
+        rc = read_table(ts, t, path);
+        if (!rc && t->ncols == 0 && g[i].ncols) {
+            if (!(t->cols = calloc(g[i].ncols, sizeof *t->cols))) return mr_err(MORAINE_ENOMEM, "out of memory");
+            for (size_t c = 0; c < g[i].ncols; c++) {
+                if (!(t->cols[c] = strdup(g[i].cols[c]))) return mr_err(MORAINE_ENOMEM, "out of memory");
+                t->ncols++;
+            }
+            rc = mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel);
+        }
+    }
+    if (!rc && ts->progress && ts->progress(ts->ud, ts->read, 0)) rc = mr_err(MORAINE_EINVAL, "import cancelled");
+    return rc;
+}
+
+int mr_import_ndjson_given(moraine_db *db, const char *dir, const mr_nd_given *g, size_t n, moraine_progress_fn progress,
+                           void *ud, uint64_t *commits)
+{
+    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    int rc = mr_catalog_empty(db);
+    if (rc) return rc;
+    tables ts = {0};
+    ts.from_files = 1;
+    ts.progress = progress;
+    ts.ud = ud;
+    rc = read_given(dir, &ts, g, n);
+    if (!rc) rc = import_tables(db, &ts, progress, ud);
+    if (commits) *commits = rc ? 0 : ts.commits;
     tables_free(&ts);
     return rc;
 }

@@ -37,6 +37,11 @@ typedef struct {
                          * for a file under 4 GiB, else uint64_t (row_start) */
     int slim;           /* only checked, never replayed: keep only the columns the plan reads */
     unsigned char *keep; /* (slim) per column: kept (else stored as NULL) */
+    /* (file rows) the rows' ords when they are not 0, 1, 2, ...: runs, row
+     * run_row[k] on having ord run_ord[k] + (row - run_row[k]) (the
+     * caller's arrays, ascending; mr_import_ndjson_given) */
+    const int64_t *run_row, *run_ord;
+    size_t nruns;
 } table;
 
 typedef struct {
@@ -53,6 +58,7 @@ typedef struct {
     char *owned[256];           /* (file rows) text of its nested values */
     size_t nowned;
     uint64_t touched;           /* file rows read since the maps' pages were last let go */
+    uint64_t commits;           /* commits the replay made */
 } tables;
 
 enum { PH_END = 0, PH_SNAPSHOT = 1, PH_INSERT = 2, PH_CHILD = 3, PH_ROWS = 4 };
@@ -97,5 +103,24 @@ table *mr_nd_find_table(tables *ts, const char *name);
 int mr_nd_plan(tables *ts, ops *o);
 /* Frees the plan @o. (ndjson_plan.c) */
 void mr_nd_ops_free(ops *o);
+
+/* One table of mr_import_ndjson_given: read from `<dir>/<name>.ndjson`;
+ * defined with @cols when the file has no row (else with its first row's
+ * keys); its rows' ords given as runs (see table.run_row; nruns 0: 0, 1, 2,
+ * ...). */
+typedef struct {
+    const char *name;
+    size_t ncols;
+    const char *const *cols;
+    size_t nruns;
+    const int64_t *run_row, *run_ord;
+} mr_nd_given;
+/* moraine_import_ndjson of the @n tables @g of @dir, in that order (their
+ * relation ids, and the order of a commit's rows within a phase), instead of
+ * every <table>.ndjson of @dir in file name order; *@commits (may be NULL)
+ * the commits made. Errors as moraine_import_ndjson. (ndjson.c;
+ * moraine_import_sqlite) */
+int mr_import_ndjson_given(moraine_db *db, const char *dir, const mr_nd_given *g, size_t n, moraine_progress_fn progress,
+                           void *ud, uint64_t *commits);
 
 #endif

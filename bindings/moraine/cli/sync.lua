@@ -78,6 +78,10 @@ end
 -- disk could not be read or written, another writer)
 local RETRYABLE = { EIO = true, ELMDB = true, EMAPFULL = true, ENOMEM = true }
 
+-- the temporary directory of a fresh SQLite import, inside the catalog
+-- directory (moraine.sync.import_sqlite; removed when it ends)
+local FAST_TMP = ".moraine-import-sqlite.tmp"
+
 local run = {}
 
 -- a line on stderr when the source expired snapshots the catalog still holds
@@ -253,9 +257,32 @@ function run.import(ctx, source)
   local before = db:last_snapshot()
   local progress = meter and function(done, total) meter(done, total, "importing") end
   local r
-  -- the whole source is checked in the round before anything is written
-  -- (moraine.sync.check), also when continuing an interrupted import
-  ok, r = pcall(sync.sync, db, src, { progress = progress, check = true })
+  if kind == "sqlite" and before == nil then
+    -- a fresh import of a SQLite file: read in C into a temporary NDJSON
+    -- directory inside the catalog directory and imported by the engine
+    -- (moraine.sync.import_sqlite); what it does not take, or refuses, goes
+    -- the staged way below, which reads the file again and gives the same
+    -- result, or the same refusal in its own words
+    local tmp = ctx.dir .. "/" .. FAST_TMP
+    if util.exists(tmp) then util.sh_ok("rm -rf '" .. tmp:gsub("'", "'\\''") .. "'") end -- a killed import's
+    local fmeter, ffinish = output.progress_meter("importing", "rows")
+    local phase, last = "reading " .. source, -1
+    local fprogress = fmeter and function(done, total)
+      if total ~= 0 then phase = "importing" elseif done < last then phase = "checking" end
+      last = done
+      fmeter(done, total, phase)
+    end
+    local fok, fr = pcall(sync.import_sqlite, db, src, tmp, { progress = fprogress })
+    ffinish(fok and fr ~= nil)
+    if fok and fr then r = fr end
+  end
+  if r then
+    ok = true
+  else
+    -- the whole source is checked in the round before anything is written
+    -- (moraine.sync.check), also when continuing an interrupted import
+    ok, r = pcall(sync.sync, db, src, { progress = progress, check = true })
+  end
   finish(ok)
   src:close()
   if not ok then

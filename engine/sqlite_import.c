@@ -1,0 +1,338 @@
+/*
+ * sqlite_import.c — moraine_import_sqlite: a DuckLake catalog kept in SQLite
+ * imported into an empty catalog through the NDJSON import. Every ducklake_*
+ * table is read with the sqlite3 C API, in one read transaction, and written
+ * as `<table>.ndjson` (DuckDB's JSON-lines form, docs/import-export.md) in a
+ * temporary directory; then moraine_import_ndjson's reading, checks and
+ * replay (ndjson.c, mr_import_ndjson_given) take that directory, with the
+ * tables in the order and with the columns and row positions the staged
+ * import (moraine.sync) gives them; the directory is removed in every case.
+ *
+ * Values are read as moraine.sync_source reads a SQLite file (LuaSQL): an
+ * INTEGER is its exact int64 (0 and 1 become false and true in the columns
+ * the caller names as booleans), NULL is null, TEXT and BLOB are the string
+ * of their bytes, a REAL is a double (an integral one an integer in a BIGINT
+ * column moraine knows, or in every column with MORAINE_SQLITE_INT_REALS, as
+ * the Lua binding stores a number there); a row's position (ord) is its rowid
+ * - 1. Memory: one row at a time, a 1 MiB write buffer, and per table the
+ * runs of rowids that do not follow each other.
+ *
+ * What JSON cannot carry (a string that is not valid UTF-8, an infinite
+ * REAL), a file whose tables or columns are not the ones given, and any
+ * error SQLite reports make it return 1 with nothing written: the caller
+ * imports through the staged path instead, which reads and refuses the
+ * file with its own messages.
+ */
+#include "ndjson_internal.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NOT_TAKEN 1
+#define FLUSH_AT (1u << 20)
+
+typedef struct {
+    mr_nd_given g;
+    int64_t *run_row, *run_ord;
+    size_t nruns, capruns;
+    int written; /* its file exists in tmpdir */
+} src_table;
+
+typedef struct {
+    const char *tmpdir;
+    src_table *st;
+    size_t n;
+    moraine_progress_fn progress;
+    void *ud;
+    uint64_t rows;
+} job;
+
+static int write_all(int fd, const uint8_t *p, size_t n, const char *path)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A double as JSON, as moraine_export_ndjson writes one (json.c); NOT_TAKEN
+ * when it is not finite (JSON has no form for it). */
+static int put_real(mr_buf *b, double d)
+{
+    char buf[40];
+    if (!isfinite(d)) return NOT_TAKEN;
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d) break;
+    }
+    int rc = mr_buf_put(b, buf, strlen(buf));
+    if (!rc && !strpbrk(buf, ".eEn")) rc = mr_buf_put(b, ".0", 2);
+    return rc ? mr_err(MORAINE_ENOMEM, "out of memory") : 0;
+}
+
+static int put_int(mr_buf *b, int64_t v)
+{
+    char num[24];
+    int n = snprintf(num, sizeof num, "%lld", (long long)v);
+    return mr_buf_put(b, num, (size_t)n) ? mr_err(MORAINE_ENOMEM, "out of memory") : 0;
+}
+
+/* Another row whose ord is @ord (its rowid - 1) at position @row: a new run
+ * when it does not follow the previous row's. */
+static int note_ord(src_table *t, uint64_t row, int64_t ord)
+{
+    if (t->nruns) {
+        size_t k = t->nruns - 1;
+        if ((uint64_t)t->run_ord[k] + (row - (uint64_t)t->run_row[k]) == (uint64_t)ord) return 0;
+    } else if (ord == (int64_t)row) {
+        return 0;
+    }
+    if (t->nruns == t->capruns) {
+        size_t cap = t->capruns ? t->capruns * 2 : 16;
+        int64_t *a = realloc(t->run_row, cap * sizeof *a);
+        if (a) t->run_row = a;
+        int64_t *o = a ? realloc(t->run_ord, cap * sizeof *o) : NULL;
+        if (o) t->run_ord = o;
+        if (!a || !o) return mr_err(MORAINE_ENOMEM, "out of memory");
+        t->capruns = cap;
+    }
+    t->run_row[t->nruns] = (int64_t)row;
+    t->run_ord[t->nruns] = ord;
+    t->nruns++;
+    return 0;
+}
+
+/* Whether the double @d is an exact int64 (the Lua binding's test). */
+static int integral(double d, int64_t *out)
+{
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return 0;
+    int64_t i = (int64_t)d;
+    if ((double)i != d) return 0;
+    *out = i;
+    return 1;
+}
+
+/* SELECT of table @t's columns and rowid, in rowid order, written to
+ * tmpdir/<name>.ndjson. */
+static int write_table(sqlite3 *sq, job *j, src_table *t, const unsigned char *bools, unsigned flags)
+{
+    const mr_nd_given *g = &t->g;
+    mr_buf sql = {0}, line = {0};
+    char path[4096];
+    int rc = 0, fd = -1;
+    sqlite3_stmt *st = NULL;
+    unsigned char *big = NULL;
+    mr_buf *keys = NULL;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s.ndjson", j->tmpdir, g->name) >= sizeof path) return NOT_TAKEN;
+    if (!(big = calloc(g->ncols ? g->ncols : 1, 1)) || !(keys = calloc(g->ncols ? g->ncols : 1, sizeof *keys))) {
+        rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        goto out;
+    }
+    const mr_known_table *kt = mr_known(g->name);
+    rc = mr_buf_put(&sql, "SELECT ", 7);
+    for (size_t c = 0; !rc && c < g->ncols; c++) {
+        if (kt && mr_known_coltype(kt, g->cols[c]) == MORAINE_COL_BIGINT) big[c] = 1;
+        /* "col": once per table */
+        int u = mr_json_string(&keys[c], g->cols[c], strlen(g->cols[c]));
+        if (u == 1) rc = NOT_TAKEN;
+        else if (u || mr_buf_byte(&keys[c], ':')) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        if (!rc) rc = mr_buf_byte(&sql, '"');
+        for (const char *p = g->cols[c]; !rc && *p; p++)
+            rc = (*p == '"' ? mr_buf_put(&sql, "\"\"", 2) : mr_buf_byte(&sql, (uint8_t)*p));
+        if (!rc) rc = mr_buf_put(&sql, "\", ", 3);
+    }
+    if (rc) goto out;
+    rc = mr_buf_put(&sql, "rowid FROM \"", 12);
+    for (const char *p = g->name; !rc && *p; p++) rc = (*p == '"' ? mr_buf_put(&sql, "\"\"", 2) : mr_buf_byte(&sql, (uint8_t)*p));
+    if (!rc) rc = mr_buf_put(&sql, "\" ORDER BY rowid", 17); /* with its NUL */
+    if (rc) {
+        if (rc != NOT_TAKEN) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (sqlite3_prepare_v2(sq, (const char *)sql.p, -1, &st, NULL) != SQLITE_OK) {
+        rc = NOT_TAKEN;
+        goto out;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = mr_err(MORAINE_EIO, "%s: cannot create: %s", path, strerror(errno));
+        goto out;
+    }
+    t->written = 1;
+    uint64_t row = 0;
+    int s;
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (mr_buf_byte(&line, '{')) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        for (size_t c = 0; !rc && c < g->ncols; c++) {
+            int ci = (int)c;
+            if ((c && mr_buf_byte(&line, ',')) || mr_buf_put(&line, keys[c].p, keys[c].len)) {
+                rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            }
+            switch (sqlite3_column_type(st, ci)) {
+            case SQLITE_NULL:
+                if (mr_buf_put(&line, "null", 4)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            case SQLITE_INTEGER: {
+                int64_t v = sqlite3_column_int64(st, ci);
+                if (bools && bools[c] && (v == 0 || v == 1)) {
+                    if (v ? mr_buf_put(&line, "true", 4) : mr_buf_put(&line, "false", 5)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                } else {
+                    rc = put_int(&line, v);
+                }
+                break;
+            }
+            case SQLITE_FLOAT: {
+                double d = sqlite3_column_double(st, ci);
+                int64_t v;
+                if (((flags & MORAINE_SQLITE_INT_REALS) || big[c]) && integral(d, &v)) rc = put_int(&line, v);
+                else rc = put_real(&line, d);
+                break;
+            }
+            default: { /* TEXT, BLOB: the string of their bytes */
+                const char *p = sqlite3_column_type(st, ci) == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, ci)
+                                                                           : (const char *)sqlite3_column_blob(st, ci);
+                size_t n = (size_t)sqlite3_column_bytes(st, ci);
+                int u = mr_json_string(&line, p ? p : "", p ? n : 0);
+                if (u == 1) rc = NOT_TAKEN;
+                else if (u) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                break;
+            }
+            }
+        }
+        if (rc) break;
+        if (mr_buf_put(&line, "}\n", 2)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        int64_t rowid = sqlite3_column_int64(st, (int)g->ncols);
+        if (!rc) rc = rowid == INT64_MIN ? NOT_TAKEN : note_ord(t, row, rowid - 1);
+        row++;
+        if (!rc && line.len >= FLUSH_AT) {
+            rc = write_all(fd, line.p, line.len, path);
+            line.len = 0;
+        }
+        if (!rc && ++j->rows % 4096 == 0 && j->progress && j->progress(j->ud, j->rows, 0))
+            rc = mr_err(MORAINE_EINVAL, "import cancelled");
+    }
+    if (!rc && s != SQLITE_DONE) rc = NOT_TAKEN; /* SQLite's error: the staged path reports it */
+    if (!rc && row == 0 && mr_buf_byte(&line, '\n')) rc = mr_err(MORAINE_ENOMEM, "out of memory"); /* an empty table, as DuckDB writes it */
+    if (!rc && line.len) rc = write_all(fd, line.p, line.len, path);
+    if (fd >= 0 && close(fd) != 0 && !rc) rc = mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
+    t->g.run_row = t->run_row;
+    t->g.run_ord = t->run_ord;
+    t->g.nruns = t->nruns;
+out:
+    if (st) sqlite3_finalize(st);
+    for (size_t c = 0; keys && c < g->ncols; c++) mr_buf_free(&keys[c]);
+    free(keys);
+    free(big);
+    mr_buf_free(&sql);
+    mr_buf_free(&line);
+    return rc;
+}
+
+/* Whether the file's ducklake_* tables (in name order) and their columns
+ * (PRAGMA table_info order) are @tables: 0, NOT_TAKEN, ENOMEM. */
+static int same_tables(sqlite3 *sq, const moraine_sqlite_table *tabs, size_t n)
+{
+    sqlite3_stmt *st = NULL, *ti = NULL;
+    size_t k = 0;
+    int rc = 0;
+    if (sqlite3_prepare_v2(sq, "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 9) = 'ducklake_' "
+                               "ORDER BY name", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(sq, "SELECT name FROM pragma_table_info(?) ORDER BY cid", -1, &ti, NULL) != SQLITE_OK)
+        rc = NOT_TAKEN;
+    int s = SQLITE_DONE;
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        if (k == n || !name || strcmp(name, tabs[k].name) != 0) {
+            rc = NOT_TAKEN;
+            break;
+        }
+        sqlite3_reset(ti);
+        sqlite3_bind_text(ti, 1, name, -1, SQLITE_TRANSIENT);
+        size_t c = 0;
+        int s2;
+        while ((s2 = sqlite3_step(ti)) == SQLITE_ROW) {
+            const char *col = (const char *)sqlite3_column_text(ti, 0);
+            if (c == tabs[k].ncols || !col || strcmp(col, tabs[k].cols[c]) != 0) break;
+            c++;
+        }
+        if (s2 != SQLITE_DONE || c != tabs[k].ncols) rc = NOT_TAKEN;
+        k++;
+    }
+    if (!rc && (s != SQLITE_DONE || k != n)) rc = NOT_TAKEN;
+    sqlite3_finalize(st);
+    sqlite3_finalize(ti);
+    return rc;
+}
+
+/* Removes what the import wrote in tmpdir, and tmpdir. */
+static void remove_tmp(job *j)
+{
+    char path[4096];
+    for (size_t i = 0; i < j->n; i++) {
+        if (!j->st[i].written) continue;
+        snprintf(path, sizeof path, "%s/%s.ndjson", j->tmpdir, j->st[i].g.name);
+        unlink(path);
+    }
+    rmdir(j->tmpdir);
+}
+
+int moraine_import_sqlite(moraine_db *db, const char *path, const char *tmpdir, const moraine_sqlite_table *tabs, size_t n,
+                          unsigned flags, moraine_progress_fn progress, void *ud, uint64_t *commits)
+{
+    if (commits) *commits = 0;
+    if (!db || !path || !tmpdir || (n && !tabs)) return mr_err(MORAINE_EINVAL, "moraine_import_sqlite: NULL argument");
+    for (size_t i = 0; i < n; i++)
+        if (!tabs[i].name || (tabs[i].ncols && !tabs[i].cols) || strchr(tabs[i].name, '/'))
+            return mr_err(MORAINE_EINVAL, "moraine_import_sqlite: table %zu is incomplete", i);
+    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    int rc = mr_catalog_empty(db);
+    if (rc) return rc;
+    job j = {tmpdir, calloc(n ? n : 1, sizeof *j.st), n, progress, ud, 0};
+    if (!j.st) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        j.st[i].g.name = tabs[i].name;
+        j.st[i].g.ncols = tabs[i].ncols;
+        j.st[i].g.cols = tabs[i].cols;
+    }
+    sqlite3 *sq = NULL;
+    int made = 0;
+    if (sqlite3_open_v2(path, &sq, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) rc = NOT_TAKEN;
+    /* one read transaction: every table as of one state of the file */
+    if (!rc && sqlite3_exec(sq, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) rc = NOT_TAKEN;
+    if (!rc) rc = same_tables(sq, tabs, n);
+    if (!rc) {
+        if (mkdir(tmpdir, 0700) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot create the import's temporary directory: %s", tmpdir, strerror(errno));
+        else made = 1;
+    }
+    for (size_t i = 0; !rc && i < n; i++) rc = write_table(sq, &j, &j.st[i], tabs[i].bools, flags);
+    if (!rc && progress && progress(ud, j.rows, 0)) rc = mr_err(MORAINE_EINVAL, "import cancelled");
+    if (sq) {
+        sqlite3_exec(sq, "COMMIT", NULL, NULL, NULL);
+        sqlite3_close(sq);
+    }
+    if (!rc) {
+        mr_nd_given *g = calloc(n ? n : 1, sizeof *g);
+        if (!g) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < n; i++) g[i] = j.st[i].g;
+        if (!rc) rc = mr_import_ndjson_given(db, tmpdir, g, n, progress, ud, commits);
+        free(g);
+    }
+    if (made) remove_tmp(&j);
+    for (size_t i = 0; i < n; i++) {
+        free(j.st[i].run_row);
+        free(j.st[i].run_ord);
+    }
+    free(j.st);
+    return rc;
+}
