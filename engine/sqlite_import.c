@@ -65,6 +65,22 @@ static int write_all(int fd, const uint8_t *p, size_t n, const char *path)
     return 0;
 }
 
+/* mr_buf_put and mr_buf_byte, inline: the row loop calls them for every value */
+static inline int bput(mr_buf *b, const void *src, size_t n)
+{
+    if (b->len + n > b->cap && mr_buf_reserve(b, n)) return -1;
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+static inline int bbyte(mr_buf *b, uint8_t c)
+{
+    if (b->len + 1 > b->cap && mr_buf_reserve(b, 1)) return -1;
+    b->p[b->len++] = c;
+    return 0;
+}
+
 /* A double as JSON, as moraine_export_ndjson writes one (json.c); NOT_TAKEN
  * when it is not finite (JSON has no form for it). */
 static int put_real(mr_buf *b, double d)
@@ -80,11 +96,22 @@ static int put_real(mr_buf *b, double d)
     return rc ? mr_err(MORAINE_ENOMEM, "out of memory") : 0;
 }
 
+/* An int64 in decimal (no snprintf: this is most of what the import writes). */
 static int put_int(mr_buf *b, int64_t v)
 {
-    char num[24];
-    int n = snprintf(num, sizeof num, "%lld", (long long)v);
-    return mr_buf_put(b, num, (size_t)n) ? mr_err(MORAINE_ENOMEM, "out of memory") : 0;
+    if (mr_buf_reserve(b, 21)) return mr_err(MORAINE_ENOMEM, "out of memory");
+    char tmp[21];
+    size_t n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    uint8_t *o = b->p + b->len;
+    if (v < 0) *o++ = '-';
+    while (n) *o++ = (uint8_t)tmp[--n];
+    b->len = (size_t)(o - b->p);
+    return 0;
 }
 
 /* Another row whose ord is @ord (its rowid - 1) at position @row: a new run
@@ -172,21 +199,21 @@ static int write_table(sqlite3 *sq, job *j, src_table *t, const unsigned char *b
     uint64_t row = 0;
     int s;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        if (mr_buf_byte(&line, '{')) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        if (bbyte(&line, '{')) rc = mr_err(MORAINE_ENOMEM, "out of memory");
         for (size_t c = 0; !rc && c < g->ncols; c++) {
             int ci = (int)c;
-            if ((c && mr_buf_byte(&line, ',')) || mr_buf_put(&line, keys[c].p, keys[c].len)) {
+            if ((c && bbyte(&line, ',')) || bput(&line, keys[c].p, keys[c].len)) {
                 rc = mr_err(MORAINE_ENOMEM, "out of memory");
                 break;
             }
             switch (sqlite3_column_type(st, ci)) {
             case SQLITE_NULL:
-                if (mr_buf_put(&line, "null", 4)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                if (bput(&line, "null", 4)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
                 break;
             case SQLITE_INTEGER: {
                 int64_t v = sqlite3_column_int64(st, ci);
                 if (bools && bools[c] && (v == 0 || v == 1)) {
-                    if (v ? mr_buf_put(&line, "true", 4) : mr_buf_put(&line, "false", 5)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                    if (v ? bput(&line, "true", 4) : bput(&line, "false", 5)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
                 } else {
                     rc = put_int(&line, v);
                 }
@@ -211,7 +238,7 @@ static int write_table(sqlite3 *sq, job *j, src_table *t, const unsigned char *b
             }
         }
         if (rc) break;
-        if (mr_buf_put(&line, "}\n", 2)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+        if (bput(&line, "}\n", 2)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
         int64_t rowid = sqlite3_column_int64(st, (int)g->ncols);
         if (!rc) rc = rowid == INT64_MIN ? NOT_TAKEN : note_ord(t, row, rowid - 1);
         row++;
@@ -223,7 +250,7 @@ static int write_table(sqlite3 *sq, job *j, src_table *t, const unsigned char *b
             rc = mr_err(MORAINE_EINVAL, "import cancelled");
     }
     if (!rc && s != SQLITE_DONE) rc = NOT_TAKEN; /* SQLite's error: the staged path reports it */
-    if (!rc && row == 0 && mr_buf_byte(&line, '\n')) rc = mr_err(MORAINE_ENOMEM, "out of memory"); /* an empty table, as DuckDB writes it */
+    if (!rc && row == 0 && bbyte(&line, '\n')) rc = mr_err(MORAINE_ENOMEM, "out of memory"); /* an empty table, as DuckDB writes it */
     if (!rc && line.len) rc = write_all(fd, line.p, line.len, path);
     if (fd >= 0 && close(fd) != 0 && !rc) rc = mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
     t->g.run_row = t->run_row;
@@ -307,7 +334,7 @@ int moraine_import_sqlite(moraine_db *db, const char *path, const char *tmpdir, 
     }
     sqlite3 *sq = NULL;
     int made = 0;
-    if (sqlite3_open_v2(path, &sq, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) rc = NOT_TAKEN;
+    if (sqlite3_open_v2(path, &sq, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) rc = NOT_TAKEN;
     /* one read transaction: every table as of one state of the file */
     if (!rc && sqlite3_exec(sq, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) rc = NOT_TAKEN;
     if (!rc) rc = same_tables(sq, tabs, n);
