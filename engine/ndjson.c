@@ -834,37 +834,70 @@ int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
     return rc;
 }
 
+/* Row offsets of a file's table as 8 bytes each (a file reaching 4 GiB). */
+static int widen_offsets(table *t)
+{
+    uint64_t *w = malloc((t->caprows ? t->caprows : 1) * sizeof *w);
+    if (!w) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < t->nrows; i++) w[i] = ((const uint32_t *)t->foff)[i];
+    free(t->foff);
+    t->foff = w;
+    return 0;
+}
+
+int mr_nd_file_row(tables *ts, table *t, const moraine_value *vals, const char *path, size_t line, uint64_t at)
+{
+    /* t->mapsz, until the file is mapped: the largest offset so far (keep_row
+     * keeps 4-byte offsets while it is under 4 GiB) */
+    if (at > UINT32_MAX && t->mapsz <= UINT32_MAX) {
+        int rc = widen_offsets(t);
+        if (rc) return rc;
+    }
+    if (at > t->mapsz) t->mapsz = (size_t)at;
+    t->file = 1;
+    int rc = keep_row(t, vals, path, line, (size_t)at);
+    return rc ? rc : row_read(ts);
+}
+
 /* read_dir for mr_import_ndjson_given: the tables @g, in that order */
-static int read_given(const char *dir, tables *ts, const mr_nd_given *g, size_t n)
+static int read_given(const char *dir, tables *ts, const mr_nd_given *g, size_t n, mr_nd_writer write, void *wud)
 {
     int rc = 0;
     ts->t = calloc(n ? n : 1, sizeof *ts->t);
     if (!ts->t) return mr_err(MORAINE_ENOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
         table *t = &ts->t[ts->n++];
-        t->run_row = g[i].run_row;
-        t->run_ord = g[i].run_ord;
-        t->nruns = g[i].nruns;
         if (!(t->name = strdup(g[i].name))) return mr_err(MORAINE_ENOMEM, "out of memory");
         char path[4096];
         if ((size_t)snprintf(path, sizeof path, "%s/%s.ndjson", dir, g[i].name) >= sizeof path)
             return mr_err(MORAINE_EIO, "%s/%s.ndjson: path too long", dir, g[i].name);
-        rc = read_table(ts, t, path);
-        if (!rc && t->ncols == 0 && g[i].ncols) {
-            if (!(t->cols = calloc(g[i].ncols, sizeof *t->cols))) return mr_err(MORAINE_ENOMEM, "out of memory");
-            for (size_t c = 0; c < g[i].ncols; c++) {
-                if (!(t->cols[c] = strdup(g[i].cols[c]))) return mr_err(MORAINE_ENOMEM, "out of memory");
-                t->ncols++;
-            }
-            rc = mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel);
+        if (!write) {
+            /* a file read as moraine_import_ndjson reads it; one without rows gets the columns given */
+            rc = read_table(ts, t, path);
+            if (rc || t->ncols || !g[i].ncols) continue;
         }
+        if (!(t->cols = calloc(g[i].ncols ? g[i].ncols : 1, sizeof *t->cols))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        for (size_t c = 0; c < g[i].ncols; c++) {
+            if (!(t->cols[c] = strdup(g[i].cols[c]))) return mr_err(MORAINE_ENOMEM, "out of memory");
+            t->ncols++;
+        }
+        if (t->ncols && (rc = mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel))) break;
+        if (!write) continue;
+        rc = write(wud, ts, t, i, path);
+        if (rc) break;
+        /* the file as written, mapped: the plan and the replay read its rows again from it */
+        size_t seen = t->mapsz;
+        t->mapsz = 0;
+        if ((rc = map_file(t, path))) break;
+        if (seen > UINT32_MAX && t->mapsz <= UINT32_MAX) rc = mr_err(MORAINE_EIO, "%s: the file is shorter than written", path);
+        else if (t->nrows && seen <= UINT32_MAX && t->mapsz > UINT32_MAX) rc = widen_offsets(t);
     }
     if (!rc && ts->progress && ts->progress(ts->ud, ts->read, 0)) rc = mr_err(MORAINE_EINVAL, "import cancelled");
     return rc;
 }
 
-int mr_import_ndjson_given(moraine_db *db, const char *dir, const mr_nd_given *g, size_t n, moraine_progress_fn progress,
-                           void *ud, uint64_t *commits)
+int mr_import_ndjson_given(moraine_db *db, const char *dir, const mr_nd_given *g, size_t n, mr_nd_writer write, void *wud,
+                           moraine_progress_fn progress, void *ud, uint64_t *commits)
 {
     if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
     int rc = mr_catalog_empty(db);
@@ -873,7 +906,7 @@ int mr_import_ndjson_given(moraine_db *db, const char *dir, const mr_nd_given *g
     ts.from_files = 1;
     ts.progress = progress;
     ts.ud = ud;
-    rc = read_given(dir, &ts, g, n);
+    rc = read_given(dir, &ts, g, n, write, wud);
     if (!rc) rc = import_tables(db, &ts, progress, ud);
     if (commits) *commits = rc ? 0 : ts.commits;
     tables_free(&ts);

@@ -38,7 +38,7 @@
 #define FLUSH_AT (1u << 20)
 
 typedef struct {
-    mr_nd_given g;
+    const char *name;
     int64_t *run_row, *run_ord;
     size_t nruns, capruns;
     int written; /* its file exists in tmpdir */
@@ -48,9 +48,9 @@ typedef struct {
     const char *tmpdir;
     src_table *st;
     size_t n;
-    moraine_progress_fn progress;
-    void *ud;
-    uint64_t rows;
+    sqlite3 *sq;
+    const moraine_sqlite_table *tabs;
+    unsigned flags;
 } job;
 
 static int write_all(int fd, const uint8_t *p, size_t n, const char *path)
@@ -149,18 +149,25 @@ static int integral(double d, int64_t *out)
     return 1;
 }
 
-/* SELECT of table @t's columns and rowid, in rowid order, written to
- * tmpdir/<name>.ndjson. */
-static int write_table(sqlite3 *sq, job *j, src_table *t, const unsigned char *bools, unsigned flags)
+/* The @i-th table (mr_nd_writer): SELECT of its columns and rowid, in rowid
+ * order, written to @path, each row handed to the import (mr_nd_file_row)
+ * as it is written. */
+static int write_table(void *wud, tables *ts, table *nt, size_t i, const char *path)
 {
-    const mr_nd_given *g = &t->g;
+    job *j = wud;
+    sqlite3 *sq = j->sq;
+    src_table *t = &j->st[i];
+    const moraine_sqlite_table *g = &j->tabs[i];
+    const unsigned char *bools = g->bools;
+    unsigned flags = j->flags;
     mr_buf sql = {0}, line = {0};
-    char path[4096];
     int rc = 0, fd = -1;
     sqlite3_stmt *st = NULL;
     unsigned char *big = NULL;
     mr_buf *keys = NULL;
-    if ((size_t)snprintf(path, sizeof path, "%s/%s.ndjson", j->tmpdir, g->name) >= sizeof path) return NOT_TAKEN;
+    moraine_value vals[256];
+    uint64_t fileoff = 0;
+    if (g->ncols > 256) return NOT_TAKEN;
     if (!(big = calloc(g->ncols ? g->ncols : 1, 1)) || !(keys = calloc(g->ncols ? g->ncols : 1, sizeof *keys))) {
         rc = mr_err(MORAINE_ENOMEM, "out of memory");
         goto out;
@@ -199,38 +206,55 @@ static int write_table(sqlite3 *sq, job *j, src_table *t, const unsigned char *b
     uint64_t row = 0;
     int s;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        size_t start = line.len;
         if (bbyte(&line, '{')) rc = mr_err(MORAINE_ENOMEM, "out of memory");
         for (size_t c = 0; !rc && c < g->ncols; c++) {
             int ci = (int)c;
+            moraine_value *v = &vals[c];
+            memset(v, 0, sizeof *v);
             if ((c && bbyte(&line, ',')) || bput(&line, keys[c].p, keys[c].len)) {
                 rc = mr_err(MORAINE_ENOMEM, "out of memory");
                 break;
             }
             switch (sqlite3_column_type(st, ci)) {
             case SQLITE_NULL:
+                v->type = MORAINE_NULL;
                 if (bput(&line, "null", 4)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
                 break;
             case SQLITE_INTEGER: {
-                int64_t v = sqlite3_column_int64(st, ci);
-                if (bools && bools[c] && (v == 0 || v == 1)) {
-                    if (v ? bput(&line, "true", 4) : bput(&line, "false", 5)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
+                int64_t x = sqlite3_column_int64(st, ci);
+                v->i = x;
+                if (bools && bools[c] && (x == 0 || x == 1)) {
+                    v->type = MORAINE_BOOL;
+                    if (x ? bput(&line, "true", 4) : bput(&line, "false", 5)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
                 } else {
-                    rc = put_int(&line, v);
+                    v->type = MORAINE_INT;
+                    rc = put_int(&line, x);
                 }
                 break;
             }
             case SQLITE_FLOAT: {
                 double d = sqlite3_column_double(st, ci);
-                int64_t v;
-                if (((flags & MORAINE_SQLITE_INT_REALS) || big[c]) && integral(d, &v)) rc = put_int(&line, v);
-                else rc = put_real(&line, d);
+                int64_t x;
+                if (((flags & MORAINE_SQLITE_INT_REALS) || big[c]) && integral(d, &x)) {
+                    v->type = MORAINE_INT;
+                    v->i = x;
+                    rc = put_int(&line, x);
+                } else {
+                    v->type = MORAINE_REAL;
+                    v->d = d;
+                    rc = put_real(&line, d);
+                }
                 break;
             }
             default: { /* TEXT, BLOB: the string of their bytes */
                 const char *p = sqlite3_column_type(st, ci) == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, ci)
                                                                            : (const char *)sqlite3_column_blob(st, ci);
                 size_t n = (size_t)sqlite3_column_bytes(st, ci);
-                int u = mr_json_string(&line, p ? p : "", p ? n : 0);
+                v->type = MORAINE_STR;
+                v->s = p ? p : "";
+                v->len = p ? n : 0;
+                int u = mr_json_string(&line, v->s, v->len);
                 if (u == 1) rc = NOT_TAKEN;
                 else if (u) rc = mr_err(MORAINE_ENOMEM, "out of memory");
                 break;
@@ -241,21 +265,22 @@ static int write_table(sqlite3 *sq, job *j, src_table *t, const unsigned char *b
         if (bput(&line, "}\n", 2)) rc = mr_err(MORAINE_ENOMEM, "out of memory");
         int64_t rowid = sqlite3_column_int64(st, (int)g->ncols);
         if (!rc) rc = rowid == INT64_MIN ? NOT_TAKEN : note_ord(t, row, rowid - 1);
+        /* checked and kept as moraine_import_ndjson keeps a row it read */
+        if (!rc) rc = mr_nd_file_row(ts, nt, vals, path, (size_t)row + 1, fileoff + start);
         row++;
         if (!rc && line.len >= FLUSH_AT) {
             rc = write_all(fd, line.p, line.len, path);
+            fileoff += line.len;
             line.len = 0;
         }
-        if (!rc && ++j->rows % 4096 == 0 && j->progress && j->progress(j->ud, j->rows, 0))
-            rc = mr_err(MORAINE_EINVAL, "import cancelled");
     }
     if (!rc && s != SQLITE_DONE) rc = NOT_TAKEN; /* SQLite's error: the staged path reports it */
     if (!rc && row == 0 && bbyte(&line, '\n')) rc = mr_err(MORAINE_ENOMEM, "out of memory"); /* an empty table, as DuckDB writes it */
     if (!rc && line.len) rc = write_all(fd, line.p, line.len, path);
     if (fd >= 0 && close(fd) != 0 && !rc) rc = mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
-    t->g.run_row = t->run_row;
-    t->g.run_ord = t->run_ord;
-    t->g.nruns = t->nruns;
+    nt->run_row = t->run_row;
+    nt->run_ord = t->run_ord;
+    nt->nruns = t->nruns;
 out:
     if (st) sqlite3_finalize(st);
     for (size_t c = 0; keys && c < g->ncols; c++) mr_buf_free(&keys[c]);
@@ -308,7 +333,7 @@ static void remove_tmp(job *j)
     char path[4096];
     for (size_t i = 0; i < j->n; i++) {
         if (!j->st[i].written) continue;
-        snprintf(path, sizeof path, "%s/%s.ndjson", j->tmpdir, j->st[i].g.name);
+        snprintf(path, sizeof path, "%s/%s.ndjson", j->tmpdir, j->st[i].name);
         unlink(path);
     }
     rmdir(j->tmpdir);
@@ -325,35 +350,43 @@ int moraine_import_sqlite(moraine_db *db, const char *path, const char *tmpdir, 
     if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
     int rc = mr_catalog_empty(db);
     if (rc) return rc;
-    job j = {tmpdir, calloc(n ? n : 1, sizeof *j.st), n, progress, ud, 0};
-    if (!j.st) return mr_err(MORAINE_ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        j.st[i].g.name = tabs[i].name;
-        j.st[i].g.ncols = tabs[i].ncols;
-        j.st[i].g.cols = tabs[i].cols;
+    job j = {tmpdir, calloc(n ? n : 1, sizeof *j.st), n, NULL, tabs, flags};
+    mr_nd_given *g = calloc(n ? n : 1, sizeof *g);
+    if (!j.st || !g) {
+        free(j.st);
+        free(g);
+        return mr_err(MORAINE_ENOMEM, "out of memory");
     }
-    sqlite3 *sq = NULL;
+    for (size_t i = 0; i < n; i++) {
+        j.st[i].name = tabs[i].name;
+        g[i] = (mr_nd_given){tabs[i].name, tabs[i].ncols, tabs[i].cols};
+    }
     int made = 0;
-    if (sqlite3_open_v2(path, &sq, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) rc = NOT_TAKEN;
+    if (sqlite3_open_v2(path, &j.sq, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) rc = NOT_TAKEN;
     /* one read transaction: every table as of one state of the file */
-    if (!rc && sqlite3_exec(sq, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) rc = NOT_TAKEN;
-    if (!rc) rc = same_tables(sq, tabs, n);
+    if (!rc && sqlite3_exec(j.sq, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) rc = NOT_TAKEN;
+    if (!rc) rc = same_tables(j.sq, tabs, n);
     if (!rc) {
         if (mkdir(tmpdir, 0700) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot create the import's temporary directory: %s", tmpdir, strerror(errno));
         else made = 1;
     }
-    for (size_t i = 0; !rc && i < n; i++) rc = write_table(sq, &j, &j.st[i], tabs[i].bools, flags);
-    if (!rc && progress && progress(ud, j.rows, 0)) rc = mr_err(MORAINE_EINVAL, "import cancelled");
-    if (sq) {
-        sqlite3_exec(sq, "COMMIT", NULL, NULL, NULL);
-        sqlite3_close(sq);
+    /* the commits are not synced one by one: a failed import leaves nothing
+     * (it empties the catalog), so only the end needs to be durable, and it
+     * is synced then; a crash in between leaves a part, as a crash between
+     * synced commits did */
+    unsigned envflags = 0;
+    int nosync = 0;
+    if (!rc && mdb_env_get_flags(db->env, &envflags) == 0 && !(envflags & MDB_NOSYNC))
+        nosync = mdb_env_set_flags(db->env, MDB_NOSYNC, 1) == 0;
+    if (!rc) rc = mr_import_ndjson_given(db, tmpdir, g, n, write_table, &j, progress, ud, commits);
+    if (nosync) {
+        mdb_env_set_flags(db->env, MDB_NOSYNC, 0);
+        int mrc = mdb_env_sync(db->env, 1);
+        if (mrc && !rc) rc = mr_lmdb_err(mrc, "syncing the imported catalog");
     }
-    if (!rc) {
-        mr_nd_given *g = calloc(n ? n : 1, sizeof *g);
-        if (!g) rc = mr_err(MORAINE_ENOMEM, "out of memory");
-        for (size_t i = 0; !rc && i < n; i++) g[i] = j.st[i].g;
-        if (!rc) rc = mr_import_ndjson_given(db, tmpdir, g, n, progress, ud, commits);
-        free(g);
+    if (j.sq) {
+        sqlite3_exec(j.sq, "COMMIT", NULL, NULL, NULL);
+        sqlite3_close(j.sq);
     }
     if (made) remove_tmp(&j);
     for (size_t i = 0; i < n; i++) {
@@ -361,5 +394,6 @@ int moraine_import_sqlite(moraine_db *db, const char *path, const char *tmpdir, 
         free(j.st[i].run_ord);
     }
     free(j.st);
+    free(g);
     return rc;
 }

@@ -670,10 +670,10 @@ end
 -- @param src a SQLite source object (`source`), not begun
 -- @tparam string tmpdir a directory to create and remove (must not exist; on
 --   the catalog's disk: it holds the catalog's rows as JSON meanwhile)
--- @tparam[opt] table opts `progress(done, total)`: (rows written, 0), then
---   (rows read and checked, 0), then (replay steps done, steps in all), as
---   `db:import_sqlite` calls it; returning `true` cancels (EINVAL "import
---   cancelled"; the catalog stays empty, tmpdir is removed)
+-- @tparam[opt] table opts `progress(done, total)`: (rows read and checked,
+--   0) every 4096 rows and at the end, then (replay steps done, steps in
+--   all), as `db:import_sqlite` calls it; returning `true` cancels (EINVAL
+--   "import cancelled"; the catalog stays empty, tmpdir is removed)
 -- @return nil when this path does not take the import (not a SQLite source,
 --   a catalog that is not empty, a file the C reader cannot carry: a string
 --   that is not UTF-8, an infinite REAL, a SQLite error, tables that changed

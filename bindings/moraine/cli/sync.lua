@@ -266,11 +266,8 @@ function run.import(ctx, source)
     local tmp = ctx.dir .. "/" .. FAST_TMP
     if util.exists(tmp) then util.sh_ok("rm -rf '" .. tmp:gsub("'", "'\\''") .. "'") end -- a killed import's
     local fmeter, ffinish = output.progress_meter("importing", "rows")
-    local phase, last = "reading " .. source, -1
     local fprogress = fmeter and function(done, total)
-      if total ~= 0 then phase = "importing" elseif done < last then phase = "checking" end
-      last = done
-      fmeter(done, total, phase)
+      fmeter(done, total, total ~= 0 and "importing" or "reading and checking")
     end
     local fok, fr = pcall(sync.import_sqlite, db, src, tmp, { progress = fprogress })
     ffinish(fok and fr ~= nil)
