@@ -253,6 +253,8 @@ function run.import(ctx, source)
   -- a failed import removes what it created and nothing else
   local had = entries(ctx.dir)
   require("moraine.compact").recover(ctx.dir) -- what a kill left of the compaction a fresh import ends with
+  local tmp = ctx.dir .. "/" .. FAST_TMP
+  if util.exists(tmp) then util.sh_ok("rm -rf '" .. tmp:gsub("'", "'\\''") .. "'") end -- what a kill left of a fast import
   local db = open_catalog(ctx, true)
   local before = db:last_snapshot()
   local progress = meter and function(done, total) meter(done, total, "importing") end
@@ -263,8 +265,6 @@ function run.import(ctx, source)
     -- (moraine.sync.import_sqlite); what it does not take, or refuses, goes
     -- the staged way below, which reads the file again and gives the same
     -- result, or the same refusal in its own words
-    local tmp = ctx.dir .. "/" .. FAST_TMP
-    if util.exists(tmp) then util.sh_ok("rm -rf '" .. tmp:gsub("'", "'\\''") .. "'") end -- a killed import's
     local fmeter, ffinish = output.progress_meter("importing", "rows")
     local fprogress = fmeter and function(done, total)
       fmeter(done, total, total ~= 0 and "importing" or "reading and checking")
@@ -383,7 +383,10 @@ table left out) is refused, naming file or table, row and column, and a
 catalog directory the import created is removed (one you had stays, as
 it was). Each snapshot is then one transaction; if the import is killed,
 the snapshots before stay and running the same import again continues
-where it stopped. A catalog that holds anything other than an earlier
+where it stopped. A SQLite file imported into a new catalog is read in C
+and imported by the engine (the same catalog, several times faster, through
+a temporary directory inside the catalog directory that is removed at the
+end); a failure then leaves nothing. A catalog that holds anything other than an earlier
 import of SOURCE is refused (EEXIST) and left unchanged; nothing another
 writer committed is ever removed. An import into an empty catalog ends
 by rewriting the store in key order, as 'moraine compact' does (a kill
