@@ -289,6 +289,21 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
       assert.matches("0 snapshots replayed", r.out)
     end)
 
+    it("removes the temporary directory a killed import left, and imports", function()
+      local ref = open_new("ref")
+      ref:import_ndjson(cat("s1_evolution"))
+      local file = sqlite_file(ref)
+      ref:close()
+      local dir = support.tmpdir("cli")
+      support.mkdir(dir .. "/.moraine-import-sqlite.tmp")
+      support.write(dir .. "/.moraine-import-sqlite.tmp/ducklake_snapshot.ndjson", "{}\n")
+      local r = support.moraine({ "-c", dir, "import", file })
+      assert.are.equal(0, r.code, r.show)
+      local l = moraine.core.dir_entries(dir)
+      table.sort(l)
+      assert.are.same({ "data.mdb", "lock.mdb" }, l)
+    end)
+
     it("a malformed source: the staged import's refusal, word for word; nothing left", function()
       -- a data file's table_id names no table
       local file = sqlite_of_sql(EDGE .. [[
