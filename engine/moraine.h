@@ -921,7 +921,13 @@ typedef struct {
  * column a BIGINT one moraine knows (or any column with
  * MORAINE_SQLITE_INT_REALS in @flags). Memory: one row at a time, a 1 MiB
  * buffer, the runs of rowids that do not follow each other, and
- * moraine_import_ndjson's ~12 bytes a row.
+ * moraine_import_ndjson's ~12 bytes a row. Each row is checked as it is
+ * written (not read back before the plan). The replay's commits are not
+ * synced one by one: the environment is MDB_NOSYNC while the import runs
+ * (unless it already was) and synced once at the end, whatever the outcome
+ * (a failed import empties the catalog; a crash in between leaves a part,
+ * as between synced commits); another handle of the same environment
+ * committing meanwhile is synced at that end too.
  * Returns 0, with the number of commits made in *@commits (may be NULL);
  * 1 when this import cannot take the file, nothing written: a string that
  * is not valid UTF-8 or a REAL that is not finite (JSON has no form for
@@ -933,9 +939,9 @@ typedef struct {
  * not empty); MORAINE_EIO (@tmpdir cannot be created or written); every
  * error of moraine_import_ndjson (its messages name `<name>.ndjson:line`;
  * nothing of the import remains in the catalog).
- * @progress (may be NULL) is called in three phases: (rows written to
- * @tmpdir, 0) every 4096 rows and once at the end; then
- * moraine_import_ndjson's two. A nonzero return cancels.
+ * @progress (may be NULL) is called as moraine_import_ndjson calls it:
+ * (rows written and checked, 0) every 4096 rows and once at the end, then
+ * (replay steps done, in all). A nonzero return cancels.
  */
 int moraine_import_sqlite(moraine_db *db, const char *path, const char *tmpdir, const moraine_sqlite_table *tables, size_t n,
                           unsigned flags, moraine_progress_fn progress, void *ud, uint64_t *commits);
