@@ -19,7 +19,7 @@ WARN     := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes -W
 OPT      ?= -O2 -g
 SAN      :=
 CFLAGS_ALL = $(WARN) $(WERROR) $(OPT) $(SAN) -fPIC -Iengine
-LIBS     := -llmdb -ljansson -lpthread -lm
+LIBS     := -llmdb -ljansson -lsqlite3 -lpthread -lm
 BUILD    ?= build
 
 ENGINE_SRC := $(sort $(wildcard engine/*.c))
@@ -286,7 +286,7 @@ FUZZ_TARGETS  ?= key record ndjson verbs ident sql
 FUZZ_FIXTURES ?= tests/fixtures/ducklake
 FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
                  -fno-sanitize-recover=undefined -Iengine -Itests/fuzz
-FUZZ_LIBS     := -llmdb -ljansson -lpthread -lm
+FUZZ_LIBS     := -llmdb -ljansson -lsqlite3 -lpthread -lm
 FUZZ_DEPS     := $(ENGINE_SRC) $(ENGINE_HDR) $(wildcard tests/fuzz/*.h)
 
 .PHONY: fuzz fuzz-deps

@@ -1,7 +1,8 @@
 -- moraine: DuckLake catalog engine on LMDB, as the Lua module `moraine`.
 --
--- Build and install from the source tree (offline; LMDB and jansson come
--- from the system: apt-get install liblmdb-dev libjansson-dev):
+-- Build and install from the source tree (offline; LMDB, jansson and SQLite's
+-- C library come from the system: apt-get install liblmdb-dev libjansson-dev
+-- libsqlite3-dev):
 --
 --     luarocks --lua-version 5.4 make moraine-scm-1.rockspec              -- system tree
 --     luarocks --lua-version 5.4 make --tree /tmp/rt moraine-scm-1.rockspec
@@ -57,6 +58,7 @@ dependencies = {
 external_dependencies = {
   LMDB = { header = "lmdb.h", library = "lmdb" },
   JANSSON = { header = "jansson.h", library = "jansson" },
+  SQLITE = { header = "sqlite3.h", library = "sqlite3" },
 }
 
 build = {
@@ -90,6 +92,7 @@ build = {
         "engine/project.c",
         "engine/read.c",
         "engine/secrets.c",
+        "engine/sqlite_import.c",
         "engine/statval.c",
         "engine/store.c",
         "engine/tables.c",
@@ -108,9 +111,9 @@ build = {
         "engine/verbs_tx.c",
         "engine/verify.c",
       },
-      libraries = { "lmdb", "jansson", "pthread", "m" },
-      incdirs = { "engine", "$(LMDB_INCDIR)", "$(JANSSON_INCDIR)" },
-      libdirs = { "$(LMDB_LIBDIR)", "$(JANSSON_LIBDIR)" },
+      libraries = { "lmdb", "jansson", "sqlite3", "pthread", "m" },
+      incdirs = { "engine", "$(LMDB_INCDIR)", "$(JANSSON_INCDIR)", "$(SQLITE_INCDIR)" },
+      libdirs = { "$(LMDB_LIBDIR)", "$(JANSSON_LIBDIR)", "$(SQLITE_LIBDIR)" },
       defines = { "_GNU_SOURCE" },
     },
     ["moraine"] = "bindings/moraine.lua",

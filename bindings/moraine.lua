@@ -754,6 +754,28 @@ Raises:
   twice), EEXIST (the catalog is not empty), ESNAPSHOT and the other
   staged-path errors, EREADONLY, EMAPFULL, ELMDB, ENOMEM.
 
+`db:import_sqlite(path, tmpdir, tables, {progress = fn, int_reals = b})` —
+imports the SQLite DuckLake catalog file `path` into this (empty) catalog
+(`moraine_import_sqlite`, docs/import-export.md "A fresh import of a SQLite
+file, in C"): every table read in C into `<table>.ndjson` in the new
+directory `tmpdir` (removed at the end, whatever happens), checked and
+imported as `import_ndjson` does, in the order of `tables`, each with its
+columns, each row at position rowid - 1. `tables` is an array of
+`{name =, columns = {...}, kinds = {column = "bool", ...}}` (what
+`moraine.sync_source`'s `src:tables()` gives: the file's `ducklake_*` tables
+in name order, columns in `PRAGMA table_info` order; a column of kind
+"bool" has its integers 0 and 1 read as false and true). `int_reals`: every
+integral REAL is read as an integer (LuaJIT's numbers), else only in the
+BIGINT columns moraine knows. `progress(done, total)`: (rows read and
+checked, 0), then (replay steps done, in all); `true` cancels (EINVAL
+"import cancelled"). Returns the number of commits made, or false when the
+engine cannot take the file (a string that is not UTF-8, a REAL that is not
+finite, tables other than `tables`, an error SQLite reports): nothing was
+written, import it another way (`moraine.sync`). Raises a plain error for
+malformed `tables`; EEXIST (the catalog is not empty), EREADONLY, EIO
+(`tmpdir` cannot be made or written) and every error of `import_ndjson`
+(messages naming `<table>.ndjson:line`); nothing of a failed import remains.
+
 `db:verify({progress = fn})` — checks every keyspace invariant
 (`moraine_verify`, docs/keyspace.md): every key and value decodes and has its
 table's column count, current rows are live and under the key their values

@@ -247,6 +247,7 @@ int l_db_relation(lua_State *L);
 int l_db_import(lua_State *L);
 int l_db_export(lua_State *L);
 int l_db_import_rows(lua_State *L);
+int l_db_import_sqlite(lua_State *L);
 int l_import_ndjson_check(lua_State *L);
 int l_import_check_new(lua_State *L);
 int l_import_check_add(lua_State *L);

@@ -444,6 +444,89 @@ int l_db_import_rows(lua_State *L)
     return 1;
 }
 
+/* db:import_sqlite(path, tmpdir, tables, opts) -> commits, or false when
+ * moraine_import_sqlite cannot take the file (it returned 1: nothing
+ * written). @tables: an array of {name =, columns = {...}, kinds = {column
+ * -> "bool" | ...}} (moraine.sync_source's tables: a column of kind "bool"
+ * has its 0 and 1 read as false and true); opts: progress, int_reals
+ * (MORAINE_SQLITE_INT_REALS). */
+int l_db_import_sqlite(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    const char *path = luaL_checkstring(L, 2);
+    const char *tmpdir = luaL_checkstring(L, 3);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    lua_settop(L, 5);
+    unsigned flags = 0;
+    if (!lua_isnil(L, 5)) {
+        luaL_checktype(L, 5, LUA_TTABLE);
+        lua_getfield(L, 5, "int_reals");
+        if (lua_toboolean(L, -1)) flags |= MORAINE_SQLITE_INT_REALS;
+        lua_pop(L, 1);
+    }
+    push_progress_opt(L, 5); /* 6 */
+    lua_pushnil(L);          /* 7: error slot */
+    size_t n = (size_t)mr_rawlen(L, 4);
+    moraine_sqlite_table *tabs = (moraine_sqlite_table *)scratch(L, n, sizeof *tabs); /* 8 */
+    lua_newtable(L);                                                                  /* 9: anchors */
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, 4, (int)i + 1);
+        int tidx = lua_gettop(L);
+        if (lua_type(L, tidx) != LUA_TTABLE) return luaL_error(L, "import_sqlite: tables[%d] is not a table", (int)i + 1);
+        lua_getfield(L, tidx, "name");
+        if (lua_type(L, -1) != LUA_TSTRING) return luaL_error(L, "import_sqlite: tables[%d].name is not a string", (int)i + 1);
+        tabs[i].name = lua_tostring(L, -1);
+        lua_rawseti(L, 9, (int)mr_rawlen(L, 9) + 1);
+        lua_getfield(L, tidx, "columns");
+        int cidx = lua_gettop(L);
+        if (lua_type(L, cidx) != LUA_TTABLE) return luaL_error(L, "import_sqlite: %s: columns is not a table", tabs[i].name);
+        lua_getfield(L, tidx, "kinds");
+        int kidx = lua_gettop(L);
+        size_t nc = (size_t)mr_rawlen(L, cidx);
+        const char **cols = (const char **)scratch(L, nc, sizeof *cols);
+        lua_rawseti(L, 9, (int)mr_rawlen(L, 9) + 1);
+        unsigned char *bools = (unsigned char *)scratch(L, nc, 1);
+        lua_rawseti(L, 9, (int)mr_rawlen(L, 9) + 1);
+        for (size_t c = 0; c < nc; c++) {
+            lua_rawgeti(L, cidx, (int)c + 1);
+            size_t len;
+            if (lua_type(L, -1) != LUA_TSTRING) return luaL_error(L, "import_sqlite: %s: column %d is not a string", tabs[i].name, (int)c + 1);
+            cols[c] = lua_tolstring(L, -1, &len);
+            if (strlen(cols[c]) != len) return luaL_error(L, "import_sqlite: %s: column %d holds a NUL byte", tabs[i].name, (int)c + 1);
+            lua_rawseti(L, 9, (int)mr_rawlen(L, 9) + 1);
+            bools[c] = 0;
+            if (lua_type(L, kidx) == LUA_TTABLE) {
+                lua_getfield(L, kidx, cols[c]);
+                bools[c] = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "bool") == 0;
+                lua_pop(L, 1);
+            }
+        }
+        tabs[i].ncols = nc;
+        tabs[i].cols = cols;
+        tabs[i].bools = bools;
+        lua_settop(L, 9);
+    }
+    progress_ctx p = {L, 6, 7, 0, 0};
+    uint64_t commits = 0;
+    d->busy++;
+    int rc = moraine_import_sqlite(d->db, path, tmpdir, tabs, n, flags, lua_isnil(L, 6) ? NULL : progress_cb, &p, &commits);
+    d->busy--;
+    if (rc < 0)
+        lua_pushstring(L, moraine_errmsg());
+    if (p.failed) {
+        lua_pushvalue(L, 7);
+        return lua_error(L);
+    }
+    if (rc < 0)
+        return raise_top(L, rc);
+    if (rc == 1) {
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    push_int64(L, (int64_t)commits);
+    return 1;
+}
+
 /* ---- checking an import without a catalog ------------------------------------------ */
 
 /* core.import_ndjson_check(dir) -> true: moraine_import_ndjson_check */

@@ -890,6 +890,62 @@ int moraine_store_access_get(moraine_db *db, moraine_store_access *out);
  */
 int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud);
 
+/** One table of a SQLite DuckLake catalog, as moraine_import_sqlite reads it. */
+typedef struct {
+    const char *name;             /* a ducklake_* table of the file */
+    size_t ncols;
+    const char *const *cols;      /* its columns, in PRAGMA table_info order */
+    const unsigned char *bools;   /* per column: nonzero when its integers 0 and 1 are false and true; NULL: none */
+} moraine_sqlite_table;
+
+/** moraine_import_sqlite: every integral REAL (an exact int64) is read as an
+ * integer (as a LuaJIT number is stored), not only in the BIGINT columns
+ * moraine knows. */
+#define MORAINE_SQLITE_INT_REALS 1u
+
+/**
+ * moraine_import_sqlite - import a DuckLake catalog kept in the SQLite file
+ * @path into an empty catalog, as moraine.sync's first round would (every
+ * snapshot one staged commit), at the speed of moraine_import_ndjson: the
+ * file is opened read-only and read in one read transaction, every table of
+ * @tables (which must be the file's ducklake_* tables in name order, with
+ * their columns in PRAGMA table_info order) written as `<name>.ndjson` into
+ * the new directory @tmpdir (created 0700, must not exist; on the catalog's
+ * disk, as big as the catalog's rows as JSON), which is then imported as
+ * moraine_import_ndjson imports a directory, with the tables in the order
+ * given (their relation ids), each defined with the columns given even
+ * without rows, and each row at position (ord) rowid - 1. @tmpdir is removed
+ * in every case. Values: an INTEGER its exact int64, or false/true where
+ * @tables' bools says so and it is 0 or 1; NULL; TEXT and BLOB the string
+ * of their bytes; a REAL a double, an integer when it is integral and the
+ * column a BIGINT one moraine knows (or any column with
+ * MORAINE_SQLITE_INT_REALS in @flags). Memory: one row at a time, a 1 MiB
+ * buffer, the runs of rowids that do not follow each other, and
+ * moraine_import_ndjson's ~12 bytes a row. Each row is checked as it is
+ * written (not read back before the plan). The replay's commits are not
+ * synced one by one: the environment is MDB_NOSYNC while the import runs
+ * (unless it already was) and synced once at the end, whatever the outcome
+ * (a failed import empties the catalog; a crash in between leaves a part,
+ * as between synced commits); another handle of the same environment
+ * committing meanwhile is synced at that end too.
+ * Returns 0, with the number of commits made in *@commits (may be NULL);
+ * 1 when this import cannot take the file, nothing written: a string that
+ * is not valid UTF-8 or a REAL that is not finite (JSON has no form for
+ * them), tables or columns other than @tables, any error SQLite reports
+ * (not a database, unreadable, a table without rowid) — the caller imports
+ * through the staged path instead, which reads and refuses the file itself;
+ * MORAINE_EINVAL (a NULL argument, a table name with '/', cancelled:
+ * "import cancelled"); MORAINE_EREADONLY, MORAINE_EEXIST (the catalog is
+ * not empty); MORAINE_EIO (@tmpdir cannot be created or written); every
+ * error of moraine_import_ndjson (its messages name `<name>.ndjson:line`;
+ * nothing of the import remains in the catalog).
+ * @progress (may be NULL) is called as moraine_import_ndjson calls it:
+ * (rows written and checked, 0) every 4096 rows and once at the end, then
+ * (replay steps done, in all). A nonzero return cancels.
+ */
+int moraine_import_sqlite(moraine_db *db, const char *path, const char *tmpdir, const moraine_sqlite_table *tables, size_t n,
+                          unsigned flags, moraine_progress_fn progress, void *ud, uint64_t *commits);
+
 /**
  * moraine_import_ndjson_check - read and check the directory @dir as
  * moraine_import_ndjson does before it writes anything, without a catalog:

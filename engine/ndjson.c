@@ -108,6 +108,16 @@ static int file_row_at(tables *ts, table *t, size_t i, int64_t *ord)
     release_row(ts);
     touch_row(ts);
     *ord = (int64_t)i;
+    if (t->nruns) {
+        /* the last run that starts at or before row i */
+        size_t lo = 0, hi = t->nruns;
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if ((uint64_t)t->run_row[mid] <= (uint64_t)i) lo = mid;
+            else hi = mid;
+        }
+        if ((uint64_t)t->run_row[lo] <= (uint64_t)i) *ord = t->run_ord[lo] + ((int64_t)i - t->run_row[lo]);
+    }
     const char *p = t->map + row_start(t, i), *e = t->map + t->mapsz;
     const char *nl = memchr(p, '\n', (size_t)(e - p));
     size_t len = (size_t)((nl ? nl : e) - p);
@@ -618,6 +628,7 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
         /* the store's pages this import touched are not read again: unmap
          * them now and then (moraine_release_pages), so the process's RSS
          * does not grow with the store; a failure costs memory only */
+        ts->commits++;
         if (++commits % 256 == 0) (void)moraine_release_pages(db);
     }
     if (!rc && !defined) {
@@ -627,7 +638,7 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
             for (size_t ti = 0; !rc && ti < ts->n; ti++)
                 rc = moraine_txn_define(txn, ts->t[ti].name, ts->t[ti].ncols, (const char *const *)ts->t[ti].cols);
             if (rc) moraine_txn_abort(txn);
-            else rc = moraine_txn_commit(txn);
+            else if (!(rc = moraine_txn_commit(txn))) ts->commits++;
         }
     }
     return rc;
@@ -819,6 +830,85 @@ int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
     ts.ud = ud;
     rc = read_dir(dir, &ts);
     if (!rc) rc = import_tables(db, &ts, progress, ud);
+    tables_free(&ts);
+    return rc;
+}
+
+/* Row offsets of a file's table as 8 bytes each (a file reaching 4 GiB). */
+static int widen_offsets(table *t)
+{
+    uint64_t *w = malloc((t->caprows ? t->caprows : 1) * sizeof *w);
+    if (!w) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < t->nrows; i++) w[i] = ((const uint32_t *)t->foff)[i];
+    free(t->foff);
+    t->foff = w;
+    return 0;
+}
+
+int mr_nd_file_row(tables *ts, table *t, const moraine_value *vals, const char *path, size_t line, uint64_t at)
+{
+    /* t->mapsz, until the file is mapped: the largest offset so far (keep_row
+     * keeps 4-byte offsets while it is under 4 GiB) */
+    if (at > UINT32_MAX && t->mapsz <= UINT32_MAX) {
+        int rc = widen_offsets(t);
+        if (rc) return rc;
+    }
+    if (at > t->mapsz) t->mapsz = (size_t)at;
+    t->file = 1;
+    int rc = keep_row(t, vals, path, line, (size_t)at);
+    return rc ? rc : row_read(ts);
+}
+
+/* read_dir for mr_import_ndjson_given: the tables @g, in that order */
+static int read_given(const char *dir, tables *ts, const mr_nd_given *g, size_t n, mr_nd_writer write, void *wud)
+{
+    int rc = 0;
+    ts->t = calloc(n ? n : 1, sizeof *ts->t);
+    if (!ts->t) return mr_err(MORAINE_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        table *t = &ts->t[ts->n++];
+        if (!(t->name = strdup(g[i].name))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s.ndjson", dir, g[i].name) >= sizeof path)
+            return mr_err(MORAINE_EIO, "%s/%s.ndjson: path too long", dir, g[i].name);
+        if (!write) {
+            /* a file read as moraine_import_ndjson reads it; one without rows gets the columns given */
+            rc = read_table(ts, t, path);
+            if (rc || t->ncols || !g[i].ncols) continue;
+        }
+        if (!(t->cols = calloc(g[i].ncols ? g[i].ncols : 1, sizeof *t->cols))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        for (size_t c = 0; c < g[i].ncols; c++) {
+            if (!(t->cols[c] = strdup(g[i].cols[c]))) return mr_err(MORAINE_ENOMEM, "out of memory");
+            t->ncols++;
+        }
+        if (t->ncols && (rc = mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel))) break;
+        if (!write) continue;
+        rc = write(wud, ts, t, i, path);
+        if (rc) break;
+        /* the file as written, mapped: the plan and the replay read its rows again from it */
+        size_t seen = t->mapsz;
+        t->mapsz = 0;
+        if ((rc = map_file(t, path))) break;
+        if (seen > UINT32_MAX && t->mapsz <= UINT32_MAX) rc = mr_err(MORAINE_EIO, "%s: the file is shorter than written", path);
+        else if (t->nrows && seen <= UINT32_MAX && t->mapsz > UINT32_MAX) rc = widen_offsets(t);
+    }
+    if (!rc && ts->progress && ts->progress(ts->ud, ts->read, 0)) rc = mr_err(MORAINE_EINVAL, "import cancelled");
+    return rc;
+}
+
+int mr_import_ndjson_given(moraine_db *db, const char *dir, const mr_nd_given *g, size_t n, mr_nd_writer write, void *wud,
+                           moraine_progress_fn progress, void *ud, uint64_t *commits)
+{
+    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    int rc = mr_catalog_empty(db);
+    if (rc) return rc;
+    tables ts = {0};
+    ts.from_files = 1;
+    ts.progress = progress;
+    ts.ud = ud;
+    rc = read_given(dir, &ts, g, n, write, wud);
+    if (!rc) rc = import_tables(db, &ts, progress, ud);
+    if (commits) *commits = rc ? 0 : ts.commits;
     tables_free(&ts);
     return rc;
 }

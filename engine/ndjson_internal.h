@@ -37,6 +37,11 @@ typedef struct {
                          * for a file under 4 GiB, else uint64_t (row_start) */
     int slim;           /* only checked, never replayed: keep only the columns the plan reads */
     unsigned char *keep; /* (slim) per column: kept (else stored as NULL) */
+    /* (file rows) the rows' ords when they are not 0, 1, 2, ...: runs, row
+     * run_row[k] on having ord run_ord[k] + (row - run_row[k]) (the
+     * caller's arrays, ascending; mr_import_ndjson_given) */
+    const int64_t *run_row, *run_ord;
+    size_t nruns;
 } table;
 
 typedef struct {
@@ -53,6 +58,7 @@ typedef struct {
     char *owned[256];           /* (file rows) text of its nested values */
     size_t nowned;
     uint64_t touched;           /* file rows read since the maps' pages were last let go */
+    uint64_t commits;           /* commits the replay made */
 } tables;
 
 enum { PH_END = 0, PH_SNAPSHOT = 1, PH_INSERT = 2, PH_CHILD = 3, PH_ROWS = 4 };
@@ -97,5 +103,36 @@ table *mr_nd_find_table(tables *ts, const char *name);
 int mr_nd_plan(tables *ts, ops *o);
 /* Frees the plan @o. (ndjson_plan.c) */
 void mr_nd_ops_free(ops *o);
+
+/* One table of mr_import_ndjson_given: `<dir>/<name>.ndjson`, its columns
+ * @cols (a file's rows must name exactly these, in this order). */
+typedef struct {
+    const char *name;
+    size_t ncols;
+    const char *const *cols;
+} mr_nd_given;
+/* Writes the file @path of table @t (the @i-th given), calling
+ * mr_nd_file_row for each row as it writes it, and may set t's run_row,
+ * run_ord and nruns (arrays that must live until the import returns).
+ * Returns 0, or what mr_import_ndjson_given is to return (a positive value:
+ * nothing was written to the catalog). */
+typedef int (*mr_nd_writer)(void *wud, tables *ts, table *t, size_t i, const char *path);
+/* moraine_import_ndjson of the @n tables @g of @dir, in that order (their
+ * relation ids, and the order of a commit's rows within a phase), each
+ * defined with its columns even when it has no row, instead of every
+ * <table>.ndjson of @dir in file name order. With @write, each file is
+ * written by it as the import reads it (the rows it hands to
+ * mr_nd_file_row are checked then, not read back from the file), and
+ * mapped once written; without, each file is read. *@commits (may be NULL)
+ * the commits made. Errors as moraine_import_ndjson, and what @write
+ * returns. (ndjson.c; moraine_import_sqlite) */
+int mr_import_ndjson_given(moraine_db *db, const char *dir, const mr_nd_given *g, size_t n, mr_nd_writer write, void *wud,
+                           moraine_progress_fn progress, void *ud, uint64_t *commits);
+/* A row of a table being written (mr_nd_writer): its values @vals (t->ncols,
+ * the very values its line reads as), its line number @line in the file
+ * and the offset @at where it starts: checked and kept as a row read from
+ * a file. EINVAL naming `path:line` and the column (mr_check_value),
+ * ENOMEM, EINVAL "import cancelled" (progress). */
+int mr_nd_file_row(tables *ts, table *t, const moraine_value *vals, const char *path, size_t line, uint64_t at);
 
 #endif

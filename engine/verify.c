@@ -492,6 +492,7 @@ int moraine_stats(moraine_db *db, void (*fn)(void *ud, const moraine_stat *st), 
     }
     moraine_stat cur = {0};
     int64_t cur_id = -2;
+    uint64_t walked = 0;
     mr_buf scratch = {0};
     MDB_val k, v;
     for (mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST); mrc == 0; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -517,6 +518,9 @@ int moraine_stats(moraine_db *db, void (*fn)(void *ud, const moraine_stat *st), 
         cur.entries++;
         cur.key_bytes += k.mv_size;
         cur.value_bytes += v.mv_size;
+        /* the pages walked are not read again: unmap them now and then, so
+         * the process's RSS does not grow with the store (as verify does) */
+        if (++walked % 65536 == 0) (void)moraine_release_pages(db);
     }
     if (cur.entries && fn) fn(ud, &cur);
     if (mrc != MDB_NOTFOUND) rc = mr_lmdb_err(mrc, "stats");

@@ -3,8 +3,9 @@
 # target needs, when any is missing. Safe to run again: it does nothing when
 # all are present. As root, or through sudo.
 #
-#   demo      build tools, LMDB, jansson, Lua 5.4 and LuaJIT, LPeg, argparse (the
-#             moraine command's command line) (make, make demo)
+#   demo      build tools, LMDB, jansson, SQLite's C library (moraine_import_sqlite),
+#             Lua 5.4 and LuaJIT, LPeg, argparse (the moraine command's command
+#             line) (make, make demo)
 #   test      demo + busted, luassert, Penlight, SQLite and LuaSQL (sqlite3 and
 #             postgres), PostgreSQL (the sync tests start their own server), nginx with
 #             its Lua module, curl, luacheck, LDoc, luarocks, man, chromium
@@ -12,7 +13,7 @@
 #   asan      test + clang's sanitizer runtime (make asan)
 #   valgrind  test + valgrind (make valgrind)
 #   fuzz      demo + clang, libFuzzer, xxd (make fuzz)
-#   bench     demo + SQLite's C library (make bench; bench/setup.sh adds node)
+#   bench     demo (make bench; bench/setup.sh adds node)
 #   rock      demo + luarocks (luarocks make moraine-scm-1.rockspec)
 #   lint      luacheck (make lint)
 #   docs      LDoc and lua-discount, its Markdown processor (make docs; config.ld)
@@ -30,7 +31,7 @@
 # (the HTTP tests start their own nginx on a free port of 127.0.0.1).
 set -e
 
-DEMO="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev lua-lpeg lua-argparse"
+DEMO="build-essential pkg-config liblmdb-dev lmdb-utils libjansson-dev libsqlite3-dev lua5.4 liblua5.4-dev luajit2 libluajit2-5.1-dev lua-lpeg lua-argparse"
 LINT="lua-check"
 DOCS="lua-ldoc lua-discount"
 TEST="$DEMO $LINT $DOCS git lua-busted lua-luassert lua-penlight sqlite3 lua-sql-sqlite3 postgresql lua-sql-postgres nginx-light libnginx-mod-http-lua curl luarocks man-db groff-base chromium"
@@ -45,7 +46,7 @@ for group in "$@"; do
   asan) PKGS="$PKGS $TEST $CLANG" ;;
   valgrind) PKGS="$PKGS $TEST valgrind" ;;
   fuzz) PKGS="$PKGS $DEMO $CLANG xxd" ;;
-  bench) PKGS="$PKGS $DEMO libsqlite3-dev" ;;
+  bench) PKGS="$PKGS $DEMO" ;;
   rock) PKGS="$PKGS $DEMO luarocks" ;;
   lint) PKGS="$PKGS $LINT" ;;
   docs) PKGS="$PKGS $DOCS" ;;
