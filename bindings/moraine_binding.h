@@ -180,6 +180,7 @@ const char *check_name(lua_State *L, int idx);
 int l_clock(lua_State *L);
 int l_sleep(lua_State *L);
 int l_dir_entries(lua_State *L);
+int l_dir_locked(lua_State *L);
 int l_int64(lua_State *L);
 int l_set_int64_ctor(lua_State *L);
 int l_set_cdata_conv(lua_State *L);

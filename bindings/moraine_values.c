@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "moraine_binding.h"
 
@@ -241,6 +244,35 @@ int l_sleep(lua_State *L)
     struct timespec ts = {(time_t)secs, (long)((secs - (lua_Number)(time_t)secs) * 1e9)};
     if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
     lua_pushboolean(L, nanosleep(&ts, NULL) == 0);
+    return 1;
+}
+
+/* core.dir_locked(path) -> true when another open file holds flock(LOCK_EX)
+ * on @path (a running `moraine_import_sqlite` holds its temporary directory
+ * so), false when nobody does (taken and let go at once), nil when @path does
+ * not exist. EIO (named) for any other failure. */
+int l_dir_locked(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            lua_pushnil(L);
+            return 1;
+        }
+        return raise_errf(L, MORAINE_EIO, "cannot open %s: %s", path, strerror(errno));
+    }
+    int held = 0;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e != EWOULDBLOCK) {
+            close(fd);
+            return raise_errf(L, MORAINE_EIO, "cannot lock %s: %s", path, strerror(e));
+        }
+        held = 1;
+    }
+    close(fd); /* lets go of the lock taken */
+    lua_pushboolean(L, held);
     return 1;
 }
 

@@ -924,10 +924,13 @@ typedef struct {
  * moraine_import_ndjson's ~12 bytes a row. Each row is checked as it is
  * written (not read back before the plan). The replay's commits are not
  * synced one by one: the environment is MDB_NOSYNC while the import runs
- * (unless it already was) and synced once at the end, whatever the outcome
- * (a failed import empties the catalog; a crash in between leaves a part,
- * as between synced commits); another handle of the same environment
- * committing meanwhile is synced at that end too.
+ * (unless it already was) and synced once at the end, whatever the outcome;
+ * another handle of the same environment committing meanwhile is synced at
+ * that end too. @tmpdir is the mark of those unsynced commits: created and
+ * made durable (its parent synced) before the first, held with
+ * flock(LOCK_EX) while the import runs, removed after the final sync; a
+ * caller that finds it unlocked must not trust the store (the moraine
+ * command discards it and imports afresh: docs/import-export.md).
  * Returns 0, with the number of commits made in *@commits (may be NULL);
  * 1 when this import cannot take the file, nothing written: a string that
  * is not valid UTF-8 or a REAL that is not finite (JSON has no form for

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -328,6 +329,24 @@ static int same_tables(sqlite3 *sq, const moraine_sqlite_table *tabs, size_t n)
 }
 
 /* Removes what the import wrote in tmpdir, and tmpdir. */
+/* Makes the entry @path just created durable: fsync of its parent directory. */
+static int sync_parent(const char *path)
+{
+    char parent[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else if (slash == path) snprintf(parent, sizeof parent, "/");
+    else snprintf(parent, sizeof parent, "%.*s", (int)(slash - path), path);
+    int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return mr_err(MORAINE_EIO, "%s: cannot sync the directory: %s", parent, strerror(e));
+    }
+    close(fd);
+    return 0;
+}
+
 static void remove_tmp(job *j)
 {
     char path[4096];
@@ -366,10 +385,24 @@ int moraine_import_sqlite(moraine_db *db, const char *path, const char *tmpdir, 
     /* one read transaction: every table as of one state of the file */
     if (!rc && sqlite3_exec(j.sq, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) rc = NOT_TAKEN;
     if (!rc) rc = same_tables(j.sq, tabs, n);
+    /* the temporary directory is also the mark of an import whose commits
+     * are not all on disk yet (they are unsynced until the end, below): it
+     * is made durable before the first commit and removed only after the
+     * final sync, and held with flock(LOCK_EX) while the import runs, so
+     * that `moraine` tells a running import (locked) from one a crash or a
+     * kill ended (there, unlocked: the catalog is discarded and imported
+     * again; docs/import-export.md) */
+    int lockfd = -1;
     if (!rc) {
         if (mkdir(tmpdir, 0700) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot create the import's temporary directory: %s", tmpdir, strerror(errno));
         else made = 1;
     }
+    if (!rc) {
+        lockfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0)
+            rc = mr_err(MORAINE_EIO, "%s: cannot lock the import's temporary directory: %s", tmpdir, strerror(errno));
+    }
+    if (!rc) rc = sync_parent(tmpdir);
     /* the commits are not synced one by one: a failed import leaves nothing
      * (it empties the catalog), so only the end needs to be durable, and it
      * is synced then; a crash in between leaves a part, as a crash between
@@ -389,6 +422,7 @@ int moraine_import_sqlite(moraine_db *db, const char *path, const char *tmpdir, 
         sqlite3_close(j.sq);
     }
     if (made) remove_tmp(&j);
+    if (lockfd >= 0) close(lockfd);
     for (size_t i = 0; i < n; i++) {
         free(j.st[i].run_row);
         free(j.st[i].run_ord);

@@ -289,19 +289,89 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
       assert.matches("0 snapshots replayed", r.out)
     end)
 
-    it("removes the temporary directory a killed import left, and imports", function()
+    it("an import that did not end (its temporary directory left, unlocked): other commands refuse the catalog; the "
+      .. "same import discards what it wrote and starts afresh", function()
       local ref = open_new("ref")
       ref:import_ndjson(cat("s1_evolution"))
       local file = sqlite_file(ref)
       ref:close()
       local dir = support.tmpdir("cli")
-      support.mkdir(dir .. "/.moraine-import-sqlite.tmp")
-      support.write(dir .. "/.moraine-import-sqlite.tmp/ducklake_snapshot.ndjson", "{}\n")
       local r = support.moraine({ "-c", dir, "import", file })
       assert.are.equal(0, r.code, r.show)
+      -- what a crash before the import's end leaves: the mark, and a store that may lack commits
+      support.mkdir(dir .. "/.moraine-import-sqlite.tmp")
+      support.write(dir .. "/.moraine-import-sqlite.tmp/ducklake_snapshot.ndjson", "{}\n")
+      for _, args in ipairs({ { "tables" }, { "snapshots" }, { "files", "events" }, { "sync", file }, { "compare", file },
+        { "sql", "SELECT 1" }, { "compact" }, { "verify" } }) do
+        local a = { "-c", dir }
+        for _, x in ipairs(args) do a[#a + 1] = x end
+        r = support.moraine(a)
+        assert.are.equal(1, r.code, r.show)
+        assert.is_truthy(r.err:find("did not end", 1, true), r.show)
+        assert.is_truthy(r.err:find("run the same 'moraine import' again", 1, true), r.show)
+      end
+      r = support.moraine({ "-c", dir, "import", file })
+      assert.are.equal(0, r.code, r.show)
+      assert.is_truthy(r.err:find("did not end; what it wrote was removed and this import starts afresh", 1, true), r.show)
       local l = moraine.core.dir_entries(dir)
       table.sort(l)
       assert.are.same({ "data.mdb", "lock.mdb" }, l)
+      r = support.moraine({ "-c", dir, "compare", file })
+      assert.are.equal(0, r.code, r.show)
+      assert.are.equal("no differences\n", r.out)
+    end)
+
+    it("an import running (its temporary directory locked): other commands and a second import refuse, nothing changed",
+      function()
+      local ref = open_new("ref")
+      ref:import_ndjson(cat("s1_evolution"))
+      local file = sqlite_file(ref)
+      ref:close()
+      local dir = support.tmpdir("cli")
+      local r = support.moraine({ "-c", dir, "import", file })
+      assert.are.equal(0, r.code, r.show)
+      local before = support.read(dir .. "/data.mdb")
+      local tmp = dir .. "/.moraine-import-sqlite.tmp"
+      support.mkdir(tmp)
+      local pidfile = support.tmpdir("pid")
+      -- a stand-in for the running import: flock(1) holding the directory as moraine_import_sqlite does
+      assert.is_true(support.sh("flock -x " .. support.q(tmp) .. " sleep 30 >/dev/null 2>&1 & echo $! > " .. support.q(pidfile)))
+      local pid = support.read(pidfile):match("%d+")
+      for _ = 1, 200 do
+        if moraine.core.dir_locked(tmp) then break end
+        os.execute("sleep 0.05")
+      end
+      assert.is_true(moraine.core.dir_locked(tmp))
+      for _, args in ipairs({ { "tables" }, { "import", file }, { "sync", file } }) do
+        local a = { "-c", dir }
+        for _, x in ipairs(args) do a[#a + 1] = x end
+        r = support.moraine(a)
+        assert.are.equal(1, r.code, r.show)
+        assert.is_truthy(r.err:find("is running", 1, true), r.show)
+      end
+      os.execute("kill " .. pid)
+      assert.are.equal(before, support.read(dir .. "/data.mdb"))
+      assert.is_true(support.sh("test -d " .. support.q(tmp)))
+    end)
+
+    it("holds its temporary directory locked while it runs, and removes it at the end", function()
+      local ref = open_new("ref")
+      ref:import_ndjson(cat("s2_multi_table"))
+      local file = sqlite_file(ref)
+      ref:close()
+      local db = open_new("locked")
+      local src = sync.source(file)
+      local tmp = support.tmpdir("fasttmp")
+      local calls, held = 0, 0
+      assert.is_not_nil(sync.import_sqlite(db, src, tmp, { progress = function()
+        calls = calls + 1
+        if moraine.core.dir_locked(tmp) then held = held + 1 end
+      end }))
+      src:close()
+      db:close()
+      assert.is_true(calls > 0)
+      assert.are.equal(calls, held)
+      assert.is_nil(moraine.core.dir_locked(tmp))
     end)
 
     it("a malformed source: the staged import's refusal, word for word; nothing left", function()

@@ -25,11 +25,50 @@ local M = {}
 -- @field NO_CATALOG_HINT
 M.NO_CATALOG_HINT = "pass -c DIR (or set MORAINE_CATALOG) to use a catalog elsewhere"
 
+--- The temporary directory a fresh import of a SQLite file keeps inside the
+-- catalog directory while it runs (`moraine.sync.import_sqlite`): its NDJSON
+-- files, and the mark of commits not all on disk yet (the import syncs once,
+-- at its end, and removes the directory after that sync).
+-- @field FAST_IMPORT_TMP
+M.FAST_IMPORT_TMP = ".moraine-import-sqlite.tmp"
+
+--- Whether an import of a SQLite file into `dir` is running (it holds its
+-- temporary directory locked) or ended without finishing (a kill, a crash:
+-- the directory is there, unlocked; the catalog's store may lack commits the
+-- import made, or hold them torn).
+-- @tparam string dir the catalog directory
+-- @treturn ?string "running", "interrupted", or nil (neither)
+-- @raise EIO when the directory cannot be opened or locked
+function M.fast_import_state(dir)
+  local held = moraine.core.dir_locked(dir .. "/" .. M.FAST_IMPORT_TMP)
+  if held == nil then return nil end
+  return held and "running" or "interrupted"
+end
+
+--- Fails (a CLI error) when an import of a SQLite file into `dir` is running
+-- or did not end: the catalog is not to be read or written until it has
+-- (`moraine import` of the same file again discards what the interrupted one
+-- wrote and starts afresh).
+-- @tparam string dir the catalog directory
+-- @raise a CLI error naming the state and what to do
+function M.refuse_unfinished_import(dir)
+  local st = M.fast_import_state(dir)
+  if st == "running" then
+    fail("an import of a SQLite file into " .. dir .. " is running (it holds " .. M.FAST_IMPORT_TMP .. ")",
+      "wait for it to end, then run the command again")
+  elseif st == "interrupted" then
+    fail("an import of a SQLite file into " .. dir .. " did not end (it left " .. M.FAST_IMPORT_TMP
+      .. "): the catalog may lack commits it made", "run the same 'moraine import' again: it starts afresh")
+  end
+end
+
 --- Opens the catalog read-only.
 -- @tparam string dir the catalog directory
 -- @return the catalog (moraine.open)
--- @raise a CLI error when there is no catalog at `dir`, or it has no snapshot
+-- @raise a CLI error when there is no catalog at `dir`, or it has no snapshot,
+--   or an import of a SQLite file into it is running or did not end
 function M.open_read(dir)
+  if is_dir(dir) then M.refuse_unfinished_import(dir) end
   if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then
     fail("no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'", M.NO_CATALOG_HINT)
   end

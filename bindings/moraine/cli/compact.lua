@@ -50,6 +50,7 @@ local function run(ctx)
       or (util.is_dir(dir) and not util.exists(dir .. "/data.mdb")) then
     errors.fail("no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'", catalog.NO_CATALOG_HINT)
   end
+  if util.is_dir(dir) then catalog.refuse_unfinished_import(dir) end
   local to = ctx.opts.to
   if to == "" then errors.usage_fail("--to expects a directory", "compact") end
   local progress, finish = output.progress_meter(to and "compacting" or "compacting in place", "entries")

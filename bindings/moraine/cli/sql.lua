@@ -47,6 +47,7 @@ local function sql(ctx, text)
   if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then
     fail("no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'", NO_CATALOG_HINT)
   end
+  if is_dir(dir) then require("moraine.cli.catalog").refuse_unfinished_import(dir) end
   local db = with_hint(NO_CATALOG_HINT, moraine.open, dir, { create = false })
   if db:last_snapshot() == nil then
     db:close()

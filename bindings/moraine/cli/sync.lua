@@ -37,6 +37,7 @@ local function open_catalog(ctx, create)
   if util.exists(ctx.dir) and not util.is_dir(ctx.dir) then
     errors.fail(ctx.dir .. " is not a catalog directory (it is a file)", catalog.NO_CATALOG_HINT)
   end
+  if util.is_dir(ctx.dir) then catalog.refuse_unfinished_import(ctx.dir) end
   return errors.with_hint(catalog.NO_CATALOG_HINT, moraine.open, ctx.dir, { create = true })
 end
 
@@ -80,7 +81,7 @@ local RETRYABLE = { EIO = true, ELMDB = true, EMAPFULL = true, ENOMEM = true }
 
 -- the temporary directory of a fresh SQLite import, inside the catalog
 -- directory (moraine.sync.import_sqlite; removed when it ends)
-local FAST_TMP = ".moraine-import-sqlite.tmp"
+local FAST_TMP = catalog.FAST_IMPORT_TMP
 
 local run = {}
 
@@ -249,12 +250,34 @@ function run.import(ctx, source)
     if moraine.is_error(e) then errors.fail(e.code .. ": " .. e.message, "nothing was imported; fix " .. source .. " and retry") end
     error(e, 0)
   end
+  local tmp = ctx.dir .. "/" .. FAST_TMP
+  local fast_state = util.is_dir(ctx.dir) and catalog.fast_import_state(ctx.dir)
+  if fast_state == "running" then
+    finish(false)
+    src:close()
+    errors.fail("an import of a SQLite file into " .. ctx.dir .. " is running (it holds " .. FAST_TMP .. ")",
+      "wait for it to end; nothing was changed")
+  elseif fast_state == "interrupted" then
+    -- a fresh import of a SQLite file that did not end: its commits were
+    -- synced only at its end, so after a crash the store may lack some or
+    -- hold them torn. It ran into an empty catalog, so the store held
+    -- nothing else: it goes, the mark last, and this import starts afresh
+    for _, f in ipairs({ "data.mdb", "lock.mdb" }) do
+      local path = ctx.dir .. "/" .. f
+      if util.exists(path) and not os.remove(path) then
+        finish(false)
+        src:close()
+        errors.fail("cannot remove " .. path .. ", left by an import that did not end", "remove it, then run the import again")
+      end
+    end
+    util.sh_ok("rm -rf '" .. tmp:gsub("'", "'\\''") .. "'")
+    io.stderr:write("moraine: note: an earlier import of a SQLite file into ", ctx.dir, " did not end; what it wrote was ",
+      "removed and this import starts afresh\n")
+  end
   -- what the catalog directory held before (nil: it did not exist), so that
   -- a failed import removes what it created and nothing else
   local had = entries(ctx.dir)
   require("moraine.compact").recover(ctx.dir) -- what a kill left of the compaction a fresh import ends with
-  local tmp = ctx.dir .. "/" .. FAST_TMP
-  if util.exists(tmp) then util.sh_ok("rm -rf '" .. tmp:gsub("'", "'\\''") .. "'") end -- what a kill left of a fast import
   local db = open_catalog(ctx, true)
   local before = db:last_snapshot()
   local progress = meter and function(done, total) meter(done, total, "importing") end

@@ -94,6 +94,8 @@ local function cmd_verify_isolated(ctx)
 end
 
 local function verify(ctx)
+  -- an import of a SQLite file running or not ended: the store may lack its commits
+  if require("moraine.cli.util").is_dir(ctx.dir) then catalog.refuse_unfinished_import(ctx.dir) end
   if moraine.verify_path then return cmd_verify_isolated(ctx) end
   local db = open_read(ctx.dir)
   need_method(db, "verify", "verify")
