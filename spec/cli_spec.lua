@@ -1395,3 +1395,32 @@ describe("moraine command", function()
     end)
   end)
 end)
+
+describe("moraine.cli.output's JSON", function()
+  -- J's own writing of common scalars (no C call) must give moraine.json_encode's text
+  it("writes every scalar exactly as moraine.json_encode does", function()
+    local output = require "moraine.cli.output"
+    output.json_ready()
+    local has_ffi, ffi = pcall(require, "ffi")
+    local values = { "", "a", "plain text 123", 'q"uote', "back\\slash", "tab\tnl\n", "\0nul", "del\127", "é", "日本",
+      "/slash", "[x]", "~", " ", "9223372036854775807", 0, 1, -1, 42, 2 ^ 53, -2 ^ 53, 2 ^ 53 - 1, 1.5, -0.0, 0.1, 1e300, true,
+      false, moraine.null }
+    if math.type then
+      for _, v in ipairs({ math.maxinteger, math.mininteger, 3.0, -7.0 }) do values[#values + 1] = v end
+    elseif has_ffi then
+      values[#values + 1] = ffi.new("int64_t", 2 ^ 60)
+      values[#values + 1] = 3.0
+    end
+    for b = 0, 255 do values[#values + 1] = "x" .. string.char(b) .. "y" end
+    for _, v in ipairs(values) do
+      local ok, want = pcall(moraine.json_encode, v)
+      if ok then
+        assert.are.equal(want, output.J(v), string.format("%q", tostring(v)))
+        assert.are.equal('{' .. moraine.json_encode("k" .. tostring(v)) .. ':' .. want .. '}',
+          output.J(output.obj({ "k" .. tostring(v) }, { ["k" .. tostring(v)] = v })))
+      else -- not valid UTF-8: refused the same way
+        assert.has_error(function() output.J(v) end)
+      end
+    end
+  end)
+end)
