@@ -27,7 +27,9 @@
 -- spread evenly between its min and max, the rows falling in the live
 -- spec's partitions the predicate touches (when the live spec has a
 -- monotone key on `col`: identity, year, epoch_day, epoch_hour, or a
--- year..hour chain; otherwise a rewrite saves nothing here). The saving per
+-- year..hour chain; otherwise a rewrite saves nothing here; on a text
+-- column partitioned by identity, the rows spread evenly over the distinct
+-- values the catalog knows between min and max). The saving per
 -- query and the rows a rewrite would write give the number of such queries
 -- after which a rewrite pays (seed 003: "queries are reading too many
 -- files").
