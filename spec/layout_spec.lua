@@ -278,6 +278,56 @@ describe("moraine.audit", function()
 end)
 
 -- day era then hour era: 3 day files of 24 rows (one per hour), 24 hour files of 10 rows
+describe("BOOLEAN as DuckLake writes it: partition values true/false, stats bounds 1/0", function()
+  it("parses both forms", function()
+    assert.are.same({ true, false, true, false }, { typed.parse("boolean", "1"), typed.parse("boolean", "0"),
+      typed.parse("boolean", "true"), typed.parse("boolean", "FALSE") })
+    assert.is_nil(typed.parse("boolean", "2"))
+    assert.is_nil(typed.parse("boolean", "yes"))
+  end)
+
+  it("audits the corpus's boolean identity keys against their 1/0 bounds (seed 18: none unchecked for that)", function()
+    -- the files live at the last snapshot whose spec has an identity key on a boolean column
+    local dir = support.FIXTURES .. "/corpus/seed_0018/catalog/"
+    local booleans, keyed, n = {}, {}, 0
+    for _, c in ipairs(moraine.read_ndjson(dir .. "ducklake_column.ndjson")) do
+      if c.column_type == "boolean" then booleans[c.table_id .. ":" .. c.column_id] = true end
+    end
+    for _, k in ipairs(moraine.read_ndjson(dir .. "ducklake_partition_column.ndjson")) do
+      if k.transform == "identity" and booleans[k.table_id .. ":" .. k.column_id] then keyed[k.partition_id] = true end
+    end
+    for _, f in ipairs(moraine.read_ndjson(dir .. "ducklake_data_file.ndjson")) do
+      if f.end_snapshot == NULL and f.partition_id ~= NULL and keyed[f.partition_id] then n = n + 1 end
+    end
+    assert.is_true(n > 100, n)
+    local db = moraine.open(support.tmpdir("seed18"), { no_sync = true })
+    db:import_ndjson(dir)
+    local rep = audit.run(db)
+    db:close()
+    assert.are.equal(0, rep.violations)
+    for _, t in ipairs(rep.tables) do
+      for _, f in ipairs(t.findings) do assert.falsy((f.problem or ""):find("boolean", 1, true), f.problem) end
+    end
+  end)
+
+  it("moraine.layout prunes by 1/0 bounds, on true and on false", function()
+    local db = new_catalog()
+    db:transaction(function(tx) tx:create_table("t", { { name = "b", type = "boolean" } }) end)
+    db:transaction(function(tx)
+      tx:add_data_files("t", { file("f.parquet", 3, nil, { stat("b", "0", "0", 0, 3) }),
+        file("m.parquet", 4, nil, { stat("b", "0", "1", 0, 4) }), file("t.parquet", 5, nil, { stat("b", "1", "1", 0, 5) }) })
+    end)
+    local rep = layout.run(db, { table = "t", where = "b = true" })
+    assert.are.same({ 2, 9 }, { rep.total.read_files, rep.total.read_rows })
+    -- a false bound is a bound (it was taken as none: every file read)
+    for _, where in ipairs({ "b = 0", "b = false", "b <= false", "b BETWEEN false AND false" }) do
+      rep = layout.run(db, { table = "t", where = where })
+      assert.are.same({ 2, 7 }, { rep.total.read_files, rep.total.read_rows }, where)
+    end
+    db:close()
+  end)
+end)
+
 local function evolution_catalog()
   local db, dir = new_catalog()
   db:transaction(function(tx)

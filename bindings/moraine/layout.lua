@@ -123,13 +123,13 @@ local function compile(pred, col)
       P[side .. "_num"] = typed.number(col.type, v)
     end
   end
-  if P.lo and P.hi and typed.compare(col.type, P.lo, P.hi) > 0 then raise("EINVAL", "layout: an empty range (lower bound above upper bound)") end
+  if P.lo ~= nil and P.hi ~= nil and typed.compare(col.type, P.lo, P.hi) > 0 then raise("EINVAL", "layout: an empty range (lower bound above upper bound)") end
   return P
 end
 
 local function in_range(P, v)
-  if P.lo and typed.compare(P.type, v, P.lo) < 0 then return false end
-  if P.hi and typed.compare(P.type, v, P.hi) > 0 then return false end
+  if P.lo ~= nil and typed.compare(P.type, v, P.lo) < 0 then return false end
+  if P.hi ~= nil and typed.compare(P.type, v, P.hi) > 0 then return false end
   return true
 end
 
@@ -158,7 +158,7 @@ local function partition_survives(P, spec, file)
           if n then parts[tr] = n; chain = true end
         else
           local nb = tr:match("^bucket%((%d+)%)$")
-          if nb and P.lo and P.hi and typed.compare(P.type, P.lo, P.hi) == 0 then
+          if nb and P.lo ~= nil and P.hi ~= nil and typed.compare(P.type, P.lo, P.hi) == 0 then
             local want = typed.bucket(tonumber(nb), P.type, P.lo)
             if want ~= nil and tonumber(value) ~= want then return false end
           end
@@ -182,8 +182,8 @@ local function bounds_survive(P, file)
   end
   local lo, hi = typed.parse(P.type, st.min), typed.parse(P.type, st.max)
   if lo == nil or hi == nil then return true end
-  if P.lo and typed.compare(P.type, hi, P.lo) < 0 then return false end
-  if P.hi and typed.compare(P.type, lo, P.hi) > 0 then return false end
+  if P.lo ~= nil and typed.compare(P.type, hi, P.lo) < 0 then return false end
+  if P.hi ~= nil and typed.compare(P.type, lo, P.hi) > 0 then return false end
   return true
 end
 
@@ -233,7 +233,7 @@ local function live_touch(P, spec, files)
   end
   if trs.identity then
     local e = math.huge
-    if P.hi then
+    if P.hi ~= nil then
       local n, unit = typed.number(P.type, P.hi)
       e = n + (unit or 0)
     end
@@ -257,8 +257,8 @@ local function live_touch(P, spec, files)
     return chain_interval(P.type, parts)
   end
   local s, e = -math.huge, math.huge
-  if P.lo then s = period(P.lo) end
-  if P.hi then
+  if P.lo ~= nil then s = period(P.lo) end
+  if P.hi ~= nil then
     local _, pe = period(P.hi)
     e = pe
   end
@@ -273,12 +273,12 @@ end
 -- when it is read now, not at all otherwise.
 local function rows_after(P, touch, f, read)
   local st = f.stats[P.column.id]
-  local lo = st and st.min and typed.parse(P.type, st.min)
-  local hi = st and st.max and typed.parse(P.type, st.max)
-  if not (lo and hi) then return read and f.records or 0 end
+  local T = P.type
+  local lo, hi -- parsed bounds (a BOOLEAN bound may be false)
+  if st and st.min and st.max then lo, hi = typed.parse(T, st.min), typed.parse(T, st.max) end
+  if lo == nil or hi == nil then return read and f.records or 0 end
   local rows = f.records
   if st.null_count and st.null_count > 0 then rows = math.max(0, rows - st.null_count) end
-  local T = P.type
   if touch.values then
     if typed.compare(T, lo, hi) >= 0 then return in_range(P, lo) and rows or 0 end
     local n, k = 0, 0

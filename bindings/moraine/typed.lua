@@ -15,7 +15,7 @@
 -- | date | days since 1970-01-01 (proleptic Gregorian, years 1..9999 and beyond) | by day |
 -- | timestamp, timestamp_s, timestamp_ms, timestamp_ns, timestamptz | days and microseconds of the day, UTC (a `+HH[:MM]` offset is applied) | by instant |
 -- | time | microseconds since midnight | by time |
--- | boolean | false < true | |
+-- | boolean (`true`/`false`; stats bounds `1`/`0`) | false < true | |
 -- | varchar, blob, uuid, json | the bytes | byte order (memcmp) |
 --
 -- Other types (interval, struct, list, map, variant...) are not ordered:
@@ -228,9 +228,11 @@ function M.parse(column_type, text)
     return us - off
   end
   if fam == "boolean" then
+    -- DuckLake writes a BOOLEAN partition value as true/false but its
+    -- column stats (min_value, max_value) as 1/0 (the corpus catalogs)
     local t = text:lower()
-    if t == "true" then return true elseif t == "false" then return false end
-    return nil, "not a boolean"
+    if t == "true" or t == "1" then return true elseif t == "false" or t == "0" then return false end
+    return nil, "not a boolean (true, false, 1 or 0)"
   end
   return text
 end
