@@ -97,6 +97,25 @@ describe("moraine.typed", function()
     assert.are.equal(2, typed.bucket(7, "int64", typed.parse("int64", "6")))
     assert.is_nil(typed.bucket(7, "varchar", "x"))
   end)
+
+  it("buckets an int32 as an int64, as DuckLake wrote the corpus's int32 bucket keys", function()
+    -- corpus seed 10: table 1's spec 3 is bucket(4, qty), identity(..) while qty is int32
+    local dir = support.FIXTURES .. "/corpus/seed_0010/catalog/"
+    local under, vals, n = {}, {}, 0
+    for _, f in ipairs(moraine.read_ndjson(dir .. "ducklake_data_file.ndjson")) do
+      if f.table_id == 1 and f.partition_id == 3 then under[f.data_file_id] = true end
+    end
+    for _, v in ipairs(moraine.read_ndjson(dir .. "ducklake_file_partition_value.ndjson")) do
+      if under[v.data_file_id] and v.partition_key_index == 0 then vals[v.data_file_id] = v.partition_value end
+    end
+    for _, st in ipairs(moraine.read_ndjson(dir .. "ducklake_file_column_stats.ndjson")) do
+      if under[st.data_file_id] and st.column_id == 3 and st.min_value ~= NULL and st.min_value == st.max_value then
+        assert.are.equal(tonumber(vals[st.data_file_id]), typed.bucket(4, "int32", typed.parse("int32", st.min_value)), st.min_value)
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 100, n)
+  end)
 end)
 
 describe("moraine.audit", function()

@@ -15,7 +15,7 @@
 --    month, day, hour: only as part of a chain year, month, day, hour on the
 --    same column (the chain names one period; that period must meet
 --    [a, b]), alone they do not prune; bucket(N): only an equality (a = b)
---    on an int64 column prunes (bucket(a) = value); a NULL value never
+--    on an int64 or int32 column prunes (bucket(a) = value); a NULL value never
 --    matches a range;
 -- 3. after min/max pruning as well: the file's bounds on `col`
 --    (`ducklake_file_column_stats`) must meet [a, b]; a file without bounds
