@@ -97,6 +97,25 @@ describe("moraine.typed", function()
     assert.are.equal(2, typed.bucket(7, "int64", typed.parse("int64", "6")))
     assert.is_nil(typed.bucket(7, "varchar", "x"))
   end)
+
+  it("buckets an int32 as an int64, as DuckLake wrote the corpus's int32 bucket keys", function()
+    -- corpus seed 10: table 1's spec 3 is bucket(4, qty), identity(..) while qty is int32
+    local dir = support.FIXTURES .. "/corpus/seed_0010/catalog/"
+    local under, vals, n = {}, {}, 0
+    for _, f in ipairs(moraine.read_ndjson(dir .. "ducklake_data_file.ndjson")) do
+      if f.table_id == 1 and f.partition_id == 3 then under[f.data_file_id] = true end
+    end
+    for _, v in ipairs(moraine.read_ndjson(dir .. "ducklake_file_partition_value.ndjson")) do
+      if under[v.data_file_id] and v.partition_key_index == 0 then vals[v.data_file_id] = v.partition_value end
+    end
+    for _, st in ipairs(moraine.read_ndjson(dir .. "ducklake_file_column_stats.ndjson")) do
+      if under[st.data_file_id] and st.column_id == 3 and st.min_value ~= NULL and st.min_value == st.max_value then
+        assert.are.equal(tonumber(vals[st.data_file_id]), typed.bucket(4, "int32", typed.parse("int32", st.min_value)), st.min_value)
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 100, n)
+  end)
 end)
 
 describe("moraine.audit", function()
@@ -278,6 +297,56 @@ describe("moraine.audit", function()
 end)
 
 -- day era then hour era: 3 day files of 24 rows (one per hour), 24 hour files of 10 rows
+describe("BOOLEAN as DuckLake writes it: partition values true/false, stats bounds 1/0", function()
+  it("parses both forms", function()
+    assert.are.same({ true, false, true, false }, { typed.parse("boolean", "1"), typed.parse("boolean", "0"),
+      typed.parse("boolean", "true"), typed.parse("boolean", "FALSE") })
+    assert.is_nil(typed.parse("boolean", "2"))
+    assert.is_nil(typed.parse("boolean", "yes"))
+  end)
+
+  it("audits the corpus's boolean identity keys against their 1/0 bounds (seed 18: none unchecked for that)", function()
+    -- the files live at the last snapshot whose spec has an identity key on a boolean column
+    local dir = support.FIXTURES .. "/corpus/seed_0018/catalog/"
+    local booleans, keyed, n = {}, {}, 0
+    for _, c in ipairs(moraine.read_ndjson(dir .. "ducklake_column.ndjson")) do
+      if c.column_type == "boolean" then booleans[c.table_id .. ":" .. c.column_id] = true end
+    end
+    for _, k in ipairs(moraine.read_ndjson(dir .. "ducklake_partition_column.ndjson")) do
+      if k.transform == "identity" and booleans[k.table_id .. ":" .. k.column_id] then keyed[k.partition_id] = true end
+    end
+    for _, f in ipairs(moraine.read_ndjson(dir .. "ducklake_data_file.ndjson")) do
+      if f.end_snapshot == NULL and f.partition_id ~= NULL and keyed[f.partition_id] then n = n + 1 end
+    end
+    assert.is_true(n > 100, n)
+    local db = moraine.open(support.tmpdir("seed18"), { no_sync = true })
+    db:import_ndjson(dir)
+    local rep = audit.run(db)
+    db:close()
+    assert.are.equal(0, rep.violations)
+    for _, t in ipairs(rep.tables) do
+      for _, f in ipairs(t.findings) do assert.falsy((f.problem or ""):find("boolean", 1, true), f.problem) end
+    end
+  end)
+
+  it("moraine.layout prunes by 1/0 bounds, on true and on false", function()
+    local db = new_catalog()
+    db:transaction(function(tx) tx:create_table("t", { { name = "b", type = "boolean" } }) end)
+    db:transaction(function(tx)
+      tx:add_data_files("t", { file("f.parquet", 3, nil, { stat("b", "0", "0", 0, 3) }),
+        file("m.parquet", 4, nil, { stat("b", "0", "1", 0, 4) }), file("t.parquet", 5, nil, { stat("b", "1", "1", 0, 5) }) })
+    end)
+    local rep = layout.run(db, { table = "t", where = "b = true" })
+    assert.are.same({ 2, 9 }, { rep.total.read_files, rep.total.read_rows })
+    -- a false bound is a bound (it was taken as none: every file read)
+    for _, where in ipairs({ "b = 0", "b = false", "b <= false", "b BETWEEN false AND false" }) do
+      rep = layout.run(db, { table = "t", where = where })
+      assert.are.same({ 2, 7 }, { rep.total.read_files, rep.total.read_rows }, where)
+    end
+    db:close()
+  end)
+end)
+
 local function evolution_catalog()
   local db, dir = new_catalog()
   db:transaction(function(tx)
@@ -501,6 +570,258 @@ end)
 -- directory of its own (its profile and TMPDIR there: Chromium's singleton
 -- socket path must stay under the 108 bytes of a Unix socket), removed after.
 local chromium_serial = 0
+-- ---- a text column partitioned by identity ----------------------------------------------------
+
+-- DuckDB compares VARCHAR by bytes; so does this oracle, whatever the C
+-- library's locale (Lua's `<` on strings goes through strcoll).
+local function bytes_cmp(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = a:byte(i), b:byte(i)
+    if x ~= y then return x < y and -1 or 1 end
+  end
+  if #a == #b then return 0 end
+  return #a < #b and -1 or 1
+end
+
+-- What layout.run must report for `col BETWEEN lo AND hi` (lo or hi nil:
+-- unbounded) on a text column at snapshot S, derived from the fixture's
+-- NDJSON alone: per era (partition_id, or "none"), the live files and rows,
+-- those whose identity value on the column lies in [lo, hi] (a NULL value
+-- never does; keys on other columns do not prune), and of those the files
+-- whose bounds on the column meet [lo, hi] (no bounds: read unless every row
+-- is NULL). Also the column's name at S.
+local function text_identity_oracle(scenario, table_id, column_id, S, lo, hi)
+  local dir = support.FIXTURES .. "/" .. scenario .. "/catalog/"
+  local function rows(name) return moraine.read_ndjson(dir .. name .. ".ndjson") end
+  local function live(r) return r.begin_snapshot <= S and (r.end_snapshot == NULL or S < r.end_snapshot) end
+  local function meets(min, max)
+    return not (lo and bytes_cmp(max, lo) < 0) and not (hi and bytes_cmp(min, hi) > 0)
+  end
+  local name
+  for _, c in ipairs(rows("ducklake_column")) do
+    if c.table_id == table_id and c.column_id == column_id and live(c) then name = c.column_name end
+  end
+  local keys = {} -- partition_id -> key index of the identity key on the column
+  for _, k in ipairs(rows("ducklake_partition_column")) do
+    if k.table_id == table_id and k.column_id == column_id then
+      assert(k.transform == "identity", "the oracle knows identity keys only")
+      keys[k.partition_id] = k.partition_key_index
+    end
+  end
+  local pv, st = {}, {}
+  for _, v in ipairs(rows("ducklake_file_partition_value")) do
+    if v.table_id == table_id then pv[v.data_file_id .. ":" .. v.partition_key_index] = v.partition_value end
+  end
+  for _, r in ipairs(rows("ducklake_file_column_stats")) do
+    if r.table_id == table_id and r.column_id == column_id then st[r.data_file_id] = r end
+  end
+  local eras, total = {}, { files = 0, rows = 0, read_files = 0, read_rows = 0 }
+  for _, f in ipairs(rows("ducklake_data_file")) do
+    if f.table_id == table_id and live(f) then
+      local k = f.partition_id == NULL and "none" or f.partition_id
+      local e = eras[k] or { files = 0, rows = 0, partition_files = 0, partition_rows = 0, read_files = 0, read_rows = 0 }
+      eras[k] = e
+      e.files, e.rows = e.files + 1, e.rows + f.record_count
+      local survives = true
+      local ki = f.partition_id ~= NULL and keys[f.partition_id]
+      if ki then
+        local v = pv[f.data_file_id .. ":" .. ki]
+        survives = v ~= NULL and v ~= nil and meets(v, v)
+      end
+      if survives then
+        e.partition_files, e.partition_rows = e.partition_files + 1, e.partition_rows + f.record_count
+        local b = st[f.data_file_id]
+        local read
+        if not b then read = true
+        elseif b.min_value ~= NULL and b.max_value ~= NULL then read = meets(b.min_value, b.max_value)
+        else read = not (b.null_count >= f.record_count and f.record_count > 0) end
+        if read then e.read_files, e.read_rows = e.read_files + 1, e.read_rows + f.record_count end
+      end
+    end
+  end
+  for _, e in pairs(eras) do
+    total.files, total.rows = total.files + e.files, total.rows + e.rows
+    total.read_files, total.read_rows = total.read_files + e.read_files, total.read_rows + e.read_rows
+  end
+  return eras, total, name
+end
+
+-- The identity values (non-NULL) a fixture's table holds on a column, sorted by bytes.
+local function identity_values(scenario, table_id, column_id)
+  local dir = support.FIXTURES .. "/" .. scenario .. "/catalog/"
+  local idx, pid = {}, {}
+  for _, k in ipairs(moraine.read_ndjson(dir .. "ducklake_partition_column.ndjson")) do
+    if k.table_id == table_id and k.column_id == column_id and k.transform == "identity" then idx[k.partition_id] = k.partition_key_index end
+  end
+  for _, f in ipairs(moraine.read_ndjson(dir .. "ducklake_data_file.ndjson")) do pid[f.data_file_id] = f.partition_id end
+  local seen, out = {}, {}
+  for _, v in ipairs(moraine.read_ndjson(dir .. "ducklake_file_partition_value.ndjson")) do
+    local p = v.table_id == table_id and pid[v.data_file_id]
+    if p and p ~= NULL and idx[p] == v.partition_key_index and v.partition_value ~= NULL and not seen[v.partition_value] then
+      seen[v.partition_value] = true
+      out[#out + 1] = v.partition_value
+    end
+  end
+  table.sort(out, function(a, b) return bytes_cmp(a, b) < 0 end)
+  return out
+end
+
+local function sql_text(v) return "'" .. v:gsub("'", "''") .. "'" end
+
+describe("moraine.layout on a text column partitioned by identity", function()
+  -- s1 events.region (renamed area at 13; identity in specs 4 and 9), s2
+  -- sales.clients.country (spec 5, live to the end), s3's first table's k
+  -- (spec 2: the empty string, quotes, UTF-8, a 300-byte value whose bounds
+  -- DuckDB cut, tab and newline)
+  local cases = {
+    { scenario = "s1_evolution", table = "main.events", table_id = 1, column_id = 3 },
+    { scenario = "s2_multi_table", table = "sales.clients", table_id = 3, column_id = 3 },
+    { scenario = "s3_edge_values", table_id = 1, column_id = 1 },
+  }
+
+  it("counts equality, range and BETWEEN predicates as DuckLake prunes them, at every snapshot", function()
+    local checked = 0
+    for _, case in ipairs(cases) do
+      local db = support.import_fixture(case.scenario)
+      local values = identity_values(case.scenario, case.table_id, case.column_id)
+      assert.is_true(#values >= 3, case.scenario)
+      local probes = { { "=", values[1] }, { "=", values[#values] }, { "=", "zz-absent" }, { "=", "" } }
+      for _, v in ipairs(values) do
+        probes[#probes + 1] = { "=", v }
+        probes[#probes + 1] = { ">=", v }
+        probes[#probes + 1] = { "<=", v }
+      end
+      probes[#probes + 1] = { "BETWEEN", "a", "f" }
+      probes[#probes + 1] = { "BETWEEN", values[1], values[2] }
+      probes[#probes + 1] = { "BETWEEN", values[2], values[#values] }
+      for S = 0, db:last_snapshot() do
+        for _, pr in ipairs(probes) do
+          local lo, hi
+          if pr[1] == "=" then lo, hi = pr[2], pr[2]
+          elseif pr[1] == ">=" then lo = pr[2]
+          elseif pr[1] == "<=" then hi = pr[2]
+          else lo, hi = pr[2], pr[3] end
+          local eras, total, name = text_identity_oracle(case.scenario, case.table_id, case.column_id, S, lo, hi)
+          if name then
+            local where = '"' .. name .. '" ' .. pr[1] .. " " .. sql_text(pr[2]) .. (pr[3] and (" AND " .. sql_text(pr[3])) or "")
+            local what = case.scenario .. " at " .. S .. ": " .. where
+            local ok, rep = pcall(layout.run, db, { table = case.table_id, at = S, where = where })
+            assert.is_true(ok, what .. ": " .. tostring(rep))
+            local got = {}
+            for _, e in ipairs(rep.eras) do
+              got[e.partition_id or "none"] = { files = e.files, rows = e.rows, partition_files = e.partition_files,
+                partition_rows = e.partition_rows, read_files = e.read_files, read_rows = e.read_rows }
+            end
+            assert.are.same(eras, got, what)
+            assert.are.same(total, rep.total, what)
+            assert.are.equal(name, rep.column, what)
+            checked = checked + 1
+          end
+        end
+      end
+      db:close()
+    end
+    assert.is_true(checked > 500, "checked " .. checked)
+  end)
+
+  it("gives s1's numbers by hand: the live spec's 16 files by region and the older eras' estimate", function()
+    -- s1 at 7: the day era (6 files, 1200 rows) and the hour era (15, 300) have no key on region
+    -- and bounds ap..us; the live spec 4 (region, bucket(4, id)) holds 4 files per value: ap
+    -- 14+25+16+20 = 75 rows, eu 17+22+22+14 = 75, us 20+18+18+19 = 75, NULL 24+19+12+20 = 75
+    local db = support.import_fixture("s1_evolution")
+    local function run_at(S, where) return layout.run(db, { table = "events", at = S, where = where }) end
+    local rep = run_at(7, "region = 'eu'")
+    assert.are.same({ 2, 3, 4 }, { rep.eras[1].partition_id, rep.eras[2].partition_id, rep.eras[3].partition_id })
+    assert.are.same({ 16, 300, 4, 75, 4, 75 }, { rep.eras[3].files, rep.eras[3].rows, rep.eras[3].partition_files,
+      rep.eras[3].partition_rows, rep.eras[3].read_files, rep.eras[3].read_rows })
+    assert.are.same({ 37, 1800, 25, 1575 }, { rep.total.files, rep.total.rows, rep.total.read_files, rep.total.read_rows })
+    -- rewritten by region, the older eras' 1500 rows (every file ap..us) spread over the three
+    -- values known (ap, eu, us): 500 in eu
+    assert.are.same({ 21, 1500, 1500, 500, 1000 }, { rep.rewrite.old_files, rep.rewrite.old_rows,
+      rep.rewrite.read_rows_now, rep.rewrite.read_rows_after, rep.rewrite.saving })
+    assert.is_true(near(1.5, rep.rewrite.queries_to_pay))
+    rep = run_at(7, "region BETWEEN 'a' AND 'f'") -- ap and eu
+    assert.are.same({ 8, 150, 29, 1650, 1000 }, { rep.eras[3].read_files, rep.eras[3].read_rows, rep.total.read_files,
+      rep.total.read_rows, rep.rewrite.read_rows_after })
+    rep = run_at(7, "region >= 'b'") -- eu and us; NULL never
+    assert.are.same({ 8, 150, 1000 }, { rep.eras[3].read_files, rep.eras[3].read_rows, rep.rewrite.read_rows_after })
+    rep = run_at(7, "region < 'b'") -- taken as <=: ap
+    assert.are.same({ 4, 75, 500 }, { rep.eras[3].read_files, rep.eras[3].read_rows, rep.rewrite.read_rows_after })
+    -- at 6 the live spec has no file yet: the values known are the bounds ap and us, and an
+    -- equality's own value
+    rep = run_at(6, "region = 'eu'")
+    assert.are.same({ 4, 21, 1500, 500 }, { rep.live_partition_id, rep.total.read_files, rep.total.read_rows,
+      rep.rewrite.read_rows_after })
+    assert.are.equal(750, run_at(6, "region = 'ap'").rewrite.read_rows_after)
+    assert.are.equal(750, run_at(6, "region BETWEEN 'a' AND 'f'").rewrite.read_rows_after)
+    assert.are.equal(0, run_at(6, "region BETWEEN 'b' AND 'd'").rewrite.read_rows_after)
+    -- at 16 the column is named area and spec 9 (area alone) is live
+    rep = run_at(16, "area = 'eu'")
+    assert.are.equal("area", rep.column)
+    support.expect_err("EINVAL", "no column 'region'", run_at, 16, "region = 'eu'")
+    db:close()
+  end)
+
+  it("estimates a rewrite over the values the catalog knows, NULL rows in no touched partition", function()
+    local db = new_catalog()
+    db:transaction(function(tx) tx:create_table("t", { { name = "r", type = "varchar" }, { name = "v", type = "int64" } }) end)
+    db:transaction(function(tx)
+      tx:add_data_files("t", {
+        file("f1.parquet", 30, nil, { stat("r", "a", "c", 0, 30) }),
+        file("f2.parquet", 20, nil, { stat("r", "b", "b", 0, 20) }),
+        file("f3.parquet", 12, nil, { stat("r", "c", "e", 2, 10) }),
+        file("f4.parquet", 5, nil, { stat("r", nil, nil, 5, 0) }),
+        file("f5.parquet", 8, nil, { stat("v", "1", "8", 0, 8) }), -- no stats on r
+      })
+    end)
+    db:transaction(function(tx) tx:set_partitioning("t", { "r" }) end)
+    db:transaction(function(tx)
+      tx:add_data_files("t", {
+        file("a.parquet", 4, { "a" }, { stat("r", "a", "a", 0, 4) }),
+        file("c.parquet", 6, { "c" }, { stat("r", "c", "c", 0, 6) }),
+        file("n.parquet", 3, { NULL }, { stat("r", nil, nil, 3, 0) }),
+      })
+    end)
+    local function run_where(where) return layout.run(db, { table = "t", where = where }) end
+    -- values known: a, b, c, e. r = 'b': f1 (a..c: a, b, c) 30/3 = 10, f2 20, f3 (c..e) 0,
+    -- f4 (all NULL) 0, f5 (no bounds, read) 8
+    local rep = run_where("r = 'b'")
+    local old, live = rep.eras[2], rep.eras[1]
+    assert.is_nil(old.partition_id)
+    assert.are.same({ 5, 75, 3, 58 }, { old.files, old.rows, old.read_files, old.read_rows })
+    assert.are.same({ 3, 13, 0, 0 }, { live.files, live.rows, live.partition_files, live.read_files })
+    assert.are.same({ 75, 58, 38, 20 }, { rep.rewrite.old_rows, rep.rewrite.read_rows_now, rep.rewrite.read_rows_after, rep.rewrite.saving })
+    assert.is_true(near(75 / 20, rep.rewrite.queries_to_pay))
+    -- BETWEEN 'b' AND 'd': f1 2/3 of 30 = 20, f2 20, f3 its 10 non-NULL rows over c, e: 5, f5 8
+    rep = run_where("r BETWEEN 'b' AND 'd'")
+    assert.are.same({ 1, 6 }, { rep.eras[1].read_files, rep.eras[1].read_rows })
+    assert.are.same({ 70, 53 }, { rep.rewrite.read_rows_now, rep.rewrite.read_rows_after })
+    -- r >= 'd': f3 (read now, 12 rows) puts 5 in e; f5 8
+    rep = run_where("r >= 'd'")
+    assert.are.same({ 0, 20, 13 }, { rep.eras[1].partition_files, rep.rewrite.read_rows_now, rep.rewrite.read_rows_after })
+    -- a value nobody holds: only the file without bounds; nothing saved
+    rep = run_where("r = 'zz'")
+    assert.are.same({ 8, 8, 0 }, { rep.rewrite.read_rows_now, rep.rewrite.read_rows_after, rep.rewrite.saving })
+    assert.is_nil(rep.rewrite.queries_to_pay)
+    db:close()
+  end)
+
+  it("moraine layout answers on s1 and s2 (it exited 70 with an internal error)", function()
+    local _, s1 = support.import_fixture("s1_evolution")
+    local r = run({ "-c", s1, "layout", "events", "--where", "region = 'eu'", "--at", "7" })
+    assert.are.equal(0, r.code, r.show)
+    assert.truthy(r.out:find("read: 25 of 37 files, 1575 of 1800 rows", 1, true), r.show)
+    assert.truthy(r.out:find("about 500 if rewritten under the live spec", 1, true), r.show)
+    r = run({ "-c", s1, "layout", "events", "--where", "region >= 'b'", "--at", "7", "--json" })
+    assert.are.equal(0, r.code, r.show)
+    assert.are.equal(1650, moraine.json_decode(r.out).total.read_rows)
+    local _, s2 = support.import_fixture("s2_multi_table")
+    r = run({ "-c", s2, "layout", "sales.clients", "--where", "country = 'DE'" })
+    assert.are.equal(0, r.code, r.show)
+    assert.truthy(r.out:find("read: 2 of 7 files, 150 of 600 rows", 1, true), r.show)
+  end)
+end)
+
 local function chromium(args, stdout)
   chromium_serial = chromium_serial + 1
   local tmp = os.getenv("TMPDIR")

@@ -16,7 +16,7 @@
 -- | identity | min = max = value (strings: also when DuckDB cut the bounds to 256 bytes and the value lies between them with min as its prefix) |
 -- | year, epoch_day, epoch_hour | transform(min) = transform(max) = value |
 -- | month, day, hour | the same, and min and max in the same month / day / hour (these values repeat every year / month / day: when they do not share the period the file is `unchecked`) |
--- | bucket(N) | min = max and bucket(min) = value (int64 columns; otherwise, or when min < max, `unchecked`) |
+-- | bucket(N) | min = max and bucket(min) = value (int64 and int32 columns; otherwise, or when min < max, `unchecked`) |
 -- | any | a NULL value: every row NULL (null_count = record_count, no bounds); a value: no NULL row (null_count = 0) |
 --
 -- A **violation** is a proof from the metadata that a row of the file lies

@@ -15,7 +15,7 @@
 --    month, day, hour: only as part of a chain year, month, day, hour on the
 --    same column (the chain names one period; that period must meet
 --    [a, b]), alone they do not prune; bucket(N): only an equality (a = b)
---    on an int64 column prunes (bucket(a) = value); a NULL value never
+--    on an int64 or int32 column prunes (bucket(a) = value); a NULL value never
 --    matches a range;
 -- 3. after min/max pruning as well: the file's bounds on `col`
 --    (`ducklake_file_column_stats`) must meet [a, b]; a file without bounds
@@ -27,7 +27,9 @@
 -- spread evenly between its min and max, the rows falling in the live
 -- spec's partitions the predicate touches (when the live spec has a
 -- monotone key on `col`: identity, year, epoch_day, epoch_hour, or a
--- year..hour chain; otherwise a rewrite saves nothing here). The saving per
+-- year..hour chain; otherwise a rewrite saves nothing here; on a text
+-- column partitioned by identity, the rows spread evenly over the distinct
+-- values the catalog knows between min and max). The saving per
 -- query and the rows a rewrite would write give the number of such queries
 -- after which a rewrite pays (seed 003: "queries are reading too many
 -- files").
@@ -121,13 +123,13 @@ local function compile(pred, col)
       P[side .. "_num"] = typed.number(col.type, v)
     end
   end
-  if P.lo and P.hi and typed.compare(col.type, P.lo, P.hi) > 0 then raise("EINVAL", "layout: an empty range (lower bound above upper bound)") end
+  if P.lo ~= nil and P.hi ~= nil and typed.compare(col.type, P.lo, P.hi) > 0 then raise("EINVAL", "layout: an empty range (lower bound above upper bound)") end
   return P
 end
 
 local function in_range(P, v)
-  if P.lo and typed.compare(P.type, v, P.lo) < 0 then return false end
-  if P.hi and typed.compare(P.type, v, P.hi) > 0 then return false end
+  if P.lo ~= nil and typed.compare(P.type, v, P.lo) < 0 then return false end
+  if P.hi ~= nil and typed.compare(P.type, v, P.hi) > 0 then return false end
   return true
 end
 
@@ -156,7 +158,7 @@ local function partition_survives(P, spec, file)
           if n then parts[tr] = n; chain = true end
         else
           local nb = tr:match("^bucket%((%d+)%)$")
-          if nb and P.lo and P.hi and typed.compare(P.type, P.lo, P.hi) == 0 then
+          if nb and P.lo ~= nil and P.hi ~= nil and typed.compare(P.type, P.lo, P.hi) == 0 then
             local want = typed.bucket(tonumber(nb), P.type, P.lo)
             if want ~= nil and tonumber(value) ~= want then return false end
           end
@@ -180,27 +182,64 @@ local function bounds_survive(P, file)
   end
   local lo, hi = typed.parse(P.type, st.min), typed.parse(P.type, st.max)
   if lo == nil or hi == nil then return true end
-  if P.lo and typed.compare(P.type, hi, P.lo) < 0 then return false end
-  if P.hi and typed.compare(P.type, lo, P.hi) > 0 then return false end
+  if P.lo ~= nil and typed.compare(P.type, hi, P.lo) < 0 then return false end
+  if P.hi ~= nil and typed.compare(P.type, lo, P.hi) > 0 then return false end
   return true
 end
 
--- The live spec's partitions the predicate touches, as one number interval
--- [s, e) of the source column, or nil when the live spec cannot prune on it.
-local function live_touch(P, spec)
+-- The live spec's partitions the predicate touches, or nil when the live
+-- spec cannot prune on the column. Two shapes:
+--
+-- * `{s = number, e = number}`: one interval [s, e) of the source column's
+--   numbers (typed.number), for a monotone key on a column with numbers;
+-- * `{values = {v, ...}}`: an identity key on a column without numbers
+--   (varchar, blob, uuid, json: DuckLake compares the text, byte order). A
+--   partition holds one value and the string line has no widths to
+--   interpolate on, so the rows of a file are taken as spread evenly over
+--   the distinct values the catalog knows in its [min, max]: `values` (sorted,
+--   distinct) are the live files' non-NULL bounds on the column, the live
+--   identity partition values on it, and an equality's value.
+local function live_touch(P, spec, files)
   if not spec then return nil end
-  local trs = {}
+  local trs, idx = {}, {}
   for _, key in ipairs(spec.keys) do
-    if key.column_id == P.column.id then trs[key.transform] = true end
+    if key.column_id == P.column.id then
+      trs[key.transform] = true
+      if key.transform == "identity" then idx[#idx + 1] = key.index end
+    end
+  end
+  local numeric = P.lo_num ~= nil or P.hi_num ~= nil
+  if trs.identity and not numeric then
+    local T, all = P.type, {}
+    local function add(text)
+      if text == nil or text == NULL then return end
+      local v = typed.parse(T, text)
+      if v ~= nil then all[#all + 1] = v end
+    end
+    for _, f in ipairs(files) do
+      local st = f.stats[P.column.id]
+      if st then add(st.min); add(st.max) end
+      if f.partition_id == spec.id then
+        for _, i in ipairs(idx) do add(f.values[i]) end
+      end
+    end
+    if P.lo ~= nil and P.hi ~= nil and typed.compare(T, P.lo, P.hi) == 0 then all[#all + 1] = P.lo end
+    table.sort(all, function(a, b) return typed.compare(T, a, b) < 0 end)
+    local values = {}
+    for _, v in ipairs(all) do
+      if #values == 0 or typed.compare(T, values[#values], v) ~= 0 then values[#values + 1] = v end
+    end
+    return { values = values }
   end
   if trs.identity then
     local e = math.huge
-    if P.hi then
+    if P.hi ~= nil then
       local n, unit = typed.number(P.type, P.hi)
       e = n + (unit or 0)
     end
-    return P.lo_num or -math.huge, e
+    return { s = P.lo_num or -math.huge, e = e }
   end
+  if not numeric then return nil end -- a calendar key on a column without numbers: no estimate
   local kind
   if trs.epoch_hour or (trs.year and trs.month and trs.day and trs.hour) then kind = "epoch_hour"
   elseif trs.epoch_day or (trs.year and trs.month and trs.day) then kind = "epoch_day"
@@ -218,12 +257,48 @@ local function live_touch(P, spec)
     return chain_interval(P.type, parts)
   end
   local s, e = -math.huge, math.huge
-  if P.lo then s = period(P.lo) end
-  if P.hi then
+  if P.lo ~= nil then s = period(P.lo) end
+  if P.hi ~= nil then
     local _, pe = period(P.hi)
     e = pe
   end
-  return s, e
+  if s == nil or e == nil then return nil end
+  return { s = s, e = e }
+end
+
+-- The rows of an older era's file that a rewrite under the live spec would
+-- put in the partitions `touch` (from live_touch) names: the file's non-NULL
+-- rows spread evenly between its bounds (NULL rows go to the NULL
+-- partition, which no range touches); a file without bounds counts whole
+-- when it is read now, not at all otherwise.
+local function rows_after(P, touch, f, read)
+  local st = f.stats[P.column.id]
+  local T = P.type
+  local lo, hi -- parsed bounds (a BOOLEAN bound may be false)
+  if st and st.min and st.max then lo, hi = typed.parse(T, st.min), typed.parse(T, st.max) end
+  if lo == nil or hi == nil then return read and f.records or 0 end
+  local rows = f.records
+  if st.null_count and st.null_count > 0 then rows = math.max(0, rows - st.null_count) end
+  if touch.values then
+    if typed.compare(T, lo, hi) >= 0 then return in_range(P, lo) and rows or 0 end
+    local n, k = 0, 0
+    for _, v in ipairs(touch.values) do
+      if typed.compare(T, v, lo) >= 0 and typed.compare(T, v, hi) <= 0 then
+        n = n + 1
+        if in_range(P, v) then k = k + 1 end
+      end
+    end
+    return n > 0 and rows * k / n or 0
+  end
+  local a, unit = typed.number(T, lo)
+  local b = typed.number(T, hi)
+  if a == nil or b == nil then return read and f.records or 0 end
+  b = b + (unit or 0)
+  local s0, e0 = math.max(a, touch.s), math.min(b, touch.e)
+  if b > a then
+    return e0 > s0 and rows * (e0 - s0) / (b - a) or 0
+  end
+  return (a >= touch.s and a < touch.e) and rows or 0
 end
 
 --- The read cost of a range predicate on a table's mixed layout, at a
@@ -257,10 +332,16 @@ function M.run(db, opts)
   return db:read(function(rd)
     local S = tf.snapshot(rd, opts.at)
     local t = tf.find(rd, S, opts.table)
+    -- every column by id, as it was at S (its name and type then; a column
+    -- dropped before S as it was last): the predicate and the keys name
+    -- columns as the table had them at the snapshot
     local cols = tf.columns(rd, t.id)
     local col
     for c in rd:scan("ducklake_column", { at = S, table_id = t.id }) do
-      if c.column_name == pred.column then col = cols[tf.num(c.column_id)] end
+      local id = tf.num(c.column_id)
+      cols[id] = { id = id, name = c.column_name, type = c.column_type, begin = tf.num(c.begin_snapshot),
+        parent = not tf.is_null(c.parent_column) }
+      if c.column_name == pred.column then col = cols[id] end
     end
     if not col then raise("EINVAL", "layout: table " .. t.schema .. "." .. t.name .. " has no column '" .. pred.column .. "' at snapshot " .. S) end
     local P = compile(pred, col)
@@ -271,9 +352,10 @@ function M.run(db, opts)
     local rep = { snapshot = S, schema = t.schema, table = t.name, table_id = t.id, column = col.name, where = opts.where,
       live_partition_id = live_pid, eras = {}, total = { files = 0, rows = 0, read_files = 0, read_rows = 0 } }
     local eras, order = {}, {}
-    local touch_s, touch_e = live_touch(P, live_spec)
-    local rw = { old_files = 0, old_rows = 0, read_rows_now = 0, read_rows_after = touch_s and 0 or nil }
-    for _, f in ipairs(tf.files(rd, t.id, S)) do
+    local files = tf.files(rd, t.id, S)
+    local touch = live_touch(P, live_spec, files)
+    local rw = { old_files = 0, old_rows = 0, read_rows_now = 0, read_rows_after = touch and 0 or nil }
+    for _, f in ipairs(files) do
       local k = f.partition_id or "none"
       local e = eras[k]
       if not e then
@@ -296,24 +378,7 @@ function M.run(db, opts)
       if not e.live then
         rw.old_files, rw.old_rows = rw.old_files + 1, rw.old_rows + f.records
         if read then rw.read_rows_now = rw.read_rows_now + f.records end
-        if touch_s then
-          -- the rows of this file that a rewrite would put in touched partitions
-          local st = f.stats[col.id]
-          local lo = st and st.min and typed.parse(col.type, st.min)
-          local hi = st and st.max and typed.parse(col.type, st.max)
-          if lo and hi then
-            local a, unit = typed.number(col.type, lo)
-            local b = typed.number(col.type, hi) + (unit or 0)
-            local s0, e0 = math.max(a, touch_s), math.min(b, touch_e)
-            if b > a then
-              if e0 > s0 then rw.read_rows_after = rw.read_rows_after + f.records * (e0 - s0) / (b - a) end
-            elseif a >= touch_s and a < touch_e then
-              rw.read_rows_after = rw.read_rows_after + f.records
-            end
-          elseif read then
-            rw.read_rows_after = rw.read_rows_after + f.records -- no bounds: still read
-          end
-        end
+        if touch then rw.read_rows_after = rw.read_rows_after + rows_after(P, touch, f, read) end
       end
     end
     table.sort(order, function(a, b)

@@ -15,7 +15,7 @@
 -- | date | days since 1970-01-01 (proleptic Gregorian, years 1..9999 and beyond) | by day |
 -- | timestamp, timestamp_s, timestamp_ms, timestamp_ns, timestamptz | days and microseconds of the day, UTC (a `+HH[:MM]` offset is applied) | by instant |
 -- | time | microseconds since midnight | by time |
--- | boolean | false < true | |
+-- | boolean (`true`/`false`; stats bounds `1`/`0`) | false < true | |
 -- | varchar, blob, uuid, json | the bytes | byte order (memcmp) |
 --
 -- Other types (interval, struct, list, map, variant...) are not ordered:
@@ -228,9 +228,11 @@ function M.parse(column_type, text)
     return us - off
   end
   if fam == "boolean" then
+    -- DuckLake writes a BOOLEAN partition value as true/false but its
+    -- column stats (min_value, max_value) as 1/0 (the corpus catalogs)
     local t = text:lower()
-    if t == "true" then return true elseif t == "false" then return false end
-    return nil, "not a boolean"
+    if t == "true" or t == "1" then return true elseif t == "false" or t == "0" then return false end
+    return nil, "not a boolean (true, false, 1 or 0)"
   end
   return text
 end
@@ -488,9 +490,11 @@ local function int64_le(v)
 end
 
 --- DuckLake's bucket transform of a parsed value, where moraine knows the
--- bytes DuckDB hashes: an int64 (BIGINT) column, hashed as its 8 bytes
--- little-endian (checked against tests/fixtures/ducklake s3: bucket(7) of 5
--- is 1, of 6 is 2). Other types are not computed (DuckDB's murmur3_32 of
+-- bytes DuckDB hashes: an int64 (BIGINT) or int32 (INTEGER) column, hashed
+-- as the value's 8 bytes little-endian, as Iceberg hashes int and long
+-- (checked against tests/fixtures/ducklake s3: bucket(7) of 5 is 1, of 6 is
+-- 2; and the corpus: every int32 file with one value, 400, holds the bucket
+-- of the int64 hash). Other types are not computed (DuckDB's murmur3_32 of
 -- them was not checked against a real catalog): nil and a message.
 -- @tparam integer n the bucket count (> 0)
 -- @tparam string column_type the source column's type
@@ -498,7 +502,7 @@ end
 -- @treturn integer|nil the bucket (0 .. n-1), or nil and a message
 function M.bucket(n, column_type, v)
   local t = type(column_type) == "string" and column_type:lower() or ""
-  if t ~= "int64" and t ~= "bigint" then return nil, "bucket of a " .. tostring(column_type) .. " column is not computed" end
+  if t ~= "int64" and t ~= "bigint" and t ~= "int32" and t ~= "integer" then return nil, "bucket of a " .. tostring(column_type) .. " column is not computed" end
   local bytes = int64_le(v)
   if not bytes then return nil, "value out of int64 range" end
   local h = M.murmur3_32(bytes)

@@ -29,9 +29,9 @@ the newest), checks each partition value against the file's own min/max
 statistics under its own spec's transform, parsed and compared by the
 column's type (never as text): identity min = max = value; year, month,
 day, hour, epoch_day, epoch_hour: transform(min) = transform(max) = value;
-bucket(N) only when min = max (int64 columns). A violation proves from the
-metadata that rows of the file lie outside its partition (a writer bug that
-makes pruning drop rows) or that a value cannot be parsed for its
+bucket(N) only when min = max (int64 and int32 columns). A violation
+proves from the metadata that rows of the file lie outside its partition (a
+writer bug that makes pruning drop rows) or that a value cannot be parsed for its
 transform; unchecked means the metadata cannot decide (no stats, a bucket
 of a range, a month/day/hour whose bounds lie in different periods). Prints
 the counts and every finding. Exit status 1 when a violation is found (run
