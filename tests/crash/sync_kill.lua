@@ -13,7 +13,9 @@
 -- old delete file deleted, the new one inserted with its begin), which sync
 -- replays in the first commit of its round; so kills land before, inside and
 -- after the history-rewrite commit. The sync process is killed after a random
--- delay within 1.3 times a measured round (half of them in its later part). Then the catalog must hold a
+-- delay within 1.3 times a measured round (half of them in its later part),
+-- and past KILLS (at most as many again) until one kill has landed between two
+-- commits of a round. Then the catalog must hold a
 -- prefix of the source's snapshots (its last snapshot is an acknowledged one
 -- or older), a sync run here must finish, compare must find nothing, and
 -- every acknowledged snapshot must be in the catalog. Prints one line at the
@@ -158,8 +160,18 @@ local t1 = moraine.clock()
 assert(support.sh(moraine_sync_cmd() .. " >/dev/null 2>&1"), "the second sync failed")
 local span = math.max(moraine.clock() - t1, 0.05) * 1.3
 local killed_alive, partial = 0, 0
-for k = 1, KILLS do
-  for _ = 1, math.random(1, 3) do write_snapshot() end
+-- the kills go on past KILLS (up to twice as many) until one has landed
+-- between two commits of a round: that window is a few milliseconds of a
+-- round's hundred, so KILLS kills alone miss it now and then under load
+local k = 0
+-- past KILLS the delay is searched for: a kill before the round's first
+-- commit raises its lower bound, one after its last lowers its upper bound
+local lo, hi
+while k < KILLS or (partial == 0 and k < 2 * KILLS) do
+  k = k + 1
+  -- past KILLS, rounds of three snapshots killed late, where their commits are
+  local extra = k > KILLS
+  for _ = 1, extra and 3 or math.random(1, 3) do write_snapshot() end
   local before
   do
     local db = moraine.open(catalog, { read_only = true })
@@ -169,7 +181,11 @@ for k = 1, KILLS do
   local pid = spawn()
   if not pid then fail("could not start sync") end
   -- half the kills anywhere in the round, half late in it, where its commits are
-  local delay = math.random() < 0.5 and math.random() * span or (0.55 + 0.45 * math.random()) * span
+  local delay = (not extra and math.random() < 0.5) and math.random() * span or (0.55 + 0.45 * math.random()) * span
+  if extra then
+    lo, hi = lo or 0.3 * span, hi or 1.3 * span
+    delay = lo + (hi - lo) * math.random()
+  end
   os.execute(string.format("sleep %.3f", delay))
   -- the span follows the machine's load: a kill after the sync ended shortens
   -- it, one that landed in a running sync lengthens it a little
@@ -185,10 +201,12 @@ for k = 1, KILLS do
   local last = db:last_snapshot()
   if last < before then fail("kill %d: the catalog went back from snapshot %d to %d", k, before, last) end
   if last > before and last < acked[#acked] then partial = partial + 1 end
+  if extra and last == before then lo = math.min(delay, hi * 0.95) end -- too early: no commit yet
+  if extra and last >= acked[#acked] then hi = math.max(delay, lo * 1.05) end -- too late: all committed
   local ok, r = pcall(sync.sync, db, src)
   if not ok then fail("kill %d: sync after the kill: %s", k, moraine.is_error(r) and r.message or tostring(r)) end
   if r.to ~= acked[#acked] then fail("kill %d: sync ended at %s, the writer's last is %d", k, tostring(r.to), acked[#acked]) end
-  if k % 10 == 0 or k == KILLS then
+  if k % 10 == 0 or k >= KILLS then
     local d = sync.compare(db, src)
     if #d > 0 then fail("kill %d: compare found %d differences, first in %s", k, #d, d[1].table) end
   end
@@ -202,4 +220,4 @@ con:close()
 env:close()
 support.cleanup()
 print(string.format("sync_kill: %d kills (%d while the sync ran, %d left a partial round), %d acknowledged snapshots "
-  .. "kept, compare clean (seed %d, %.0f s)", KILLS, killed_alive, partial, #acked, SEED, moraine.clock() - t0))
+  .. "kept, compare clean (seed %d, %.0f s)", k, killed_alive, partial, #acked, SEED, moraine.clock() - t0))
