@@ -183,14 +183,7 @@ static int mb_names(lua_State *L, int opt, const char *key, const char **out)
 }
 
 /* core.set_batch_wrap(fn): moraine.lua's FFI wrapper of raw batches (LuaJIT) */
-int l_set_batch_wrap(lua_State *L)
-{
-    if (!lua_isnil(L, 1))
-        luaL_checktype(L, 1, LUA_TFUNCTION);
-    lua_settop(L, 1);
-    lua_setfield(L, LUA_REGISTRYINDEX, REG_BATCHWRAP);
-    return 0;
-}
+int l_set_batch_wrap(lua_State *L) { return set_registry_hook(L, REG_BATCHWRAP); }
 
 /* rd:files_batch(table_id, at, opts) -> batch (see moraine.luadoc) */
 int l_read_files_batch(lua_State *L)
@@ -448,20 +441,17 @@ int l_read_files_batch(lua_State *L)
     if (rc < 0)
         return raise_engine(L, rc);
     /* a column_id asked that no file has stats of: absent arrays */
-    int nasked = nst;
     for (int j = 0; j < nids && nst < MB_MAX_STATS; j++) {
-        int found = 0;
-        for (int k = 0; k < nasked; k++)
-            if (sts[k].key == ids[j])
-                found = 1;
-        if (found)
+        int k = 0;
+        while (k < nst && sts[k].key != ids[j])
+            k++;
+        if (k < nst)
             continue;
         sts[nst].key = ids[j];
         sts[nst].arr = b->narr;
         for (int c = 0; c < nstc; c++)
             mb_add(L, b);
         nst++;
-        nasked = nst;
     }
     /* the answer */
     lua_createtable(L, 0, 6);

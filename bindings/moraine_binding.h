@@ -184,6 +184,11 @@ int l_dir_locked(lua_State *L);
 int l_int64(lua_State *L);
 int l_set_int64_ctor(lua_State *L);
 int l_set_cdata_conv(lua_State *L);
+
+/* Stores the function (or nil) at argument 1 in the registry under @key: the
+ * body of core.set_int64_ctor, set_cdata_conv and set_batch_wrap, moraine.lua's
+ * hooks. Raises a Lua argument error for any other type. Returns 0. */
+int set_registry_hook(lua_State *L, const char *key);
 int l_all_versions(lua_State *L);
 
 /* ---- moraine_values.c: handles ---------------------------------------------------- */

@@ -325,24 +325,19 @@ int l_int64(lua_State *L)
     return 1;
 }
 
-/* core.set_int64_ctor(fn), core.set_cdata_conv(fn): LuaJIT hooks from moraine.lua. */
-int l_set_int64_ctor(lua_State *L)
+int set_registry_hook(lua_State *L, const char *key)
 {
     if (!lua_isnil(L, 1))
         luaL_checktype(L, 1, LUA_TFUNCTION);
     lua_settop(L, 1);
-    lua_setfield(L, LUA_REGISTRYINDEX, REG_INT64CTOR);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
     return 0;
 }
 
-int l_set_cdata_conv(lua_State *L)
-{
-    if (!lua_isnil(L, 1))
-        luaL_checktype(L, 1, LUA_TFUNCTION);
-    lua_settop(L, 1);
-    lua_setfield(L, LUA_REGISTRYINDEX, REG_CDATACONV);
-    return 0;
-}
+/* core.set_int64_ctor(fn), core.set_cdata_conv(fn): LuaJIT hooks from moraine.lua. */
+int l_set_int64_ctor(lua_State *L) { return set_registry_hook(L, REG_INT64CTOR); }
+
+int l_set_cdata_conv(lua_State *L) { return set_registry_hook(L, REG_CDATACONV); }
 
 /* core.all_versions() -> MORAINE_ALL_VERSIONS as a Lua value (moraine.ALL) */
 int l_all_versions(lua_State *L)

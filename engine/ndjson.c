@@ -818,9 +818,14 @@ int moraine_import_ndjson_check(const char *dir, moraine_progress_fn progress, v
     return rc;
 }
 
-int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud)
+static int read_given(const char *dir, tables *ts, const mr_nd_given *g, size_t n, mr_nd_writer write, void *wud);
+
+/* The import of moraine_import_ndjson (@g NULL: the directory's files) and of
+ * mr_import_ndjson_given (@g: the tables given, their files written by @write):
+ * into an empty, writable catalog; the number of commits in *@commits. */
+static int import_dir(moraine_db *db, const char *dir, const mr_nd_given *g, size_t n, mr_nd_writer write, void *wud,
+                      moraine_progress_fn progress, void *ud, uint64_t *commits)
 {
-    if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_import_ndjson: NULL argument");
     if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
     int rc = mr_catalog_empty(db);
     if (rc) return rc;
@@ -828,10 +833,17 @@ int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
     ts.from_files = 1;
     ts.progress = progress;
     ts.ud = ud;
-    rc = read_dir(dir, &ts);
+    rc = g ? read_given(dir, &ts, g, n, write, wud) : read_dir(dir, &ts);
     if (!rc) rc = import_tables(db, &ts, progress, ud);
+    if (commits) *commits = rc ? 0 : ts.commits;
     tables_free(&ts);
     return rc;
+}
+
+int moraine_import_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud)
+{
+    if (!db || !dir) return mr_err(MORAINE_EINVAL, "moraine_import_ndjson: NULL argument");
+    return import_dir(db, dir, NULL, 0, NULL, NULL, progress, ud, NULL);
 }
 
 /* Row offsets of a file's table as 8 bytes each (a file reaching 4 GiB). */
@@ -899,16 +911,5 @@ static int read_given(const char *dir, tables *ts, const mr_nd_given *g, size_t 
 int mr_import_ndjson_given(moraine_db *db, const char *dir, const mr_nd_given *g, size_t n, mr_nd_writer write, void *wud,
                            moraine_progress_fn progress, void *ud, uint64_t *commits)
 {
-    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
-    int rc = mr_catalog_empty(db);
-    if (rc) return rc;
-    tables ts = {0};
-    ts.from_files = 1;
-    ts.progress = progress;
-    ts.ud = ud;
-    rc = read_given(dir, &ts, g, n, write, wud);
-    if (!rc) rc = import_tables(db, &ts, progress, ud);
-    if (commits) *commits = rc ? 0 : ts.commits;
-    tables_free(&ts);
-    return rc;
+    return import_dir(db, dir, g, n, write, wud, progress, ud, commits);
 }

@@ -196,4 +196,25 @@ function pg.server_hooks(set)
   return setup, teardown
 end
 
+--- The tables of fixture catalog @dir as it stood after snapshot @upto (as
+-- fixture_state), in the form db:import_rows takes (rows as arrays in column
+-- order); a row for which @drop(name, row) is true is left out.
+function pg.fixture_tables(dir, upto, drop)
+  local state, names = pg.fixture_state(dir, upto)
+  local tables = {}
+  for _, name in ipairs(names) do
+    local t = state[name]
+    local rows = {}
+    for _, r in ipairs(t.rows) do
+      if not (drop and drop(name, r)) then
+        local row = {}
+        for i, c in ipairs(t.columns) do row[i] = r[c] end
+        rows[#rows + 1] = row
+      end
+    end
+    tables[#tables + 1] = { name = name, columns = t.columns, rows = rows }
+  end
+  return tables
+end
+
 return pg

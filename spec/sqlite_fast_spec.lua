@@ -7,7 +7,6 @@
 -- reader does not take falling back to the staged path; the CLI's errors;
 -- cancellation leaving nothing.
 local moraine = require "moraine"
-local sqlite = require "moraine.sqlite"
 local sync = require "moraine.sync"
 local support = require "support"
 local pg = require "pg_support"
@@ -20,21 +19,13 @@ local function open_new(tag)
 end
 
 -- a SQLite file of the catalog @db (moraine.sqlite's SQL script, loaded by sqlite3)
-local function sqlite_file(db)
-  local script = support.tmpdir("sql") .. ".sql"
-  sqlite.export_sql(db, script)
-  local file = support.tmpdir("cat") .. ".sqlite"
-  assert.is_true(support.sh("sqlite3 " .. support.q(file) .. " < " .. support.q(script)))
-  return file
-end
+local sqlite_file = support.sqlite_of_catalog
 
 -- a SQLite file made by running @sql
 local function sqlite_of_sql(sql)
   local script = support.tmpdir("sql") .. ".sql"
   support.write(script, sql)
-  local file = support.tmpdir("cat") .. ".sqlite"
-  assert.is_true(support.sh("sqlite3 " .. support.q(file) .. " < " .. support.q(script)))
-  return file
+  return support.sqlite_from_script(script)
 end
 
 -- every relation of @db: its name, placement and columns, then every version
@@ -97,18 +88,7 @@ describe("sync.import_sqlite (C reader + NDJSON import)", function()
   it("a later sync continues from a fast import of an earlier state: the same as syncing all of it", function()
     local sc = "s2_multi_table"
     local function file_upto(upto)
-      local state, names = pg.fixture_state(cat(sc), upto)
-      local tables = {}
-      for _, name in ipairs(names) do
-        local t = state[name]
-        local rows = {}
-        for _, r in ipairs(t.rows) do
-          local row = {}
-          for i, c in ipairs(t.columns) do row[i] = r[c] end
-          rows[#rows + 1] = row
-        end
-        tables[#tables + 1] = { name = name, columns = t.columns, rows = rows }
-      end
+      local tables = pg.fixture_tables(cat(sc), upto)
       local db = open_new("state")
       db:import_rows(tables)
       local f = sqlite_file(db)

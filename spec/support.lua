@@ -171,6 +171,20 @@ function support.tables_of(dir)
   return names
 end
 
+--- A new SQLite file made by running the SQL script @script with sqlite3.
+function support.sqlite_from_script(script)
+  local file = support.tmpdir("cat") .. ".sqlite"
+  luassert.is_true(support.sh("sqlite3 " .. support.q(file) .. " < " .. support.q(script)))
+  return file
+end
+
+--- A new SQLite file holding catalog @db (moraine.sqlite's SQL script).
+function support.sqlite_of_catalog(db)
+  local script = support.tmpdir("sql") .. ".sql"
+  require("moraine.sqlite").export_sql(db, script)
+  return support.sqlite_from_script(script)
+end
+
 --- Opens a new catalog and imports fixture @scenario into it.
 function support.import_fixture(scenario, opts)
   local dir = support.tmpdir(scenario)

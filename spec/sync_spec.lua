@@ -196,28 +196,13 @@ describe("moraine.sync", function()
     -- (nil: whole), @drop_snapshot's ducklake_snapshot row (and its changes)
     -- removed when given (a snapshot DuckLake expired, its rows staying)
     local function sqlite_of(sc, upto, drop_snapshot)
-      local state, names = pg.fixture_state(cat(sc), upto)
-      local tables = {}
-      for _, name in ipairs(names) do
-        local t = state[name]
-        local rows = {}
-        for _, r in ipairs(t.rows) do
-          if not (drop_snapshot and (name == "ducklake_snapshot" or name == "ducklake_snapshot_changes")
-              and r.snapshot_id == drop_snapshot) then
-            local row = {}
-            for i, c in ipairs(t.columns) do row[i] = r[c] end
-            rows[#rows + 1] = row
-          end
-        end
-        tables[#tables + 1] = { name = name, columns = t.columns, rows = rows }
-      end
+      local tables = pg.fixture_tables(cat(sc), upto, function(name, r)
+        return drop_snapshot and (name == "ducklake_snapshot" or name == "ducklake_snapshot_changes")
+          and r.snapshot_id == drop_snapshot
+      end)
       local ref = open_new("state")
       ref:import_rows(tables)
-      local script = support.tmpdir("sql") .. ".sql"
-      sqlite.export_sql(ref, script)
-      local file = support.tmpdir("cat") .. ".sqlite"
-      assert.is_true(support.sh("sqlite3 " .. support.q(file) .. " < " .. support.q(script)))
-      return file, ref
+      return support.sqlite_of_catalog(ref), ref
     end
 
     it("reads each table once per round whatever the number of commit ids (batch = 1): the same catalog", function()

@@ -255,8 +255,7 @@ function run.import(ctx, source)
   if fast_state == "running" then
     finish(false)
     src:close()
-    errors.fail("an import of a SQLite file into " .. ctx.dir .. " is running (it holds " .. FAST_TMP .. ")",
-      "wait for it to end; nothing was changed")
+    catalog.refuse_unfinished_import(ctx.dir)
   elseif fast_state == "interrupted" then
     -- a fresh import of a SQLite file that did not end: its commits were
     -- synced only at its end, so after a crash the store may lack some or
