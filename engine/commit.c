@@ -76,6 +76,7 @@ static int flush(moraine_txn *txn)
     mr_buf v = {0};
     int rc = 0;
     MDB_dbi dbi = txn->db->dbi;
+    mr_txn_wrote(txn);
     for (size_t i = 0; !rc && i < txn->nlist; i++) {
         pending *e = txn->list[i];
         if (e->discarded) continue;

@@ -38,11 +38,35 @@ int mr_txn_cursor(moraine_txn *txn, MDB_cursor **out)
     return 0;
 }
 
-int mr_txn_get(moraine_txn *txn, MDB_val *k, MDB_val *v)
+/* LMDB's default key order (mdb_cmp_memn): bytes, then the shorter first. */
+static int key_cmp(const void *a, size_t an, const void *b, size_t bn)
 {
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : (an > bn) - (an < bn);
+}
+
+void mr_txn_wrote(moraine_txn *txn) { txn->gap_valid = 0; }
+
+int mr_txn_has_key(moraine_txn *txn, const MDB_val *k)
+{
+    if (txn->gap_valid && key_cmp(txn->gap_lo.p, txn->gap_lo.len, k->mv_data, k->mv_size) <= 0 &&
+        (txn->gap_end || key_cmp(k->mv_data, k->mv_size, txn->gap_hi.p, txn->gap_hi.len) < 0))
+        return MDB_NOTFOUND;
     MDB_cursor *c;
     int mrc = mr_txn_cursor(txn, &c);
-    return mrc ? mrc : mdb_cursor_get(c, k, v, MDB_SET);
+    if (mrc) return mrc;
+    MDB_val at = *k, v;
+    mrc = mdb_cursor_get(c, &at, &v, MDB_SET_RANGE);
+    if (mrc && mrc != MDB_NOTFOUND) return mrc;
+    if (!mrc && at.mv_size == k->mv_size && memcmp(at.mv_data, k->mv_data, k->mv_size) == 0) return 0;
+    /* absent: no key from @k up to the next stored one (or the end) */
+    txn->gap_valid = 0;
+    txn->gap_lo.len = txn->gap_hi.len = 0;
+    txn->gap_end = mrc == MDB_NOTFOUND;
+    if (mr_buf_put(&txn->gap_lo, k->mv_data, k->mv_size) || (!txn->gap_end && mr_buf_put(&txn->gap_hi, at.mv_data, at.mv_size)))
+        return MDB_PANIC;
+    txn->gap_valid = 1;
+    return MDB_NOTFOUND;
 }
 
 void mr_txn_cursor_close(moraine_txn *txn)
@@ -56,6 +80,7 @@ int mr_txn_put_counted(moraine_txn *txn, const mr_rel *r, MDB_val *k, MDB_val *v
     MDB_cursor *c;
     int mrc = mr_txn_cursor(txn, &c);
     if (mrc) return mrc;
+    mr_txn_wrote(txn);
     MDB_val mine = *v; /* MDB_KEYEXIST points v at the stored value */
     mrc = mdb_cursor_put(c, k, v, MDB_NOOVERWRITE);
     if (mrc == MDB_KEYEXIST && !(flags & MDB_NOOVERWRITE)) {
@@ -387,6 +412,8 @@ void mr_txn_free(moraine_txn *txn)
     free(txn->ord_dirty);
     mr_buf_free(&txn->kb);
     mr_buf_free(&txn->kb2);
+    mr_buf_free(&txn->gap_lo);
+    mr_buf_free(&txn->gap_hi);
     mr_counts_free(&txn->counts);
     for (mr_chunk *c = txn->arena, *next; c; c = next) {
         next = c->next;
@@ -439,7 +466,11 @@ void moraine_close(moraine_db *db)
 
 /* ---- for engine/history_rewrite.c (the transaction's internals stay in txn_internal.h) ---- */
 
-MDB_txn *mr_txn_lmdb(moraine_txn *txn) { return txn->t; }
+MDB_txn *mr_txn_lmdb(moraine_txn *txn)
+{
+    mr_txn_wrote(txn); /* its taker may write */
+    return txn->t;
+}
 MDB_dbi mr_txn_dbi(moraine_txn *txn) { return txn->db->dbi; }
 const mr_bounds *mr_txn_bounds(moraine_txn *txn) { return &txn->bounds; }
 int64_t mr_txn_snapshot(moraine_txn *txn) { return txn->snapshot; }

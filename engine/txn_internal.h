@@ -81,6 +81,14 @@ struct moraine_txn {
      * key that falls on the same page LMDB's descent from the root (rows come
      * in key order: a commit's data files, an import's rows) */
     MDB_cursor *cur;
+    /* a key range the LMDB transaction holds no entry in (mr_txn_has_key):
+     * keys k with gap_lo <= k < gap_hi in LMDB's order (gap_end: gap_hi is
+     * the end of the keyspace), found by one MDB_SET_RANGE; so the new rows
+     * of a commit, whose keys come in order past the stored ones (a commit's
+     * data files), ask LMDB once and not once a row. Valid until the LMDB
+     * transaction is written (mr_txn_wrote). */
+    mr_buf gap_lo, gap_hi;
+    int gap_valid, gap_end;
     mr_chunk *arena;     /* this commit's arena (mr_txn_alloc), newest chunk first */
     mr_rel *relcache[MR_TXN_RELCACHE]; /* relations last named (txn_rows.c); emptied when one is defined */
     mr_rel *relbyptr[MR_TXN_RELCACHE]; /* relations last found, slot by the address of their own name (txn_rows.c); emptied when one is defined */
@@ -106,9 +114,16 @@ int mr_txn_put_counted(moraine_txn *txn, const mr_rel *r, MDB_val *k, MDB_val *v
  * Returns an LMDB code. LMDB keeps a write transaction's cursors valid
  * across every put and delete made through the transaction. */
 int mr_txn_cursor(moraine_txn *txn, MDB_cursor **out);
-/* mdb_get through the transaction's cursor: the same answer (0 and *v, or
- * MDB_NOTFOUND, or another LMDB code). */
-int mr_txn_get(moraine_txn *txn, MDB_val *k, MDB_val *v);
+/* Whether the LMDB transaction holds an entry under key @k: 0 when it does,
+ * MDB_NOTFOUND when not, another LMDB code on failure, or MDB_PANIC when
+ * out of memory. The answer of mdb_get, through the transaction's cursor
+ * and its gap (txn->gap_lo): a miss records the range up to the next stored
+ * key, and a key inside that range is answered without asking LMDB. */
+int mr_txn_has_key(moraine_txn *txn, const MDB_val *k);
+/* Forgets the gap of mr_txn_has_key: every write to the LMDB transaction
+ * calls it first (mr_txn_put_counted, the commit's flush, deletes, and
+ * whoever takes the LMDB transaction through mr_txn_lmdb). */
+void mr_txn_wrote(moraine_txn *txn);
 /* Closes the transaction's cursor (before its LMDB transaction ends). */
 void mr_txn_cursor_close(moraine_txn *txn);
 /* Marks the transaction failed with @rc and the current message (the first

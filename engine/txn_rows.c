@@ -381,9 +381,10 @@ static int insert_temporal(moraine_txn *txn, mr_rel *r, const moraine_value *row
     pending *have = mr_pending_lookup(txn, &txn->kb);
     int live_elsewhere = mr_pending_live(have) != NULL;
     if (!live_elsewhere && !mr_pending_store_seen(have)) {
-        MDB_val k = {txn->kb.len, txn->kb.p}, v;
-        int mrc = mr_txn_get(txn, &k, &v);
+        MDB_val k = {txn->kb.len, txn->kb.p};
+        int mrc = mr_txn_has_key(txn, &k);
         if (mrc == 0) live_elsewhere = 1;
+        else if (mrc == MDB_PANIC) return mr_err(MORAINE_ENOMEM, "out of memory");
         else if (mrc != MDB_NOTFOUND) return mr_lmdb_err(mrc, r->info.name);
     }
     if (live_elsewhere && e->type == MORAINE_NULL)
@@ -696,6 +697,7 @@ int moraine_txn_delete_row(moraine_txn *txn, const char *name, int64_t ord)
         return mr_txn_fail(txn, mr_err(MORAINE_EINVAL, "%s is not a non-temporal table: its rows are ended, not deleted", name));
     if ((rc = mr_rows_key(&txn->kb, r, ord))) return mr_txn_fail(txn, rc);
     MDB_val k = {txn->kb.len, txn->kb.p};
+    mr_txn_wrote(txn);
     int mrc = mdb_del(txn->t, txn->db->dbi, &k, NULL);
     if (mrc == MDB_NOTFOUND) return mr_txn_fail(txn, mr_err(MORAINE_ENOTFOUND, "%s: no row at position %lld", name, (long long)ord));
     if (mrc) return mr_txn_fail(txn, mr_lmdb_err(mrc, name));
