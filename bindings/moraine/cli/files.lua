@@ -9,8 +9,6 @@ local catalog = require "moraine.cli.catalog"
 local NULL = moraine.null
 local concat = table.concat
 local istr = util.istr
-local key = util.key
-local num = util.num
 local cell = output.cell
 local print_table = output.print_table
 local obj = output.obj
@@ -51,24 +49,46 @@ snapshot where it was live.]],
 local FILE_COLS = { "data_file_id", "partition_id", "partition_values", "record_count", "file_size_bytes", "path",
   "delete_file", "delete_count" }
 
+-- The columns of relation @name this catalog has, of those in @want (a
+-- catalog of an older DuckLake version may lack one; it reads as nil).
+local function present(db, name, want)
+  local info, have, out = db:relation(name), {}, {}
+  for _, c in ipairs(info and info.columns or {}) do have[c] = true end
+  for _, c in ipairs(want) do if have[c] then out[#out + 1] = c end end
+  return out
+end
+
 local function files(ctx, tname)
   local db = open_read(ctx.dir)
   local rows, t, S = {}, nil, nil
+  local fcols = present(db, "ducklake_data_file",
+    { "data_file_id", "partition_id", "record_count", "file_size_bytes", "path", "path_is_relative" })
+  local dcols = present(db, "ducklake_delete_file", { "path", "path_is_relative", "delete_count" })
   db:read(function(rd)
     S = snapshot_arg(ctx, rd)
     t = resolve_table(rd, tname, S, " --at " .. istr(S))
     local base = join_path(join_path(data_path(rd), t.srow or {}), t.row)
-    local deletes = {}
-    for d in rd:scan("ducklake_delete_file", { at = S, table_id = t.id }) do deletes[key(d.data_file_id)] = d end
-    for f, children in rd:files(t.id, S) do
+    -- one batch read: the files' columns, partition values and delete files
+    -- as arrays (rd:files_batch), no table per file and no stats decoded
+    local b = rd:files_batch(t.id, S, { columns = fcols, partition_values = true,
+      delete_files = #dcols > 0 and dcols or nil })
+    local f, pv, d = b.file, b.partition_values, b.delete_file
+    local fr, dr = {}, {}
+    for i = 1, tonumber(b.n) do
       local vals = {}
-      local pv = children.ducklake_file_partition_value or {}
-      table.sort(pv, function(a, b) return num(a.partition_key_index) < num(b.partition_key_index) end)
-      for i, v in ipairs(pv) do vals[i] = v.partition_value end
-      local d = deletes[key(f.data_file_id)]
-      rows[#rows + 1] = { data_file_id = f.data_file_id, partition_id = f.partition_id, partition_values = vals,
-        record_count = f.record_count, file_size_bytes = f.file_size_bytes, path = join_path(base, f),
-        delete_file = d and join_path(base, d) or NULL, delete_count = d and d.delete_count or NULL }
+      for j = 1, #pv do
+        local v = pv[j][i]
+        if v ~= false then vals[#vals + 1] = v end
+      end
+      for _, c in ipairs(fcols) do fr[c] = f[c][i] end
+      local del = NULL
+      if d and d.path[i] ~= false then
+        for _, c in ipairs(dcols) do dr[c] = d[c][i] end
+        del = join_path(base, dr)
+      end
+      rows[#rows + 1] = { data_file_id = fr.data_file_id, partition_id = fr.partition_id, partition_values = vals,
+        record_count = fr.record_count, file_size_bytes = fr.file_size_bytes, path = join_path(base, fr),
+        delete_file = del, delete_count = del ~= NULL and dr.delete_count or NULL }
     end
   end)
   db:close()
