@@ -527,6 +527,83 @@ static void gap_after_rewrite(void)
     moraine_close(db);
 }
 
+/* Randomized, the same rule: tables 1 and 2 hold live files at random ids
+ * among 100..299 (a quarter of them ended again, so only history has their
+ * key), then commits insert runs of ids in random order, mostly ascending as
+ * a commit's new files are: each insert is EEXIST exactly when the id is live
+ * in its table (stored, or inserted before in the same commit), else 0. The
+ * gap of mr_txn_has_key must never answer absent for a stored live key. */
+static void gap_random(void)
+{
+    enum { LO = 100, N = 200 };
+    moraine_db *db = build("gaprandom");
+    CHECK(db != NULL, "catalog built");
+    if (!db) return;
+    static unsigned char live[3][N];
+    memset(live, 0, sizeof live);
+    moraine_txn *t;
+    moraine_value r[5];
+    int rc = moraine_txn_begin(db, 5, &t);
+    if (!rc) rc = snap(t, 5);
+    for (int64_t tb = 1; tb <= 2 && !rc; tb++)
+        for (int i = 0; i < N && !rc; i++)
+            if (check_below(3) == 0) {
+                df_row(r, LO + i, 5, NO_END, "stored");
+                r[1] = vint(tb);
+                rc = moraine_txn_insert(t, "ducklake_data_file", r, 5, -1);
+                live[tb][i] = 1;
+            }
+    if (!rc) rc = moraine_txn_commit(t);
+    CHECK_RC(rc, 0);
+    rc = moraine_txn_begin(db, 6, &t);
+    if (!rc) rc = snap(t, 6);
+    for (int64_t tb = 1; tb <= 2 && !rc; tb++)
+        for (int i = 0; i < N && !rc; i++)
+            if (live[tb][i] && check_below(4) == 0) {
+                df_row(r, LO + i, 5, NO_END, "stored");
+                r[1] = vint(tb);
+                rc = moraine_txn_end(t, "ducklake_data_file", r, 5);
+                live[tb][i] = 0;
+            }
+    if (!rc) rc = moraine_txn_commit(t);
+    CHECK_RC(rc, 0);
+    int inserts = 0, refused = 0;
+    for (int round = 0; round < 300; round++) {
+        unsigned char pending[3][N];
+        memset(pending, 0, sizeof pending);
+        CHECK_RC(moraine_txn_begin(db, 7, &t), 0);
+        CHECK_RC(snap(t, 7), 0);
+        int64_t tb = 1 + (int64_t)check_below(2);
+        int i = (int)check_below(N);
+        for (int step = 0; step < 60; step++) {
+            if (check_below(8) == 0) { /* a jump: another table or place */
+                tb = 1 + (int64_t)check_below(2);
+                i = (int)check_below(N);
+            }
+            int expect = live[tb][i] || pending[tb][i];
+            df_row(r, LO + i, 7, NO_END, "new");
+            r[1] = vint(tb);
+            rc = moraine_txn_insert(t, "ducklake_data_file", r, 5, -1);
+            inserts++;
+            if (expect) {
+                CHECK(rc == MORAINE_EEXIST, "round %d: file %d of table %lld is live: EEXIST, got %d", round, LO + i, (long long)tb, rc);
+                refused++;
+                break;
+            }
+            CHECK(rc == 0, "round %d: file %d of table %lld is not live: 0, got %d (%s)", round, LO + i, (long long)tb, rc, moraine_errmsg());
+            if (rc) break;
+            pending[tb][i] = 1;
+            i += 1 + (int)check_below(3);
+            if (i >= N) i = (int)check_below(N);
+        }
+        moraine_txn_abort(t);
+    }
+    check_note("gap_random: %d inserts, %d refused as live", inserts, refused);
+    CHECK(refused > 50, "the rounds met live keys (%d)", refused);
+    CHECK_INT(moraine_verify(db, report, NULL, NULL, NULL), 0);
+    moraine_close(db);
+}
+
 int main(void)
 {
     if (!check_mkdtemp(root, sizeof root, "moraine_history_rewrite")) {
@@ -538,6 +615,8 @@ int main(void)
     expire();
     rewind_commit();
     gap_after_rewrite();
+    check_seed("test_history_rewrite");
+    gap_random();
     nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return check_done();
 }
