@@ -62,8 +62,8 @@ local function table_summary(rd, t, S)
   local names = catalog.column_names(rd, t.id, S)
   local p = rd:partition_spec(t.id, S)
   local s = rd:sort_spec(t.id, S)
-  local nfiles = 0
-  for _ in rd:files(t.id, S) do nfiles = nfiles + 1 end
+  -- counted by a batch read that decodes no column and no child row
+  local nfiles = tonumber(rd:files_batch(t.id, S, { columns = {}, partition_values = false }).n)
   local pstate = partition_state(p)
   return { schema = t.schema, table = t.name, table_id = t.id, columns = ncols,
     partition_id = p and p.partition_id or NULL, partition = pstate == "partitioned" and partition_sql(p, names) or NULL,
