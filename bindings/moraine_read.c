@@ -86,6 +86,27 @@ static int l_read_secret_count(lua_State *L)
     return 1;
 }
 
+/* Whether integer cell @v lies in (lo, hi]. */
+static int in_range(const moraine_value *v, int64_t lo, int64_t hi) { return v->type == MORAINE_INT && v->i > lo && v->i <= hi; }
+
+/* rd:scan's `changed` filter: whether @row began or ended in (chg_lo, chg_hi]
+ * (a version visible at one end of the range and not at the other must have;
+ * one that began and ended inside it was visible at neither). A relation
+ * without begin_snapshot (nor snapshot_id) has no versions to tell apart:
+ * every row passes. */
+static int changed(const lcursor *c, const moraine_row *row)
+{
+    const moraine_relation_info *ri = row->rel;
+    int b = ri->begin_col, e = ri->end_col;
+    if (b < 0 && ri->placement == MORAINE_PLACE_SNAPSHOT)
+        b = moraine_column_index(ri, "snapshot_id");
+    if (b < 0 || (size_t)b >= row->ncols)
+        return 1;
+    if (in_range(&row->vals[b], c->chg_lo, c->chg_hi))
+        return 1;
+    return e >= 0 && (size_t)e < row->ncols && in_range(&row->vals[e], c->chg_lo, c->chg_hi);
+}
+
 /* One step of a cursor: pushes row, children, ord and returns 3, or returns 0
  * (nothing pushed) when done. */
 static int cursor_step(lua_State *L, lcursor *c)
@@ -95,7 +116,9 @@ static int cursor_step(lua_State *L, lcursor *c)
     if (c->cur == NULL)
         return 0;
     moraine_row row;
-    int rc = moraine_cursor_next(c->cur, &row);
+    int rc;
+    while ((rc = moraine_cursor_next(c->cur, &row)) == 1 && c->chg && !changed(c, &row)) {
+    }
     if (rc < 0)
         return raise_engine(L, rc);
     if (rc == 0) {
@@ -146,8 +169,9 @@ static lcursor *open_cursor(lua_State *L, lread *r, int read_idx, const char *na
     return c;
 }
 
-/* Reads the scan options table at idx: {at = S, table_id = T}. */
-static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *at)
+/* Reads the scan options table at idx: {at = S, table_id = T, changed = {S1, S2}}
+ * (@chg NULL: no `changed` option is taken). */
+static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *at, lcursor *chg)
 {
     *scope = MORAINE_ANY_SCOPE;
     int have_at = 0;
@@ -157,9 +181,30 @@ static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *
         while (lua_next(L, idx)) {
             lua_pop(L, 1);
             const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-            if (!k || (strcmp(k, "at") != 0 && strcmp(k, "table_id") != 0))
-                raise_errf(L, MORAINE_EINVAL, "scan: unknown option '%s' (expected 'at' or 'table_id')",
+            if (!k || (strcmp(k, "at") != 0 && strcmp(k, "table_id") != 0 && (!chg || strcmp(k, "changed") != 0)))
+                raise_errf(L, MORAINE_EINVAL, chg ? "scan: unknown option '%s' (expected 'at', 'table_id' or 'changed')"
+                                                  : "scan: unknown option '%s' (expected 'at' or 'table_id')",
                            k ? k : luaL_typename(L, -1));
+        }
+        if (chg) {
+            lua_getfield(L, idx, "changed");
+            if (!lua_isnil(L, -1)) {
+                int64_t s1, s2;
+                int ok = lua_type(L, -1) == LUA_TTABLE;
+                if (ok) {
+                    lua_rawgeti(L, -1, 1);
+                    lua_rawgeti(L, -2, 2);
+                    lua_rawgeti(L, -3, 3);
+                    ok = to_int64(L, -3, &s1) && to_int64(L, -2, &s2) && lua_isnil(L, -1);
+                    lua_pop(L, 3);
+                }
+                if (!ok)
+                    raise_errf(L, MORAINE_EINVAL, "scan: option 'changed' must be {S1, S2}, two integer snapshot ids");
+                chg->chg = 1;
+                chg->chg_lo = s1 < s2 ? s1 : s2;
+                chg->chg_hi = s1 < s2 ? s2 : s1;
+            }
+            lua_pop(L, 1);
         }
         lua_getfield(L, idx, "at");
         if (!lua_isnil(L, -1)) {
@@ -177,9 +222,14 @@ static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *
         *at = default_snapshot(L, r);
 }
 
-static int push_scan(lua_State *L, lread *r, const char *name, int64_t scope, int64_t at)
+static int push_scan(lua_State *L, lread *r, const char *name, int64_t scope, int64_t at, const lcursor *filter)
 {
     lcursor *c = open_cursor(L, r, 1, name, scope, at);
+    if (filter && filter->chg) {
+        c->chg = 1;
+        c->chg_lo = filter->chg_lo;
+        c->chg_hi = filter->chg_hi;
+    }
     lua_pushvalue(L, -1);
     lua_pushcclosure(L, l_scan_iter, 1);
     lua_pushnil(L);
@@ -195,9 +245,10 @@ static int l_read_scan(lua_State *L)
     lread *r = check_read(L, 1);
     const char *name = check_name(L, 2);
     int64_t scope, at;
-    scan_opts(L, r, 3, &scope, &at);
+    lcursor filter = {0};
+    scan_opts(L, r, 3, &scope, &at, &filter);
     lua_settop(L, 3);
-    return push_scan(L, r, name, scope, at);
+    return push_scan(L, r, name, scope, at, &filter);
 }
 
 /* rd:files(T, S): rd:scan("ducklake_data_file", {at = S, table_id = T}) */
@@ -207,7 +258,7 @@ static int l_read_files(lua_State *L)
     int64_t scope = opt_int(L, 2, MORAINE_ANY_SCOPE);
     int64_t at = lua_isnoneornil(L, 3) ? default_snapshot(L, r) : check_int(L, 3);
     lua_settop(L, 3);
-    return push_scan(L, r, "ducklake_data_file", scope, at);
+    return push_scan(L, r, "ducklake_data_file", scope, at, NULL);
 }
 
 /* Iterator of rd:scan_json: upvalues are the cursor, the flags and the rows per chunk. */
@@ -459,9 +510,13 @@ static int scan_collect(lua_State *L)
     lread *r = check_read(L, 1);
     const char *name = check_name(L, 2);
     int64_t scope, at;
-    scan_opts(L, r, 3, &scope, &at);
+    lcursor filter = {0};
+    scan_opts(L, r, 3, &scope, &at, &filter);
     lua_settop(L, 3);
     lcursor *c = open_cursor(L, r, 1, name, scope, at); /* 4 */
+    c->chg = filter.chg;
+    c->chg_lo = filter.chg_lo;
+    c->chg_hi = filter.chg_hi;
     lua_newtable(L);                                    /* 5 */
     for (int n = 1;; n++) {
         if (cursor_step(L, c) == 0)

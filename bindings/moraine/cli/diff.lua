@@ -99,10 +99,14 @@ end
 -- at s2, not at s1; or begun after s1 and ended by s2, note "never visible"
 -- or "ended at E") or "removed" (visible at s1, not at s2), child rows right
 -- after their parent's; on_group(names) after each relation with the names
--- of it and its child relations; tick(n) after each n rows read. Each row is
--- shown as it was at s2: an end_snapshot after s2 (after s1 too, for a row
--- not visible at s2) was not known then and reads NULL.
-local function diff_walk(db, rd, s1, s2, on_row, on_group, tick)
+-- of it and its child relations; tick(n) after each relation, n the entries
+-- walked so far (entries[rel], the relation's entries as diff_entries counts
+-- them). Only the versions that began or ended between s1 and s2 reach Lua
+-- (rd:scan's `changed` option decides from their cells in C): no other can be
+-- visible at one and not at the other. Each row is shown as it was at s2: an
+-- end_snapshot after s2 (after s1 too, for a row not visible at s2) was not
+-- known then and reads NULL.
+local function diff_walk(db, rd, s1, s2, on_row, on_group, tick, entries)
   local rels = db:relations()
   local kids, info = {}, {}
   for _, r in ipairs(rels) do
@@ -152,12 +156,12 @@ local function diff_walk(db, rd, s1, s2, on_row, on_group, tick)
       b_of, e_of = "begin_snapshot", cols.end_snapshot and "end_snapshot" or nil
     end
     if b_of then
-      it = rd:scan(rel.name, { at = ALL })
+      it = rd:scan(rel.name, { at = ALL, changed = { s1, s2 } })
       for row, children in it do
         classify(rel.name, row, row[b_of], e_of and row[e_of] or nil, rel.placement ~= "rows" and children or nil)
-        n = n + 1
-        if n % 4096 == 0 and tick then tick(n) end
       end
+      n = n + (entries and entries[rel.name] or 0)
+      if tick then tick(n) end
       local names = { rel.name }
       for _, c in ipairs(kids[rel.name] or {}) do names[#names + 1] = c end
       on_group(names)
@@ -167,10 +171,11 @@ local function diff_walk(db, rd, s1, s2, on_row, on_group, tick)
 end
 
 -- Entries diff_walk reads (ducklake_* versions in the current, history,
--- snapshot and rows subspaces), from db:stats: the total of its progress.
+-- snapshot and rows subspaces), from db:stats: the total of its progress, and
+-- the entries of each relation walked (relation name -> count).
 local function diff_entries(db)
   local ok, st = pcall(db.stats, db)
-  if not ok then return 0 end
+  if not ok then return 0, {} end
   local walked = {}
   for _, rel in ipairs(db:relations()) do
     local has_begin = false
@@ -179,11 +184,14 @@ local function diff_entries(db)
       walked[rel.name] = true
     end
   end
-  local total = 0
+  local total, per = 0, {}
   for _, x in ipairs(st) do
-    if not is_null(x.relation) and walked[x.relation] and x.subspace ~= "M" then total = total + num(x.entries) end
+    if not is_null(x.relation) and walked[x.relation] and x.subspace ~= "M" then
+      total = total + num(x.entries)
+      per[x.relation] = (per[x.relation] or 0) + num(x.entries)
+    end
   end
-  return total
+  return total, per
 end
 
 -- "+3 data files (1 never visible), -1 partition spec" for counts[rel] = {added, removed, never, ended}
@@ -298,15 +306,15 @@ local function diff(ctx, a, b)
   if output.force_progress() or summary_only or ctx.json or not isatty(1) then
     meter, finish = progress_meter("diff " .. istr(s1) .. " -> " .. istr(s2), "entries")
   end
-  local total
+  local total, entries
   local ok, err = pcall(db.read, db, function(rd)
     check_snapshot(rd, s1)
     check_snapshot(rd, s2)
     if meter then
-      total = diff_entries(db)
+      total, entries = diff_entries(db)
       meter(0, total)
     end
-    diff_walk(db, rd, s1, s2, on_row, on_group, meter and function(n) meter(n, math.max(total, n)) end)
+    diff_walk(db, rd, s1, s2, on_row, on_group, meter and function(n) meter(n, math.max(total, n)) end, entries)
   end)
   finish(ok)
   if not ok then
