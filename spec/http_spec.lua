@@ -143,6 +143,24 @@ describe("moraine.http under nginx with a concurrent writer", function()
     local files = 0
     for _, l in ipairs(doc.mixed_layout) do files = files + l.files end
     assert.equal(14, files)
+    -- files, rows and bytes under each spec, as the row-at-a-time read sums them
+    local db = moraine.open(catalog, { read_only = true })
+    local want = {}
+    db:read(function(rd)
+      for f in rd:files(rd:table_id("main", "t", 15), 15) do
+        local k = f.partition_id == moraine.null and "null" or tostring(f.partition_id)
+        want[k] = want[k] or { files = 0, rows = 0, bytes = 0 }
+        local w = want[k]
+        w.files, w.rows, w.bytes = w.files + 1, w.rows + tonumber(f.record_count), w.bytes + tonumber(f.file_size_bytes)
+      end
+    end)
+    db:close()
+    local got = {}
+    for _, l in ipairs(doc.mixed_layout) do
+      local k = l.partition_id == moraine.null and "null" or tostring(l.partition_id)
+      got[k] = { files = tonumber(l.files), rows = tonumber(l.rows), bytes = tonumber(l.bytes) }
+    end
+    assert.are.same(want, got)
   end)
 
   it("draws the spec history and clustering of a table as SVG, at a snapshot, with its ETag", function()
