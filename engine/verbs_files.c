@@ -414,8 +414,8 @@ static int check_partition_values(tstate *t, const verb *v)
         for (size_t i = 0; i < v->nfiles; i++) {
             const moraine_data_file *f = &v->files[i];
             if ((rc = mv_partition_value_check(&tr, type, f->partition_values[k])))
-                return mr_err(rc, "add_data_files: file %zu (%s), key %zu (%s of %s): %s", i, f->path ? f->path : "", k, mv_orow_str(pc, "transform"),
-                              cname ? cname : "?", moraine_errmsg());
+                return mr_err(rc, "add_data_files: file %zu of %zu (%s), key %zu (%s of %s): %s", i + 1, v->nfiles, f->path ? f->path : "", k,
+                              mv_orow_str(pc, "transform"), cname ? cname : "?", moraine_errmsg());
         }
     }
     return 0;
@@ -432,8 +432,8 @@ int mv_do_add_files(model *m, verb *v)
     size_t want = has_pid ? t->npcols : 0;
     for (size_t i = 0; i < v->nfiles; i++)
         if (v->files[i].npartition_values != want)
-            return mr_err(MORAINE_EINVAL, "add_data_files: file %zu (%s) has %zu partition values; the live partition spec of \"%s\" has %zu keys", i,
-                          v->files[i].path ? v->files[i].path : "", v->files[i].npartition_values, v->table, want);
+            return mr_err(MORAINE_EINVAL, "add_data_files: file %zu of %zu (%s) has %zu partition values; the live partition spec of \"%s\" has %zu keys",
+                          i + 1, v->nfiles, v->files[i].path ? v->files[i].path : "", v->files[i].npartition_values, v->table, want);
     filecols fc = {0};
     int checked = m->stx && v->texts_checked;
     mv_cstat **set;

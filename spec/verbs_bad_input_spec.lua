@@ -96,6 +96,14 @@ describe("verb path bad input", function()
     refused(db, "EINVAL", function(tx)
       tx:add_data_files("events", { { path = "c.parquet", record_count = 1, file_size_bytes = 1 } })
     end, { "0 partition values" })
+    -- the file is named by its place counted from 1 (as a Lua array holds it) and its path
+    refused(db, "EINVAL", function(tx)
+      tx:add_data_files("events", {
+        { path = "ok.parquet", record_count = 1, file_size_bytes = 1, partition_values = { "eu" } },
+        { path = "short.parquet", record_count = 1, file_size_bytes = 1, partition_values = {} },
+        { path = "ok2.parquet", record_count = 1, file_size_bytes = 1, partition_values = { "us" } },
+      })
+    end, { "file 2 of 3 (short.parquet) has 0 partition values" })
   end)
 
   it("refuses a rewrite that crosses partitions", function()
