@@ -310,7 +310,8 @@ M.is_error = core.is_error
 --- Opens (or creates) a catalog.
 -- @tparam string path directory holding LMDB's data.mdb and lock.mdb
 -- @tparam[opt] table opts
---   `map_size` (bytes; default 1 GiB; the map grows on demand),
+--   `map_size` (bytes; default 1 GiB; less than 256 KiB is taken as 256 KiB; the map
+--   doubles before a commit while more than half is in use),
 --   `max_map_size` (bytes; default 64 GiB; a commit that cannot fit raises EMAPFULL),
 --   `read_only` (boolean; writes then raise EREADONLY),
 --   `no_sync` (boolean; no fsync on commit: a crash may lose recent commits),

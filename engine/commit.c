@@ -222,7 +222,11 @@ int moraine_txn_commit(moraine_txn *txn)
     int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : whole_snapshot(txn);
     if (!rc) rc = flush(txn);
     if (rc) {
-        if (rc == MORAINE_EMAPFULL)
+        if (rc == MORAINE_EMAPFULL && db->opts.map_size < db->opts.max_map_size)
+            rc = mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map of %zu bytes (it doubles before a commit "
+                        "while more than half is in use, up to max_map_size %zu): open the catalog with a larger map_size for a "
+                        "commit this large, or commit in smaller parts; nothing was written", db->opts.map_size, db->opts.max_map_size);
+        else if (rc == MORAINE_EMAPFULL)
             rc = mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map (map size %zu bytes, max_map_size %zu): "
                         "raise max_map_size; nothing was written", db->opts.map_size, db->opts.max_map_size);
         mr_txn_cursor_close(txn);

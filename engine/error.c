@@ -48,7 +48,10 @@ int mr_err(int code, const char *fmt, ...)
 int mr_lmdb_err(int rc, const char *what)
 {
     if (rc == MDB_MAP_FULL)
-        return mr_err(MORAINE_EMAPFULL, "%s: the commit does not fit in the map (raise max_map_size): %s", what, mdb_strerror(rc));
+        return mr_err(MORAINE_EMAPFULL,
+                      "%s: the commit does not fit in the catalog's map: open the catalog with a larger map_size (for one commit larger "
+                      "than the free half of the map) or max_map_size (the most the map doubles to before a commit): %s",
+                      what, mdb_strerror(rc));
     if (rc == MDB_READERS_FULL)
         return mr_err(MORAINE_ELMDB, "%s: too many open read transactions: %s", what, mdb_strerror(rc));
     return mr_err(MORAINE_ELMDB, "%s: %s", what, mdb_strerror(rc));

@@ -152,8 +152,10 @@ typedef struct moraine_db moraine_db;
 
 /** Options for moraine_open. Zero-initialise, then set what you need. */
 typedef struct {
-    size_t map_size;   /* LMDB map size in bytes; 0 = 1 GiB default. Grown on demand up to max_map_size. */
-    size_t max_map_size; /* 0 = 64 GiB; a commit that cannot fit fails with MORAINE_EMAPFULL naming this setting */
+    size_t map_size;   /* LMDB map size in bytes; 0 = 1 GiB default, less than 256 KiB is taken as 256 KiB. Doubled before a
+                        * commit while more than half is in use, up to max_map_size. */
+    size_t max_map_size; /* 0 = 64 GiB; a commit that cannot fit fails with MORAINE_EMAPFULL naming the setting to raise
+                          * (map_size for one commit larger than the free half of the map, else this) */
     int read_only;     /* nonzero: open read-only (MDB_RDONLY); writes fail with MORAINE_EREADONLY */
     int no_sync;       /* nonzero: do not fsync on commit (MDB_NOSYNC); a crash may lose recent commits */
     int create;        /* nonzero: create the directory if missing (ignored when read_only) */

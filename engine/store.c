@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #define DEFAULT_MAP (1ULL << 30)
+#define MIN_MAP ((size_t)256 << 10) /* a smaller map_size is taken as this */
 #define DEFAULT_MAX_MAP (64ULL << 30)
 
 int mr_meta_key(mr_buf *b, const char *name)
@@ -654,6 +655,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     else o.create = 1;
     if (!path || !out) return mr_err(MORAINE_EINVAL, "moraine_open: NULL path or out");
     if (!o.map_size) o.map_size = DEFAULT_MAP;
+    if (o.map_size < MIN_MAP) o.map_size = MIN_MAP; /* the least a catalog's first commits fit in */
     if (!o.max_map_size) o.max_map_size = DEFAULT_MAX_MAP;
     if (o.max_map_size < o.map_size) o.max_map_size = o.map_size;
     struct stat st;

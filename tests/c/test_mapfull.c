@@ -3,7 +3,8 @@
  * own (doubling, up to max_map_size) before a commit; a commit that still
  * does not fit fails with MORAINE_EMAPFULL and a message naming the setting,
  * nothing of it is written, and the catalog stays usable: it reads, verifies,
- * and takes more commits once reopened with a larger max_map_size.
+ * and takes more commits once reopened with a larger max_map_size (or, for
+ * one commit larger than the free half of a small map, a larger map_size).
  */
 #include "check.h"
 #include "moraine.h"
@@ -81,6 +82,29 @@ int main(void)
     CHECK_RC(commit_rows(db, snap, 8, 4096), 0);
     CHECK_INT(count_rows(db), committed * 8 + 8);
     CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after growing: %s", moraine_errmsg());
+    moraine_close(db);
+
+    /* a map_size below 256 KiB is taken as 256 KiB (a map of 1 byte would
+     * hold no commit at all); one commit larger than the free half of the map,
+     * well below max_map_size, names map_size, writes nothing, and goes through
+     * once the catalog is opened with a larger map_size */
+    char dir2[1100];
+    snprintf(dir2, sizeof dir2, "%s/small", dir);
+    moraine_options tiny = {.map_size = 1, .max_map_size = 64 << 20, .no_sync = 1, .create = 1};
+    CHECK_RC(moraine_open(dir2, &tiny, &db), 0);
+    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    CHECK_RC(commit_rows(db, 1, 2, 1000), 0);
+    CHECK_RC(commit_rows(db, 2, 20, 32768), MORAINE_EMAPFULL);
+    CHECK(strstr(moraine_errmsg(), "larger map_size") != NULL, "the message does not name map_size: %s", moraine_errmsg());
+    CHECK_INT(count_rows(db), 2);
+    moraine_close(db);
+    moraine_options roomy = {.map_size = 4 << 20, .max_map_size = 64 << 20, .no_sync = 1};
+    CHECK_RC(moraine_open(dir2, &roomy, &db), 0);
+    CHECK_RC(commit_rows(db, 2, 20, 32768), 0);
+    CHECK_INT(count_rows(db), 22);
+    CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after the larger map: %s", moraine_errmsg());
     moraine_close(db);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
