@@ -392,7 +392,7 @@ its own id (DuckLake's expire_snapshots leaves rows that began at deleted
 snapshots); any other commit with a snapshot id must carry that row.
 Raises ESNAPSHOT (also: no ducklake_snapshot row for the id, counters below
 the last snapshot's), EREADONLY, ETXN (a commit already open, e.g. a nested
-commit), ELMDB, EMAPFULL (the commit does not fit even at max_map_size),
+commit), ELMDB, EMAPFULL (the commit does not fit in the map: the message names map_size or max_map_size),
 EINVAL (an option other than `partial`, or not a boolean).
 
 Methods of `tx` (each returns nothing; row tables are read with raw access):
