@@ -482,7 +482,7 @@ static const char *type_name(moraine_type t)
     case MORAINE_INT: return "an integer";
     case MORAINE_STR: return "a string";
     case MORAINE_BOOL: return "a boolean";
-    case MORAINE_REAL: return "a non-integral number";
+    case MORAINE_REAL: return "a floating-point number (in JSON: one written with a fraction or an exponent, as 1.0 or 1e3)";
     case MORAINE_JSON: return "a nested JSON value";
     default: return "of unknown type";
     }

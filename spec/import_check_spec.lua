@@ -76,6 +76,11 @@ local CASES = {
     sql = "UPDATE ducklake_data_file SET table_id = 'one' WHERE data_file_id = 4",
     needles = { "ducklake_data_file.ndjson:5:", "column 'table_id' is BIGINT but the value is a string" },
     sql_needles = { "ducklake_data_file row 5:", "column 'table_id' is BIGINT but the value is a string" } },
+  { what = "a table_id written as a floating-point number", edit = file4('"table_id":1,', '"table_id":1.0,'),
+    -- (SQLite's INTEGER affinity makes 1.0 an integer: a fraction stays REAL)
+    sql = "UPDATE ducklake_data_file SET table_id = 1.5 WHERE data_file_id = 4",
+    needles = { "ducklake_data_file.ndjson:5:", "column 'table_id' is BIGINT but the value is a floating-point number" },
+    sql_needles = { "ducklake_data_file row 5:", "column 'table_id' is BIGINT but the value is a floating-point number" } },
   { what = "an end_snapshot below the begin_snapshot", edit = file4('"end_snapshot":null,', '"end_snapshot":2,'),
     sql = "UPDATE ducklake_data_file SET end_snapshot = 2 WHERE data_file_id = 4",
     needles = { "ducklake_data_file.ndjson:5:", "'end_snapshot' must be NULL or not below begin_snapshot" },
