@@ -58,7 +58,10 @@ end
 M.CODE_HINTS = {
   ECORRUPT = "the catalog is damaged; 'moraine verify' lists every damaged entry",
   ELMDB = "the catalog's LMDB files could not be read; 'moraine verify' checks them",
-  EMAPFULL = "the catalog reached its maximum map size",
+  ECONFLICT = "another writer committed a conflicting change first (DuckLake's conflict rules); run the command again "
+    .. "on the catalog as it is now",
+  EMAPFULL = "the commit did not fit in the catalog's map (1 GiB at first, doubled before each commit up to 64 GiB): "
+    .. "commit in smaller parts, or open the catalog from Lua with a larger map_size or max_map_size",
   EREADONLY = "the catalog directory is read-only",
 }
 
