@@ -414,10 +414,13 @@ int l_read_files_batch(lua_State *L)
             rc = kr;
             break;
         }
-        /* the delete file of this data file (merged by data_file_id) */
-        if (dc) {
-            int64_t id = row.vals[idcol].type == MORAINE_INT ? row.vals[idcol].i : INT64_MIN;
-            while (hd == 1 && del.vals[0].type == MORAINE_INT && del.vals[0].i < id)
+        /* the delete file of this data file (merged by data_file_id); a
+         * delete file whose data_file_id is not an integer (NULL) matches no
+         * data file and is passed over: it sorts before every integer key
+         * and must not hold the merge back from the ones after it */
+        if (dc && row.vals[idcol].type == MORAINE_INT) {
+            int64_t id = row.vals[idcol].i;
+            while (hd == 1 && (del.vals[0].type != MORAINE_INT || del.vals[0].i < id))
                 hd = moraine_cursor_next(dc, &del);
             int first = 1;
             while (hd == 1 && del.vals[0].type == MORAINE_INT && del.vals[0].i == id) {

@@ -368,6 +368,31 @@ describe("rd:files_batch", function()
     end)
   end
 
+  it("merges the delete files past one whose data_file_id is NULL (it sorts first, matching no data file)", function()
+    -- s1_evolution's table 1 has 40 live delete files; one more, live, whose
+    -- data_file_id is NULL sorts before them all in key order
+    local src = support.tmpdir("nulldel")
+    assert.is_true(support.sh("cp -r " .. support.q(support.FIXTURES .. "/s1_evolution/catalog/.") .. " " .. support.q(src)))
+    local f = src .. "/ducklake_delete_file.ndjson"
+    support.write(f, support.read(f) .. '{"delete_file_id":900,"table_id":1,"begin_snapshot":18,"end_snapshot":null,'
+      .. '"data_file_id":null,"path":"orphan-delete.parquet","path_is_relative":true,"format":"parquet","delete_count":1,'
+      .. '"file_size_bytes":10,"footer_size":5,"encryption_key":null,"partial_max":null,"row_group_count":1}\n')
+    local db = moraine.open(support.tmpdir("nulldelcat"), { no_sync = true })
+    db:import_ndjson(src)
+    local file_cols = colnames(db, "ducklake_data_file")
+    db:read(function(rd)
+      local o = { columns = { "data_file_id" }, partition_values = false, delete_files = { "delete_file_id", "path", "delete_count" } }
+      local b = rd:files_batch(1, nil, o)
+      local matched = 0
+      for i = 1, tonumber(b.n) do
+        if b.delete_file.path[i] ~= false then matched = matched + 1 end
+      end
+      assert.equal(40, matched, "data files with their live delete file")
+      compare(rd, 1, rd:last_snapshot(), o, file_cols)
+    end)
+    db:close()
+  end)
+
   it("answers what the row-at-a-time read answers on a generated catalog", function()
     local db = moraine.open(support.tmpdir("batch"), { no_sync = true })
     db:init("data/")
