@@ -38,20 +38,14 @@ int mr_txn_cursor(moraine_txn *txn, MDB_cursor **out)
     return 0;
 }
 
-/* LMDB's default key order (mdb_cmp_memn): bytes, then the shorter first. */
-static int key_cmp(const void *a, size_t an, const void *b, size_t bn)
-{
-    int c = memcmp(a, b, an < bn ? an : bn);
-    return c ? c : (an > bn) - (an < bn);
-}
-
 void mr_txn_wrote(moraine_txn *txn) { txn->gap_valid = 0; }
 
 int mr_txn_has_key(moraine_txn *txn, const MDB_val *k)
 {
-    if (txn->gap_valid && key_cmp(txn->gap_lo.p, txn->gap_lo.len, k->mv_data, k->mv_size) <= 0 &&
-        (txn->gap_end || key_cmp(k->mv_data, k->mv_size, txn->gap_hi.p, txn->gap_hi.len) < 0))
-        return MDB_NOTFOUND;
+    if (txn->gap_valid) { /* compared in the database's own key order (mdb_cmp) */
+        MDB_val lo = {txn->gap_lo.len, txn->gap_lo.p}, hi = {txn->gap_hi.len, txn->gap_hi.p};
+        if (mdb_cmp(txn->t, txn->db->dbi, &lo, k) <= 0 && (txn->gap_end || mdb_cmp(txn->t, txn->db->dbi, k, &hi) < 0)) return MDB_NOTFOUND;
+    }
     MDB_cursor *c;
     int mrc = mr_txn_cursor(txn, &c);
     if (mrc) return mrc;
