@@ -114,16 +114,20 @@ struct lread {
     int ch_active;
 };
 
+/* rd:scan's `changed = {S1, S2}`: only versions whose begin (snapshot_id for
+ * ducklake_snapshot) or end lies in (lo, hi]; decided from the row's cells
+ * before any Lua value is made. on 0: every row. */
+typedef struct {
+    int on;
+    int64_t lo, hi;
+} lfilter;
+
 typedef struct {
     moraine_cursor *cur;
     lread *owner;
     moraine_children ch; /* children walk of the current row */
     int ch_active;
-    /* rd:scan's `changed = {S1, S2}`: only versions whose begin (snapshot_id
-     * for ducklake_snapshot) or end lies in (chg_lo, chg_hi]; decided from
-     * the row's cells before any Lua value is made */
-    int chg;
-    int64_t chg_lo, chg_hi;
+    lfilter changed;
 } lcursor;
 
 typedef struct {

@@ -89,12 +89,12 @@ static int l_read_secret_count(lua_State *L)
 /* Whether integer cell @v lies in (lo, hi]. */
 static int in_range(const moraine_value *v, int64_t lo, int64_t hi) { return v->type == MORAINE_INT && v->i > lo && v->i <= hi; }
 
-/* rd:scan's `changed` filter: whether @row began or ended in (chg_lo, chg_hi]
+/* rd:scan's `changed` filter @f: whether @row began or ended in (lo, hi]
  * (a version visible at one end of the range and not at the other must have;
  * one that began and ended inside it was visible at neither). A relation
  * without begin_snapshot (nor snapshot_id) has no versions to tell apart:
  * every row passes. */
-static int changed(const lcursor *c, const moraine_row *row)
+static int changed(const lfilter *f, const moraine_row *row)
 {
     const moraine_relation_info *ri = row->rel;
     int b = ri->begin_col, e = ri->end_col;
@@ -102,9 +102,9 @@ static int changed(const lcursor *c, const moraine_row *row)
         b = moraine_column_index(ri, "snapshot_id");
     if (b < 0 || (size_t)b >= row->ncols)
         return 1;
-    if (in_range(&row->vals[b], c->chg_lo, c->chg_hi))
+    if (in_range(&row->vals[b], f->lo, f->hi))
         return 1;
-    return e >= 0 && (size_t)e < row->ncols && in_range(&row->vals[e], c->chg_lo, c->chg_hi);
+    return e >= 0 && (size_t)e < row->ncols && in_range(&row->vals[e], f->lo, f->hi);
 }
 
 /* One step of a cursor: pushes row, children, ord and returns 3, or returns 0
@@ -117,7 +117,7 @@ static int cursor_step(lua_State *L, lcursor *c)
         return 0;
     moraine_row row;
     int rc;
-    while ((rc = moraine_cursor_next(c->cur, &row)) == 1 && c->chg && !changed(c, &row)) {
+    while ((rc = moraine_cursor_next(c->cur, &row)) == 1 && c->changed.on && !changed(&c->changed, &row)) {
     }
     if (rc < 0)
         return raise_engine(L, rc);
@@ -171,7 +171,7 @@ static lcursor *open_cursor(lua_State *L, lread *r, int read_idx, const char *na
 
 /* Reads the scan options table at idx: {at = S, table_id = T, changed = {S1, S2}}
  * (@chg NULL: no `changed` option is taken). */
-static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *at, lcursor *chg)
+static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *at, lfilter *chg)
 {
     *scope = MORAINE_ANY_SCOPE;
     int have_at = 0;
@@ -200,9 +200,9 @@ static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *
                 }
                 if (!ok)
                     raise_errf(L, MORAINE_EINVAL, "scan: option 'changed' must be {S1, S2}, two integer snapshot ids");
-                chg->chg = 1;
-                chg->chg_lo = s1 < s2 ? s1 : s2;
-                chg->chg_hi = s1 < s2 ? s2 : s1;
+                chg->on = 1;
+                chg->lo = s1 < s2 ? s1 : s2;
+                chg->hi = s1 < s2 ? s2 : s1;
             }
             lua_pop(L, 1);
         }
@@ -222,14 +222,10 @@ static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *
         *at = default_snapshot(L, r);
 }
 
-static int push_scan(lua_State *L, lread *r, const char *name, int64_t scope, int64_t at, const lcursor *filter)
+static int push_scan(lua_State *L, lread *r, const char *name, int64_t scope, int64_t at, lfilter changed)
 {
     lcursor *c = open_cursor(L, r, 1, name, scope, at);
-    if (filter && filter->chg) {
-        c->chg = 1;
-        c->chg_lo = filter->chg_lo;
-        c->chg_hi = filter->chg_hi;
-    }
+    c->changed = changed;
     lua_pushvalue(L, -1);
     lua_pushcclosure(L, l_scan_iter, 1);
     lua_pushnil(L);
@@ -245,10 +241,10 @@ static int l_read_scan(lua_State *L)
     lread *r = check_read(L, 1);
     const char *name = check_name(L, 2);
     int64_t scope, at;
-    lcursor filter = {0};
-    scan_opts(L, r, 3, &scope, &at, &filter);
+    lfilter changed = {0};
+    scan_opts(L, r, 3, &scope, &at, &changed);
     lua_settop(L, 3);
-    return push_scan(L, r, name, scope, at, &filter);
+    return push_scan(L, r, name, scope, at, changed);
 }
 
 /* rd:files(T, S): rd:scan("ducklake_data_file", {at = S, table_id = T}) */
@@ -258,7 +254,7 @@ static int l_read_files(lua_State *L)
     int64_t scope = opt_int(L, 2, MORAINE_ANY_SCOPE);
     int64_t at = lua_isnoneornil(L, 3) ? default_snapshot(L, r) : check_int(L, 3);
     lua_settop(L, 3);
-    return push_scan(L, r, "ducklake_data_file", scope, at, NULL);
+    return push_scan(L, r, "ducklake_data_file", scope, at, (lfilter){0});
 }
 
 /* Iterator of rd:scan_json: upvalues are the cursor, the flags and the rows per chunk. */
@@ -510,13 +506,11 @@ static int scan_collect(lua_State *L)
     lread *r = check_read(L, 1);
     const char *name = check_name(L, 2);
     int64_t scope, at;
-    lcursor filter = {0};
-    scan_opts(L, r, 3, &scope, &at, &filter);
+    lfilter changed = {0};
+    scan_opts(L, r, 3, &scope, &at, &changed);
     lua_settop(L, 3);
     lcursor *c = open_cursor(L, r, 1, name, scope, at); /* 4 */
-    c->chg = filter.chg;
-    c->chg_lo = filter.chg_lo;
-    c->chg_hi = filter.chg_hi;
+    c->changed = changed;
     lua_newtable(L);                                    /* 5 */
     for (int n = 1;; n++) {
         if (cursor_step(L, c) == 0)
