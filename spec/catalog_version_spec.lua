@@ -102,6 +102,17 @@ describe("moraine.catalog_version", function()
     end
   end)
 
+  it("columns_present keeps the wanted columns a relation has, in the order asked", function()
+    local db = moraine.open(support.tmpdir("cols"), { no_sync = true })
+    db:commit(nil, function(tx)
+      tx:define("ducklake_data_file", { "data_file_id", "table_id", "begin_snapshot", "end_snapshot", "path" })
+    end)
+    assert.are.same({ "path", "data_file_id" },
+      cv.columns_present(db, "ducklake_data_file", { "path", "partition_id", "data_file_id" }))
+    assert.are.same({}, cv.columns_present(db, "ducklake_delete_file", { "path" }))
+    db:close()
+  end)
+
   it("a new catalog is at the current version", function()
     local db = moraine.open(support.tmpdir("init"), { no_sync = true })
     db:init()

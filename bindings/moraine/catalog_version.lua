@@ -156,6 +156,20 @@ function M.scan_if_present(rd, name, opts)
   return rd:scan(name, opts)
 end
 
+--- The columns of relation `name` this catalog has, of those in `want`, in
+-- `want`'s order (a catalog of an older DuckLake version, or one defined by
+-- hand, may lack some): what a read may ask `rd:files_batch` for.
+-- @param db the catalog (`db:relation` answers its columns)
+-- @tparam string name the relation, e.g. `"ducklake_data_file"`
+-- @tparam {string,...} want column names
+-- @treturn {string,...} the ones present (empty when the relation is absent)
+function M.columns_present(db, name, want)
+  local info, have, out = db:relation(name), {}, {}
+  for _, c in ipairs(info and info.columns or {}) do have[c] = true end
+  for _, c in ipairs(want) do if have[c] then out[#out + 1] = c end end
+  return out
+end
+
 --- The top-level columns of table `T` at snapshot `S` (no STRUCT fields), in
 -- `column_order`.
 -- @param rd a read

@@ -371,11 +371,8 @@ local function get_history(rd, args, name, acc)
   -- the mixed layout: live files, rows and bytes under each spec
   local layout, order = {}, {}
   -- three columns of every live file in one batch read (no stats decoded);
-  -- a catalog without partition_id (none of DuckLake's has) reads it as NULL
-  local want = {}
-  for _, c in ipairs(rel_info("ducklake_data_file").columns) do
-    if c == "partition_id" or c == "record_count" or c == "file_size_bytes" then want[#want + 1] = c end
-  end
+  -- a catalog defined without partition_id reads it as NULL
+  local want = catalog_version.columns_present(db, "ducklake_data_file", { "partition_id", "record_count", "file_size_bytes" })
   local b = rd:files_batch(t.table_id, s, { columns = want, partition_values = false })
   local pid, recs, bytes = b.file.partition_id, b.file.record_count, b.file.file_size_bytes
   for i = 1, tonumber(b.n) do

@@ -5,6 +5,7 @@ local moraine = require "moraine"
 local util = require "moraine.cli.util"
 local output = require "moraine.cli.output"
 local catalog = require "moraine.cli.catalog"
+local columns_present = require("moraine.catalog_version").columns_present
 
 local NULL = moraine.null
 local concat = table.concat
@@ -49,21 +50,12 @@ snapshot where it was live.]],
 local FILE_COLS = { "data_file_id", "partition_id", "partition_values", "record_count", "file_size_bytes", "path",
   "delete_file", "delete_count" }
 
--- The columns of relation @name this catalog has, of those in @want (a
--- catalog of an older DuckLake version may lack one; it reads as nil).
-local function present(db, name, want)
-  local info, have, out = db:relation(name), {}, {}
-  for _, c in ipairs(info and info.columns or {}) do have[c] = true end
-  for _, c in ipairs(want) do if have[c] then out[#out + 1] = c end end
-  return out
-end
-
 local function files(ctx, tname)
   local db = open_read(ctx.dir)
   local rows, t, S = {}, nil, nil
-  local fcols = present(db, "ducklake_data_file",
+  local fcols = columns_present(db, "ducklake_data_file",
     { "data_file_id", "partition_id", "record_count", "file_size_bytes", "path", "path_is_relative" })
-  local dcols = present(db, "ducklake_delete_file", { "path", "path_is_relative", "delete_count" })
+  local dcols = columns_present(db, "ducklake_delete_file", { "path", "path_is_relative", "delete_count" })
   db:read(function(rd)
     S = snapshot_arg(ctx, rd)
     t = resolve_table(rd, tname, S, " --at " .. istr(S))
