@@ -36,13 +36,19 @@ static void remove_copy(const char *dest)
     rmdir(dest);
 }
 
-static int fsync_path(const char *path, int dir)
+int mr_fsync_path(const char *path, int dir)
 {
     int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     int r = fsync(fd);
+    if (r != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return r;
+    }
     close(fd);
-    return r;
+    return 0;
 }
 
 /* The copy itself: the destination environment @env is open, @rd the
@@ -171,7 +177,7 @@ int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info
     mdb_env_close(env);
     char dest_data[4096];
     snprintf(dest_data, sizeof dest_data, "%s/data.mdb", dest);
-    if (!rc && (fsync_path(dest_data, 0) != 0 || fsync_path(dest, 1) != 0))
+    if (!rc && (mr_fsync_path(dest_data, 0) != 0 || mr_fsync_path(dest, 1) != 0))
         rc = mr_err(MORAINE_EIO, "compact: cannot sync %s: %s", dest, strerror(errno));
     if (!rc && stat(dest_data, &dst_st) != 0) rc = mr_err(MORAINE_EIO, "compact: cannot stat %s: %s", dest_data, strerror(errno));
     if (rc) {

@@ -23,6 +23,11 @@
 int mr_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int mr_lmdb_err(int rc, const char *what);
 
+/* ---- compact.c ---- */
+/* fsync of the file (@dir 0) or directory (@dir nonzero) at @path: 0, or -1
+ * with errno set (open or fsync failed). */
+int mr_fsync_path(const char *path, int dir);
+
 /* ---- buffers ---- */
 typedef struct {
     uint8_t *p;

@@ -328,7 +328,6 @@ static int same_tables(sqlite3 *sq, const moraine_sqlite_table *tabs, size_t n)
     return rc;
 }
 
-/* Removes what the import wrote in tmpdir, and tmpdir. */
 /* Makes the entry @path just created durable: fsync of its parent directory. */
 static int sync_parent(const char *path)
 {
@@ -337,16 +336,11 @@ static int sync_parent(const char *path)
     if (!slash) snprintf(parent, sizeof parent, ".");
     else if (slash == path) snprintf(parent, sizeof parent, "/");
     else snprintf(parent, sizeof parent, "%.*s", (int)(slash - path), path);
-    int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        return mr_err(MORAINE_EIO, "%s: cannot sync the directory: %s", parent, strerror(e));
-    }
-    close(fd);
+    if (mr_fsync_path(parent, 1) != 0) return mr_err(MORAINE_EIO, "%s: cannot sync the directory: %s", parent, strerror(errno));
     return 0;
 }
 
+/* Removes what the import wrote in tmpdir, and tmpdir. */
 static void remove_tmp(job *j)
 {
     char path[4096];
