@@ -21,6 +21,22 @@ end
 -- a SQLite file of the catalog @db (moraine.sqlite's SQL script, loaded by sqlite3)
 local sqlite_file = support.sqlite_of_catalog
 
+-- a SQLite file of fixture @name (imported into a scratch catalog first)
+local function sqlite_of_fixture(name)
+  local ref = open_new("ref")
+  ref:import_ndjson(cat(name))
+  local file = sqlite_file(ref)
+  ref:close()
+  return file
+end
+
+-- `moraine -c DIR ARGS...` as a subprocess ({out, err, code, show})
+local function moraine_in(dir, args)
+  local a = { "-c", dir }
+  for _, x in ipairs(args) do a[#a + 1] = x end
+  return support.moraine(a)
+end
+
 -- a SQLite file made by running @sql
 local function sqlite_of_sql(sql)
   local script = support.tmpdir("sql") .. ".sql"
@@ -204,10 +220,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
   end)
 
   it("cancelled in either phase (reading and checking, replaying): EINVAL, the catalog empty, no temporary directory", function()
-    local ref = open_new("ref")
-    ref:import_ndjson(cat("s2_multi_table"))
-    local file = sqlite_file(ref)
-    ref:close()
+    local file = sqlite_of_fixture("s2_multi_table")
     for phase = 1, 2 do
       local db = open_new("cancel")
       local src = sync.source(file)
@@ -245,9 +258,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
 
   describe("moraine import FILE.sqlite", function()
     it("gives what the staged import gives, leaves no temporary directory, and a later sync has nothing to do", function()
-      local ref = support.import_fixture("s1_evolution")
-      local file = sqlite_file(ref)
-      ref:close()
+      local file = sqlite_of_fixture("s1_evolution")
       local dir = support.tmpdir("cli")
       local r = support.moraine({ "-c", dir, "import", file })
       assert.are.equal(0, r.code, r.show)
@@ -271,10 +282,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
 
     it("an import that did not end (its temporary directory left, unlocked): other commands refuse the catalog; the "
       .. "same import discards what it wrote and starts afresh", function()
-      local ref = open_new("ref")
-      ref:import_ndjson(cat("s1_evolution"))
-      local file = sqlite_file(ref)
-      ref:close()
+      local file = sqlite_of_fixture("s1_evolution")
       local dir = support.tmpdir("cli")
       local r = support.moraine({ "-c", dir, "import", file })
       assert.are.equal(0, r.code, r.show)
@@ -283,9 +291,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
       support.write(dir .. "/.moraine-import-sqlite.tmp/ducklake_snapshot.ndjson", "{}\n")
       for _, args in ipairs({ { "tables" }, { "snapshots" }, { "files", "events" }, { "sync", file }, { "compare", file },
         { "sql", "SELECT 1" }, { "compact" }, { "verify" } }) do
-        local a = { "-c", dir }
-        for _, x in ipairs(args) do a[#a + 1] = x end
-        r = support.moraine(a)
+        r = moraine_in(dir, args)
         assert.are.equal(1, r.code, r.show)
         assert.is_truthy(r.err:find("did not end", 1, true), r.show)
         assert.is_truthy(r.err:find("run the same 'moraine import' again", 1, true), r.show)
@@ -303,10 +309,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
 
     it("an import running (its temporary directory locked): other commands and a second import refuse, nothing changed",
       function()
-      local ref = open_new("ref")
-      ref:import_ndjson(cat("s1_evolution"))
-      local file = sqlite_file(ref)
-      ref:close()
+      local file = sqlite_of_fixture("s1_evolution")
       local dir = support.tmpdir("cli")
       local r = support.moraine({ "-c", dir, "import", file })
       assert.are.equal(0, r.code, r.show)
@@ -323,9 +326,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
       end
       assert.is_true(moraine.core.dir_locked(tmp))
       for _, args in ipairs({ { "tables" }, { "import", file }, { "sync", file } }) do
-        local a = { "-c", dir }
-        for _, x in ipairs(args) do a[#a + 1] = x end
-        r = support.moraine(a)
+        r = moraine_in(dir, args)
         assert.are.equal(1, r.code, r.show)
         assert.is_truthy(r.err:find("is running", 1, true), r.show)
       end
@@ -335,10 +336,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
     end)
 
     it("holds its temporary directory locked while it runs, and removes it at the end", function()
-      local ref = open_new("ref")
-      ref:import_ndjson(cat("s2_multi_table"))
-      local file = sqlite_file(ref)
-      ref:close()
+      local file = sqlite_of_fixture("s2_multi_table")
       local db = open_new("locked")
       local src = sync.source(file)
       local tmp = support.tmpdir("fasttmp")
