@@ -7,7 +7,12 @@
  *             NULL(0) | INT(1) zigzag uvarint | STR(2) len:uvarint bytes
  *             | FALSE(3) | TRUE(4) | REAL(5) 8 bytes little-endian IEEE-754
  *             | JSON(6) len:uvarint bytes
- *   group  := rel_id:uvarint nrows:uvarint nbytes:uvarint row{nrows}
+ *   group  := rel_id:uvarint nrows:uvarint nbytes:uvarint (len:uvarint row){nrows}
+ *
+ * Format 3 (this build): each child row is preceded by its byte length, so a
+ * reader skips a child row it does not want without walking its cells.
+ * Format 2 wrote child rows without it; mr_upgrade_value rewrites a format-2
+ * value as format 3 (moraine_compact).
  *
  * Groups hold a parent's embedded children (docs/keyspace.md). The decoder
  * checks every length against the end of the buffer and never reads past it;
@@ -119,6 +124,41 @@ int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
     return 0;
 }
 
+int mr_encode_child_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
+{
+    size_t at = b->len;
+    int rc = mr_buf_reserve(b, 1);
+    if (rc) return rc;
+    b->len++; /* room for a one-byte length, the usual case */
+    if ((rc = mr_encode_row(b, ord, vals, n))) {
+        b->len = at;
+        return rc;
+    }
+    size_t len = b->len - at - 1;
+    uint8_t head[10];
+    size_t k = put_uvarint_at(head, len);
+    if (k > 1) {
+        if ((rc = mr_buf_reserve(b, k - 1))) {
+            b->len = at;
+            return rc;
+        }
+        memmove(b->p + at + k, b->p + at + 1, len);
+        b->len += k - 1;
+    }
+    memcpy(b->p + at, head, k);
+    return 0;
+}
+
+int mr_child_row_span(const uint8_t **pp, const uint8_t *end, const uint8_t **rend)
+{
+    uint64_t len;
+    int rc = mr_uvarint(pp, end, &len);
+    if (rc) return rc;
+    if (len > (uint64_t)(end - *pp)) return mr_err(MORAINE_ECORRUPT, "value: child row of %llu bytes runs past the end", (unsigned long long)len);
+    *rend = *pp + len;
+    return 0;
+}
+
 int mr_value_begin(mr_buf *b)
 {
     static const uint8_t hdr[MR_HEADER_LEN] = {MR_FORMAT_VERSION, 0, 0, 0, 0};
@@ -139,16 +179,40 @@ void mr_value_seal(mr_buf *b, size_t start, const uint8_t *key, size_t keylen)
     for (int i = 0; i < 4; i++) b->p[start + 1 + i] = (uint8_t)(c >> (8 * i));
 }
 
-int mr_decode_header(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen)
+/* The checksum of the value at @p (its header first) stored under @key. */
+static int check_header(const uint8_t *p, const uint8_t *end, const uint8_t *key, size_t keylen)
 {
-    if (end - *p < MR_HEADER_LEN) return mr_err(MORAINE_ECORRUPT, "value: shorter than its header");
-    if (**p != MR_FORMAT_VERSION)
-        return mr_err(MORAINE_ECORRUPT, "value: format version %u, this build reads %u", **p, MR_FORMAT_VERSION);
-    uint32_t want = (uint32_t)(*p)[1] | (uint32_t)(*p)[2] << 8 | (uint32_t)(*p)[3] << 16 | (uint32_t)(*p)[4] << 24;
-    uint32_t got = value_crc(key, keylen, *p + MR_HEADER_LEN, (size_t)(end - *p - MR_HEADER_LEN));
+    uint32_t want = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 24;
+    uint32_t got = value_crc(key, keylen, p + MR_HEADER_LEN, (size_t)(end - p - MR_HEADER_LEN));
     if (want != got)
         return mr_err(MORAINE_ECORRUPT, "value: checksum of key and value mismatch (stored %08x, computed %08x): the key or the value is damaged",
                       want, got);
+    return 0;
+}
+
+int mr_decode_header(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen)
+{
+    if (end - *p < MR_HEADER_LEN) return mr_err(MORAINE_ECORRUPT, "value: shorter than its header");
+    if (**p != MR_FORMAT_VERSION) {
+        if (**p == 2)
+            return mr_err(MORAINE_ECORRUPT, "value: format version 2 (a catalog written by an older moraine), this build reads %u: "
+                          "`moraine compact` rewrites it in format %u", MR_FORMAT_VERSION, MR_FORMAT_VERSION);
+        return mr_err(MORAINE_ECORRUPT, "value: format version %u, this build reads %u", **p, MR_FORMAT_VERSION);
+    }
+    int rc = check_header(*p, end, key, keylen);
+    if (rc) return rc;
+    *p += MR_HEADER_LEN;
+    return 0;
+}
+
+int mr_decode_header_any(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen, int *version)
+{
+    if (end - *p < MR_HEADER_LEN) return mr_err(MORAINE_ECORRUPT, "value: shorter than its header");
+    if (**p != MR_FORMAT_VERSION && **p != 2)
+        return mr_err(MORAINE_ECORRUPT, "value: format version %u, this build reads 2 and %u", **p, MR_FORMAT_VERSION);
+    int rc = check_header(*p, end, key, keylen);
+    if (rc) return rc;
+    *version = **p;
     *p += MR_HEADER_LEN;
     return 0;
 }
@@ -201,5 +265,79 @@ int mr_decode_row(const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_
     }
     *ncols = (size_t)n;
     *pp = p;
+    return 0;
+}
+
+/* Past the row at *pp (ord, ncols, cells), each cell checked as
+ * mr_decode_row checks it; MORAINE_ECORRUPT as mr_decode_row. */
+static int skip_row(const uint8_t **pp, const uint8_t *end)
+{
+    const uint8_t *p = *pp;
+    uint64_t u, n;
+    int rc;
+    if ((rc = mr_get_uvarint(&p, end, &u)) || (rc = mr_get_uvarint(&p, end, &n))) return rc;
+    for (uint64_t i = 0; i < n; i++) {
+        if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated at column %llu", (unsigned long long)i);
+        uint8_t tag = *p++;
+        switch (tag) {
+        case MR_T_NULL:
+        case MR_T_FALSE:
+        case MR_T_TRUE: break;
+        case MR_T_INT:
+            if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
+            break;
+        case MR_T_STR:
+        case MR_T_JSON:
+            if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
+            if (u > (uint64_t)(end - p)) return mr_err(MORAINE_ECORRUPT, "value: string of %llu bytes runs past the end at column %llu", (unsigned long long)u, (unsigned long long)i);
+            p += u;
+            break;
+        case MR_T_REAL:
+            if (end - p < 8) return mr_err(MORAINE_ECORRUPT, "value: truncated double at column %llu", (unsigned long long)i);
+            p += 8;
+            break;
+        default: return mr_err(MORAINE_ECORRUPT, "value: unknown cell tag 0x%02x at column %llu", tag, (unsigned long long)i);
+        }
+    }
+    *pp = p;
+    return 0;
+}
+
+/* Format 2 to 3: the header and the parent row as they are (the checksum
+ * does not cover the version byte, but is computed again all the same), each
+ * child group's rows given their length and its nbytes counted again. */
+int mr_upgrade_value(mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *key, size_t keylen)
+{
+    const uint8_t *p = v, *end = v + vlen;
+    int ver, rc;
+    out->len = 0;
+    if ((rc = mr_decode_header_any(&p, end, key, keylen, &ver)) || (rc = mr_value_begin(out))) return rc;
+    if (ver == MR_FORMAT_VERSION) {
+        if ((rc = mr_buf_put(out, p, (size_t)(end - p)))) return rc;
+    } else {
+        const uint8_t *row = p;
+        if ((rc = skip_row(&p, end)) || (rc = mr_buf_put(out, row, (size_t)(p - row)))) return rc;
+        mr_buf rows = {0};
+        while (!rc && p < end) {
+            uint64_t id, nrows, nbytes;
+            if ((rc = mr_get_uvarint(&p, end, &id)) || (rc = mr_get_uvarint(&p, end, &nrows)) || (rc = mr_get_uvarint(&p, end, &nbytes))) break;
+            if (nbytes > (uint64_t)(end - p)) {
+                rc = mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
+                break;
+            }
+            const uint8_t *gend = p + nbytes;
+            rows.len = 0;
+            for (uint64_t r = 0; !rc && r < nrows; r++) {
+                const uint8_t *rs = p;
+                if (!(rc = skip_row(&p, gend)) && !(rc = mr_put_uvarint(&rows, (uint64_t)(p - rs)))) rc = mr_buf_put(&rows, rs, (size_t)(p - rs));
+            }
+            if (!rc && p != gend) rc = mr_err(MORAINE_ECORRUPT, "value: child group has %lld stray bytes", (long long)(gend - p));
+            if (!rc && !(rc = mr_put_uvarint(out, id)) && !(rc = mr_put_uvarint(out, nrows)) && !(rc = mr_put_uvarint(out, rows.len)))
+                rc = mr_buf_put(out, rows.p, rows.len);
+        }
+        mr_buf_free(&rows);
+        if (rc) return rc;
+    }
+    mr_value_seal(out, 0, key, keylen);
     return 0;
 }

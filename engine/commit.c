@@ -210,6 +210,22 @@ int moraine_txn_partial(moraine_txn *txn, int partial)
     return 0;
 }
 
+/* A catalog opened at format 2 takes no commit (its records would be
+ * mixed with format-3 ones) unless it was rewritten in format 3 since
+ * (moraine_compact's copy swapped in, an import): the marker is read again. */
+static int format_current(moraine_txn *txn)
+{
+    int64_t fmt = 0;
+    int rc = mr_meta_get_int(txn->t, txn->db->dbi, "format", &fmt);
+    if (rc < 0) return rc;
+    if (rc == 1 && fmt == MR_FORMAT_VERSION) {
+        txn->db->format = MR_FORMAT_VERSION;
+        return 0;
+    }
+    return mr_err(MORAINE_ECORRUPT, "the catalog is in format %lld (written by an older moraine), this build writes %d: `moraine compact` "
+                  "rewrites it in format %d; nothing was written", (long long)fmt, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
+}
+
 int moraine_txn_commit(moraine_txn *txn)
 {
     if (!txn) return mr_err(MORAINE_EINVAL, "NULL transaction");
@@ -219,7 +235,8 @@ int moraine_txn_commit(moraine_txn *txn)
         mr_txn_forget(txn);
         return mr_err(prc, "%s", moraine_errmsg());
     }
-    int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : whole_snapshot(txn);
+    int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : db->format != MR_FORMAT_VERSION ? format_current(txn) : 0;
+    if (!rc) rc = whole_snapshot(txn);
     if (!rc) rc = flush(txn);
     if (rc) {
         if (rc == MORAINE_EMAPFULL && db->opts.map_size < db->opts.max_map_size)

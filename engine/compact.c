@@ -51,6 +51,63 @@ int mr_fsync_path(const char *path, int dir)
     return 0;
 }
 
+/* ---- the copy in format 3 ----
+ * A catalog of format 2 (docs/codec.md, Versioning) is rewritten as it is
+ * copied: every record (a value under a C, H, S or R key, or a relation
+ * descriptor under M "rel") whose version byte is 2 is re-encoded by
+ * mr_upgrade_value (its checksum verified first, a new one computed), and
+ * the format marker says 3. Other entries (meta integers, counts) are the
+ * same in both formats and copied as they are, as is every record already
+ * in format 3. */
+typedef struct {
+    mr_buf fmt_key, rel_prefix; /* M "format"; M "rel" followed by the id */
+    mr_buf val;                 /* the re-encoded value */
+    uint8_t marker[12];         /* the format marker's value */
+    mr_bounds bounds;           /* the map: a value must lie inside it */
+} upgrade;
+
+static int upgrade_init(upgrade *u, moraine_db *db)
+{
+    memset(u, 0, sizeof *u);
+    int rc = mr_meta_key(&u->fmt_key, "format");
+    if (!rc) rc = mr_meta_key(&u->rel_prefix, "rel");
+    if (rc) return rc;
+    mr_int_encode(u->marker, u->fmt_key.p, u->fmt_key.len, MR_FORMAT_VERSION);
+    mr_bounds_get(db, &u->bounds);
+    return 0;
+}
+
+static void upgrade_free(upgrade *u)
+{
+    mr_buf_free(&u->fmt_key);
+    mr_buf_free(&u->rel_prefix);
+    mr_buf_free(&u->val);
+}
+
+/* @out: the value entry (@k, @v) has in the copy. */
+static int upgrade_entry(upgrade *u, const MDB_val *k, const MDB_val *v, MDB_val *out)
+{
+    const uint8_t *key = k->mv_data;
+    if (k->mv_size == u->fmt_key.len && memcmp(key, u->fmt_key.p, k->mv_size) == 0) {
+        *out = (MDB_val){sizeof u->marker, u->marker};
+        return 0;
+    }
+    int record = k->mv_size > 0 && (key[0] == MR_SUB_CURRENT || key[0] == MR_SUB_HISTORY || key[0] == MR_SUB_SNAPSHOT || key[0] == MR_SUB_ROWS);
+    if (!record) record = k->mv_size > u->rel_prefix.len && memcmp(key, u->rel_prefix.p, u->rel_prefix.len) == 0;
+    if (!record || v->mv_size == 0 || *(const uint8_t *)v->mv_data == MR_FORMAT_VERSION) return 0;
+    if (!mr_value_ok(&u->bounds, v))
+        return mr_err(MORAINE_ECORRUPT, "compact: a value of %zu bytes runs past the end of the file: LMDB's pages are damaged", v->mv_size);
+    int rc = mr_upgrade_value(&u->val, v->mv_data, v->mv_size, key, k->mv_size);
+    if (rc) {
+        char m[600], kd[200];
+        snprintf(m, sizeof m, "%s", moraine_errmsg());
+        mr_key_describe(key, k->mv_size, kd, sizeof kd);
+        return mr_err(rc, "compact: the value at key %s does not decode (rewriting it in format %d): %s", kd, MR_FORMAT_VERSION, m);
+    }
+    *out = (MDB_val){u->val.len, u->val.p};
+    return 0;
+}
+
 /* The copy itself: the destination environment @env is open, @rd the
  * source's read transaction. */
 static int copy_keys(moraine_db *db, moraine_read *rd, MDB_env *env, const char *dest, uint64_t *copied, moraine_progress_fn progress,
@@ -64,6 +121,11 @@ static int copy_keys(moraine_db *db, moraine_read *rd, MDB_env *env, const char 
     if ((mrc = mdb_cursor_open(rd->txn, db->dbi, &src))) return mr_lmdb_err(mrc, "compact: reading the catalog");
     MDB_val k, v;
     int rc = 0;
+    upgrade up;
+    if ((rc = upgrade_init(&up, db))) {
+        mdb_cursor_close(src);
+        return rc;
+    }
     int get = mdb_cursor_get(src, &k, &v, MDB_FIRST);
     while (!rc && get == 0) {
         MDB_txn *w;
@@ -80,7 +142,9 @@ static int copy_keys(moraine_db *db, moraine_read *rd, MDB_env *env, const char 
         }
         size_t bytes = 0;
         while (get == 0 && bytes < BATCH_BYTES) {
-            if ((mrc = mdb_cursor_put(dst, &k, &v, MDB_APPEND))) {
+            MDB_val out = v;
+            if ((rc = upgrade_entry(&up, &k, &v, &out))) break;
+            if ((mrc = mdb_cursor_put(dst, &k, &out, MDB_APPEND))) {
                 rc = mrc == MDB_KEYEXIST ? mr_err(MORAINE_ECORRUPT, "compact: the catalog's keys are out of order at entry %llu",
                                                   (unsigned long long)n + 1)
                                          : mr_lmdb_err(mrc, dest);
@@ -106,6 +170,7 @@ static int copy_keys(moraine_db *db, moraine_read *rd, MDB_env *env, const char 
         (void)moraine_release_pages(db);
     }
     mdb_cursor_close(src);
+    upgrade_free(&up);
     if (!rc && get != MDB_NOTFOUND) rc = mr_lmdb_err(get, "compact: reading the catalog");
     if (rc) return rc;
     if (n != total)
@@ -166,7 +231,7 @@ int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info
     }
     moraine_read *rd = NULL;
     uint64_t n = 0;
-    rc = moraine_read_begin(db, &rd);
+    rc = mr_read_begin(db, &rd); /* a format-2 catalog too: the copy is its upgrade */
     if (!rc) {
         if (info) info->txnid = (uint64_t)mdb_txn_id(rd->txn);
         rc = copy_keys(db, rd, env, dest, &n, progress, ud);

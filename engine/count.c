@@ -103,12 +103,17 @@ int mr_int_get(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64
     return int_decode(key, keylen, &v, out);
 }
 
-int mr_int_put(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t v)
+void mr_int_encode(uint8_t b[12], const uint8_t *key, size_t keylen, int64_t v)
 {
-    uint8_t b[12];
     for (int i = 0; i < 8; i++) b[i] = (uint8_t)((uint64_t)v >> (56 - 8 * i));
     uint32_t c = mr_crc32c_update(mr_crc32c(key, keylen), b, 8);
     for (int i = 0; i < 4; i++) b[8 + i] = (uint8_t)(c >> (8 * i));
+}
+
+int mr_int_put(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t v)
+{
+    uint8_t b[12];
+    mr_int_encode(b, key, keylen, v);
     MDB_val k = {keylen, (void *)key}, val = {12, b};
     int mrc = mdb_put(t, dbi, &k, &val, 0);
     return mrc ? mr_lmdb_err(mrc, "writing catalog metadata") : 0;

@@ -239,7 +239,7 @@ static int encode_children(moraine_txn *txn, mr_rel *r, const moraine_value *row
             grp->rel = cr;
         }
         grp->nrows++;
-        rc = mr_encode_row(&grp->bytes, ord, c->row, c->ncols);
+        rc = mr_encode_child_row(&grp->bytes, ord, c->row, c->ncols);
     }
     if (ng > 1) qsort(g, ng, sizeof *g, cmp_child_group);
     *out = g;

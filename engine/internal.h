@@ -60,6 +60,8 @@ size_t mr_count_prefix(int scoped, const uint8_t *k, size_t n);
  * get returns 1 and sets *out, 0 when absent, or an error */
 int mr_int_get(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t *out);
 int mr_int_put(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t v);
+/* the 12 bytes mr_int_put stores for @v under @key */
+void mr_int_encode(uint8_t b[12], const uint8_t *key, size_t keylen, int64_t v);
 typedef struct {
     uint8_t key[80];  /* range prefix, without the N byte (C/H prefixes with string scopes longer than this are refused) */
     size_t len;
@@ -77,11 +79,16 @@ int mr_count_sum(MDB_txn *t, MDB_dbi dbi, const uint8_t *prefix, size_t plen, co
 int mr_count_mismatch(const uint8_t *prefix, size_t plen, int64_t met, int64_t counted); /* the ECORRUPT error */
 
 /* ---- codec.c: record values (docs/codec.md) ---- */
-#define MR_FORMAT_VERSION 2 /* 2: the value checksum covers the key too (1: value only) */
+/* 3: child rows carry their byte length; 2: without it; 1: the value
+ * checksum covered the value only (docs/codec.md, Versioning) */
+#define MR_FORMAT_VERSION 3
 enum { MR_T_NULL = 0, MR_T_INT = 1, MR_T_STR = 2, MR_T_FALSE = 3, MR_T_TRUE = 4, MR_T_REAL = 5, MR_T_JSON = 6 };
 int mr_put_uvarint(mr_buf *b, uint64_t v);
 int mr_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
+/* a child row as a group holds it: its byte length, then the row as
+ * mr_encode_row writes it; on error nothing is appended */
+int mr_encode_child_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
 /* mr_get_uvarint inline: the one-byte case first (most varints of a row),
  * then, with 10 bytes left, an unrolled loop with no bound check per byte;
  * the same checks (shortest form, 64 bits) as mr_get_uvarint. */
@@ -116,6 +123,16 @@ int mr_decode_row(const uint8_t **p, const uint8_t *end, int64_t *ord, moraine_v
  * value (docs/codec.md): a value is bound to the key it is stored under */
 #define MR_HEADER_LEN 5
 int mr_value_begin(mr_buf *b);   /* appends the header, checksum to be filled */
+/* reads a child row's length at *p (moved past it); *rend = where the row
+ * ends; MORAINE_ECORRUPT when the length is damaged or runs past @end */
+int mr_child_row_span(const uint8_t **p, const uint8_t *end, const uint8_t **rend);
+/* mr_decode_header for format 2 or 3 (*version): relation descriptors, which
+ * are the same in both, and moraine_compact's rewrite of a format-2 catalog */
+int mr_decode_header_any(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen, int *version);
+/* the stored record @v (format 2 or 3, under @key) as format 3 into @out
+ * (cleared first), sealed under @key: each child row given its length;
+ * MORAINE_ECORRUPT (and @out undefined) when it does not decode */
+int mr_upgrade_value(mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *key, size_t keylen);
 /* fills the checksum of the value starting at @start, stored under @key */
 void mr_value_seal(mr_buf *b, size_t start, const uint8_t *key, size_t keylen);
 /* checks version and checksum of a value read under @key; advances past the header */
@@ -194,6 +211,7 @@ struct moraine_db {
     size_t nretired;
     uint64_t rels_gen;       /* generation of descriptors loaded */
     moraine_txn *writer;     /* open write txn of this handle, if any */
+    int format;              /* the catalog's format marker as of open (2: only moraine_compact reads it) */
     /* the verb path's tables as of this handle's last verb commit
      * (verbs_cache.c): valid only while the store's last LMDB transaction
      * is the one that commit made; guarded by mu */
@@ -202,6 +220,9 @@ struct moraine_db {
 
 /* MORAINE_EFORK unless @db is used in the process that opened it. */
 int mr_same_process(moraine_db *db);
+/* moraine_read_begin without its format check (moraine_compact reads a
+ * format-2 catalog to rewrite it) */
+int mr_read_begin(moraine_db *db, moraine_read **out);
 /* frees handle @db (its share of the environment when @release_env), after
  * its open commit was ended (moraine_close, txn.c) */
 void mr_db_free(moraine_db *db, int release_env);

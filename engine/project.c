@@ -320,7 +320,9 @@ static inline __attribute__((always_inline)) const uint8_t *fast_cell(const uint
 /* The fast pass over the row at *pp: 1 when decoded (as decode_row would:
  * the same values in the same slots, the same *extra), 0 when a child row's
  * match column is not among the values asked for (the row is walked to its
- * end, *pp past it), -1 when the slow pass must decide (*pp untouched). */
+ * end, *pp past it; with @jump, @end is the row's end, known from its
+ * length, and *pp is set there without walking the rest), -1 when the slow
+ * pass must decide (*pp untouched). */
 static inline __attribute__((always_inline)) const uint8_t *fast_steps(const struct mr_proj_step *st, size_t from, size_t to,
                                                                        const uint8_t *p, const uint8_t *end, moraine_value *out)
 {
@@ -332,7 +334,7 @@ static inline __attribute__((always_inline)) const uint8_t *fast_steps(const str
 }
 
 static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
-                                                          moraine_value *out, moraine_value *extra)
+                                                          moraine_value *out, moraine_value *extra, int jump)
 {
     const uint8_t *p = *pp;
     uint64_t u, n;
@@ -345,7 +347,8 @@ static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr,
         if (!(p = fast_steps(st, 0, m + 1, p, end, out))) return -1;
         const moraine_value *v = &out[st[m].slot];
         if (!(v->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, v->i))) {
-            if (!(p = fast_skip(p, end, pr->ncols - (size_t)pr->match_col - 1))) return -1;
+            if (jump) p = end; /* a child row with its length: @end is where it ends */
+            else if (!(p = fast_skip(p, end, pr->ncols - (size_t)pr->match_col - 1))) return -1;
             *ord = (int64_t)u;
             *pp = p;
             return 0;
@@ -462,7 +465,7 @@ int mr_proj_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *en
 
 int mr_proj_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra)
 {
-    int f = fast_row(pr, pp, end, ord, out, extra);
+    int f = fast_row(pr, pp, end, ord, out, extra, 0);
     return f >= 0 ? f : mr_proj_row_ref(pr, pp, end, ord, out, extra);
 }
 
@@ -523,12 +526,27 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
         uint64_t left = p->kleft;
         moraine_value m, *mx = pr->match_col >= 0 ? &m : NULL;
         int f;
-        do { /* the rows of the group, those filtered out skipped here */
-            child->raw = kp;
-            f = fast_row(pr, &kp, gend, &child->ord, p->kvals, mx);
-            if (f < 0 && (f = mr_proj_row_ref(pr, &kp, gend, &child->ord, p->kvals, mx)) < 0) {
+        const uint8_t *rend;
+        do { /* the rows of the group, those filtered out skipped by their length */
+            uint64_t len;
+            const uint8_t *q = fast_uv(kp, gend, &len);
+            if (q && len <= (uint64_t)(gend - q)) {
+                kp = q;
+                rend = q + len;
+            } else if ((f = mr_child_row_span(&kp, gend, &rend)) < 0) {
                 p->kp = kp;
                 return f;
+            }
+            child->raw = kp;
+            f = fast_row(pr, &kp, rend, &child->ord, p->kvals, mx, 1);
+            if (f < 0 && (f = mr_proj_row_ref(pr, &kp, rend, &child->ord, p->kvals, mx)) < 0) {
+                p->kp = kp;
+                return f;
+            }
+            if (__builtin_expect(kp != rend, 0)) {
+                p->kp = kp;
+                return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", pr->rel->info.name,
+                              (size_t)(kp - child->raw), (size_t)(rend - child->raw));
             }
             left--;
         } while (!f && left);

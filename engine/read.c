@@ -63,6 +63,14 @@ struct moraine_cursor {
 int moraine_read_begin(moraine_db *db, moraine_read **out)
 {
     if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_read_begin: NULL argument");
+    if (db->format != MR_FORMAT_VERSION) /* its records would each fail; say why once */
+        return mr_err(MORAINE_ECORRUPT, "the catalog is in format %d (written by an older moraine), this build reads %d: `moraine compact` "
+                      "rewrites it in format %d", db->format, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
+    return mr_read_begin(db, out);
+}
+
+int mr_read_begin(moraine_db *db, moraine_read **out)
+{
     int prc = mr_same_process(db);
     if (prc) return prc;
     moraine_read *rd = calloc(1, sizeof *rd);
@@ -235,10 +243,15 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
     }
     if ((rc = ensure_vals(&it->vals, &it->cap, it->rel->ncols))) return rc;
     size_t n;
+    const uint8_t *rend;
+    if ((rc = mr_child_row_span(&it->p, it->end, &rend))) return rc;
     child->raw = it->p;
-    if ((rc = mr_decode_row(&it->p, it->end, &child->ord, it->vals, it->rel->ncols, &n))) return rc;
+    if ((rc = mr_decode_row(&it->p, rend, &child->ord, it->vals, it->rel->ncols, &n))) return rc;
     child->raw_len = (size_t)(it->p - child->raw);
     if (n != it->rel->ncols) return mr_err(MORAINE_ECORRUPT, "value: child row of %s has %zu columns, expected %zu", it->rel->name, n, it->rel->ncols);
+    if (it->p != rend)
+        return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", it->rel->name, child->raw_len,
+                      (size_t)(rend - child->raw));
     it->left--;
     child->rel = it->rel;
     child->ncols = n;

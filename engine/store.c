@@ -266,7 +266,8 @@ int mr_load_relations(moraine_db *db, MDB_txn *t)
             break;
         }
         const uint8_t *p = val.mv_data, *end = p + val.mv_size;
-        if ((rc = mr_decode_header(&p, end, key.mv_data, key.mv_size))) {
+        int ver; /* a descriptor is the same in format 2 and 3: a format-2 catalog opens for moraine_compact */
+        if ((rc = mr_decode_header_any(&p, end, key.mv_data, key.mv_size, &ver))) {
             char m[400];
             snprintf(m, sizeof m, "%s", moraine_errmsg());
             rc = mr_err(rc, "the catalog's table descriptor M('rel',%lld) is damaged: %s", (long long)idv.i, m);
@@ -728,11 +729,14 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         if (fmt == 1)
             rc = mr_err(MORAINE_ECORRUPT, "%s: catalog format 1 (an older moraine: values not bound to their keys), this build reads %d: "
                         "export it with the build that wrote it and import the export into a new catalog", path, MR_FORMAT_VERSION);
+        else if (fmt == 2) /* opens: its descriptors load, and moraine_compact rewrites it in format 3; no read or commit */
+            rc = 0;
         else
             rc = fmt == MR_FORMAT_VERSION ? 0
                                           : mr_err(MORAINE_ECORRUPT, "%s: catalog format %lld, this build reads %d", path, (long long)fmt,
                                                    MR_FORMAT_VERSION);
     }
+    db->format = fmt ? (int)fmt : MR_FORMAT_VERSION;
     if (!rc) rc = mr_load_relations(db, t);
     if (rc) {
         mdb_txn_abort(t);

@@ -296,7 +296,7 @@ static int append_child(pending *parent, mr_rel *child, const moraine_value *row
         if (rc) return rc;
     }
     g->nrows++;
-    return mr_encode_row(&g->bytes, ord, row, n);
+    return mr_encode_child_row(&g->bytes, ord, row, n);
 }
 
 static int put_rows_value(moraine_txn *txn, mr_rel *r, const moraine_value *row, size_t n, int64_t ord, unsigned flags)

@@ -104,9 +104,15 @@ static void check_children(vstate *v, mr_rel *parent, const moraine_value *pvals
         for (uint64_t r = 0; r < nrows; r++) {
             int64_t ord;
             size_t n;
-            if (mr_decode_row(&p, gend, &ord, *buf, c->info.ncols, &n) || n != c->info.ncols) {
+            const uint8_t *rend;
+            if (mr_child_row_span(&p, gend, &rend) || mr_decode_row(&p, rend, &ord, *buf, c->info.ncols, &n) || n != c->info.ncols) {
                 violation(v, "%s: embedded %s row %llu does not decode", parent->info.name, c->info.name, (unsigned long long)r);
                 break;
+            }
+            if (p != rend) {
+                violation(v, "%s: embedded %s row %llu is %lld bytes shorter than its length", parent->info.name, c->info.name,
+                          (unsigned long long)r, (long long)(rend - p));
+                p = rend;
             }
             /* the child names its parent */
             const int *pk = parent->info.placement == MORAINE_PLACE_SNAPSHOT ? NULL : parent->keycols;

@@ -386,3 +386,51 @@ describe("moraine compact (the command)", function()
     no_leftovers(dir)
   end)
 end)
+
+describe("a catalog of store format 2 (an older moraine's) and `moraine compact`", function()
+  after_each(support.cleanup)
+
+  -- tests/fixtures/format2/<scenario>/data.mdb: the fixture imported by the
+  -- build before format 3 (docs/codec.md, Versioning), copied to a new folder
+  local function format2(scenario)
+    local dir = support.tmpdir("format2")
+    support.mkdir(dir)
+    local fixtures = (os.getenv("MORAINE_FIXTURES") or "tests/fixtures/ducklake"):gsub("/ducklake$", "")
+    support.write(dir .. "/data.mdb", support.read(fixtures .. "/format2/" .. scenario .. "/data.mdb"))
+    return dir
+  end
+
+  for _, scenario in ipairs({ "s1_evolution", "s3_edge_values" }) do
+    it(scenario .. ": reads and commits are refused with the reason, compact rewrites it, then it exports what a fresh import exports", function()
+      local dir = format2(scenario)
+      local stored = support.read(dir .. "/data.mdb")
+      local r = run({ "-c", dir, "tables" })
+      assert.are.equal(1, r.code, r.show)
+      assert.matches("format 2", r.err, 1, true)
+      assert.matches("hint: run 'moraine compact' once", r.err, 1, true)
+      -- Lua: the catalog opens; a read and a commit are refused; nothing is written
+      local db = moraine.open(dir, { create = false })
+      local ok, err = pcall(db.read, db, function() end)
+      assert.is_false(ok)
+      assert.are.equal("ECORRUPT", err.code)
+      assert.matches("`moraine compact` rewrites it in format 3", err.message, 1, true)
+      ok, err = pcall(db.commit, db, nil, function(tx) tx:define("later", { "a" }) end)
+      assert.is_false(ok)
+      assert.matches("nothing was written", tostring(err.message or err), 1, true)
+      db:close()
+      assert.are.equal(stored, support.read(dir .. "/data.mdb"))
+
+      r = run({ "-c", dir, "compact" })
+      assert.are.equal(0, r.code, r.show)
+      local fresh = fixture(scenario)
+      assert.are.same(export(fresh), export(dir))
+      verify_clean(dir)
+      no_leftovers(dir)
+      r = run({ "-c", dir, "tables" })
+      assert.are.equal(0, r.code, r.show)
+      db = moraine.open(dir, { create = false })
+      db:commit(nil, function(tx) tx:define("later", { "a" }) end)
+      db:close()
+    end)
+  end
+end)

@@ -11,8 +11,9 @@
  *         then pass mr_decode_header, so the fuzzer reaches the row decoder
  *         past the checksum.
  * Then mr_decode_row (capacity 64) decodes the row, and the child groups
- * are walked: rel_id, nrows, nbytes (mr_get_uvarint), then nrows rows that
- * must stay within nbytes.
+ * are walked: rel_id, nrows, nbytes (mr_get_uvarint), then nrows rows, each
+ * after its length (mr_child_row_span), that must take exactly that length
+ * and stay within nbytes.
  *
  * Round trip: every row that decodes is re-encoded with mr_encode_row and
  * must give back exactly the bytes it was decoded from (the encoding is
@@ -191,8 +192,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (nbytes > (uint64_t)(end - p)) break;
             const uint8_t *gend = p + nbytes;
             uint64_t i;
-            for (i = 0; i < nrows && p < gend; i++)
-                if (row_roundtrip(&p, gend)) break;
+            for (i = 0; i < nrows && p < gend; i++) { /* each row after its length (format 3) */
+                const uint8_t *rend;
+                if (mr_child_row_span(&p, gend, &rend) || row_roundtrip(&p, rend) || p != rend) break;
+            }
             if (i < nrows || p != gend) break; /* inconsistent group (moraine_verify reports these) */
         }
     }
