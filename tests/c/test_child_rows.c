@@ -318,6 +318,7 @@ static int walk(moraine_db *db, int projected, char *msg, size_t n)
             moraine_children it;
             moraine_row_children(rd, &row, &it);
             while ((kr = moraine_children_next(&it, &kid)) == 1) kids++;
+            moraine_children_free(&it);
         }
         if (kr < 0) rc = kr;
         else rc = 0;
