@@ -219,7 +219,7 @@ static int format_current(moraine_txn *txn)
     int rc = mr_meta_get_int(txn->t, txn->db->dbi, "format", &fmt);
     if (rc < 0) return rc;
     if (rc == 1 && fmt == MR_FORMAT_VERSION) {
-        txn->db->format = MR_FORMAT_VERSION;
+        __atomic_store_n(&txn->db->format, MR_FORMAT_VERSION, __ATOMIC_RELAXED);
         return 0;
     }
     return mr_err(MORAINE_ECORRUPT, "the catalog is in format %lld (written by an older moraine), this build writes %d: `moraine compact` "
@@ -235,7 +235,9 @@ int moraine_txn_commit(moraine_txn *txn)
         mr_txn_forget(txn);
         return mr_err(prc, "%s", moraine_errmsg());
     }
-    int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : db->format != MR_FORMAT_VERSION ? format_current(txn) : 0;
+    int rc = txn->failed                                                          ? mr_err(txn->failed, "%s", txn->failmsg)
+             : __atomic_load_n(&db->format, __ATOMIC_RELAXED) != MR_FORMAT_VERSION ? format_current(txn)
+                                                                                    : 0;
     if (!rc) rc = whole_snapshot(txn);
     if (!rc) rc = flush(txn);
     if (rc) {

@@ -518,7 +518,7 @@ int mr_clear_catalog(moraine_db *db)
         return rc;
     }
     if ((mrc = mdb_txn_commit(t))) return mr_lmdb_err(mrc, "clearing the catalog");
-    db->format = MR_FORMAT_VERSION; /* the marker written above */
+    __atomic_store_n(&db->format, MR_FORMAT_VERSION, __ATOMIC_RELAXED); /* the marker written above */
     pthread_mutex_lock(&db->mu);
     /* descriptors of the failed import: retire them all */
     for (size_t i = 0; i < db->nrels; i++) {

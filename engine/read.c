@@ -63,10 +63,22 @@ struct moraine_cursor {
 int moraine_read_begin(moraine_db *db, moraine_read **out)
 {
     if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_read_begin: NULL argument");
-    if (db->format != MR_FORMAT_VERSION) /* its records would each fail; say why once */
-        return mr_err(MORAINE_ECORRUPT, "the catalog is in format %d (written by an older moraine), this build reads %d: `moraine compact` "
-                      "rewrites it in format %d", db->format, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
-    return mr_read_begin(db, out);
+    int rc = mr_read_begin(db, out);
+    if (rc || __atomic_load_n(&db->format, __ATOMIC_RELAXED) == MR_FORMAT_VERSION) return rc;
+    /* opened at format 2: its records would each fail, so say why once, unless
+     * the catalog was rewritten in format 3 since (an import through another
+     * handle of this process) */
+    int64_t fmt = 0;
+    rc = mr_meta_get_int((*out)->txn, db->dbi, "format", &fmt);
+    if (rc == 1 && fmt == MR_FORMAT_VERSION) {
+        __atomic_store_n(&db->format, MR_FORMAT_VERSION, __ATOMIC_RELAXED);
+        return 0;
+    }
+    moraine_read_end(*out);
+    *out = NULL;
+    if (rc < 0) return rc;
+    return mr_err(MORAINE_ECORRUPT, "the catalog is in format %lld (written by an older moraine), this build reads %d: `moraine compact` "
+                  "rewrites it in format %d", (long long)fmt, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
 }
 
 int mr_read_begin(moraine_db *db, moraine_read **out)

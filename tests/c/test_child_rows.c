@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PI "ducklake_partition_info"
@@ -509,6 +510,62 @@ static void test_format2(const char *name)
     moraine_close(db);
 }
 
+/* Sets the format marker of the catalog at @path to @fmt, in a child process
+ * (LMDB: one environment per file per process, and the caller has it open). */
+static int set_marker(const char *path, int64_t fmt)
+{
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        MDB_env *env;
+        MDB_txn *t;
+        MDB_dbi dbi;
+        mr_buf k = {0};
+        int rc = mdb_env_create(&env);
+        if (!rc) rc = mdb_env_set_mapsize(env, 1ULL << 30);
+        if (!rc) rc = mdb_env_open(env, path, 0, 0664);
+        if (!rc) rc = mdb_txn_begin(env, NULL, 0, &t);
+        if (!rc) rc = mdb_dbi_open(t, NULL, 0, &dbi);
+        if (!rc) rc = mr_meta_key(&k, "format");
+        if (!rc) rc = mr_int_put(t, dbi, k.p, k.len, fmt);
+        if (!rc) rc = mdb_txn_commit(t);
+        _exit(rc ? 1 : 0);
+    }
+    int st;
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* A handle opened on a format-2 catalog learns when it was rewritten in
+ * format 3 since (by another handle or process): the next read and commit
+ * read the marker again instead of refusing for good. */
+static void test_marker_again(void)
+{
+    char path[4096];
+    path_of(path, sizeof path, "marker");
+    moraine_options o = {.no_sync = 1, .create = 1};
+    moraine_db *db;
+    CHECK_RC(moraine_open(path, &o, &db), 0);
+    moraine_close(db);
+    CHECK(set_marker(path, 2) == 0, "marking the catalog format 2");
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    if (!db) return;
+    moraine_read *rd = NULL;
+    CHECK_RC(moraine_read_begin(db, &rd), MORAINE_ECORRUPT);
+    CHECK(rd == NULL, "no read handed out");
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, 0, &txn), 0);
+    static const char *const cols[] = {"a"};
+    CHECK_RC(moraine_txn_define(txn, "t", 1, cols), 0);
+    CHECK_RC(moraine_txn_commit(txn), MORAINE_ECORRUPT);
+    CHECK(set_marker(path, MR_FORMAT_VERSION) == 0, "marking the catalog format 3");
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    if (rd) moraine_read_end(rd);
+    CHECK_RC(moraine_txn_begin(db, 0, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, "t", 1, cols), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    moraine_close(db);
+}
+
 int main(void)
 {
     check_seed("test_child_rows");
@@ -520,6 +577,7 @@ int main(void)
     test_worked_example();
     test_upgrade_value();
     test_damaged_length();
+    test_marker_again();
     test_format2("s1_evolution");
     test_format2("s3_edge_values");
     char cmd[4200];
