@@ -408,6 +408,9 @@ describe("a catalog of store format 2 (an older moraine's) and `moraine compact`
       assert.are.equal(1, r.code, r.show)
       assert.matches("format 2", r.err, 1, true)
       assert.matches("hint: run 'moraine compact' once", r.err, 1, true)
+      r = run({ "-c", dir, "verify" })
+      assert.are.equal(1, r.code, r.show)
+      assert.matches("hint: run 'moraine compact' once", r.err, 1, true)
       -- Lua: the catalog opens; a read and a commit are refused; nothing is written
       local db = moraine.open(dir, { create = false })
       local ok, err = pcall(db.read, db, function() end)

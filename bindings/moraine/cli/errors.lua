@@ -53,6 +53,16 @@ function M.with_hint(hint, fn, ...)
   return finish(pcall(fn, ...))
 end
 
+--- The hint for an error saying the catalog is in an older store format
+-- (docs/codec.md, Versioning), or nil for any other message.
+-- @tparam string message the error's message
+-- @treturn ?string the hint: run `moraine compact` once
+function M.format_hint(message)
+  if tostring(message):find("`moraine compact` rewrites it in format", 1, true) then
+    return "run 'moraine compact' once: it rewrites the catalog in this build's store format (docs/codec.md, Versioning)"
+  end
+end
+
 --- The hint printed for a moraine error no command caught, by error code.
 -- @table CODE_HINTS
 M.CODE_HINTS = {

@@ -221,9 +221,7 @@ function M.main(argv)
     if res.hint then io.stderr:write("hint: ", res.hint, "\n") end
     return res.status
   elseif moraine.is_error(res) then
-    local hint = tostring(res.message):find("`moraine compact` rewrites it in format", 1, true)
-      and "run 'moraine compact' once: it rewrites the catalog in this build's format (docs/codec.md, Versioning)"
-      or errors.CODE_HINTS[res.code] or ("see 'moraine " .. (current_command and (current_command .. " ") or "") .. "--help'")
+    local hint = errors.format_hint(res.message) or errors.CODE_HINTS[res.code] or ("see 'moraine " .. (current_command and (current_command .. " ") or "") .. "--help'")
     io.stderr:write("moraine: ", res.code, ": ", tostring(res.message), "\n", "hint: ", hint, "\n")
     return 1
   end
