@@ -17,7 +17,8 @@
  *    format 3) opens, refuses reads and commits with the reason (nothing is
  *    written), and moraine_compact's copy exports the same NDJSON, byte for
  *    byte, as a fresh import of the same DuckLake catalog, verifies clean and
- *    takes a commit.
+ *    takes a commit. A damaged value stops the copy: nothing at the
+ *    destination, data.mdb as it was, and the message says what to do.
  */
 #include "check.h"
 #include "internal.h"
@@ -510,6 +511,51 @@ static void test_format2(const char *name)
     moraine_close(db);
 }
 
+/* A damaged value in a format-2 catalog (a byte of one data file's path
+ * flipped in the file, so its checksum fails): moraine_compact stops with
+ * MORAINE_ECORRUPT naming the key and what to do (this build neither reads
+ * nor verifies format 2, so the remedy is the build that wrote it), leaves
+ * nothing at the destination and data.mdb as it was. */
+static void test_format2_damaged(void)
+{
+    char fixture[4096], dir[4096], src[4096], dest[4096];
+    const char *fx = getenv("MORAINE_FIXTURES") ? getenv("MORAINE_FIXTURES") : "tests/fixtures";
+    if (snprintf(fixture, sizeof fixture, "%s/format2/s1_evolution/data.mdb", fx) >= (int)sizeof fixture) abort();
+    path_of(dir, sizeof dir, "f2-damaged");
+    path_of(dest, sizeof dest, "f2-damaged-compacted");
+    if (snprintf(src, sizeof src, "%s/data.mdb", dir) >= (int)sizeof src) abort();
+    CHECK(mkdir(dir, 0700) == 0 && copy_file(fixture, src) == 0, "copying the format-2 fixture %s", fixture);
+    /* the file's bytes, with one data file's path damaged */
+    FILE *f = fopen(src, "rb");
+    static char bytes[1 << 20];
+    size_t n = f ? fread(bytes, 1, sizeof bytes, f) : 0;
+    if (f) fclose(f);
+    static const char path[] = "day=26/ducklake";
+    char *at = n ? memmem(bytes, n, path, sizeof path - 1) : NULL;
+    CHECK(at != NULL, "the fixture holds a data file path with '%s'", path);
+    if (!at) return;
+    at[sizeof path - 4] = 'X';
+    f = fopen(src, "wb");
+    CHECK(f && fwrite(bytes, 1, n, f) == n && fclose(f) == 0, "writing the damaged copy");
+
+    moraine_db *db;
+    CHECK_RC(moraine_open(dir, NULL, &db), 0);
+    if (!db) return;
+    CHECK_RC(moraine_compact(db, dest, NULL, NULL, NULL), MORAINE_ECORRUPT);
+    const char *m = moraine_errmsg();
+    CHECK(strstr(m, "C(") && strstr(m, "checksum"), "the message names the key and the checksum: '%s'", m);
+    CHECK(strstr(m, "format 2") && strstr(m, "the moraine that wrote it"), "the message says what to do with a format-2 catalog: '%s'", m);
+    struct stat st;
+    CHECK(stat(dest, &st) != 0, "nothing left at %s", dest);
+    moraine_close(db);
+    /* data.mdb as it was */
+    static char after[1 << 20];
+    f = fopen(src, "rb");
+    size_t n2 = f ? fread(after, 1, sizeof after, f) : 0;
+    if (f) fclose(f);
+    CHECK(n2 == n && memcmp(bytes, after, n) == 0, "data.mdb unchanged by the failed compact (%zu -> %zu bytes)", n, n2);
+}
+
 /* Sets the format marker of the catalog at @path to @fmt, in a child process
  * (LMDB: one environment per file per process, and the caller has it open). */
 static int set_marker(const char *path, int64_t fmt)
@@ -580,6 +626,7 @@ int main(void)
     test_marker_again();
     test_format2("s1_evolution");
     test_format2("s3_edge_values");
+    test_format2_damaged();
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     CHECK(system(cmd) == 0, "cannot remove %s", root);
