@@ -64,9 +64,14 @@ typedef struct {
     mr_buf val;                 /* the re-encoded value */
     uint8_t marker[12];         /* the format marker's value */
     mr_bounds bounds;           /* the map: a value must lie inside it */
+    int64_t from;               /* the catalog's format marker as the copy reads it (0: none) */
 } upgrade;
 
-static int upgrade_init(upgrade *u, moraine_db *db)
+/* Sets @u up for copying @db, read in @t: the keys it recognises, the
+ * format-3 marker, the map's bounds and the catalog's marker (u->from).
+ * Returns 0, MORAINE_ENOMEM, or the error reading the marker (ECORRUPT,
+ * ELMDB); free with upgrade_free even on error. */
+static int upgrade_init(upgrade *u, moraine_db *db, MDB_txn *t)
 {
     memset(u, 0, sizeof *u);
     int rc = mr_meta_key(&u->fmt_key, "format");
@@ -74,9 +79,11 @@ static int upgrade_init(upgrade *u, moraine_db *db)
     if (rc) return rc;
     mr_int_encode(u->marker, u->fmt_key.p, u->fmt_key.len, MR_FORMAT_VERSION);
     mr_bounds_get(db, &u->bounds);
-    return 0;
+    rc = mr_meta_get_int(t, db->dbi, "format", &u->from);
+    return rc < 0 ? rc : 0;
 }
 
+/* Frees what upgrade_init allocated. */
 static void upgrade_free(upgrade *u)
 {
     mr_buf_free(&u->fmt_key);
@@ -102,6 +109,10 @@ static int upgrade_entry(upgrade *u, const MDB_val *k, const MDB_val *v, MDB_val
         char m[600], kd[200];
         snprintf(m, sizeof m, "%s", moraine_errmsg());
         mr_key_describe(key, k->mv_size, kd, sizeof kd);
+        if (u->from == 2) /* this build cannot verify the catalog: say what can */
+            return mr_err(rc, "compact: the value at key %s does not decode (rewriting the catalog from format 2 to %d): %s; "
+                          "this build neither reads nor verifies format 2: `moraine verify` of the moraine that wrote it lists "
+                          "every damaged entry (repair them, or import the lake again), then compact", kd, MR_FORMAT_VERSION, m);
         return mr_err(rc, "compact: the value at key %s does not decode (rewriting it in format %d): %s", kd, MR_FORMAT_VERSION, m);
     }
     *out = (MDB_val){u->val.len, u->val.p};
@@ -122,7 +133,8 @@ static int copy_keys(moraine_db *db, moraine_read *rd, MDB_env *env, const char 
     MDB_val k, v;
     int rc = 0;
     upgrade up;
-    if ((rc = upgrade_init(&up, db))) {
+    if ((rc = upgrade_init(&up, db, rd->txn))) {
+        upgrade_free(&up);
         mdb_cursor_close(src);
         return rc;
     }

@@ -774,7 +774,9 @@ typedef struct {
  * commits are refused) is copied in format 3: every record of version 2 is
  * re-encoded with its child rows' lengths and sealed again, the format marker
  * says 3 (docs/codec.md, Versioning); a record that does not decode is
- * MORAINE_ECORRUPT naming its key.
+ * MORAINE_ECORRUPT naming its key (of a format-2 catalog, which this build
+ * cannot verify: the message says to verify it with the moraine that wrote
+ * it), nothing left at @dest.
  * @info (may be NULL) receives the entry count and both files' sizes;
  * @progress (may be NULL) is called every 4096 entries and at the end with
  * (entries copied, entries in all); nonzero cancels.
