@@ -211,7 +211,8 @@ struct moraine_db {
     size_t nretired;
     uint64_t rels_gen;       /* generation of descriptors loaded */
     moraine_txn *writer;     /* open write txn of this handle, if any */
-    int format;              /* the catalog's format marker as of open (2: only moraine_compact reads it) */
+    int format;              /* the catalog's format marker as of open, or 3 once a read, a commit or a clear found or
+                              * wrote 3 since (2: only moraine_compact reads it); read and written atomically */
     /* the verb path's tables as of this handle's last verb commit
      * (verbs_cache.c): valid only while the store's last LMDB transaction
      * is the one that commit made; guarded by mu */
