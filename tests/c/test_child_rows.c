@@ -19,6 +19,10 @@
  *    byte, as a fresh import of the same DuckLake catalog, verifies clean and
  *    takes a commit. A damaged value stops the copy: nothing at the
  *    destination, data.mdb as it was, and the message says what to do.
+ *  - Child rows whose length takes 1, 2 and 3 bytes, written by commits to
+ *    stored parents and by moraine_txn_insert_version, read the same through
+ *    the plain walk and projected reads (every row, or filtered on
+ *    column_id), verify clean and export and import again unchanged.
  */
 #include "check.h"
 #include "internal.h"
@@ -556,6 +560,149 @@ static void test_format2_damaged(void)
     CHECK(n2 == n && memcmp(bytes, after, n) == 0, "data.mdb unchanged by the failed compact (%zu -> %zu bytes)", n, n2);
 }
 
+/* ---- long child rows through the writers and readers ---------------------------------- */
+
+/* A transform of 0..29, 100..399 or 16,000..19,999 bytes: a child row's length of 1, 2 or 3 bytes. */
+static size_t long_len(void)
+{
+    int k = (int)check_below(3);
+    return k == 0 ? check_below(30) : k == 1 ? 100 + check_below(300) : 16000 + check_below(4000);
+}
+
+/* whether column_id @col is among @match (@nm values) */
+static int matched(int64_t col, const int64_t *match, size_t nm)
+{
+    for (size_t i = 0; i < nm; i++)
+        if (match[i] == col) return 1;
+    return 0;
+}
+
+/* Child rows whose length takes 1, 2 and 3 bytes, appended to stored parents
+ * over several commits (moraine_txn_insert) and given with a past version
+ * (moraine_txn_insert_version): the plain child walk is the oracle; projected
+ * reads (every row, or filtered on random column_ids, so most rows are
+ * skipped by their length) give the same rows and values; verify is clean;
+ * the NDJSON export imports again to the same export. */
+static void test_long_rows(void)
+{
+    char path[4096], e1[4200], e2[4200], again[4200];
+    path_of(path, sizeof path, "long");
+    if (snprintf(e1, sizeof e1, "%s-e1", path) >= (int)sizeof e1 || snprintf(e2, sizeof e2, "%s-e2", path) >= (int)sizeof e2 ||
+        snprintf(again, sizeof again, "%s-again", path) >= (int)sizeof again)
+        abort();
+    moraine_options o = {.no_sync = 1, .create = 1};
+    moraine_db *db;
+    CHECK_RC(moraine_open(path, &o, &db), 0);
+    if (!db) return;
+    static const char *const PI_COLS[] = {"partition_id", "table_id", "begin_snapshot", "end_snapshot"};
+    static const char *const PC_COLS[] = {"partition_id", "table_id", "partition_key_index", "column_id", "transform"};
+    enum { NPAR = 12 };
+    int lens[4] = {0};
+    static char text[20000]; /* printable: the export carries it as JSON */
+    for (size_t i = 0; i < sizeof text; i++) text[i] = (char)('a' + check_below(26));
+    for (int64_t snap = 1; snap <= 4; snap++) {
+        moraine_txn *txn;
+        CHECK_RC(moraine_txn_begin(db, snap, &txn), 0);
+        if (snap == 1) {
+            CHECK_RC(moraine_txn_define(txn, PI, 4, PI_COLS), 0);
+            CHECK_RC(moraine_txn_define(txn, PC, 5, PC_COLS), 0);
+            for (int64_t p = 0; p < NPAR; p++) {
+                moraine_value pi[4] = {vint(p), vint(p), vint(1), vnull()};
+                CHECK_RC(moraine_txn_insert(txn, PI, pi, 4, -1), 0);
+            }
+        }
+        for (int j = 0; j < 25; j++) {
+            int64_t p = (int64_t)check_below(NPAR);
+            size_t len = long_len();
+            lens[len < 100 ? 1 : len < 16000 ? 2 : 3]++;
+            moraine_value pc[5] = {vint(p), vint(p), vint(j), vint((int64_t)check_below(6)), check_below(10) ? vstr(text, len) : vnull()};
+            CHECK_RC(moraine_txn_insert(txn, PC, pc, 5, -1), 0);
+        }
+        CHECK_RC(moraine_txn_commit(txn), 0);
+    }
+    { /* a past version of a new table's spec, its children given with it */
+        moraine_txn *txn;
+        CHECK_RC(moraine_txn_begin(db, 5, &txn), 0);
+        moraine_value pi[4] = {vint(100), vint(100), vint(2), vint(3)};
+        moraine_value c1[5] = {vint(100), vint(100), vint(0), vint(1), vstr(text, 20)};
+        moraine_value c2[5] = {vint(100), vint(100), vint(1), vint(2), vstr(text, 300)};
+        moraine_value c3[5] = {vint(100), vint(100), vint(2), vint(3), vstr(text, 17000)};
+        moraine_child_row kids[3] = {{PC, c1, 5, -1}, {PC, c2, 5, -1}, {PC, c3, 5, -1}};
+        CHECK_RC(moraine_txn_insert_version(txn, PI, pi, 4, -1, kids, 3), 0);
+        CHECK_RC(moraine_txn_partial(txn, 1), 0);
+        CHECK_RC(moraine_txn_commit(txn), 0);
+    }
+    CHECK(lens[1] && lens[2] && lens[3], "child rows of 1, 2 and 3 length bytes written (%d, %d, %d)", lens[1], lens[2], lens[3]);
+    CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
+
+    /* the oracle: every child row of every parent, in order */
+    enum { MAXK = 200 };
+    static int64_t col[MAXK], kord[MAXK];
+    static moraine_value tr[MAXK];
+    size_t nk = 0;
+    moraine_read *rd;
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    if (!rd) return;
+    moraine_cursor *c = NULL;
+    moraine_row row, kid;
+    int rc;
+    CHECK_RC(moraine_scan_open(rd, PI, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c), 0);
+    while (c && (rc = moraine_cursor_next(c, &row)) == 1) {
+        moraine_children it;
+        moraine_row_children(rd, &row, &it);
+        while ((rc = moraine_children_next(&it, &kid)) == 1 && nk < MAXK) {
+            col[nk] = kid.vals[3].i;
+            kord[nk] = kid.ord;
+            tr[nk++] = kid.vals[4]; /* points into the map: valid while @rd is open */
+        }
+        CHECK_INT(rc, 0);
+        moraine_children_free(&it);
+    }
+    if (c) moraine_cursor_close(c);
+    CHECK_INT((int)nk, 4 * 25 + 3);
+    int bad = 0;
+    for (int q = 0; q < 200; q++) {
+        int64_t match[6];
+        size_t nm = 0;
+        for (int64_t v = 0; v < 6; v++)
+            if (check_below(2)) match[nm++] = v;
+        int filtered = check_below(4) != 0;
+        static const char *const cols[] = {"transform", "column_id"};
+        moraine_child_projection kp = {PC, cols, 2, filtered ? "column_id" : NULL, match, nm};
+        moraine_projection pj = {NULL, 0, &kp, 1};
+        CHECK_RC(moraine_scan_project(rd, PI, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &pj, &c), 0);
+        size_t i = 0, which;
+        while (c && (rc = moraine_cursor_next(c, &row)) == 1) {
+            int kr;
+            while ((kr = moraine_cursor_child(c, &which, &kid)) == 1) {
+                while (i < nk && filtered && !matched(col[i], match, nm)) i++;
+                if (i >= nk || kid.ord != kord[i] || kid.vals[1].i != col[i] || kid.vals[0].type != tr[i].type ||
+                    (tr[i].type == MORAINE_STR && (kid.vals[0].len != tr[i].len || memcmp(kid.vals[0].s, tr[i].s, tr[i].len) != 0)))
+                    bad++;
+                i++;
+            }
+            if (kr < 0) bad++;
+        }
+        while (i < nk && filtered && !matched(col[i], match, nm)) i++;
+        if (i != nk) bad++;
+        if (c) moraine_cursor_close(c);
+    }
+    CHECK(bad == 0, "%d projected child rows differ from the plain walk", bad);
+    moraine_read_end(rd);
+
+    /* export, import again, the same export */
+    CHECK_RC(moraine_export_ndjson(db, e1, NULL, NULL), 0);
+    moraine_close(db);
+    CHECK_RC(moraine_open(again, &o, &db), 0);
+    if (!db) return;
+    CHECK_RC(moraine_import_ndjson(db, e1, NULL, NULL), 0);
+    CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
+    CHECK_RC(moraine_export_ndjson(db, e2, NULL, NULL), 0);
+    moraine_close(db);
+    int files = 0;
+    CHECK(same_export(e1, e2, &files) && files == 2, "the export of long child rows imports to the same export (%d files)", files);
+}
+
 /* Sets the format marker of the catalog at @path to @fmt, in a child process
  * (LMDB: one environment per file per process, and the caller has it open). */
 static int set_marker(const char *path, int64_t fmt)
@@ -623,6 +770,7 @@ int main(void)
     test_worked_example();
     test_upgrade_value();
     test_damaged_length();
+    test_long_rows();
     test_marker_again();
     test_format2("s1_evolution");
     test_format2("s3_edge_values");
