@@ -151,7 +151,9 @@ end
 
 --- Writes the compacted copy of the catalog in directory `path` to the new
 -- directory `dest` and verifies it (the catalog is left as it is; writers
--- may go on: the copy is the catalog as of the moment it began).
+-- may go on: the copy is the catalog as of the moment it began). A catalog
+-- of store format 2 (an older moraine's) is copied in format 3
+-- (docs/codec.md, Versioning).
 -- @tparam string path the catalog directory
 -- @tparam string dest the new catalog directory (must not exist)
 -- @tparam[opt] table opts `progress(done, total)`: called as the copy goes
@@ -160,7 +162,8 @@ end
 --   the copy's data.mdb, notes = {}}`
 -- @raise EIO (no catalog at `path`; `dest` cannot be created), EEXIST
 --   (`dest` exists), ECORRUPT (the copy fails verify or its entry count
---   differs: nothing is left at `dest`), EINVAL (bad opts), ELMDB
+--   differs; a value of a format-2 catalog does not decode, named by its
+--   key: nothing is left at `dest`), EINVAL (bad opts), ELMDB
 function M.compact_to(path, dest, opts)
   opts = check_opts(opts)
   path = clean(path)
@@ -208,7 +211,8 @@ end
 -- they would go on with the old files), checked before the copy and again
 -- under the write lock before and right after the swap (a process that
 -- opened the old catalog meanwhile: the swap is undone), and when another
--- writer committed while the copy was made.
+-- writer committed while the copy was made. A catalog of store format 2 (an
+-- older moraine's) is rewritten in format 3 (docs/codec.md, Versioning).
 -- @tparam string path the catalog directory
 -- @tparam[opt] table opts `progress(done, total)` as for `M.compact_to`
 -- @treturn table `{entries = n, before = bytes of data.mdb before, after =
@@ -217,8 +221,9 @@ end
 -- @raise EIO (no catalog at `path`; a rename failed), EINVAL (another
 --   process has the catalog open; another writer committed meanwhile: run
 --   it again; the directory holds files other than the catalog's and a
---   follower's moraine-follow.json; bad opts), ECORRUPT (the copy fails verify: the catalog is
---   unchanged), ELMDB, EREADONLY (the catalog cannot be written)
+--   follower's moraine-follow.json; bad opts), ECORRUPT (the copy fails verify,
+--   or a value of a format-2 catalog does not decode, named by its key: the
+--   catalog is unchanged), ELMDB, EREADONLY (the catalog cannot be written)
 function M.compact(path, opts)
   opts = check_opts(opts)
   path = clean(path)
