@@ -317,12 +317,10 @@ static inline __attribute__((always_inline)) const uint8_t *fast_cell(const uint
     return NULL;
 }
 
-/* The fast pass over the row at *pp: 1 when decoded (as decode_row would:
- * the same values in the same slots, the same *extra), 0 when a child row's
- * match column is not among the values asked for (the row is walked to its
- * end, *pp past it; with @jump, @end is the row's end, known from its
- * length, and *pp is set there without walking the rest), -1 when the slow
- * pass must decide (*pp untouched). */
+/* Steps @from .. @to - 1 of a projection over the cells at @p: each skips
+ * its cells, then decodes one into out[slot]. Returns where the last step
+ * ended, or NULL when a cell is not one the fast pass takes (or runs past
+ * @end): the slow pass decides. */
 static inline __attribute__((always_inline)) const uint8_t *fast_steps(const struct mr_proj_step *st, size_t from, size_t to,
                                                                        const uint8_t *p, const uint8_t *end, moraine_value *out)
 {
@@ -333,6 +331,12 @@ static inline __attribute__((always_inline)) const uint8_t *fast_steps(const str
     return p;
 }
 
+/* The fast pass over the row at *pp: 1 when decoded (as decode_row would:
+ * the same values in the same slots, the same *extra), 0 when a child row's
+ * match column is not among the values asked for (the row is walked to its
+ * end, *pp past it; with @jump, @end is the row's end, known from its
+ * length, and *pp is set there without walking the rest), -1 when the slow
+ * pass must decide (*pp untouched). */
 static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
                                                           moraine_value *out, moraine_value *extra, int jump)
 {
