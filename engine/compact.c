@@ -91,7 +91,11 @@ static void upgrade_free(upgrade *u)
     mr_buf_free(&u->val);
 }
 
-/* @out: the value entry (@k, @v) has in the copy. */
+/* @out: the value entry (@k, @v) has in the copy: the format-3 marker for
+ * M "format"; a record (C, H, S, R, M "rel") whose version byte is not 3
+ * rewritten by mr_upgrade_value into u->val (valid until the next call);
+ * any other entry as it is. Returns 0, or MORAINE_ECORRUPT (the value lies
+ * outside the map; it does not decode, named by its key), MORAINE_ENOMEM. */
 static int upgrade_entry(upgrade *u, const MDB_val *k, const MDB_val *v, MDB_val *out)
 {
     const uint8_t *key = k->mv_data;

@@ -11,8 +11,9 @@
  *    copied as it is; a damaged format-2 value is refused.
  *  - A stored child row whose length disagrees with its cells (the value's
  *    checksum recomputed, so only the length is wrong) is MORAINE_ECORRUPT
- *    for the plain child walk and for a projected read, and a violation for
- *    moraine_verify; the other rows still read.
+ *    for the plain child walk and for a projected read (also one filtered
+ *    on its column_id; filtered past it, it is skipped by its length), and
+ *    a violation for moraine_verify; the other rows still read.
  *  - A format-2 catalog (tests/fixtures/format2, written by the build before
  *    format 3) opens, refuses reads and commits with the reason (nothing is
  *    written), and moraine_compact's copy exports the same NDJSON, byte for
