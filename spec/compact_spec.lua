@@ -452,4 +452,16 @@ describe("a catalog of store format 2 (an older moraine's) and `moraine compact`
     assert.are.equal(bytes, support.read(dir .. "/data.mdb"))
     no_leftovers(dir)
   end)
+  it("moraine import (a continued import, a sync) on a format-2 catalog: refused with the hint to compact, not to fix the "
+    .. "source; nothing written", function()
+    local dir = format2("s1_evolution")
+    local stored = support.read(dir .. "/data.mdb")
+    local fixtures = os.getenv("MORAINE_FIXTURES") or "tests/fixtures/ducklake"
+    local r = run({ "-c", dir, "import", fixtures .. "/s1_evolution/catalog" })
+    assert.are.equal(1, r.code, r.show)
+    assert.matches("format 2", r.err, 1, true)
+    assert.matches("hint: run 'moraine compact' once", r.err, 1, true)
+    assert.not_matches("and retry", r.err, 1, true)
+    assert.are.equal(stored, support.read(dir .. "/data.mdb"))
+  end)
 end)
