@@ -464,4 +464,18 @@ describe("a catalog of store format 2 (an older moraine's) and `moraine compact`
     assert.not_matches("and retry", r.err, 1, true)
     assert.are.equal(stored, support.read(dir .. "/data.mdb"))
   end)
+  it("every command on a format-2 catalog gives the hint to compact, not its own (export: 'correct that row'; stats: "
+    .. "'see --help')", function()
+    local dir = format2("s3_edge_values")
+    local stored = support.read(dir .. "/data.mdb")
+    local out = support.tmpdir("format2-export")
+    for _, argv in ipairs({ { "stats" }, { "export", out }, { "tables" }, { "snapshots" } }) do
+      local cmd = { "-c", dir }
+      for _, a in ipairs(argv) do cmd[#cmd + 1] = a end
+      local r = run(cmd)
+      assert.are.equal(1, r.code, r.show)
+      assert.matches("hint: run 'moraine compact' once", r.err, 1, true)
+    end
+    assert.are.equal(stored, support.read(dir .. "/data.mdb"))
+  end)
 end)
