@@ -13,12 +13,15 @@ local CliError = {}
 CliError.__index = CliError
 CliError.__tostring = function(e) return "moraine: " .. e.message end
 
---- Raises a CLI error.
+--- Raises a CLI error. A message saying the catalog is in an older store
+-- format gets `M.format_hint` instead of `hint`: the catalog is what to fix,
+-- whatever the command.
 -- @tparam string message what went wrong (printed after "moraine: ")
 -- @tparam[opt] string hint what to do about it (printed after "hint: ")
 -- @tparam[opt=1] integer status the exit status
 -- @raise always: the CLI error
 function M.fail(message, hint, status)
+  hint = M.format_hint(message) or hint
   error(setmetatable({ cli = true, message = message, hint = hint, status = status or 1 }, CliError), 0)
 end
 

@@ -308,9 +308,6 @@ function run.import(ctx, source)
     local last = db:last_snapshot()
     db:close()
     if moraine.is_error(r) then
-      -- a catalog of an older store format: the catalog is what to fix, not the source
-      local format = errors.format_hint(r.message)
-      if format then errors.fail(r.code .. ": " .. r.message, format .. "; nothing was changed") end
       if r.code == "ECONFLICT" and r.message:find("no longer follows", 1, true) then
         errors.fail("EEXIST: the catalog is not empty and is not an earlier import of " .. source .. " (catalog " .. ctx.dir
           .. ": " .. r.message .. ")", "nothing was changed; import into a new catalog with -c NEWDIR")
