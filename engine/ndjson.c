@@ -536,7 +536,8 @@ int mr_clear_catalog(moraine_db *db)
 
 /* Import and init need a catalog with no rows. One that only has table
  * descriptors (an import of empty files, say) counts as empty: its
- * descriptors are dropped first, so it can be imported into again. */
+ * descriptors are dropped first, so it can be imported into again; so does
+ * an empty catalog of store format 2, whose marker the clear rewrites. */
 int mr_catalog_empty(moraine_db *db)
 {
     int64_t last;
@@ -556,7 +557,9 @@ int mr_catalog_empty(moraine_db *db)
     }
     mdb_txn_abort(t);
     if (rows) return mr_err(MORAINE_EEXIST, "the catalog is not empty: import into a new catalog");
-    if (db->nrels) return mr_clear_catalog(db);
+    /* descriptors to drop, or the marker of an older store format (an empty
+     * catalog an older moraine created): the clear writes this build's */
+    if (db->nrels || __atomic_load_n(&db->format, __ATOMIC_RELAXED) != MR_FORMAT_VERSION) return mr_clear_catalog(db);
     return 0;
 }
 

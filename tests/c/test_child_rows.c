@@ -790,6 +790,30 @@ static void test_marker_again(void)
     moraine_close(db);
 }
 
+/* An empty catalog an older moraine created (format 2, no rows) takes an
+ * import: the import writes every record in format 3 and the marker with
+ * them, as it would in a new catalog. */
+static void test_import_into_empty_format2(void)
+{
+    char path[4096], ndjson[4096];
+    path_of(path, sizeof path, "empty2");
+    const char *fx = getenv("MORAINE_FIXTURES") ? getenv("MORAINE_FIXTURES") : "tests/fixtures";
+    if (snprintf(ndjson, sizeof ndjson, "%s/ducklake/s1_evolution/catalog", fx) >= (int)sizeof ndjson) abort();
+    moraine_options o = {.no_sync = 1, .create = 1};
+    moraine_db *db;
+    CHECK_RC(moraine_open(path, &o, &db), 0);
+    moraine_close(db);
+    CHECK(set_marker(path, 2) == 0, "marking the catalog format 2");
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    if (!db) return;
+    CHECK_RC(moraine_import_ndjson(db, ndjson, NULL, NULL), 0);
+    moraine_read *rd = NULL;
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    if (rd) moraine_read_end(rd);
+    CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
+    moraine_close(db);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--set-marker") == 0) return write_marker(argv[2], strtoll(argv[3], NULL, 10)) ? 1 : 0;
@@ -805,6 +829,7 @@ int main(int argc, char **argv)
     test_damaged_length();
     test_long_rows();
     test_marker_again();
+    test_import_into_empty_format2();
     test_format2("s1_evolution");
     test_format2("s3_edge_values");
     test_format2_damaged();
