@@ -518,6 +518,7 @@ void moraine_cursor_close(moraine_cursor *cur);
 /** Iterator over the embedded children of a row. */
 typedef struct {
     const uint8_t *p, *end;
+    const uint8_t *gend;              /* where the group being walked ends (its nbytes) */
     const moraine_relation_info *rel; /* relation of the group being walked */
     uint64_t left;                    /* rows left in the group */
     moraine_value *vals;              /* decode buffer (owned by the iterator) */
@@ -535,7 +536,10 @@ void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_chil
 
 /**
  * moraine_children_next - next child row, of any child relation; check
- * child->rel->name. Returns 1, 0 when done, MORAINE_ECORRUPT.
+ * child->rel->name. Each row is read within its group's byte count and must
+ * take exactly its own length (docs/codec.md). Returns 1, 0 when done,
+ * MORAINE_ECORRUPT (a group or row that does not decode, a row running past
+ * its group, a group of an unknown relation).
  */
 int moraine_children_next(moraine_children *it, moraine_row *child);
 

@@ -251,12 +251,16 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
         if (!r) return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
         it->rel = &r->info;
         it->left = nrows;
-        if (nrows == 0) it->p += nbytes;
+        it->gend = it->p + nbytes;
+        if (nrows == 0) it->p = it->gend;
     }
     if ((rc = ensure_vals(&it->vals, &it->cap, it->rel->ncols))) return rc;
     size_t n;
     const uint8_t *rend;
-    if ((rc = mr_child_row_span(&it->p, it->end, &rend))) return rc;
+    /* a row is held within its group, as a projected read holds it */
+    if (it->p >= it->gend)
+        return mr_err(MORAINE_ECORRUPT, "value: child group of %s ends before its %llu rows", it->rel->name, (unsigned long long)it->left);
+    if ((rc = mr_child_row_span(&it->p, it->gend, &rend))) return rc;
     child->raw = it->p;
     if ((rc = mr_decode_row(&it->p, rend, &child->ord, it->vals, it->rel->ncols, &n))) return rc;
     child->raw_len = (size_t)(it->p - child->raw);

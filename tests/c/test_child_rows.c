@@ -295,6 +295,14 @@ static void longer(mr_buf *v)
     v->p[at + 1 + rowlen] = 0x00;
 }
 
+/* the group says it holds one row more than it does (its nbytes right) */
+static void more_rows(mr_buf *v)
+{
+    size_t nb;
+    first_len_at(v, &nb);
+    v->p[nb - 1]++; /* nrows, the byte before nbytes */
+}
+
 /* the first child row says one byte less than it takes */
 static void shorter(mr_buf *v)
 {
@@ -405,6 +413,65 @@ static void test_damaged_length(void)
         CHECK_RC(moraine_open(path, NULL, &db), 0);
         moraine_close(db);
     }
+}
+
+/* the group says it holds one row fewer than it does */
+static void fewer_rows(mr_buf *v)
+{
+    size_t nb;
+    first_len_at(v, &nb);
+    v->p[nb - 1]--;
+}
+
+/* A data file with a group of partition values and a group of stats: the
+ * first group claiming a row more than its bytes hold must not have the
+ * second group's head read as a row (the plain walk holds rows within their
+ * group, as the projected read does). */
+static void test_rows_within_group(void)
+{
+    char path[4096];
+    path_of(path, sizeof path, "groups");
+    moraine_options o = {.no_sync = 1, .create = 1};
+    moraine_db *db;
+    CHECK_RC(moraine_open(path, &o, &db), 0);
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, 1, &txn), 0);
+    static const char *const DF[] = {"data_file_id", "table_id", "begin_snapshot", "end_snapshot", "path"};
+    static const char *const PV[] = {"data_file_id", "table_id", "partition_key_index", "partition_value"};
+    static const char *const ST[] = {"data_file_id", "table_id", "column_id", "min_value", "max_value"};
+    CHECK_RC(moraine_txn_define(txn, "ducklake_data_file", 5, DF), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_file_partition_value", 4, PV), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_file_column_stats", 5, ST), 0);
+    moraine_value df[5] = {vint(7), vint(1), vint(1), vnull(), vstr("a.parquet", 9)};
+    moraine_value pv[4] = {vint(7), vint(1), vint(0), vstr("2024", 4)};
+    moraine_value st[5] = {vint(7), vint(1), vint(3), vstr("1", 1), vstr("9", 1)};
+    CHECK_RC(moraine_txn_insert(txn, "ducklake_data_file", df, 5, -1), 0);
+    CHECK_RC(moraine_txn_insert(txn, "ducklake_file_partition_value", pv, 4, -1), 0);
+    CHECK_RC(moraine_txn_insert(txn, "ducklake_file_column_stats", st, 5, -1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    moraine_relation_info ri;
+    CHECK_RC(moraine_relation(db, "ducklake_data_file", &ri), 0);
+    uint32_t id = ri.id;
+    moraine_close(db);
+    CHECK_RC(poke(path, id, more_rows), 0);
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    if (!db) return;
+    moraine_read *rd;
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    moraine_cursor *c;
+    moraine_row row, kid;
+    CHECK_RC(moraine_scan_open(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c), 0);
+    CHECK_RC(moraine_cursor_next(c, &row), 1);
+    moraine_children it;
+    moraine_row_children(rd, &row, &it);
+    CHECK_RC(moraine_children_next(&it, &kid), 1);
+    CHECK(strcmp(kid.rel->name, "ducklake_file_partition_value") == 0, "the partition value first");
+    CHECK_RC(moraine_children_next(&it, &kid), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "ends before") != NULL, "the second row of the group is refused as past its group: '%s'", moraine_errmsg());
+    moraine_children_free(&it);
+    moraine_read_end(rd);
+    moraine_close(db);
+    CHECK_RC(poke(path, id, fewer_rows), 0);
 }
 
 /* ---- a format-2 catalog ------------------------------------------------------------ */
@@ -827,6 +894,7 @@ int main(int argc, char **argv)
     test_worked_example();
     test_upgrade_value();
     test_damaged_length();
+    test_rows_within_group();
     test_long_rows();
     test_marker_again();
     test_import_into_empty_format2();
