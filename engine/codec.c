@@ -159,6 +159,16 @@ int mr_child_row_span(const uint8_t **pp, const uint8_t *end, const uint8_t **re
     return 0;
 }
 
+int mr_group_head(const uint8_t **pp, const uint8_t *end, uint64_t *rel_id, uint64_t *nrows, const uint8_t **gend)
+{
+    uint64_t nbytes;
+    int rc;
+    if ((rc = mr_uvarint(pp, end, rel_id)) || (rc = mr_uvarint(pp, end, nrows)) || (rc = mr_uvarint(pp, end, &nbytes))) return rc;
+    if (nbytes > (uint64_t)(end - *pp)) return mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
+    *gend = *pp + nbytes;
+    return 0;
+}
+
 int mr_value_begin(mr_buf *b)
 {
     static const uint8_t hdr[MR_HEADER_LEN] = {MR_FORMAT_VERSION, 0, 0, 0, 0};
@@ -319,13 +329,9 @@ int mr_upgrade_value(mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *
         if ((rc = skip_row(&p, end)) || (rc = mr_buf_put(out, row, (size_t)(p - row)))) return rc;
         mr_buf rows = {0};
         while (!rc && p < end) {
-            uint64_t id, nrows, nbytes;
-            if ((rc = mr_get_uvarint(&p, end, &id)) || (rc = mr_get_uvarint(&p, end, &nrows)) || (rc = mr_get_uvarint(&p, end, &nbytes))) break;
-            if (nbytes > (uint64_t)(end - p)) {
-                rc = mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
-                break;
-            }
-            const uint8_t *gend = p + nbytes;
+            uint64_t id, nrows;
+            const uint8_t *gend;
+            if ((rc = mr_group_head(&p, end, &id, &nrows, &gend))) break;
             rows.len = 0;
             for (uint64_t r = 0; !rc && r < nrows; r++) {
                 const uint8_t *rs = p;

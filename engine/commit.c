@@ -210,22 +210,6 @@ int moraine_txn_partial(moraine_txn *txn, int partial)
     return 0;
 }
 
-/* A catalog opened at format 2 takes no commit (its records would be
- * mixed with format-3 ones) unless it was rewritten in format 3 since
- * (moraine_compact's copy swapped in, an import): the marker is read again. */
-static int format_current(moraine_txn *txn)
-{
-    int64_t fmt = 0;
-    int rc = mr_meta_get_int(txn->t, txn->db->dbi, "format", &fmt);
-    if (rc < 0) return rc;
-    if (rc == 1 && fmt == MR_FORMAT_VERSION) {
-        __atomic_store_n(&txn->db->format, MR_FORMAT_VERSION, __ATOMIC_RELAXED);
-        return 0;
-    }
-    return mr_err(MORAINE_ECORRUPT, "the catalog is in format %lld (written by an older moraine), this build writes %d: `moraine compact` "
-                  "rewrites it in format %d; nothing was written", (long long)fmt, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
-}
-
 int moraine_txn_commit(moraine_txn *txn)
 {
     if (!txn) return mr_err(MORAINE_EINVAL, "NULL transaction");
@@ -235,9 +219,9 @@ int moraine_txn_commit(moraine_txn *txn)
         mr_txn_forget(txn);
         return mr_err(prc, "%s", moraine_errmsg());
     }
-    int rc = txn->failed                                                          ? mr_err(txn->failed, "%s", txn->failmsg)
-             : __atomic_load_n(&db->format, __ATOMIC_RELAXED) != MR_FORMAT_VERSION ? format_current(txn)
-                                                                                    : 0;
+    int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : 0;
+    /* a catalog of format 2 takes no commit: its records would be mixed with format-3 ones */
+    if (!rc && (rc = mr_format_check(db, txn->t, "writes"))) rc = mr_err(rc, "%s; nothing was written", moraine_errmsg());
     if (!rc) rc = whole_snapshot(txn);
     if (!rc) rc = flush(txn);
     if (rc) {

@@ -126,6 +126,10 @@ int mr_value_begin(mr_buf *b);   /* appends the header, checksum to be filled */
 /* reads a child row's length at *p (moved past it); *rend = where the row
  * ends; MORAINE_ECORRUPT when the length is damaged or runs past @end */
 int mr_child_row_span(const uint8_t **p, const uint8_t *end, const uint8_t **rend);
+/* reads a child group's head at *p (moved past it): its relation id, its
+ * row count and *gend = where its rows end (its nbytes); MORAINE_ECORRUPT
+ * when a varint is damaged or the group runs past @end */
+int mr_group_head(const uint8_t **p, const uint8_t *end, uint64_t *rel_id, uint64_t *nrows, const uint8_t **gend);
 /* mr_decode_header for format 2 or 3 (*version): relation descriptors, which
  * are the same in both, and moraine_compact's rewrite of a format-2 catalog */
 int mr_decode_header_any(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen, int *version);
@@ -224,6 +228,13 @@ int mr_same_process(moraine_db *db);
 /* moraine_read_begin without its format check (moraine_compact reads a
  * format-2 catalog to rewrite it) */
 int mr_read_begin(moraine_db *db, moraine_read **out);
+/* 0 when the catalog of @db is in this build's store format: at once when
+ * the handle knows it, else by reading the marker in @t (a catalog opened at
+ * format 2 and rewritten since: remembered). MORAINE_ECORRUPT naming the
+ * format and `moraine compact` otherwise ("this build @does 3": "reads",
+ * "writes"), or the error reading the marker (moraine_read_begin,
+ * moraine_txn_commit). */
+int mr_format_check(moraine_db *db, MDB_txn *t, const char *does);
 /* frees handle @db (its share of the environment when @release_env), after
  * its open commit was ended (moraine_close, txn.c) */
 void mr_db_free(moraine_db *db, int release_env);

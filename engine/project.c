@@ -498,12 +498,8 @@ static __attribute__((noinline)) int next_group(mr_proj *p, moraine_db *db)
     for (;;) {
         p->kp = p->gend; /* a group ends where its nbytes say */
         if (p->kp >= p->kend) return 0;
-        uint64_t id, nrows, nbytes;
-        if ((rc = mr_uvarint(&p->kp, p->kend, &id)) || (rc = mr_uvarint(&p->kp, p->kend, &nrows)) ||
-            (rc = mr_uvarint(&p->kp, p->kend, &nbytes)))
-            return rc;
-        if (nbytes > (uint64_t)(p->kend - p->kp)) return mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
-        p->gend = p->kp + nbytes;
+        uint64_t id, nrows;
+        if ((rc = mr_group_head(&p->kp, p->kend, &id, &nrows, &p->gend))) return rc;
         p->kwhich = -1;
         for (size_t i = 0; i < p->nkids; i++)
             if (p->kids[i].rel->info.id == id) p->kwhich = (int)i;

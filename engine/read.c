@@ -64,21 +64,12 @@ int moraine_read_begin(moraine_db *db, moraine_read **out)
 {
     if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_read_begin: NULL argument");
     int rc = mr_read_begin(db, out);
-    if (rc || __atomic_load_n(&db->format, __ATOMIC_RELAXED) == MR_FORMAT_VERSION) return rc;
-    /* opened at format 2: its records would each fail, so say why once, unless
-     * the catalog was rewritten in format 3 since (an import through another
-     * handle of this process) */
-    int64_t fmt = 0;
-    rc = mr_meta_get_int((*out)->txn, db->dbi, "format", &fmt);
-    if (rc == 1 && fmt == MR_FORMAT_VERSION) {
-        __atomic_store_n(&db->format, MR_FORMAT_VERSION, __ATOMIC_RELAXED);
-        return 0;
+    /* a catalog of format 2: its records would each fail, so say why once */
+    if (!rc && (rc = mr_format_check(db, (*out)->txn, "reads"))) {
+        moraine_read_end(*out);
+        *out = NULL;
     }
-    moraine_read_end(*out);
-    *out = NULL;
-    if (rc < 0) return rc;
-    return mr_err(MORAINE_ECORRUPT, "the catalog is in format %lld (written by an older moraine), this build reads %d: `moraine compact` "
-                  "rewrites it in format %d", (long long)fmt, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
+    return rc;
 }
 
 int mr_read_begin(moraine_db *db, moraine_read **out)
@@ -242,16 +233,12 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
     int rc;
     while (it->left == 0) {
         if (it->p >= it->end) return 0;
-        uint64_t id, nrows, nbytes;
-        if ((rc = mr_get_uvarint(&it->p, it->end, &id)) || (rc = mr_get_uvarint(&it->p, it->end, &nrows)) ||
-            (rc = mr_get_uvarint(&it->p, it->end, &nbytes)))
-            return rc;
-        if (nbytes > (uint64_t)(it->end - it->p)) return mr_err(MORAINE_ECORRUPT, "value: child group runs past the end");
+        uint64_t id, nrows;
+        if ((rc = mr_group_head(&it->p, it->end, &id, &nrows, &it->gend))) return rc;
         mr_rel *r = mr_rel_by_id(it->db, id);
         if (!r) return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
         it->rel = &r->info;
         it->left = nrows;
-        it->gend = it->p + nbytes;
         if (nrows == 0) it->p = it->gend;
     }
     if ((rc = ensure_vals(&it->vals, &it->cap, it->rel->ncols))) return rc;

@@ -34,6 +34,20 @@ int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out)
     return rc;
 }
 
+int mr_format_check(moraine_db *db, MDB_txn *t, const char *does)
+{
+    if (__atomic_load_n(&db->format, __ATOMIC_RELAXED) == MR_FORMAT_VERSION) return 0;
+    int64_t fmt = 0;
+    int rc = mr_meta_get_int(t, db->dbi, "format", &fmt);
+    if (rc < 0) return rc;
+    if (rc == 1 && fmt == MR_FORMAT_VERSION) {
+        __atomic_store_n(&db->format, MR_FORMAT_VERSION, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return mr_err(MORAINE_ECORRUPT, "the catalog is in format %lld (written by an older moraine), this build %s %d: `moraine compact` "
+                  "rewrites it in format %d", (long long)fmt, does, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
+}
+
 int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v)
 {
     mr_buf k = {0};

@@ -120,12 +120,9 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
         if (!rc) rc = mr_decode_row(&p, end, &e->ord, e->vals, r->info.ncols, &e->ncols);
         if (!rc && e->ncols != r->info.ncols) rc = mr_err(MORAINE_ECORRUPT, "stored row has %zu columns, table %s has %zu", e->ncols, r->info.name, r->info.ncols);
         while (!rc && p < end) {
-            uint64_t id, nrows, nbytes;
-            if ((rc = mr_get_uvarint(&p, end, &id)) || (rc = mr_get_uvarint(&p, end, &nrows)) || (rc = mr_get_uvarint(&p, end, &nbytes))) break;
-            if (nbytes > (uint64_t)(end - p)) {
-                rc = mr_err(MORAINE_ECORRUPT, "child group runs past the end of the value");
-                break;
-            }
+            uint64_t id, nrows;
+            const uint8_t *gend;
+            if ((rc = mr_group_head(&p, end, &id, &nrows, &gend))) break;
             group *g = group_add(e);
             if (!g) {
                 rc = mr_err(MORAINE_ENOMEM, "out of memory");
@@ -133,8 +130,8 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
             }
             g->rel_id = (uint32_t)id;
             g->nrows = nrows;
-            rc = mr_buf_put(&g->bytes, p, (size_t)nbytes);
-            p += nbytes;
+            rc = mr_buf_put(&g->bytes, p, (size_t)(gend - p));
+            p = gend;
         }
         if (rc == MORAINE_ECORRUPT) {
             char m[512];

@@ -83,12 +83,12 @@ static void count_ranges(vstate *v, const mr_counts *met, const mr_counts *store
 static void check_children(vstate *v, mr_rel *parent, const moraine_value *pvals, const uint8_t *p, const uint8_t *end, moraine_value **buf, size_t *cap)
 {
     while (p < end) {
-        uint64_t id, nrows, nbytes;
-        if (mr_get_uvarint(&p, end, &id) || mr_get_uvarint(&p, end, &nrows) || mr_get_uvarint(&p, end, &nbytes) || nbytes > (uint64_t)(end - p)) {
+        uint64_t id, nrows;
+        const uint8_t *gend;
+        if (mr_group_head(&p, end, &id, &nrows, &gend)) {
             violation(v, "%s: embedded child group is damaged", parent->info.name);
             return;
         }
-        const uint8_t *gend = p + nbytes;
         mr_rel *c = mr_rel_by_id(v->db, id);
         if (!c || c->info.placement != MORAINE_PLACE_CHILD || !c->info.parent || strcmp(c->info.parent, parent->info.name) != 0) {
             violation(v, "%s: embeds rows of table id %llu, which is not one of its child tables", parent->info.name, (unsigned long long)id);
