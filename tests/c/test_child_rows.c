@@ -39,6 +39,8 @@
 
 #define PI "ducklake_partition_info"
 #define PC "ducklake_partition_column"
+static const char *const PI_COLS[] = {"partition_id", "table_id", "begin_snapshot", "end_snapshot"};
+static const char *const PC_COLS[] = {"partition_id", "table_id", "partition_key_index", "column_id", "transform"};
 
 static char root[4096];
 
@@ -223,6 +225,30 @@ static void path_of(char *out, size_t n, const char *name)
     if (snprintf(out, n, "%s/%s", root, name) >= (int)n) abort();
 }
 
+/* Opens the LMDB environment of the catalog at @path itself and begins a
+ * write transaction on its database; 0 or an LMDB error (nothing open). */
+static int raw_begin(const char *path, MDB_env **env, MDB_txn **t, MDB_dbi *dbi)
+{
+    int rc = mdb_env_create(env);
+    if (rc) return rc;
+    if (!(rc = mdb_env_set_mapsize(*env, 1ULL << 30)) && !(rc = mdb_env_open(*env, path, 0, 0664)) && !(rc = mdb_txn_begin(*env, NULL, 0, t)) &&
+        (rc = mdb_dbi_open(*t, NULL, 0, dbi)))
+        mdb_txn_abort(*t);
+    if (rc) mdb_env_close(*env);
+    return rc;
+}
+
+/* A new, empty catalog in directory @name of the test's folder (its path in
+ * @path), opened to write. */
+static moraine_db *new_catalog(const char *name, char *path, size_t n)
+{
+    path_of(path, n, name);
+    moraine_options o = {.no_sync = 1, .create = 1};
+    moraine_db *db = NULL;
+    CHECK_RC(moraine_open(path, &o, &db), 0);
+    return db;
+}
+
 /* Replaces the value of the first current row of relation @rel_id through
  * LMDB itself with what @damage makes of it (sealed again under its key). */
 static int poke(const char *path, uint32_t rel_id, void (*damage)(mr_buf *v))
@@ -236,15 +262,9 @@ static int poke(const char *path, uint32_t rel_id, void (*damage)(mr_buf *v))
     MDB_txn *t;
     MDB_dbi dbi;
     MDB_cursor *c;
-    int rc = mdb_env_create(&env);
-    if (!rc) rc = mdb_env_set_mapsize(env, 1ULL << 30);
-    if (!rc) rc = mdb_env_open(env, path, 0, 0664);
-    if (!rc) rc = mdb_txn_begin(env, NULL, 0, &t);
-    if (rc) {
-        mdb_env_close(env);
-        return rc;
-    }
-    if (!(rc = mdb_dbi_open(t, NULL, 0, &dbi))) rc = mdb_cursor_open(t, dbi, &c);
+    int rc = raw_begin(path, &env, &t, &dbi);
+    if (rc) return rc;
+    rc = mdb_cursor_open(t, dbi, &c);
     MDB_val k = {sizeof prefix, prefix}, v;
     if (!rc) {
         rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
@@ -358,14 +378,9 @@ static void count_violation(void *ud, const char *key, const char *problem)
 static void test_damaged_length(void)
 {
     char path[4096];
-    path_of(path, sizeof path, "lengths");
-    moraine_options o = {.no_sync = 1, .create = 1};
-    moraine_db *db;
-    CHECK_RC(moraine_open(path, &o, &db), 0);
+    moraine_db *db = new_catalog("lengths", path, sizeof path);
     moraine_txn *txn;
     CHECK_RC(moraine_txn_begin(db, 1, &txn), 0);
-    static const char *const PI_COLS[] = {"partition_id", "table_id", "begin_snapshot", "end_snapshot"};
-    static const char *const PC_COLS[] = {"partition_id", "table_id", "partition_key_index", "column_id", "transform"};
     CHECK_RC(moraine_txn_define(txn, PI, 4, PI_COLS), 0);
     CHECK_RC(moraine_txn_define(txn, PC, 5, PC_COLS), 0);
     moraine_value pi[4] = {vint(3), vint(1), vint(1), vnull()};
@@ -430,10 +445,7 @@ static void fewer_rows(mr_buf *v)
 static void test_rows_within_group(void)
 {
     char path[4096];
-    path_of(path, sizeof path, "groups");
-    moraine_options o = {.no_sync = 1, .create = 1};
-    moraine_db *db;
-    CHECK_RC(moraine_open(path, &o, &db), 0);
+    moraine_db *db = new_catalog("groups", path, sizeof path);
     moraine_txn *txn;
     CHECK_RC(moraine_txn_begin(db, 1, &txn), 0);
     static const char *const DF[] = {"data_file_id", "table_id", "begin_snapshot", "end_snapshot", "path"};
@@ -674,8 +686,6 @@ static void test_long_rows(void)
     moraine_db *db;
     CHECK_RC(moraine_open(path, &o, &db), 0);
     if (!db) return;
-    static const char *const PI_COLS[] = {"partition_id", "table_id", "begin_snapshot", "end_snapshot"};
-    static const char *const PC_COLS[] = {"partition_id", "table_id", "partition_key_index", "column_id", "transform"};
     enum { NPAR = 12 };
     int lens[4] = {0};
     static char text[20000]; /* printable: the export carries it as JSON */
@@ -791,13 +801,9 @@ static int write_marker(const char *path, int64_t fmt)
     MDB_txn *t;
     MDB_dbi dbi;
     mr_buf k = {0};
-    int rc = mdb_env_create(&env);
+    int rc = raw_begin(path, &env, &t, &dbi);
     if (rc) return rc;
-    rc = mdb_env_set_mapsize(env, 1ULL << 30);
-    if (!rc) rc = mdb_env_open(env, path, 0, 0664);
-    if (!rc) rc = mdb_txn_begin(env, NULL, 0, &t);
-    if (!rc && (rc = mdb_dbi_open(t, NULL, 0, &dbi))) mdb_txn_abort(t);
-    if (!rc && (rc = mr_meta_key(&k, "format"))) mdb_txn_abort(t);
+    if ((rc = mr_meta_key(&k, "format"))) mdb_txn_abort(t);
     if (!rc && (rc = mr_int_put(t, dbi, k.p, k.len, fmt))) mdb_txn_abort(t);
     if (!rc) rc = mdb_txn_commit(t);
     mr_buf_free(&k);
@@ -826,19 +832,25 @@ static int set_marker(const char *path, int64_t fmt)
     return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+/* A new, empty catalog (as new_catalog) whose marker then says format 2, as
+ * an older moraine would have created it, opened again. */
+static moraine_db *empty_format2(const char *name, char *path, size_t n)
+{
+    moraine_db *db = new_catalog(name, path, n);
+    moraine_close(db);
+    CHECK(set_marker(path, 2) == 0, "marking the catalog format 2");
+    db = NULL;
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    return db;
+}
+
 /* A handle opened on a format-2 catalog learns when it was rewritten in
  * format 3 since (by another handle or process): the next read and commit
  * read the marker again instead of refusing for good. */
 static void test_marker_again(void)
 {
     char path[4096];
-    path_of(path, sizeof path, "marker");
-    moraine_options o = {.no_sync = 1, .create = 1};
-    moraine_db *db;
-    CHECK_RC(moraine_open(path, &o, &db), 0);
-    moraine_close(db);
-    CHECK(set_marker(path, 2) == 0, "marking the catalog format 2");
-    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    moraine_db *db = empty_format2("marker", path, sizeof path);
     if (!db) return;
     moraine_read *rd = NULL;
     CHECK_RC(moraine_read_begin(db, &rd), MORAINE_ECORRUPT);
@@ -863,15 +875,9 @@ static void test_marker_again(void)
 static void test_import_into_empty_format2(void)
 {
     char path[4096], ndjson[4096];
-    path_of(path, sizeof path, "empty2");
     const char *fx = getenv("MORAINE_FIXTURES") ? getenv("MORAINE_FIXTURES") : "tests/fixtures";
     if (snprintf(ndjson, sizeof ndjson, "%s/ducklake/s1_evolution/catalog", fx) >= (int)sizeof ndjson) abort();
-    moraine_options o = {.no_sync = 1, .create = 1};
-    moraine_db *db;
-    CHECK_RC(moraine_open(path, &o, &db), 0);
-    moraine_close(db);
-    CHECK(set_marker(path, 2) == 0, "marking the catalog format 2");
-    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    moraine_db *db = empty_format2("empty2", path, sizeof path);
     if (!db) return;
     CHECK_RC(moraine_import_ndjson(db, ndjson, NULL, NULL), 0);
     moraine_read *rd = NULL;
