@@ -86,8 +86,7 @@ local function cmd_verify_isolated(ctx)
   finish(ok)
   if not ok then
     if moraine.is_error(res) then
-      fail(res.code .. ": " .. res.message, res.code == "EIO" and NO_CATALOG_HINT or errors.format_hint(res.message)
-        or "the catalog could not be read to the end")
+      fail(res.code .. ": " .. res.message, res.code == "EIO" and NO_CATALOG_HINT or "the catalog could not be read to the end")
     end
     error(res, 0)
   end
@@ -110,9 +109,7 @@ local function verify(ctx)
   finish(ok)
   if not ok then
     db:close()
-    if moraine.is_error(res) then
-      fail(res.code .. ": " .. res.message, errors.format_hint(res.message) or "the catalog could not be read to the end")
-    end
+    if moraine.is_error(res) then fail(res.code .. ": " .. res.message, "the catalog could not be read to the end") end
     error(res, 0)
   end
   if checked == nil and type(db.stats) == "function" then
