@@ -169,7 +169,7 @@ demo:
 # The benchmark (bench/README.md): moraine through C and Lua, the raw LMDB
 # floor, SQLite (as DuckLake creates it, and indexed) and DuckDB on one
 # generated catalog; sizes from BENCH_* (see bench/run.sh). Not part of `make test`.
-BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -O2 -g -Iengine
+BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -Iengine
 BENCH_BIN    := $(BUILD)/bench/gen $(BUILD)/bench/bench $(BUILD)/bench/lua54/benchclock.so $(BUILD)/bench/luajit/benchclock.so
 
 .PHONY: bench

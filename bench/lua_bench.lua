@@ -146,8 +146,19 @@ local ok, err = pcall(function()
       local pv, st = {}, {}
       for k = 0, meta.pkeys - 1 do pv[k + 1] = tostring((i + k) % 16) end
       for c = 1, meta.stats do
+        -- min/max are values of the column's type (the verbs refuse others: engine/statval.c), as bench.c writes them
+        local ty = meta.column_types and meta.column_types[c] or "int64"
+        local mn, mx
+        if ty == "date" then
+          mn, mx = string.format("2025-01-%02d", 1 + i % 28), string.format("2026-02-%02d", 1 + i % 28)
+        elseif ty:sub(1, 9) == "timestamp" then
+          mn = string.format("2025-01-%02d 00:%02d:%02d", 1 + i % 28, math.floor(i / 60) % 60, i % 60)
+          mx = string.format("2026-02-%02d 12:%02d:%02d", 1 + i % 28, math.floor(i / 60) % 60, i % 60)
+        else
+          mn, mx = tostring(i), tostring(i + 100000)
+        end
         st[c] = { column = meta.columns[c], column_size_bytes = 200000 + c, value_count = 100000 + i, null_count = c,
-          min_value = tostring(i), max_value = tostring(i + 100000) }
+          min_value = mn, max_value = mx }
       end
       fs[i + 1] = { path = string.format("bench/lua-%s-%d-%d/ducklake-0197aaaa-bbbb-7ccc-8ddd-%012d.parquet", runtime, seq, i, i),
         record_count = 100000 + i, file_size_bytes = 1800000 + i, footer_size = 2048, partition_values = pv, stats = st }
