@@ -18,7 +18,7 @@
 -- every snapshot row up to S walked (the read before rd:snapshot), beside
 -- SQLite's d.sql. Needs the
 -- stores of `bench moraine` and `bench sqlite WORK indexed`. Min and median of
--- BENCH_INTERLEAVE_ROUNDS rounds (21); writes results/interleave_<runtime>.md.
+-- BENCH_INTERLEAVE_ROUNDS rounds (21); writes results/interleave_<runtime>.md and .json.
 local moraine = require "moraine"
 local clock = require "benchclock"
 
@@ -257,5 +257,13 @@ io.stderr:write(text)
 os.execute("mkdir -p '" .. work .. "/results'")
 local f = assert(io.open(work .. "/results/interleave_" .. runtime .. ".md", "w"))
 f:write(text)
+f:close()
+-- every entry's min and median (seconds) for bench/report.mjs's verdicts
+local entries = {}
+for _, e in ipairs(E) do
+  entries[#entries + 1] = { peer = e.peer, shape = e.shape, rows = e.rows, min = sorted(e.t)[1], median = median(e.t) }
+end
+f = assert(io.open(work .. "/results/interleave_" .. runtime .. ".json", "w"))
+f:write(moraine.json_encode({ runtime = runtime, rounds = R, entries = entries }), "\n")
 f:close()
 db:close()

@@ -1,7 +1,8 @@
 // report.mjs — the table of one bench run: node bench/report.mjs WORK
 // Reads WORK/results/*.json, checks that every peer answered the same
 // question (same files, deletes and spec keys), prints the table, the
-// memory and disk sizes and where each target of issue #5 stands, and
+// memory and disk sizes, where each target of issue #5 stands and (from the
+// interleaved runs) each of issue #18, and
 // writes it to WORK/results/table.md. Exits non-zero if a peer's results are
 // missing or disagree.
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
@@ -156,15 +157,54 @@ if (existsSync(inter)) {
     }
   }
   const J = JSON.parse(readFileSync(inter, "utf8"));
-  const m = (peer, shape) => J.entries.find((e) => e.peer === peer && e.shape === shape).median;
+  const L = {};
+  for (const rt of ["luajit", "lua54"]) {
+    const p = `${work}/results/interleave_${rt}.json`;
+    if (existsSync(p)) L[rt] = JSON.parse(readFileSync(p, "utf8"));
+  }
+  // the median of one peer and shape in an interleaved run (undefined when it did not run)
+  const em = (run, peer, shape) => run?.entries.find((e) => e.peer === peer && e.shape === shape)?.median;
+  const m = (peer, shape) => em(J, peer, shape);
   const fl = m("floor", "walk");
   const ti = [];
-  const chk2 = (ok, what, val) => ti.push(`| ${what} | ${val} | ${ok ? "met" : "**missed**"} |`);
-  chk2(m("moraine_c_proj", "pv") <= 1.5 * fl, "(a) partition values, projected C within 1.5× of the floor", x(m("moraine_c_proj", "pv") / fl));
-  chk2(m("moraine_c_proj", "1col") <= 2 * fl, "(a) with one column's stats, projected C within 2× of the floor", x(m("moraine_c_proj", "1col") / fl));
-  chk2(m("sqlite_indexed", "all") >= 20 * m("moraine_c_proj", "all"), "(a) every column's stats, C ≥ 20× indexed SQLite",
-    x(m("sqlite_indexed", "all") / m("moraine_c_proj", "all")));
-  out("| target (interleaved, medians) | where it stands | |");
+  const chk2 = (ok, what, val) => ti.push(`| ${what} | ${val} | ${ok === undefined ? "not run" : ok ? "met" : "**missed**"} |`);
+  // ok when both sides ran: @peer's median at least @times faster than @base's
+  const faster = (base, peer, times) => (base === undefined || peer === undefined ? undefined : base >= times * peer);
+  const x2 = (v) => `${v.toFixed(2)}×`; // two decimals: 19.6× must not print as 20×
+  const ratio = (num, den) => (num === undefined || den === undefined ? "—" : x2(num / den));
+  chk2(m("moraine_c_proj", "pv") <= 1.5 * fl, "(a) partition values, projected C within 1.5× of the floor", ratio(m("moraine_c_proj", "pv"), fl));
+  chk2(m("moraine_c_proj", "1col") <= 2 * fl, "(a) with one column's stats, projected C within 2× of the floor", ratio(m("moraine_c_proj", "1col"), fl));
+  const SHAPES = [
+    ["pv", "partition values"],
+    ["1col", "one column's stats"],
+    ["all", "every column's stats"],
+  ];
+  for (const [shape, what] of SHAPES)
+    chk2(faster(m("sqlite_indexed", shape), m("moraine_c_proj", shape), 20), `(a) ${what}, C ≥ 20× indexed SQLite`,
+      ratio(m("sqlite_indexed", shape), m("moraine_c_proj", shape)));
+  for (const [rt, name, times] of [
+    ["luajit", "LuaJIT", 3],
+    ["lua54", "Lua 5.4", 2],
+  ])
+    for (const [shape, what] of SHAPES)
+      chk2(faster(em(L[rt], "sqlite_indexed", shape), em(L[rt], `moraine_${rt}_batch`, shape), times),
+        `(a) ${what}, ${name} batch read ≥ ${times}× indexed SQLite`, ratio(em(L[rt], "sqlite_indexed", shape), em(L[rt], `moraine_${rt}_batch`, shape)));
+  chk2(faster(m("sqlite_indexed", "d"), m("moraine_c", "d"), 2), "(d) whole catalog at S, C ≥ 2× indexed SQLite", ratio(m("sqlite_indexed", "d"), m("moraine_c", "d")));
+  for (const [rt, name] of [
+    ["luajit", "LuaJIT"],
+    ["lua54", "Lua 5.4"],
+  ])
+    chk2(faster(em(L[rt], "sqlite_indexed", "d"), em(L[rt], `moraine_${rt}_batch`, "d"), 2), `(d) whole catalog at S, ${name} ≥ 2× indexed SQLite`,
+      ratio(em(L[rt], "sqlite_indexed", "d"), em(L[rt], `moraine_${rt}_batch`, "d")));
+  chk2(med("c", "e_10k") >= 200000, "(e) 10k-file commits ≥ 200k files/s without fsync (C)", fmt(med("c", "e_10k"), "files/s"));
+  chk2(med("c", "e_1file") >= 5 * med("sqlite", "e_1file"), "(e) one-file commits ≥ 5× SQLite's (as DuckLake creates it), no fsync",
+    ratio(med("c", "e_1file"), med("sqlite", "e_1file")));
+  chk2(P.c.disk_bytes <= 1.2 * P.sqlite.disk_bytes, "store ≤ 1.2× SQLite's file, after import (compacted, as `moraine import` leaves it)",
+    `${(P.c.disk_bytes / P.sqlite.disk_bytes).toFixed(3)}× (${P.c.disk_bytes} ÷ ${P.sqlite.disk_bytes} bytes)`);
+  out("Issue 18's targets (bench/README.md); the import targets (8M rows: peak RSS under 500 MiB, ≥ 300k rows/s) need a larger catalog:");
+  out(`this run imported ${meta.total_rows} rows at ${fmt(med("c", "f_import"), "rows/s")}, peak RSS ${mb(P.c.peak_rss_load_kb)}.`);
+  out();
+  out("| target (interleaved runs' medians; commits and sizes from the runs above) | where it stands | |");
   out("|---|---:|---|");
   for (const l of ti) out(l);
   out();
