@@ -139,6 +139,8 @@ chk(med("c", "b_files_old") <= 2 * a("c"), "(b) within 2× of (a), through C", x
 chk(med("luajit", "b_files_old") <= 2 * a("luajit"), "(b) within 2× of (a), through LuaJIT", x(med("luajit", "b_files_old") / a("luajit")));
 chk(med("c", "e_10k") >= 200000, "(e) 10k-file commits ≥ 200k files/s without fsync (C)", fmt(med("c", "e_10k"), "files/s"));
 chk(P.c.disk_bytes <= 1.5 * P.sqlite.disk_bytes, "on-disk size ≤ 1.5× SQLite's", x(P.c.disk_bytes / P.sqlite.disk_bytes));
+out("Issue 5's targets (the first bench: the row-at-a-time reads and sizes of the table above; issue 18's follow the interleaved runs):");
+out();
 out("| target | where it stands | |");
 out("|---|---:|---|");
 for (const l of t) out(l);
