@@ -170,7 +170,7 @@ demo:
 # floor, SQLite (as DuckLake creates it, and indexed) and DuckDB on one
 # generated catalog; sizes from BENCH_* (see bench/run.sh). Not part of `make test`.
 BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -Iengine
-BENCH_BIN    := $(BUILD)/bench/gen $(BUILD)/bench/bench $(BUILD)/bench/lua54/benchclock.so $(BUILD)/bench/luajit/benchclock.so
+BENCH_BIN    := $(BUILD)/bench/gen $(BUILD)/bench/bench $(BUILD)/bench/store_pages $(BUILD)/bench/lua54/benchclock.so $(BUILD)/bench/luajit/benchclock.so
 
 .PHONY: bench
 bench:
@@ -186,6 +186,10 @@ $(BUILD)/bench/gen: bench/gen.c
 $(BUILD)/bench/bench: bench/bench.c $(BUILD)/libmoraine.a $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BUILD)/libmoraine.a -lsqlite3 $(LIBS)
+
+$(BUILD)/bench/store_pages: bench/store_pages.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIBS)
 
 $(BUILD)/bench/lua54/benchclock.so: bench/lclock.c
 	@mkdir -p $(dir $@)
