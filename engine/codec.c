@@ -7,12 +7,16 @@
  *             NULL(0) | INT(1) zigzag uvarint | STR(2) len:uvarint bytes
  *             | FALSE(3) | TRUE(4) | REAL(5) 8 bytes little-endian IEEE-754
  *             | JSON(6) len:uvarint bytes
- *   group  := rel_id:uvarint nrows:uvarint nbytes:uvarint (len:uvarint row){nrows}
+ *   group  := rel_id:uvarint nrows:uvarint nbytes:uvarint child{nrows}
+ *   child  := len:uvarint dord:uvarint cell{ncols of the child relation}
+ *             dord: zigzag of the row's ord less the ord of the row before
+ *             it in the group (0 for the first)
  *
- * Format 3 (this build): each child row is preceded by its byte length, so a
- * reader skips a child row it does not want without walking its cells.
- * Format 2 wrote child rows without it; mr_upgrade_value rewrites a format-2
- * value as format 3 (moraine_compact).
+ * Format 4 (this build): a child row is preceded by its byte length, so a
+ * reader skips a child row it does not want without walking its cells (format
+ * 3), and carries neither its column count (its relation's) nor its whole ord.
+ * Format 3 wrote child rows as `len row`, format 2 as `row`; mr_upgrade_value
+ * rewrites a value of either as format 4 (moraine_compact).
  *
  * Groups hold a parent's embedded children (docs/keyspace.md). The decoder
  * checks every length against the end of the buffer and never reads past it;
@@ -73,20 +77,20 @@ int mr_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static int64_t unzigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
 
-/* The cells written in place (no call per byte) into room reserved for the
- * row: at most 11 bytes a cell and 20 for its head, reserved first, and each
+/* The row's head (@nhead uvarints: ord and count, or a child row's ord
+ * difference) and its cells written in place (no call per byte) into room
+ * reserved for the row: at most 11 bytes a cell and 20 for its head, reserved first, and each
  * string's bytes, added to the reservation when the string comes (@most
  * bounds what the row can take so far; b->len moves only at the end, so a
  * failure appends nothing). */
-int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
+static int encode(mr_buf *b, const uint64_t *head, size_t nhead, const moraine_value *vals, size_t n)
 {
     if (n > (SIZE_MAX / 4) / 11) return mr_err(MORAINE_ENOMEM, "out of memory (a row of %zu cells)", n);
     size_t most = 20 + 11 * n;
     int rc = mr_buf_reserve(b, most);
     if (rc) return rc;
     uint8_t *p = b->p + b->len;
-    p += put_uvarint_at(p, (uint64_t)ord);
-    p += put_uvarint_at(p, n);
+    for (size_t i = 0; i < nhead; i++) p += put_uvarint_at(p, head[i]); /* at most two: within the 20 bytes */
     for (size_t i = 0; i < n; i++) {
         const moraine_value *v = &vals[i];
         switch (v->type) {
@@ -124,13 +128,20 @@ int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
     return 0;
 }
 
-int mr_encode_child_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
+int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
+{
+    const uint64_t head[2] = {(uint64_t)ord, n};
+    return encode(b, head, 2, vals, n);
+}
+
+int mr_encode_child_row(mr_buf *b, int64_t prev, int64_t ord, const moraine_value *vals, size_t n)
 {
     size_t at = b->len;
     int rc = mr_buf_reserve(b, 1);
     if (rc) return rc;
     b->len++; /* room for a one-byte length, the usual case */
-    if ((rc = mr_encode_row(b, ord, vals, n))) {
+    const uint64_t dord[1] = {zigzag((int64_t)((uint64_t)ord - (uint64_t)prev))};
+    if ((rc = encode(b, dord, 1, vals, n))) {
         b->len = at;
         return rc;
     }
@@ -204,9 +215,9 @@ int mr_decode_header(const uint8_t **p, const uint8_t *end, const uint8_t *key, 
 {
     if (end - *p < MR_HEADER_LEN) return mr_err(MORAINE_ECORRUPT, "value: shorter than its header");
     if (**p != MR_FORMAT_VERSION) {
-        if (**p == 2)
-            return mr_err(MORAINE_ECORRUPT, "value: format version 2 (a catalog written by an older moraine), this build reads %u: "
-                          "`moraine compact` rewrites it in format %u", MR_FORMAT_VERSION, MR_FORMAT_VERSION);
+        if (**p >= MR_FORMAT_OLDEST && **p < MR_FORMAT_VERSION)
+            return mr_err(MORAINE_ECORRUPT, "value: format version %u (a catalog written by an older moraine), this build reads %u: "
+                          "`moraine compact` rewrites it in format %u", **p, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
         return mr_err(MORAINE_ECORRUPT, "value: format version %u, this build reads %u", **p, MR_FORMAT_VERSION);
     }
     int rc = check_header(*p, end, key, keylen);
@@ -218,8 +229,8 @@ int mr_decode_header(const uint8_t **p, const uint8_t *end, const uint8_t *key, 
 int mr_decode_header_any(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen, int *version)
 {
     if (end - *p < MR_HEADER_LEN) return mr_err(MORAINE_ECORRUPT, "value: shorter than its header");
-    if (**p != MR_FORMAT_VERSION && **p != 2)
-        return mr_err(MORAINE_ECORRUPT, "value: format version %u, this build reads 2 and %u", **p, MR_FORMAT_VERSION);
+    if (**p > MR_FORMAT_VERSION || **p < MR_FORMAT_OLDEST)
+        return mr_err(MORAINE_ECORRUPT, "value: format version %u, this build reads %u to %u", **p, MR_FORMAT_OLDEST, MR_FORMAT_VERSION);
     int rc = check_header(*p, end, key, keylen);
     if (rc) return rc;
     *version = **p;
@@ -233,9 +244,34 @@ int mr_decode_row(const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_
     uint64_t u, n;
     int rc;
     if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
-    *ord = (int64_t)u;
     if ((rc = mr_get_uvarint(&p, end, &n))) return rc;
     if (n > cap) return mr_err(MORAINE_ECORRUPT, "value: %llu columns where the table has %zu", (unsigned long long)n, cap);
+    if ((rc = mr_decode_cells(&p, end, vals, (size_t)n))) return rc;
+    *ord = (int64_t)u;
+    *ncols = (size_t)n;
+    *pp = p;
+    return 0;
+}
+
+int mr_decode_child_row(const uint8_t **pp, const uint8_t *rend, const char *rel, int64_t prev, int64_t *ord, moraine_value *vals, size_t n)
+{
+    const uint8_t *p = *pp, *start = p;
+    uint64_t u;
+    int rc;
+    if ((rc = mr_get_uvarint(&p, rend, &u)) || (rc = mr_decode_cells(&p, rend, vals, n))) return rc;
+    if (p != rend)
+        return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", rel, (size_t)(p - start),
+                      (size_t)(rend - start));
+    *ord = mr_child_ord(prev, u);
+    *pp = p;
+    return 0;
+}
+
+int mr_decode_cells(const uint8_t **pp, const uint8_t *end, moraine_value *vals, size_t n)
+{
+    const uint8_t *p = *pp;
+    uint64_t u;
+    int rc;
     for (size_t i = 0; i < n; i++) {
         moraine_value *v = &vals[i];
         if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated at column %zu", i);
@@ -273,19 +309,21 @@ int mr_decode_row(const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_
         default: return mr_err(MORAINE_ECORRUPT, "value: unknown cell tag 0x%02x at column %zu", tag, i);
         }
     }
-    *ncols = (size_t)n;
     *pp = p;
     return 0;
 }
 
 /* Past the row at *pp (ord, ncols, cells), each cell checked as
- * mr_decode_row checks it; MORAINE_ECORRUPT as mr_decode_row. */
-static int skip_row(const uint8_t **pp, const uint8_t *end)
+ * mr_decode_row checks it: its *ord, *ncols and where its *cells begin;
+ * MORAINE_ECORRUPT as mr_decode_row. */
+static int skip_row(const uint8_t **pp, const uint8_t *end, uint64_t *ord, uint64_t *ncols, const uint8_t **cells)
 {
     const uint8_t *p = *pp;
     uint64_t u, n;
     int rc;
-    if ((rc = mr_get_uvarint(&p, end, &u)) || (rc = mr_get_uvarint(&p, end, &n))) return rc;
+    if ((rc = mr_get_uvarint(&p, end, ord)) || (rc = mr_get_uvarint(&p, end, &n))) return rc;
+    *ncols = n;
+    *cells = p;
     for (uint64_t i = 0; i < n; i++) {
         if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated at column %llu", (unsigned long long)i);
         uint8_t tag = *p++;
@@ -313,10 +351,40 @@ static int skip_row(const uint8_t **pp, const uint8_t *end)
     return 0;
 }
 
-/* Format 2 to 3: the header and the parent row as they are (the checksum
- * does not cover the version byte, but is computed again all the same), each
- * child group's rows given their length and its nbytes counted again. */
-int mr_upgrade_value(mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *key, size_t keylen)
+/* One child row of a format-2 or format-3 group at *pp (format 3: after its
+ * length, the row must end where the length says) appended to @rows as
+ * format 4 writes it: its length, the zigzag of its ord less *prev, its
+ * cells as they are (checked, and as many as @rel has columns). */
+static int upgrade_child_row(const uint8_t **pp, const uint8_t *gend, int ver, const mr_rel *rel, int64_t *prev, mr_buf *rows)
+{
+    const uint8_t *p = *pp, *rend = gend, *cells;
+    uint64_t ord, n;
+    int rc;
+    if (ver == 3 && (rc = mr_child_row_span(&p, gend, &rend))) return rc;
+    if ((rc = skip_row(&p, rend, &ord, &n, &cells))) return rc;
+    if (ver == 3 && p != rend)
+        return mr_err(MORAINE_ECORRUPT, "value: child row of %s ends %zu bytes before its length says", rel->info.name, (size_t)(rend - p));
+    if (n != rel->info.ncols)
+        return mr_err(MORAINE_ECORRUPT, "value: child row of %s has %llu columns, expected %zu", rel->info.name, (unsigned long long)n,
+                      rel->info.ncols);
+    uint64_t d = zigzag((int64_t)(ord - (uint64_t)*prev));
+    size_t len = 0;
+    for (uint64_t x = d;; x >>= 7) { /* the uvarint's length */
+        len++;
+        if (x < 0x80) break;
+    }
+    len += (size_t)(p - cells);
+    if ((rc = mr_put_uvarint(rows, len)) || (rc = mr_put_uvarint(rows, d)) || (rc = mr_buf_put(rows, cells, (size_t)(p - cells)))) return rc;
+    *prev = (int64_t)ord;
+    *pp = p;
+    return 0;
+}
+
+/* Format 2 or 3 to 4: the header and the parent row as they are (the
+ * checksum does not cover the version byte, but is computed again all the
+ * same), each child group's rows as format 4 writes them and its nbytes
+ * counted again. A format-4 record is sealed again as it is. */
+int mr_upgrade_value(moraine_db *db, mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *key, size_t keylen)
 {
     const uint8_t *p = v, *end = v + vlen;
     int ver, rc;
@@ -325,18 +393,22 @@ int mr_upgrade_value(mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *
     if (ver == MR_FORMAT_VERSION) {
         if ((rc = mr_buf_put(out, p, (size_t)(end - p)))) return rc;
     } else {
-        const uint8_t *row = p;
-        if ((rc = skip_row(&p, end)) || (rc = mr_buf_put(out, row, (size_t)(p - row)))) return rc;
+        const uint8_t *row = p, *cells;
+        uint64_t ord, n;
+        if ((rc = skip_row(&p, end, &ord, &n, &cells)) || (rc = mr_buf_put(out, row, (size_t)(p - row)))) return rc;
         mr_buf rows = {0};
         while (!rc && p < end) {
             uint64_t id, nrows;
             const uint8_t *gend;
             if ((rc = mr_group_head(&p, end, &id, &nrows, &gend))) break;
-            rows.len = 0;
-            for (uint64_t r = 0; !rc && r < nrows; r++) {
-                const uint8_t *rs = p;
-                if (!(rc = skip_row(&p, gend)) && !(rc = mr_put_uvarint(&rows, (uint64_t)(p - rs)))) rc = mr_buf_put(&rows, rs, (size_t)(p - rs));
+            const mr_rel *rel = mr_rel_by_id(db, id);
+            if (!rel) {
+                rc = mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
+                break;
             }
+            rows.len = 0;
+            int64_t prev = 0;
+            for (uint64_t r = 0; !rc && r < nrows; r++) rc = upgrade_child_row(&p, gend, ver, rel, &prev, &rows);
             if (!rc && p != gend) rc = mr_err(MORAINE_ECORRUPT, "value: child group has %lld stray bytes", (long long)(gend - p));
             if (!rc && !(rc = mr_put_uvarint(out, id)) && !(rc = mr_put_uvarint(out, nrows)) && !(rc = mr_put_uvarint(out, rows.len)))
                 rc = mr_buf_put(out, rows.p, rows.len);

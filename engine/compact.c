@@ -51,29 +51,31 @@ int mr_fsync_path(const char *path, int dir)
     return 0;
 }
 
-/* ---- the copy in format 3 ----
- * A catalog of format 2 (docs/codec.md, Versioning) is rewritten as it is
- * copied: every record (a value under a C, H, S or R key, or a relation
- * descriptor under M "rel") whose version byte is 2 is re-encoded by
+/* ---- the copy in format 4 ----
+ * A catalog of format 2 or 3 (docs/codec.md, Versioning) is rewritten as it
+ * is copied: every record (a value under a C, H, S or R key, or a relation
+ * descriptor under M "rel") whose version byte is not 4 is re-encoded by
  * mr_upgrade_value (its checksum verified first, a new one computed), and
- * the format marker says 3. Other entries (meta integers, counts) are the
- * same in both formats and copied as they are, as is every record already
- * in format 3. */
+ * the format marker says 4. Other entries (meta integers, counts) are the
+ * same in every format and copied as they are, as is every record already
+ * in format 4. */
 typedef struct {
     mr_buf fmt_key, rel_prefix; /* M "format"; M "rel" followed by the id */
     mr_buf val;                 /* the re-encoded value */
     uint8_t marker[12];         /* the format marker's value */
     mr_bounds bounds;           /* the map: a value must lie inside it */
+    moraine_db *db;             /* the catalog: its relations, for the child rows' column counts */
     int64_t from;               /* the catalog's format marker as the copy reads it (0: none) */
 } upgrade;
 
 /* Sets @u up for copying @db, read in @t: the keys it recognises, the
- * format-3 marker, the map's bounds and the catalog's marker (u->from).
+ * format-4 marker, the map's bounds and the catalog's marker (u->from).
  * Returns 0, MORAINE_ENOMEM, or the error reading the marker (ECORRUPT,
  * ELMDB); free with upgrade_free even on error. */
 static int upgrade_init(upgrade *u, moraine_db *db, MDB_txn *t)
 {
     memset(u, 0, sizeof *u);
+    u->db = db;
     int rc = mr_meta_key(&u->fmt_key, "format");
     if (!rc) rc = mr_meta_key(&u->rel_prefix, "rel");
     if (rc) return rc;
@@ -91,8 +93,8 @@ static void upgrade_free(upgrade *u)
     mr_buf_free(&u->val);
 }
 
-/* @out: the value entry (@k, @v) has in the copy: the format-3 marker for
- * M "format"; a record (C, H, S, R, M "rel") whose version byte is not 3
+/* @out: the value entry (@k, @v) has in the copy: the format-4 marker for
+ * M "format"; a record (C, H, S, R, M "rel") whose version byte is not 4
  * rewritten by mr_upgrade_value into u->val (valid until the next call);
  * any other entry as it is. Returns 0, or MORAINE_ECORRUPT (the value lies
  * outside the map; it does not decode, named by its key), MORAINE_ENOMEM. */
@@ -108,15 +110,16 @@ static int upgrade_entry(upgrade *u, const MDB_val *k, const MDB_val *v, MDB_val
     if (!record || v->mv_size == 0 || *(const uint8_t *)v->mv_data == MR_FORMAT_VERSION) return 0;
     if (!mr_value_ok(&u->bounds, v))
         return mr_err(MORAINE_ECORRUPT, "compact: a value of %zu bytes runs past the end of the file: LMDB's pages are damaged", v->mv_size);
-    int rc = mr_upgrade_value(&u->val, v->mv_data, v->mv_size, key, k->mv_size);
+    int rc = mr_upgrade_value(u->db, &u->val, v->mv_data, v->mv_size, key, k->mv_size);
     if (rc) {
         char m[600], kd[200];
         snprintf(m, sizeof m, "%s", moraine_errmsg());
         mr_key_describe(key, k->mv_size, kd, sizeof kd);
-        if (u->from == 2) /* this build cannot verify the catalog: say what can */
-            return mr_err(rc, "compact: the value at key %s does not decode (rewriting the catalog from format 2 to %d): %s; "
-                          "this build neither reads nor verifies format 2: `moraine verify` of the moraine that wrote it lists "
-                          "every damaged entry (repair them, or import the lake again), then compact", kd, MR_FORMAT_VERSION, m);
+        if (u->from >= MR_FORMAT_OLDEST && u->from < MR_FORMAT_VERSION) /* this build cannot verify the catalog: say what can */
+            return mr_err(rc, "compact: the value at key %s does not decode (rewriting the catalog from format %lld to %d): %s; "
+                          "this build neither reads nor verifies format %lld: `moraine verify` of the moraine that wrote it lists "
+                          "every damaged entry (repair them, or import the lake again), then compact", kd, (long long)u->from,
+                          MR_FORMAT_VERSION, m, (long long)u->from);
         return mr_err(rc, "compact: the value at key %s does not decode (rewriting it in format %d): %s", kd, MR_FORMAT_VERSION, m);
     }
     *out = (MDB_val){u->val.len, u->val.p};
@@ -247,7 +250,7 @@ int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info
     }
     moraine_read *rd = NULL;
     uint64_t n = 0;
-    rc = mr_read_begin(db, &rd); /* a format-2 catalog too: the copy is its upgrade */
+    rc = mr_read_begin(db, &rd); /* an older format's catalog too: the copy is its upgrade */
     if (!rc) {
         if (info) info->txnid = (uint64_t)mdb_txn_id(rd->txn);
         rc = copy_keys(db, rd, env, dest, &n, progress, ud);

@@ -175,6 +175,7 @@ int moraine_txn_delete_snapshot(moraine_txn *txn, int64_t snapshot_id)
 typedef struct {
     mr_rel *rel;
     uint64_t nrows;
+    int64_t last_ord; /* the ord of the group's last row (a child row stores its ord as the difference) */
     mr_buf bytes;
 } child_group;
 
@@ -238,8 +239,9 @@ static int encode_children(moraine_txn *txn, mr_rel *r, const moraine_value *row
             memset(grp, 0, sizeof *grp);
             grp->rel = cr;
         }
+        rc = mr_encode_child_row(&grp->bytes, grp->nrows ? grp->last_ord : 0, ord, c->row, c->ncols);
         grp->nrows++;
-        rc = mr_encode_child_row(&grp->bytes, ord, c->row, c->ncols);
+        grp->last_ord = ord;
     }
     if (ng > 1) qsort(g, ng, sizeof *g, cmp_child_group);
     *out = g;

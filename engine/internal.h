@@ -79,16 +79,27 @@ int mr_count_sum(MDB_txn *t, MDB_dbi dbi, const uint8_t *prefix, size_t plen, co
 int mr_count_mismatch(const uint8_t *prefix, size_t plen, int64_t met, int64_t counted); /* the ECORRUPT error */
 
 /* ---- codec.c: record values (docs/codec.md) ---- */
-/* 3: child rows carry their byte length; 2: without it; 1: the value
- * checksum covered the value only (docs/codec.md, Versioning) */
-#define MR_FORMAT_VERSION 3
+/* 4: a child row carries no column count and its ord as the difference from
+ * the row before it in the group; 3: child rows carry their byte length; 2:
+ * without it; 1: the value checksum covered the value only (docs/codec.md,
+ * Versioning) */
+#define MR_FORMAT_VERSION 4
+#define MR_FORMAT_OLDEST 2 /* the oldest format moraine_compact rewrites */
 enum { MR_T_NULL = 0, MR_T_INT = 1, MR_T_STR = 2, MR_T_FALSE = 3, MR_T_TRUE = 4, MR_T_REAL = 5, MR_T_JSON = 6 };
 int mr_put_uvarint(mr_buf *b, uint64_t v);
 int mr_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
-/* a child row as a group holds it: its byte length, then the row as
- * mr_encode_row writes it; on error nothing is appended */
-int mr_encode_child_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
+/* a child row as a group holds it: its byte length, the zigzag of @ord less
+ * @prev (the ord of the row before it in the group, 0 for the first), then
+ * its @n cells, no count (the relation's column count); on error nothing is
+ * appended */
+int mr_encode_child_row(mr_buf *b, int64_t prev, int64_t ord, const moraine_value *vals, size_t n);
+/* the ord a child row's stored difference @u gives after @prev (wrapping, as
+ * mr_encode_child_row took the difference) */
+static inline int64_t mr_child_ord(int64_t prev, uint64_t u)
+{
+    return (int64_t)((uint64_t)prev + (uint64_t)((int64_t)(u >> 1) ^ -(int64_t)(u & 1)));
+}
 /* mr_get_uvarint inline: the one-byte case first (most varints of a row),
  * then, with 10 bytes left, an unrolled loop with no bound check per byte;
  * the same checks (shortest form, 64 bits) as mr_get_uvarint. */
@@ -119,6 +130,24 @@ static inline int mr_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *o
 /* decodes ord + row at *p into vals (capacity cap); *ncols receives the count.
  * Returns 0 or MORAINE_ECORRUPT (never reads past end). */
 int mr_decode_row(const uint8_t **p, const uint8_t *end, int64_t *ord, moraine_value *vals, size_t cap, size_t *ncols);
+/* the cells of the row at @row, past its ord and count: for a row that
+ * mr_decode_row (or the projected decode) has read without error */
+static inline const uint8_t *mr_row_cells(const uint8_t *row)
+{
+    for (int k = 0; k < 2; k++) {
+        while (*row & 0x80) row++;
+        row++;
+    }
+    return row;
+}
+/* decodes @n cells at *p into vals (the cells of a row after its head) with
+ * mr_decode_row's checks; 0 or MORAINE_ECORRUPT */
+int mr_decode_cells(const uint8_t **p, const uint8_t *end, moraine_value *vals, size_t n);
+/* decodes the child row of @n cells at *p, which ends at @rend (its length
+ * read by mr_child_row_span), after the row of ord @prev (0: the first of
+ * its group): *ord and the cells; MORAINE_ECORRUPT (naming @rel) when a cell
+ * is damaged or the cells do not end exactly at @rend */
+int mr_decode_child_row(const uint8_t **p, const uint8_t *rend, const char *rel, int64_t prev, int64_t *ord, moraine_value *vals, size_t n);
 /* value header: version byte and CRC-32C of the key, then of the rest of the
  * value (docs/codec.md): a value is bound to the key it is stored under */
 #define MR_HEADER_LEN 5
@@ -130,13 +159,16 @@ int mr_child_row_span(const uint8_t **p, const uint8_t *end, const uint8_t **ren
  * row count and *gend = where its rows end (its nbytes); MORAINE_ECORRUPT
  * when a varint is damaged or the group runs past @end */
 int mr_group_head(const uint8_t **p, const uint8_t *end, uint64_t *rel_id, uint64_t *nrows, const uint8_t **gend);
-/* mr_decode_header for format 2 or 3 (*version): relation descriptors, which
- * are the same in both, and moraine_compact's rewrite of a format-2 catalog */
+/* mr_decode_header for format 2, 3 or 4 (*version): relation descriptors,
+ * which are the same in all three, and moraine_compact's rewrite of an older
+ * catalog */
 int mr_decode_header_any(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen, int *version);
-/* the stored record @v (format 2 or 3, under @key) as format 3 into @out
- * (cleared first), sealed under @key: each child row given its length;
- * MORAINE_ECORRUPT (and @out undefined) when it does not decode */
-int mr_upgrade_value(mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *key, size_t keylen);
+/* the stored record @v (format 2, 3 or 4, under @key) as format 4 into @out
+ * (cleared first), sealed under @key: each child row as
+ * mr_encode_child_row writes it, its column count checked against its
+ * relation in @db; MORAINE_ECORRUPT (and @out undefined) when it does not
+ * decode */
+int mr_upgrade_value(moraine_db *db, mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *key, size_t keylen);
 /* fills the checksum of the value starting at @start, stored under @key */
 void mr_value_seal(mr_buf *b, size_t start, const uint8_t *key, size_t keylen);
 /* checks version and checksum of a value read under @key; advances past the header */
@@ -225,13 +257,13 @@ struct moraine_db {
 
 /* MORAINE_EFORK unless @db is used in the process that opened it. */
 int mr_same_process(moraine_db *db);
-/* moraine_read_begin without its format check (moraine_compact reads a
- * format-2 catalog to rewrite it) */
+/* moraine_read_begin without its format check (moraine_compact reads an
+ * older format's catalog to rewrite it) */
 int mr_read_begin(moraine_db *db, moraine_read **out);
 /* 0 when the catalog of @db is in this build's store format: at once when
  * the handle knows it, else by reading the marker in @t (a catalog opened at
- * format 2 and rewritten since: remembered). MORAINE_ECORRUPT naming the
- * format and `moraine compact` otherwise ("this build @does 3": "reads",
+ * an older format and rewritten since: remembered). MORAINE_ECORRUPT naming the
+ * format and `moraine compact` otherwise ("this build @does 4": "reads",
  * "writes"), or the error reading the marker (moraine_read_begin,
  * moraine_txn_commit). */
 int mr_format_check(moraine_db *db, MDB_txn *t, const char *does);
@@ -346,6 +378,7 @@ typedef struct mr_proj {
     /* child walk of the last row */
     const uint8_t *kp, *kend, *gend;
     uint64_t kleft;
+    int64_t kprev;       /* ord of the group's row before the next (0 at its start) */
     int kwhich;          /* index in kids of the group walked, -1 between groups */
 } mr_proj;
 int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_proj **out);
@@ -368,6 +401,14 @@ void mr_proj_rel_free(mr_proj_rel *pr);
  * every error; both give the same result for the same bytes. */
 int mr_proj_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra);
 int mr_proj_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra);
+/* the same for a child row (docs/codec.md: no column count, its ord the
+ * difference from @prev, the ord of the row before it in its group) at *pp,
+ * after its length: @rend is where the length says it ends; a row filtered
+ * out is left with *pp at @rend */
+int mr_proj_child_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *rend, int64_t prev, int64_t *ord, moraine_value *out,
+                      moraine_value *extra);
+int mr_proj_child_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *rend, int64_t prev, int64_t *ord, moraine_value *out,
+                          moraine_value *extra);
 /* decodes the projected cells of the row at *pp (ord ncols cell*) into @out
  * (room for nout + 1 values, as mr_proj_row); returns 0 or MORAINE_ECORRUPT. */
 #define MR_PROJ_SKIP (-1)

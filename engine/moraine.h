@@ -173,8 +173,8 @@ typedef struct {
  * Returns 0, or MORAINE_EIO (path missing and not creating), MORAINE_ELMDB,
  * MORAINE_ECORRUPT (the directory holds an LMDB file that is not a moraine
  * catalog, or of format 1 or a newer format), MORAINE_ENOMEM. A catalog of
- * format 2 opens, for moraine_compact to rewrite it in format 3; reads and
- * commits on it are refused until then (docs/codec.md, Versioning).
+ * format 2 or 3 opens, for moraine_compact to rewrite it in format 4; reads
+ * and commits on it are refused until then (docs/codec.md, Versioning).
  */
 int moraine_open(const char *path, const moraine_options *opts, moraine_db **out);
 
@@ -339,8 +339,9 @@ int moraine_txn_delete_row(moraine_txn *txn, const char *name, int64_t ord);
  * next_file_id are not negative and not below the last snapshot's row;
  * otherwise MORAINE_ESNAPSHOT and nothing is written.
  * Returns 0, the first error any call on @txn returned (nothing written),
- * MORAINE_ECORRUPT (a catalog of format 2, written by an older moraine, takes
- * no commit until `moraine compact` rewrites it in format 3; docs/codec.md),
+ * MORAINE_ECORRUPT (a catalog of format 2 or 3, written by an older moraine,
+ * takes no commit until `moraine compact` rewrites it in format 4;
+ * docs/codec.md),
  * MORAINE_ESNAPSHOT (see above), MORAINE_EMAPFULL (map size exhausted even
  * after growing to max_map_size; nothing written), MORAINE_ELMDB.
  */
@@ -457,8 +458,8 @@ typedef struct moraine_cursor moraine_cursor;
  * moraine_read_begin - open a read transaction (a consistent view of the
  * catalog as of its newest commit). Many may be open at once, from any thread
  * (one per thread at a time). Returns 0, MORAINE_ELMDB, MORAINE_ECORRUPT (a
- * catalog of store format 2, written by an older moraine: `moraine compact`
- * rewrites it in format 3; docs/codec.md, Versioning), MORAINE_EINVAL (NULL
+ * catalog of store format 2 or 3, written by an older moraine: `moraine
+ * compact` rewrites it in format 4; docs/codec.md, Versioning), MORAINE_EINVAL (NULL
  * argument), MORAINE_ENOMEM, MORAINE_EFORK.
  */
 int moraine_read_begin(moraine_db *db, moraine_read **out);
@@ -481,7 +482,9 @@ typedef struct {
     /* embedded children, undecoded; walk them with moraine_row_children */
     const uint8_t *children;
     size_t children_len;
-    /* the row's own encoded bytes (ord and cells, docs/codec.md) */
+    /* the row's own encoded cells (docs/codec.md), ncols of them, without
+     * the row's head (its ord and count, or a child row's length and ord
+     * difference): what mr_decode_cells reads back */
     const uint8_t *raw;
     size_t raw_len;
 } moraine_row;
@@ -521,6 +524,7 @@ typedef struct {
     const uint8_t *gend;              /* where the group being walked ends (its nbytes) */
     const moraine_relation_info *rel; /* relation of the group being walked */
     uint64_t left;                    /* rows left in the group */
+    int64_t prev_ord;                 /* ord of the group's row before the next (0 at its start) */
     moraine_value *vals;              /* decode buffer (owned by the iterator) */
     size_t cap;
     moraine_db *db;
@@ -774,11 +778,13 @@ typedef struct {
  * (data.mdb and @dest's directory entry) before the call returns. @dest gets
  * the catalog directory's mode and data.mdb's. The copy must hold as many
  * entries as the source counted. Nothing is left at @dest on failure.
- * A catalog of store format 2 (an older moraine's; it opens, but reads and
- * commits are refused) is copied in format 3: every record of version 2 is
- * re-encoded with its child rows' lengths and sealed again, the format marker
- * says 3 (docs/codec.md, Versioning); a record that does not decode is
- * MORAINE_ECORRUPT naming its key (of a format-2 catalog, which this build
+ * A catalog of store format 2 or 3 (an older moraine's; it opens, but reads
+ * and commits are refused) is copied in format 4: every record of an older
+ * version is re-encoded (each child row with its length, its ord as the
+ * difference from the row before it, no column count; a child row's column
+ * count checked against its table) and sealed again, the format marker says
+ * 4 (docs/codec.md, Versioning); a record that does not decode is
+ * MORAINE_ECORRUPT naming its key (of an older catalog, which this build
  * cannot verify: the message says to verify it with the moraine that wrote
  * it), nothing left at @dest.
  * @info (may be NULL) receives the entry count and both files' sizes;
@@ -787,8 +793,8 @@ typedef struct {
  * Returns 0, or MORAINE_EINVAL (NULL argument; "compact cancelled"),
  * MORAINE_EEXIST (@dest exists), MORAINE_EIO (@dest cannot be created,
  * synced or stat'ed; the catalog's files cannot be stat'ed), MORAINE_ECORRUPT
- * (keys out of order, or entry counts that disagree; a format-2 record that
- * does not decode), MORAINE_ELMDB,
+ * (keys out of order, or entry counts that disagree; an older format's record
+ * that does not decode), MORAINE_ELMDB,
  * MORAINE_ENOMEM, MORAINE_EFORK.
  */
 int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info, moraine_progress_fn progress, void *ud);

@@ -537,7 +537,7 @@ int mr_clear_catalog(moraine_db *db)
 /* Import and init need a catalog with no rows. One that only has table
  * descriptors (an import of empty files, say) counts as empty: its
  * descriptors are dropped first, so it can be imported into again; so does
- * an empty catalog of store format 2, whose marker the clear rewrites. */
+ * an empty catalog of an older store format, whose marker the clear rewrites. */
 int mr_catalog_empty(moraine_db *db)
 {
     int64_t last;

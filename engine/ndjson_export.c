@@ -81,12 +81,11 @@ static int export_table(moraine_read *rd, const mr_rel *r, const char *dir, int 
     if (!vals) rc = mr_err(MORAINE_ENOMEM, "out of memory");
     mr_buf line = {0};
     for (size_t i = 0; !rc && i < n; i++) {
-        const uint8_t *p = es[i].raw;
-        int64_t ord;
-        size_t nc;
-        if ((rc = mr_decode_row(&p, es[i].raw + es[i].len, &ord, vals, r->info.ncols, &nc))) break;
+        const uint8_t *p = es[i].raw; /* the row's cells (moraine_row.raw), as the cursor read them */
+        int64_t ord = es[i].ord;
+        if ((rc = mr_decode_cells(&p, es[i].raw + es[i].len, vals, r->info.ncols))) break;
         line.len = 0;
-        rc = mr_json_row(&line, &r->info, vals, nc, 0, 1); /* an export carries secrets exactly */
+        rc = mr_json_row(&line, &r->info, vals, r->info.ncols, 0, 1); /* an export carries secrets exactly */
         if (rc == MORAINE_EINVAL) {
             char m[600];
             snprintf(m, sizeof m, "%s", moraine_errmsg());

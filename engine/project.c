@@ -334,15 +334,21 @@ static inline __attribute__((always_inline)) const uint8_t *fast_steps(const str
 /* The fast pass over the row at *pp: 1 when decoded (as decode_row would:
  * the same values in the same slots, the same *extra), 0 when a child row's
  * match column is not among the values asked for (the row is walked to its
- * end, *pp past it; with @jump, @end is the row's end, known from its
+ * end, *pp past it; for a @child row, @end is the row's end, known from its
  * length, and *pp is set there without walking the rest), -1 when the slow
- * pass must decide (*pp untouched). */
+ * pass must decide (*pp untouched). A @child row (docs/codec.md) has no
+ * column count and its ord is the difference from @prev. */
 static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
-                                                          moraine_value *out, moraine_value *extra, int jump)
+                                                          moraine_value *out, moraine_value *extra, int child, int64_t prev)
 {
     const uint8_t *p = *pp;
     uint64_t u, n;
-    if (!(p = fast_uv(p, end, &u)) || !(p = fast_uv(p, end, &n)) || n != pr->ncols) return -1;
+    if (child) {
+        if (!(p = fast_uv(p, end, &u))) return -1;
+    } else if (!(p = fast_uv(p, end, &u)) || !(p = fast_uv(p, end, &n)) || n != pr->ncols) {
+        return -1;
+    }
+    const int64_t o = child ? mr_child_ord(prev, u) : (int64_t)u;
     const struct mr_proj_step *st = pr->steps;
     if (pr->match_step < 0) {
         if (!(p = fast_steps(st, 0, pr->nsteps, p, end, out))) return -1;
@@ -351,9 +357,9 @@ static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr,
         if (!(p = fast_steps(st, 0, m + 1, p, end, out))) return -1;
         const moraine_value *v = &out[st[m].slot];
         if (!(v->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, v->i))) {
-            if (jump) p = end; /* a child row with its length: @end is where it ends */
+            if (child) p = end; /* a child row with its length: @end is where it ends */
             else if (!(p = fast_skip(p, end, pr->ncols - (size_t)pr->match_col - 1))) return -1;
-            *ord = (int64_t)u;
+            *ord = o;
             *pp = p;
             return 0;
         }
@@ -364,7 +370,7 @@ static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr,
         if (pr->extra_slot < 0) extra->type = MORAINE_NULL;
         else *extra = out[pr->extra_slot];
     }
-    *ord = (int64_t)u;
+    *ord = o;
     *pp = p;
     return 1;
 }
@@ -374,14 +380,14 @@ static inline __attribute__((always_inline)) int fast_row(const mr_proj_rel *pr,
  * bytes only bounds-checked (the value's checksum was verified before). The
  * reference the fast pass falls back to. */
 static __attribute__((noinline)) int decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord,
-                                                            moraine_value *out, moraine_value *extra)
+                                                            moraine_value *out, moraine_value *extra, int child, int64_t prev)
 {
     const uint8_t *p = *pp;
-    uint64_t u, n;
+    uint64_t u, n = pr->ncols;
     int rc;
     if ((rc = mr_uvarint(&p, end, &u))) return rc;
-    *ord = (int64_t)u;
-    if ((rc = mr_uvarint(&p, end, &n))) return rc;
+    *ord = child ? mr_child_ord(prev, u) : (int64_t)u;
+    if (!child && (rc = mr_uvarint(&p, end, &n))) return rc;
     if (n != pr->ncols) return mr_err(MORAINE_ECORRUPT, "value: %llu columns where %s has %zu", (unsigned long long)n, pr->rel->info.name, pr->ncols);
     const int *map = pr->map;
     moraine_value spare;
@@ -460,17 +466,36 @@ static __attribute__((noinline)) int decode_row(const mr_proj_rel *pr, const uin
     return 0;
 }
 
-int mr_proj_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra)
+static int row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra,
+                   int child, int64_t prev)
 {
-    int rc = decode_row(pr, pp, end, ord, out, extra);
+    int rc = decode_row(pr, pp, end, ord, out, extra, child, prev);
     if (rc) return rc;
     return !(pr->match_col >= 0 && !(extra->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, extra->i)));
 }
 
+int mr_proj_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra)
+{
+    return row_ref(pr, pp, end, ord, out, extra, 0, 0);
+}
+
 int mr_proj_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out, moraine_value *extra)
 {
-    int f = fast_row(pr, pp, end, ord, out, extra, 0);
-    return f >= 0 ? f : mr_proj_row_ref(pr, pp, end, ord, out, extra);
+    int f = fast_row(pr, pp, end, ord, out, extra, 0, 0);
+    return f >= 0 ? f : row_ref(pr, pp, end, ord, out, extra, 0, 0);
+}
+
+int mr_proj_child_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *rend, int64_t prev, int64_t *ord, moraine_value *out,
+                          moraine_value *extra)
+{
+    return row_ref(pr, pp, rend, ord, out, extra, 1, prev);
+}
+
+int mr_proj_child_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *rend, int64_t prev, int64_t *ord, moraine_value *out,
+                      moraine_value *extra)
+{
+    int f = fast_row(pr, pp, rend, ord, out, extra, 1, prev);
+    return f >= 0 ? f : row_ref(pr, pp, rend, ord, out, extra, 1, prev);
 }
 
 int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out,
@@ -509,6 +534,7 @@ static __attribute__((noinline)) int next_group(mr_proj *p, moraine_db *db)
             continue; /* not asked for: skipped by its length */
         }
         p->kleft = nrows;
+        p->kprev = 0;
         return 1;
     }
 }
@@ -524,9 +550,10 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
         const mr_proj_rel *pr = &p->kids[p->kwhich];
         const uint8_t *kp = p->kp, *gend = p->gend;
         uint64_t left = p->kleft;
+        int64_t prev = p->kprev;
         moraine_value m, *mx = pr->match_col >= 0 ? &m : NULL;
         int f;
-        const uint8_t *rend;
+        const uint8_t *rend, *rs;
         do { /* the rows of the group, those filtered out skipped by their length */
             uint64_t len;
             const uint8_t *q = fast_uv(kp, gend, &len);
@@ -537,22 +564,26 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
                 p->kp = kp;
                 return f;
             }
-            child->raw = kp;
-            f = fast_row(pr, &kp, rend, &child->ord, p->kvals, mx, 1);
-            if (f < 0 && (f = mr_proj_row_ref(pr, &kp, rend, &child->ord, p->kvals, mx)) < 0) {
+            rs = kp;
+            f = fast_row(pr, &kp, rend, &child->ord, p->kvals, mx, 1, prev);
+            if (f < 0 && (f = row_ref(pr, &kp, rend, &child->ord, p->kvals, mx, 1, prev)) < 0) {
                 p->kp = kp;
                 return f;
             }
             if (__builtin_expect(kp != rend, 0)) {
                 p->kp = kp;
                 return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", pr->rel->info.name,
-                              (size_t)(kp - child->raw), (size_t)(rend - child->raw));
+                              (size_t)(kp - rs), (size_t)(rend - rs));
             }
+            prev = child->ord;
             left--;
         } while (!f && left);
         p->kp = kp;
         p->kleft = left;
+        p->kprev = prev;
         if (!f) continue;
+        while (*rs & 0x80) rs++; /* the cells, past the ord difference the row was decoded with */
+        child->raw = rs + 1;
         child->raw_len = (size_t)(kp - child->raw);
         child->rel = &pr->rel->info;
         child->ncols = pr->nout;

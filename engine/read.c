@@ -64,7 +64,7 @@ int moraine_read_begin(moraine_db *db, moraine_read **out)
 {
     if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_read_begin: NULL argument");
     int rc = mr_read_begin(db, out);
-    /* a catalog of format 2: its records would each fail, so say why once */
+    /* a catalog of an older format: its records would each fail, so say why once */
     if (!rc && (rc = mr_format_check(db, (*out)->txn, "reads"))) {
         moraine_read_end(*out);
         *out = NULL;
@@ -160,8 +160,9 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
     size_t n;
     if ((rc = mr_decode_header(&p, end, k->mv_data, k->mv_size))) return corrupt_at(k, r);
-    row->raw = p;
+    const uint8_t *start = p;
     if ((rc = mr_decode_row(&p, end, &row->ord, *vals, r->info.ncols, &n))) return corrupt_at(k, r);
+    row->raw = mr_row_cells(start);
     row->raw_len = (size_t)(p - row->raw);
     if (n != r->info.ncols) {
         mr_err(MORAINE_ECORRUPT, "%zu columns where the table has %zu", n, r->info.ncols);
@@ -206,8 +207,9 @@ static int decode_projected(const mr_bounds *b, const MDB_val *k, const MDB_val 
     const uint8_t *p = v->mv_data, *end = p + v->mv_size;
     if ((rc = mr_decode_header(&p, end, k->mv_data, k->mv_size))) return corrupt_at(k, r);
     moraine_value bv;
-    row->raw = p;
+    const uint8_t *start = p;
     if ((rc = mr_proj_decode_row(&pj->row, &p, end, &row->ord, *vals, &bv))) return corrupt_at(k, r);
+    row->raw = mr_row_cells(start);
     row->raw_len = (size_t)(p - row->raw);
     *visible = s == MORAINE_ALL_VERSIONS || pj->row.extra_col < 0 || (bv.type == MORAINE_INT && bv.i <= s);
     row->rel = &r->info;
@@ -239,25 +241,25 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
         if (!r) return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
         it->rel = &r->info;
         it->left = nrows;
+        it->prev_ord = 0;
         if (nrows == 0) it->p = it->gend;
     }
     if ((rc = ensure_vals(&it->vals, &it->cap, it->rel->ncols))) return rc;
-    size_t n;
-    const uint8_t *rend;
+    const uint8_t *rend, *q;
+    uint64_t d;
     /* a row is held within its group, as a projected read holds it */
     if (it->p >= it->gend)
         return mr_err(MORAINE_ECORRUPT, "value: child group of %s ends before its %llu rows", it->rel->name, (unsigned long long)it->left);
     if ((rc = mr_child_row_span(&it->p, it->gend, &rend))) return rc;
-    child->raw = it->p;
-    if ((rc = mr_decode_row(&it->p, rend, &child->ord, it->vals, it->rel->ncols, &n))) return rc;
+    q = it->p;
+    if ((rc = mr_uvarint(&q, rend, &d))) return rc;
+    child->raw = q; /* the cells */
+    if ((rc = mr_decode_child_row(&it->p, rend, it->rel->name, it->prev_ord, &child->ord, it->vals, it->rel->ncols))) return rc;
     child->raw_len = (size_t)(it->p - child->raw);
-    if (n != it->rel->ncols) return mr_err(MORAINE_ECORRUPT, "value: child row of %s has %zu columns, expected %zu", it->rel->name, n, it->rel->ncols);
-    if (it->p != rend)
-        return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", it->rel->name, child->raw_len,
-                      (size_t)(rend - child->raw));
+    it->prev_ord = child->ord;
     it->left--;
     child->rel = it->rel;
-    child->ncols = n;
+    child->ncols = it->rel->ncols;
     child->vals = it->vals;
     child->children = NULL;
     child->children_len = 0;

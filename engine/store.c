@@ -280,7 +280,7 @@ int mr_load_relations(moraine_db *db, MDB_txn *t)
             break;
         }
         const uint8_t *p = val.mv_data, *end = p + val.mv_size;
-        int ver; /* a descriptor is the same in format 2 and 3: a format-2 catalog opens for moraine_compact */
+        int ver; /* a descriptor is the same in formats 2 to 4: an older catalog opens for moraine_compact */
         if ((rc = mr_decode_header_any(&p, end, key.mv_data, key.mv_size, &ver))) {
             char m[400];
             snprintf(m, sizeof m, "%s", moraine_errmsg());
@@ -743,7 +743,8 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         if (fmt == 1)
             rc = mr_err(MORAINE_ECORRUPT, "%s: catalog format 1 (an older moraine: values not bound to their keys), this build reads %d: "
                         "export it with the build that wrote it and import the export into a new catalog", path, MR_FORMAT_VERSION);
-        else if (fmt == 2) /* opens: its descriptors load, and moraine_compact rewrites it in format 3; no read or commit */
+        else if (fmt >= MR_FORMAT_OLDEST && fmt < MR_FORMAT_VERSION) /* opens: its descriptors load, and moraine_compact
+                                                                            rewrites it in format 4; no read or commit */
             rc = 0;
         else
             rc = fmt == MR_FORMAT_VERSION ? 0

@@ -16,6 +16,7 @@
 typedef struct {
     uint32_t rel_id;
     uint64_t nrows;
+    int64_t last_ord; /* the ord of the last row (a child row stores its ord as the difference from the row before) */
     mr_buf bytes;
 } group;
 

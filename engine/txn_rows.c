@@ -80,6 +80,28 @@ static const char *describe(char *out, size_t outlen, const mr_rel *r, const mor
     return out;
 }
 
+/* The ord of the last of the @nrows child rows between @p and @gend (a
+ * stored group, its checksum verified), which the next row appended to the
+ * group stores its ord against (docs/codec.md); 0 for no row.
+ * MORAINE_ECORRUPT when a row's length or ord does not read. */
+static int last_child_ord(const uint8_t *p, const uint8_t *gend, uint64_t nrows, int64_t *last)
+{
+    int64_t ord = 0;
+    for (uint64_t i = 0; i < nrows; i++) {
+        const uint8_t *rend, *q;
+        uint64_t d;
+        int rc = mr_child_row_span(&p, gend, &rend);
+        if (rc) return rc;
+        q = p;
+        if ((rc = mr_uvarint(&q, rend, &d))) return rc;
+        ord = mr_child_ord(ord, d);
+        p = rend;
+    }
+    if (p != gend) return mr_err(MORAINE_ECORRUPT, "value: child group has %lld bytes after its %llu rows", (long long)(gend - p), (unsigned long long)nrows);
+    *last = ord;
+    return 0;
+}
+
 /* Loads the stored value at @key (a live row or a snapshot) into a pending
  * entry so it can gain children or be ended. Returns 1 when found, 0 when not. */
 static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
@@ -130,7 +152,7 @@ static int load_pending(moraine_txn *txn, const mr_buf *key, pending **out)
             }
             g->rel_id = (uint32_t)id;
             g->nrows = nrows;
-            rc = mr_buf_put(&g->bytes, p, (size_t)(gend - p));
+            if (!(rc = mr_buf_put(&g->bytes, p, (size_t)(gend - p)))) rc = last_child_ord(p, gend, nrows, &g->last_ord);
             p = gend;
         }
         if (rc == MORAINE_ECORRUPT) {
@@ -292,8 +314,11 @@ static int append_child(pending *parent, mr_rel *child, const moraine_value *row
         int rc = mr_buf_reserve(&g->bytes, 256); /* a file's partition values or stats at once */
         if (rc) return rc;
     }
+    int rc = mr_encode_child_row(&g->bytes, g->nrows ? g->last_ord : 0, ord, row, n);
+    if (rc) return rc;
     g->nrows++;
-    return mr_encode_child_row(&g->bytes, ord, row, n);
+    g->last_ord = ord;
+    return 0;
 }
 
 static int put_rows_value(moraine_txn *txn, mr_rel *r, const moraine_value *row, size_t n, int64_t ord, unsigned flags)

@@ -387,26 +387,29 @@ describe("moraine compact (the command)", function()
   end)
 end)
 
-describe("a catalog of store format 2 (an older moraine's) and `moraine compact`", function()
+describe("a catalog of an older store format (2 or 3, an older moraine's) and `moraine compact`", function()
   after_each(support.cleanup)
 
-  -- tests/fixtures/format2/<scenario>/data.mdb: the fixture imported by the
-  -- build before format 3 (docs/codec.md, Versioning), copied to a new folder
-  local function format2(scenario)
-    local dir = support.tmpdir("format2")
+  -- tests/fixtures/format<N>/<scenario>/data.mdb: the fixture imported by the
+  -- build before format N + 1 (docs/codec.md, Versioning), copied to a new folder
+  local function older(format, scenario)
+    local dir = support.tmpdir("format" .. format)
     support.mkdir(dir)
     local fixtures = (os.getenv("MORAINE_FIXTURES") or "tests/fixtures/ducklake"):gsub("/ducklake$", "")
-    support.write(dir .. "/data.mdb", support.read(fixtures .. "/format2/" .. scenario .. "/data.mdb"))
+    support.write(dir .. "/data.mdb", support.read(fixtures .. "/format" .. format .. "/" .. scenario .. "/data.mdb"))
     return dir
   end
+  local function format2(scenario) return older(2, scenario) end
 
-  for _, scenario in ipairs({ "s1_evolution", "s3_edge_values" }) do
-    it(scenario .. ": reads and commits are refused with the reason, compact rewrites it, then it exports what a fresh import exports", function()
-      local dir = format2(scenario)
+  for _, case in ipairs({ { 2, "s1_evolution" }, { 2, "s3_edge_values" }, { 3, "s1_evolution" }, { 3, "s3_edge_values" } }) do
+    local format, scenario = case[1], case[2]
+    it("format " .. format .. ", " .. scenario .. ": reads and commits are refused with the reason, compact rewrites it, then it "
+      .. "exports what a fresh import exports", function()
+      local dir = older(format, scenario)
       local stored = support.read(dir .. "/data.mdb")
       local r = run({ "-c", dir, "tables" })
       assert.are.equal(1, r.code, r.show)
-      assert.matches("format 2", r.err, 1, true)
+      assert.matches("format " .. format, r.err, 1, true)
       assert.matches("hint: run 'moraine compact' once", r.err, 1, true)
       r = run({ "-c", dir, "verify" })
       assert.are.equal(1, r.code, r.show)
@@ -416,7 +419,7 @@ describe("a catalog of store format 2 (an older moraine's) and `moraine compact`
       local ok, err = pcall(db.read, db, function() end)
       assert.is_false(ok)
       assert.are.equal("ECORRUPT", err.code)
-      assert.matches("`moraine compact` rewrites it in format 3", err.message, 1, true)
+      assert.matches("`moraine compact` rewrites it in format 4", err.message, 1, true)
       ok, err = pcall(db.commit, db, nil, function(tx) tx:define("later", { "a" }) end)
       assert.is_false(ok)
       assert.matches("nothing was written", tostring(err.message or err), 1, true)

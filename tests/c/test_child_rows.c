@@ -1,24 +1,28 @@
 /*
- * test_child_rows — format 3 (docs/codec.md): every embedded child row carries
- * its byte length, and a format-2 catalog is rewritten in format 3 by
- * moraine_compact.
+ * test_child_rows — format 4 (docs/codec.md): every embedded child row carries
+ * its byte length (format 3), then its ord as the difference from the row
+ * before it in the group and its cells without a count; a catalog of format 2
+ * or 3 is rewritten in format 4 by moraine_compact.
  *
- *  - mr_encode_child_row writes the length of exactly the row mr_encode_row
- *    writes (one, two and three length bytes), and mr_child_row_span finds
- *    its end; a length running past the end is refused.
- *  - mr_upgrade_value turns a format-2 value (built here by hand) into the
- *    bytes a format-3 encoder writes for the same rows; a format-3 value is
- *    copied as it is; a damaged format-2 value is refused.
+ *  - mr_encode_child_row writes the length, the zigzag of the ord's
+ *    difference and exactly the cells mr_encode_row writes (one, two and
+ *    three length bytes; differences of any sign and size), mr_child_row_span
+ *    finds its end and mr_decode_child_row reads the ord and cells back; a
+ *    length running past the end is refused.
+ *  - mr_upgrade_value turns a format-2 or format-3 value (built here by hand)
+ *    into the bytes the format-4 encoder writes for the same rows; a format-4
+ *    value is copied as it is; a damaged value, a child row whose column
+ *    count is not its table's and a group of an unknown table are refused.
  *  - A stored child row whose length disagrees with its cells (the value's
  *    checksum recomputed, so only the length is wrong) is MORAINE_ECORRUPT
  *    for the plain child walk and for a projected read (also one filtered
  *    on its column_id; filtered past it, it is skipped by its length), and
  *    a violation for moraine_verify; the other rows still read.
- *  - A format-2 catalog (tests/fixtures/format2, written by the build before
- *    format 3) opens, refuses reads and commits with the reason (nothing is
- *    written), and moraine_compact's copy exports the same NDJSON, byte for
- *    byte, as a fresh import of the same DuckLake catalog, verifies clean and
- *    takes a commit. A damaged value stops the copy: nothing at the
+ *  - Catalogs of format 2 and 3 (tests/fixtures/format2 and format3, written
+ *    by the builds before formats 3 and 4) open, refuse reads and commits with
+ *    the reason (nothing is written), and moraine_compact's copy exports the
+ *    same NDJSON, byte for byte, as a fresh import of the same DuckLake
+ *    catalog, verifies clean and takes a commit. A damaged value stops the copy: nothing at the
  *    destination, data.mdb as it was, and the message says what to do.
  *  - Child rows whose length takes 1, 2 and 3 bytes, written by commits to
  *    stored parents and by moraine_txn_insert_version, read the same through
@@ -78,26 +82,38 @@ static void test_encode(void)
     for (int round = 0; round < 3000; round++) {
         moraine_value v[8];
         size_t n = random_row(v);
-        int64_t ord = (int64_t)check_below(1u << 20);
+        /* ords rising by small steps (the usual group), falling, and far apart */
+        int64_t prev = round % 2 ? (int64_t)check_below(1u << 20) : 0, ord;
+        switch (round % 4) {
+        case 0: ord = prev + 1 + (int64_t)check_below(3); break;
+        case 1: ord = prev - (int64_t)check_below(1000); break;
+        case 2: ord = (int64_t)check_rand(); break;
+        default: ord = round % 8 == 3 ? INT64_MAX : INT64_MIN + (int64_t)check_below(5); prev = -prev; break;
+        }
         mr_buf plain = {0}, child = {0};
         mr_buf_put(&child, "junk", 4); /* what the buffer held before stays */
-        if (mr_encode_row(&plain, ord, v, n) || mr_encode_child_row(&child, ord, v, n)) abort();
+        if (mr_encode_row(&plain, ord, v, n) || mr_encode_child_row(&child, prev, ord, v, n)) abort();
         const uint8_t *p = child.p + 4, *rend = NULL;
         int rc = mr_child_row_span(&p, child.p + child.len, &rend);
         size_t head = (size_t)(p - child.p) - 4;
         if (head < 4) lens[head]++;
-        if (rc || memcmp(child.p, "junk", 4) != 0 || rend != child.p + child.len || (size_t)(rend - p) != plain.len ||
-            memcmp(p, plain.p, plain.len) != 0)
+        /* the row: the zigzag of the difference, then the cells as mr_encode_row writes them */
+        uint64_t diff = (uint64_t)ord - (uint64_t)prev, zz = diff << 1 ^ (uint64_t)((int64_t)diff >> 63);
+        mr_buf want = {0};
+        const uint8_t *cells = mr_row_cells(plain.p);
+        if (mr_put_uvarint(&want, zz) || mr_buf_put(&want, cells, plain.len - (size_t)(cells - plain.p))) abort();
+        if (rc || memcmp(child.p, "junk", 4) != 0 || rend != child.p + child.len || (size_t)(rend - p) != want.len ||
+            memcmp(p, want.p, want.len) != 0)
             bad++;
-        /* the row decodes within its span, to its end */
+        /* the row decodes within its span, to its end, to the same ord */
         moraine_value out[8];
         int64_t o;
-        size_t nc;
-        if (!rc && (mr_decode_row(&p, rend, &o, out, 8, &nc) || p != rend || o != ord || nc != n)) bad++;
+        if (!rc && (mr_decode_child_row(&p, rend, "t", prev, &o, out, n) || p != rend || o != ord)) bad++;
+        mr_buf_free(&want);
         mr_buf_free(&plain);
         mr_buf_free(&child);
     }
-    CHECK(bad == 0, "%d child rows not written as their length then the row", bad);
+    CHECK(bad == 0, "%d child rows not written as their length, their ord's difference and their cells", bad);
     CHECK(lens[1] > 0 && lens[2] > 0 && lens[3] > 0, "lengths of 1, 2 and 3 bytes all tried (%d, %d, %d)", lens[1], lens[2], lens[3]);
 
     /* a length running past the end, and a damaged length varint */
@@ -115,91 +131,137 @@ static void test_encode(void)
 }
 
 /* A value of format @version: the parent row @pv, then @ng groups of rel
- * ids @ids with @nr[g] rows each (rows[g][r], @ncols cells), sealed under
- * @key. Format 2 writes the rows bare, format 3 each after its length. */
+ * ids @ids with @nr[g] rows each (rows[g][r], @ncols[g] cells, ords 3r + 1),
+ * sealed under @key. Format 2 writes the rows bare, format 3 each after its
+ * length, format 4 as mr_encode_child_row does. */
 static void build_value(mr_buf *b, int version, const uint8_t *key, size_t klen, const moraine_value *pv, size_t npv, size_t ng,
-                        const uint64_t *ids, const size_t *nr, moraine_value rows[][4][8], size_t ncols)
+                        const uint64_t *ids, const size_t *nr, moraine_value rows[][4][8], const size_t *ncols)
 {
     b->len = 0;
     if (mr_value_begin(b) || mr_encode_row(b, 7, pv, npv)) abort();
     b->p[0] = (uint8_t)version;
     for (size_t g = 0; g < ng; g++) {
-        mr_buf rb = {0};
+        mr_buf rb = {0}, row = {0};
         for (size_t r = 0; r < nr[g]; r++) {
-            int rc = version == 2 ? mr_encode_row(&rb, (int64_t)(r * 3), rows[g][r], ncols) : mr_encode_child_row(&rb, (int64_t)(r * 3), rows[g][r], ncols);
+            int64_t ord = (int64_t)(r * 3 + 1);
+            row.len = 0;
+            int rc = version == 4 ? mr_encode_child_row(&rb, r ? ord - 3 : 0, ord, rows[g][r], ncols[g])
+                                  : mr_encode_row(&row, ord, rows[g][r], ncols[g]);
+            if (!rc && version == 3) rc = mr_put_uvarint(&rb, row.len);
+            if (!rc && version != 4) rc = mr_buf_put(&rb, row.p, row.len);
             if (rc) abort();
         }
         if (mr_put_uvarint(b, ids[g]) || mr_put_uvarint(b, nr[g]) || mr_put_uvarint(b, rb.len) || mr_buf_put(b, rb.p, rb.len)) abort();
         mr_buf_free(&rb);
+        mr_buf_free(&row);
     }
     mr_value_seal(b, 0, key, klen);
 }
 
+static moraine_db *new_catalog(const char *name, char *path, size_t n);
+
 static void test_upgrade_value(void)
 {
+    /* three tables of 3, 5 and 8 columns, for the groups' relation ids and column counts */
+    static const char *const cols[8] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+    static const char *const names[3] = {"codec_a", "codec_b", "codec_c"};
+    const size_t ncols[3] = {3, 5, 8};
+    uint64_t ids[3];
+    char path[4096];
+    moraine_db *db = new_catalog("codec", path, sizeof path);
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, 1, &txn), 0);
+    for (int t = 0; t < 3; t++) CHECK_RC(moraine_txn_define(txn, names[t], ncols[t], cols), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    for (int t = 0; t < 3; t++) {
+        moraine_relation_info ri;
+        CHECK_RC(moraine_relation(db, names[t], &ri), 0);
+        ids[t] = ri.id;
+    }
     static const uint8_t key[] = {'C', 0x14, 0x80, 0, 0, 0, 0, 0, 0, 0x03, 0x14, 0x80, 0, 0, 0, 0, 0, 0, 0x01};
     static moraine_value rows[3][4][8];
     int bad = 0;
-    mr_buf v2 = {0}, v3 = {0}, up = {0};
+    mr_buf v2 = {0}, v3 = {0}, v4 = {0}, up = {0};
     for (int round = 0; round < 400; round++) {
         moraine_value pv[8];
         size_t npv = random_row(pv), ng = check_below(4), nr[3];
-        size_t ncols = 1 + check_below(8);
-        uint64_t ids[3] = {2, 5, 300}; /* a relation id of two varint bytes too */
         for (size_t g = 0; g < ng; g++) {
             nr[g] = check_below(5);
             for (size_t r = 0; r < nr[g]; r++) {
                 moraine_value tmp[8];
                 size_t n = random_row(tmp);
-                for (size_t c = 0; c < ncols; c++) rows[g][r][c] = c < n ? tmp[c] : vint((int64_t)c);
+                for (size_t c = 0; c < ncols[g]; c++) rows[g][r][c] = c < n ? tmp[c] : vint((int64_t)c);
             }
         }
         build_value(&v2, 2, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
         build_value(&v3, 3, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
-        if (mr_upgrade_value(&up, v2.p, v2.len, key, sizeof key) || up.len != v3.len || memcmp(up.p, v3.p, v3.len) != 0) bad++;
-        /* format 3 is copied as it is */
-        if (mr_upgrade_value(&up, v3.p, v3.len, key, sizeof key) || up.len != v3.len || memcmp(up.p, v3.p, v3.len) != 0) bad++;
+        build_value(&v4, 4, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
+        if (mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
+        if (mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
+        /* format 4 is copied as it is */
+        if (mr_upgrade_value(db, &up, v4.p, v4.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
         /* under another key the checksum fails */
-        if (mr_upgrade_value(&up, v2.p, v2.len, key, sizeof key - 1) != MORAINE_ECORRUPT) bad++;
+        if (mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key - 1) != MORAINE_ECORRUPT) bad++;
     }
-    CHECK(bad == 0, "%d format-2 values not rewritten as the format-3 encoder writes them", bad);
+    CHECK(bad == 0, "%d format-2 or format-3 values not rewritten as the format-4 encoder writes them", bad);
 
-    /* damaged format-2 values: a flipped bit, a group with a stray byte (the
-     * checksum recomputed), a version byte neither 2 nor 3 */
+    /* damaged older values: a flipped bit, a group with a stray byte (the
+     * checksum recomputed), a format-3 row whose length says more than it
+     * takes, a row with a column more than its table, a group of no table, a
+     * version byte of no format this build knows */
     moraine_value pv[2] = {vint(1), vstr("x", 1)};
     static moraine_value one[3][4][8];
     one[0][0][0] = vint(9);
     one[0][0][1] = vstr("year", 4);
-    uint64_t ids[1] = {2};
+    one[0][0][2] = vnull();
     size_t nr[1] = {1};
-    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, 2);
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, ncols);
     v2.p[v2.len - 1] ^= 0x01;
-    CHECK_RC(mr_upgrade_value(&up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
     CHECK(strstr(moraine_errmsg(), "checksum") != NULL, "a flipped bit: '%s'", moraine_errmsg());
-    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, 2);
-    size_t nbytes_at = v2.len - 11; /* the group: id, nrows, nbytes, then a row of 10 bytes: ord, ncols, INT 9, STR 'year' */
-    CHECK(v2.p[nbytes_at] == 10 && v2.p[nbytes_at - 2] == 2, "the hand-built group is where expected");
-    v2.p[nbytes_at] = 11;
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, ncols);
+    size_t nbytes_at = v2.len - 12; /* the group: id, nrows, nbytes, then a row of 11 bytes: ord, ncols, INT 9, STR 'year', NULL */
+    CHECK(v2.p[nbytes_at] == 11 && v2.p[nbytes_at - 1] == 1, "the hand-built group is where expected");
+    v2.p[nbytes_at] = 12;
     mr_buf_byte(&v2, 0x00);
     mr_value_seal(&v2, 0, key, sizeof key);
-    CHECK_RC(mr_upgrade_value(&up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
     CHECK(strstr(moraine_errmsg(), "stray") != NULL, "a stray byte: '%s'", moraine_errmsg());
-    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, 2);
+    build_value(&v3, 3, key, sizeof key, pv, 2, 1, ids, nr, one, ncols);
+    CHECK(v3.p[v3.len - 12] == 11 && v3.p[v3.len - 13] == 12, "the hand-built format-3 row is where expected");
+    v3.p[v3.len - 13] = 13; /* the group's nbytes one more, the row's length one more, a byte after it */
+    v3.p[v3.len - 12] = 12;
+    mr_buf_byte(&v3, 0x00);
+    mr_value_seal(&v3, 0, key, sizeof key);
+    CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "before its length says") != NULL, "a format-3 length past the row: '%s'", moraine_errmsg());
+    const size_t four[1] = {4};
+    one[0][0][3] = vint(1);
+    build_value(&v3, 3, key, sizeof key, pv, 2, 1, ids, nr, one, four);
+    CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "has 4 columns, expected 3") != NULL, "a column too many: '%s'", moraine_errmsg());
+    const uint64_t nowhere[1] = {ids[2] + 1000};
+    build_value(&v3, 3, key, sizeof key, pv, 2, 1, nowhere, nr, one, ncols);
+    CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "unknown table id") != NULL, "a group of no table: '%s'", moraine_errmsg());
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, ncols);
     v2.p[0] = 1;
-    CHECK_RC(mr_upgrade_value(&up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
-    v2.p[0] = 4;
-    CHECK_RC(mr_upgrade_value(&up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
-    CHECK(strstr(moraine_errmsg(), "version 4") != NULL, "an unknown version: '%s'", moraine_errmsg());
+    CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
+    v2.p[0] = 5;
+    CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "version 5") != NULL, "an unknown version: '%s'", moraine_errmsg());
     mr_buf_free(&v2);
     mr_buf_free(&v3);
+    mr_buf_free(&v4);
     mr_buf_free(&up);
+    moraine_close(db);
 }
 
 /* The worked example of docs/codec.md, byte for byte. */
 static void test_worked_example(void)
 {
-    static const uint8_t want[] = {0x03, 0xdf, 0x7e, 0x8d, 0x30, 0x00, 0x04, 0x01, 0x06, 0x01, 0x02, 0x01, 0x08, 0x00, 0x02, 0x01, 0x11,
-                                   0x10, 0x00, 0x05, 0x01, 0x06, 0x01, 0x02, 0x01, 0x00, 0x01, 0x04, 0x02, 0x04, 'y',  'e',  'a',  'r'};
+    static const uint8_t want[] = {0x04, 0xf4, 0x56, 0x31, 0x4f, 0x00, 0x04, 0x01, 0x06, 0x01, 0x02, 0x01, 0x08, 0x00, 0x02, 0x01, 0x10,
+                                   0x0f, 0x00, 0x01, 0x06, 0x01, 0x02, 0x01, 0x00, 0x01, 0x04, 0x02, 0x04, 'y',  'e',  'a',  'r'};
     uint8_t key[28] = {'C'};
     for (int e = 0; e < 3; e++) { /* C(1, 1, 3): each a key int, 0x14 then 8 bytes big-endian with the sign bit flipped */
         key[1 + 9 * e] = 0x14;
@@ -209,7 +271,7 @@ static void test_worked_example(void)
     moraine_value pi[4] = {vint(3), vint(1), vint(4), vnull()};
     moraine_value pc[5] = {vint(3), vint(1), vint(0), vint(2), vstr("year", 4)};
     mr_buf rows = {0}, v = {0};
-    if (mr_encode_child_row(&rows, 0, pc, 5) || mr_value_begin(&v) || mr_encode_row(&v, 0, pi, 4) || mr_put_uvarint(&v, 2) ||
+    if (mr_encode_child_row(&rows, 0, 0, pc, 5) || mr_value_begin(&v) || mr_encode_row(&v, 0, pi, 4) || mr_put_uvarint(&v, 2) ||
         mr_put_uvarint(&v, 1) || mr_put_uvarint(&v, rows.len) || mr_buf_put(&v, rows.p, rows.len))
         abort();
     mr_value_seal(&v, 0, key, sizeof key);
@@ -486,7 +548,7 @@ static void test_rows_within_group(void)
     CHECK_RC(poke(path, id, fewer_rows), 0);
 }
 
-/* ---- a format-2 catalog ------------------------------------------------------------ */
+/* ---- catalogs of older formats ------------------------------------------------------ */
 
 static int copy_file(const char *from, const char *to)
 {
@@ -545,26 +607,30 @@ static int same_export(const char *a, const char *b, int *files)
     return same && n == m;
 }
 
-static void test_format2(const char *name)
+/* The catalog of tests/fixtures/format@format/@name (an older build's
+ * import): refused reads and commits, then compacted to this build's format
+ * and compared with a fresh import. */
+static void test_older_format(int format, const char *name)
 {
-    char fixture[4096], src[4096], dir[4096], dest[4096], fresh[4096], e1[4096], e2[4096], ndjson[4096];
+    char fixture[4096], src[4096], dir[4096], dest[4096], fresh[4096], e1[4096], e2[4096], ndjson[4096], says[40];
     const char *fx = getenv("MORAINE_FIXTURES") ? getenv("MORAINE_FIXTURES") : "tests/fixtures";
-    if (snprintf(fixture, sizeof fixture, "%s/format2/%s/data.mdb", fx, name) >= (int)sizeof fixture) abort();
+    if (snprintf(fixture, sizeof fixture, "%s/format%d/%s/data.mdb", fx, format, name) >= (int)sizeof fixture) abort();
     if (snprintf(ndjson, sizeof ndjson, "%s/ducklake/%s/catalog", fx, name) >= (int)sizeof ndjson) abort();
-    if (snprintf(dir, sizeof dir, "%s/f2-%s", root, name) >= (int)sizeof dir) abort();
+    if (snprintf(dir, sizeof dir, "%s/f%d-%s", root, format, name) >= (int)sizeof dir) abort();
     if (snprintf(src, sizeof src, "%s/data.mdb", dir) >= (int)sizeof src) abort();
-    if (snprintf(dest, sizeof dest, "%s/f2-%s-compacted", root, name) >= (int)sizeof dest) abort();
-    if (snprintf(fresh, sizeof fresh, "%s/f2-%s-fresh", root, name) >= (int)sizeof fresh) abort();
-    if (snprintf(e1, sizeof e1, "%s/f2-%s-export-upgraded", root, name) >= (int)sizeof e1) abort();
-    if (snprintf(e2, sizeof e2, "%s/f2-%s-export-fresh", root, name) >= (int)sizeof e2) abort();
-    CHECK(mkdir(dir, 0700) == 0 && copy_file(fixture, src) == 0, "%s: copying the format-2 fixture %s", name, fixture);
+    if (snprintf(dest, sizeof dest, "%s/f%d-%s-compacted", root, format, name) >= (int)sizeof dest) abort();
+    if (snprintf(fresh, sizeof fresh, "%s/f%d-%s-fresh", root, format, name) >= (int)sizeof fresh) abort();
+    if (snprintf(e1, sizeof e1, "%s/f%d-%s-export-upgraded", root, format, name) >= (int)sizeof e1) abort();
+    if (snprintf(e2, sizeof e2, "%s/f%d-%s-export-fresh", root, format, name) >= (int)sizeof e2) abort();
+    snprintf(says, sizeof says, "format %d", format);
+    CHECK(mkdir(dir, 0700) == 0 && copy_file(fixture, src) == 0, "%s: copying the format-%d fixture %s", name, format, fixture);
 
     moraine_db *db;
     CHECK_RC(moraine_open(dir, NULL, &db), 0);
     if (!db) return;
     moraine_read *rd;
     CHECK_RC(moraine_read_begin(db, &rd), MORAINE_ECORRUPT);
-    CHECK(strstr(moraine_errmsg(), "format 2") && strstr(moraine_errmsg(), "moraine compact"), "%s: read refused with '%s'", name,
+    CHECK(strstr(moraine_errmsg(), says) && strstr(moraine_errmsg(), "moraine compact"), "%s: read refused with '%s'", name,
           moraine_errmsg());
     /* a commit is refused and writes nothing */
     uint64_t before = 0, after = 0;
@@ -582,7 +648,7 @@ static void test_format2(const char *name)
     CHECK_RC(moraine_compact(db, dest, &info, NULL, NULL), 0);
     moraine_close(db);
 
-    /* the copy is format 3: reads, verifies, exports what a fresh import exports */
+    /* the copy is format 4: reads, verifies, exports what a fresh import exports */
     CHECK_RC(moraine_open(dest, NULL, &db), 0);
     if (!db) return;
     CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
@@ -845,7 +911,7 @@ static moraine_db *empty_format2(const char *name, char *path, size_t n)
 }
 
 /* A handle opened on a format-2 catalog learns when it was rewritten in
- * format 3 since (by another handle or process): the next read and commit
+ * format 4 since (by another handle or process): the next read and commit
  * read the marker again instead of refusing for good. */
 static void test_marker_again(void)
 {
@@ -860,7 +926,7 @@ static void test_marker_again(void)
     static const char *const cols[] = {"a"};
     CHECK_RC(moraine_txn_define(txn, "t", 1, cols), 0);
     CHECK_RC(moraine_txn_commit(txn), MORAINE_ECORRUPT);
-    CHECK(set_marker(path, MR_FORMAT_VERSION) == 0, "marking the catalog format 3");
+    CHECK(set_marker(path, MR_FORMAT_VERSION) == 0, "marking the catalog format 4");
     CHECK_RC(moraine_read_begin(db, &rd), 0);
     if (rd) moraine_read_end(rd);
     CHECK_RC(moraine_txn_begin(db, 0, &txn), 0);
@@ -870,7 +936,7 @@ static void test_marker_again(void)
 }
 
 /* An empty catalog an older moraine created (format 2, no rows) takes an
- * import: the import writes every record in format 3 and the marker with
+ * import: the import writes every record in format 4 and the marker with
  * them, as it would in a new catalog. */
 static void test_import_into_empty_format2(void)
 {
@@ -904,8 +970,10 @@ int main(int argc, char **argv)
     test_long_rows();
     test_marker_again();
     test_import_into_empty_format2();
-    test_format2("s1_evolution");
-    test_format2("s3_edge_values");
+    test_older_format(2, "s1_evolution");
+    test_older_format(2, "s3_edge_values");
+    test_older_format(3, "s1_evolution");
+    test_older_format(3, "s3_edge_values");
     test_format2_damaged();
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

@@ -60,12 +60,13 @@ end
 -- (docs/codec.md, Versioning), or nil for any other message.
 -- @tparam string message the error's message
 -- @treturn ?string the hint: run `moraine compact` once; or, when compact
---   met a damaged value while rewriting a format-2 catalog (which this build
---   cannot verify), to verify it with the moraine that wrote it
+--   met a damaged value while rewriting an older format's catalog (which
+--   this build cannot verify), to verify it with the moraine that wrote it
 function M.format_hint(message)
   message = tostring(message)
-  if message:find("this build neither reads nor verifies format 2", 1, true) then
-    return "the catalog is damaged and in store format 2, which this build cannot verify: run 'moraine verify' of the "
+  local old = message:match("this build neither reads nor verifies format (%d+)")
+  if old then
+    return "the catalog is damaged and in store format " .. old .. ", which this build cannot verify: run 'moraine verify' of the "
       .. "moraine that wrote it, repair the entries it lists (or import the lake again), then 'moraine compact'"
   end
   if message:find("`moraine compact` rewrites it in format", 1, true) then
