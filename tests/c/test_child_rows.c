@@ -859,6 +859,233 @@ static void test_long_rows(void)
     CHECK(same_export(e1, e2, &files) && files == 2, "the export of long child rows imports to the same export (%d files)", files);
 }
 
+/* ---- every child row's ord, through every reader ------------------------------------ */
+
+/* The child rows the test wrote: for each, its parent's partition_id and
+ * begin_snapshot, its ord and its partition_key_index (unique: it names the
+ * row); in the order they were appended to their parent's group. */
+enum { MAXO = 128 };
+typedef struct {
+    int64_t pid, begin, ord, idx, col;
+} ord_kid;
+static ord_kid okids[MAXO];
+static size_t nokids;
+
+/* Inserts child row @idx of parent @pid (begun at @begin) at @ord (-1: the
+ * next position) and records it with the ord the commit gives it (@want, or
+ * for -1 the one after the highest so far: @next) */
+static void ord_insert(moraine_txn *txn, int64_t pid, int64_t begin, int64_t ord, int64_t *next)
+{
+    int64_t idx = (int64_t)nokids, col = idx % 6;
+    moraine_value pc[5] = {vint(pid), vint(pid), vint(idx), vint(col), vstr("t", 1)};
+    CHECK_RC(moraine_txn_insert(txn, PC, pc, 5, ord), 0);
+    int64_t got = ord < 0 ? *next : ord;
+    if (got + 1 > *next) *next = got + 1;
+    okids[nokids++] = (ord_kid){pid, begin, got, idx, col};
+}
+
+/* The child rows of parent (@pid, @begin) as the model has them, "ord:idx "
+ * each, in group order, keeping those whose column_id is in @match (NULL:
+ * all). */
+static void model_group(int64_t pid, int64_t begin, const int64_t *match, size_t nm, char *out, size_t n)
+{
+    size_t at = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < nokids; i++)
+        if (okids[i].pid == pid && okids[i].begin == begin && (!match || matched(okids[i].col, match, nm)))
+            at += (size_t)snprintf(out + at, at < n ? n - at : 0, "%lld:%lld ", (long long)okids[i].ord, (long long)okids[i].idx);
+}
+
+/* Every partition_info version's child rows, read by the plain walk (@how
+ * 0), the projected read (1), or the projected read filtered on random
+ * column_ids (2), compared with the model; the number of rows that differ. */
+static int ords_differ(moraine_db *db, int how)
+{
+    moraine_read *rd;
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    if (!rd) return 1;
+    int64_t match[6];
+    size_t nm = 0;
+    for (int64_t v = 0; v < 6; v++)
+        if (check_below(2)) match[nm++] = v;
+    static const char *const cols[] = {"column_id", "partition_key_index"};
+    moraine_child_projection kp = {PC, cols, 2, how == 2 ? "column_id" : NULL, match, nm};
+    moraine_projection pj = {NULL, 0, &kp, 1};
+    moraine_cursor *c = NULL;
+    int rc = how ? moraine_scan_project(rd, PI, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &pj, &c)
+                 : moraine_scan_open(rd, PI, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c);
+    CHECK_RC(rc, 0);
+    int bad = 0, parents = 0;
+    moraine_row row, kid;
+    while (c && (rc = moraine_cursor_next(c, &row)) == 1) {
+        /* the projection asks every parent column, in catalog order */
+        int64_t pid = row.vals[0].i, begin = row.vals[2].i;
+        char got[4096], want[4096];
+        size_t at = 0, which;
+        int kr;
+        got[0] = 0;
+        if (how) {
+            while ((kr = moraine_cursor_child(c, &which, &kid)) == 1)
+                at += (size_t)snprintf(got + at, at < sizeof got ? sizeof got - at : 0, "%lld:%lld ", (long long)kid.ord, (long long)kid.vals[1].i);
+        } else {
+            moraine_children it;
+            moraine_row_children(rd, &row, &it);
+            while ((kr = moraine_children_next(&it, &kid)) == 1)
+                at += (size_t)snprintf(got + at, at < sizeof got ? sizeof got - at : 0, "%lld:%lld ", (long long)kid.ord, (long long)kid.vals[2].i);
+            moraine_children_free(&it);
+        }
+        model_group(pid, begin, how == 2 ? match : NULL, nm, want, sizeof want);
+        if (kr != 0 || strcmp(got, want) != 0) {
+            bad++;
+            fprintf(stderr, "  partition_info %lld begun at %lld (read %d): got '%s', want '%s'\n", (long long)pid, (long long)begin, how, got, want);
+        }
+        parents++;
+    }
+    CHECK_INT(rc, 0);
+    if (c) moraine_cursor_close(c);
+    moraine_read_end(rd);
+    return bad + (parents == 0);
+}
+
+/* The export's ducklake_partition_column.ndjson lists the child rows by
+ * ord: their partition_key_index in that order, against the model's. */
+static int export_differs(moraine_db *db, const char *dir)
+{
+    char cmd[4400], file[4400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) return 1;
+    CHECK_RC(moraine_export_ndjson(db, dir, NULL, NULL), 0);
+    snprintf(file, sizeof file, "%s/" PC ".ndjson", dir);
+    FILE *f = fopen(file, "rb");
+    if (!f) return 1;
+    int64_t seen[MAXO];
+    size_t n = 0;
+    char line[1024];
+    while (fgets(line, sizeof line, f) && n < MAXO) {
+        const char *k = strstr(line, "\"partition_key_index\":");
+        if (k) seen[n++] = strtoll(k + strlen("\"partition_key_index\":"), NULL, 10);
+    }
+    fclose(f);
+    /* the model sorted by ord (the ords are distinct) */
+    ord_kid s[MAXO];
+    memcpy(s, okids, nokids * sizeof *s);
+    for (size_t i = 1; i < nokids; i++)
+        for (size_t j = i; j > 0 && s[j - 1].ord > s[j].ord; j--) {
+            ord_kid t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    int bad = n != nokids;
+    for (size_t i = 0; i < n && i < nokids; i++)
+        if (seen[i] != s[i].idx) bad++;
+    return bad;
+}
+
+/* Checks every reader against the model; @when says where in the test. */
+static void ords_check(moraine_db *db, const char *dir, const char *when)
+{
+    for (int how = 0; how < 3; how++)
+        for (int k = 0; k < (how == 2 ? 8 : 1); k++) CHECK(ords_differ(db, how) == 0, "%s: read %d gives every child row's ord", when, how);
+    CHECK(export_differs(db, dir) == 0, "%s: the export lists the child rows by their ords", when);
+    CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
+}
+
+/* Child rows at ords that rise, fall and jump (by 2^40, to INT64_MAX - 1
+ * and back to 0), appended to parents inserted in the same commit and to
+ * stored parents over later commits, to a parent ended since (its group
+ * moves to history as it was) and its new version, and given with a past
+ * version (moraine_txn_insert_version): every child row reads back at its
+ * ord through the plain walk, the projected read (every row, and filtered on
+ * column_id) and the export's order, before and after moraine_compact and in
+ * a commit on the compacted copy. */
+static void test_child_ords(void)
+{
+    char path[4096], dir[4200], dest[4200];
+    moraine_db *db = new_catalog("ords", path, sizeof path);
+    if (snprintf(dir, sizeof dir, "%s-export", path) >= (int)sizeof dir || snprintf(dest, sizeof dest, "%s-compacted", path) >= (int)sizeof dest) abort();
+    int64_t next = 0;
+    moraine_txn *txn;
+    /* snapshot 1: four parents; their children in falling, rising and jumping ords */
+    CHECK_RC(moraine_txn_begin(db, 1, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, PI, 4, PI_COLS), 0);
+    CHECK_RC(moraine_txn_define(txn, PC, 5, PC_COLS), 0);
+    for (int64_t p = 0; p < 4; p++) {
+        moraine_value pi[4] = {vint(p), vint(p), vint(1), vnull()};
+        CHECK_RC(moraine_txn_insert(txn, PI, pi, 4, -1), 0);
+    }
+    static const int64_t first[][4] = {{1000, 5, 4, 900}, {-1, -1, 3, -1}, {1 << 20, 0, (int64_t)1 << 40, 7}, {-1, 20, -1, 2}};
+    for (int k = 0; k < 4; k++)
+        for (int64_t p = 0; p < 4; p++) ord_insert(txn, p, 1, first[p][k], &next);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 1");
+    /* snapshot 2: rows appended to the stored parents, after their last row's ord */
+    CHECK_RC(moraine_txn_begin(db, 2, &txn), 0);
+    ord_insert(txn, 0, 1, 6, &next);
+    ord_insert(txn, 0, 1, -1, &next);
+    ord_insert(txn, 2, 1, 1, &next);
+    ord_insert(txn, 2, 1, ((int64_t)1 << 40) + 3, &next);
+    ord_insert(txn, 3, 1, -1, &next);
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 2");
+    /* snapshot 3: parent 1 gains a row and is ended (its group to history);
+     * its new version gets rows of its own; parent 0 gains a row */
+    CHECK_RC(moraine_txn_begin(db, 3, &txn), 0);
+    ord_insert(txn, 1, 1, 8, &next);
+    moraine_value old1[4] = {vint(1), vint(1), vint(1), vnull()};
+    CHECK_RC(moraine_txn_end(txn, PI, old1, 4), 0);
+    moraine_value new1[4] = {vint(1), vint(1), vint(3), vnull()};
+    CHECK_RC(moraine_txn_insert(txn, PI, new1, 4, -1), 0);
+    ord_insert(txn, 1, 3, 9, &next);
+    ord_insert(txn, 1, 3, -1, &next);
+    ord_insert(txn, 1, 3, 10, &next);
+    ord_insert(txn, 0, 1, 11, &next);
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 3");
+    /* snapshot 4: a past version of parent 9 with its children, ords falling and jumping */
+    CHECK_RC(moraine_txn_begin(db, 4, &txn), 0);
+    {
+        static const int64_t kords[] = {40, 12, ((int64_t)1 << 50), 13};
+        moraine_child_row kids[4];
+        moraine_value rows[4][5];
+        for (int k = 0; k < 4; k++) {
+            int64_t idx = (int64_t)nokids;
+            rows[k][0] = vint(9), rows[k][1] = vint(9), rows[k][2] = vint(idx), rows[k][3] = vint(idx % 6), rows[k][4] = vnull();
+            kids[k] = (moraine_child_row){PC, rows[k], 5, kords[k]};
+            okids[nokids++] = (ord_kid){9, 2, kords[k], idx, idx % 6};
+            if (kords[k] + 1 > next) next = kords[k] + 1;
+        }
+        moraine_value pi[4] = {vint(9), vint(9), vint(2), vint(3)};
+        CHECK_RC(moraine_txn_insert_version(txn, PI, pi, 4, -1, kids, 4), 0);
+    }
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 4");
+    /* snapshot 5: the largest ord a row can have, then the smallest, on a stored parent */
+    CHECK_RC(moraine_txn_begin(db, 5, &txn), 0);
+    ord_insert(txn, 3, 1, INT64_MAX - 1, &next);
+    ord_insert(txn, 3, 1, 14, &next);
+    ord_insert(txn, 2, 1, INT64_MAX - 2, &next);
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 5");
+    /* compacted: the same ords, and a commit on the copy appends after them */
+    CHECK_RC(moraine_compact(db, dest, NULL, NULL, NULL), 0);
+    moraine_close(db);
+    CHECK_RC(moraine_open(dest, NULL, &db), 0);
+    if (!db) return;
+    ords_check(db, dir, "compacted");
+    CHECK_RC(moraine_txn_begin(db, 6, &txn), 0);
+    ord_insert(txn, 3, 1, 0, &next);
+    ord_insert(txn, 2, 1, 15, &next);
+    ord_insert(txn, 1, 3, INT64_MAX - 3, &next);
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 6, on the compacted copy");
+    moraine_close(db);
+}
+
 /* Writes format marker @fmt into the catalog at @path through LMDB itself;
  * 0 or an LMDB error. Run in a process of its own (set_marker). */
 static int write_marker(const char *path, int64_t fmt)
@@ -968,6 +1195,7 @@ int main(int argc, char **argv)
     test_damaged_length();
     test_rows_within_group();
     test_long_rows();
+    test_child_ords();
     test_marker_again();
     test_import_into_empty_format2();
     test_older_format(2, "s1_evolution");
