@@ -130,10 +130,14 @@ static void test_encode(void)
     CHECK_RC(mr_child_row_span(&p, cut + 1, &rend), MORAINE_ECORRUPT);
 }
 
+/* The ords of build_value's child rows: ords[g][r], or 3r + 1 when NULL. */
+static int64_t (*build_ords)[4];
+
 /* A value of format @version: the parent row @pv, then @ng groups of rel
- * ids @ids with @nr[g] rows each (rows[g][r], @ncols[g] cells, ords 3r + 1),
- * sealed under @key. Format 2 writes the rows bare, format 3 each after its
- * length, format 4 as mr_encode_child_row does. */
+ * ids @ids with @nr[g] rows each (rows[g][r], @ncols[g] cells, ords
+ * build_ords[g][r] or 3r + 1), sealed under @key. Format 2 writes the rows
+ * bare, format 3 each after its length, format 4 as mr_encode_child_row
+ * does. */
 static void build_value(mr_buf *b, int version, const uint8_t *key, size_t klen, const moraine_value *pv, size_t npv, size_t ng,
                         const uint64_t *ids, const size_t *nr, moraine_value rows[][4][8], const size_t *ncols)
 {
@@ -143,9 +147,10 @@ static void build_value(mr_buf *b, int version, const uint8_t *key, size_t klen,
     for (size_t g = 0; g < ng; g++) {
         mr_buf rb = {0}, row = {0};
         for (size_t r = 0; r < nr[g]; r++) {
-            int64_t ord = (int64_t)(r * 3 + 1);
+            int64_t ord = build_ords ? build_ords[g][r] : (int64_t)(r * 3 + 1);
+            int64_t prev = !r ? 0 : build_ords ? build_ords[g][r - 1] : ord - 3;
             row.len = 0;
-            int rc = version == 4 ? mr_encode_child_row(&rb, r ? ord - 3 : 0, ord, rows[g][r], ncols[g])
+            int rc = version == 4 ? mr_encode_child_row(&rb, prev, ord, rows[g][r], ncols[g])
                                   : mr_encode_row(&row, ord, rows[g][r], ncols[g]);
             if (!rc && version == 3) rc = mr_put_uvarint(&rb, row.len);
             if (!rc && version != 4) rc = mr_buf_put(&rb, row.p, row.len);
@@ -193,17 +198,43 @@ static void test_upgrade_value(void)
                 for (size_t c = 0; c < ncols[g]; c++) rows[g][r][c] = c < n ? tmp[c] : vint((int64_t)c);
             }
         }
+        /* half the rounds: ords that fall, jump and reach both ends of 64 bits
+         * (an older store's ord is any uvarint; the difference wraps) */
+        static int64_t ords[3][4];
+        static const int64_t edge[] = {0, 1, INT64_MAX, INT64_MAX - 1, INT64_MIN, -1, (int64_t)1 << 40, 63, 64, 8191, 8192};
+        for (size_t g = 0; g < 3; g++)
+            for (size_t r = 0; r < 4; r++)
+                ords[g][r] = check_below(2) ? edge[check_below(sizeof edge / sizeof edge[0])] : (int64_t)check_rand();
+        build_ords = round % 2 ? ords : NULL;
         build_value(&v2, 2, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
         build_value(&v3, 3, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
         build_value(&v4, 4, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
         if (mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
         if (mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
+        /* and each child row of the upgraded value reads back at the ord it had */
+        const uint8_t *q = up.p + MR_HEADER_LEN, *qend = up.p + up.len;
+        moraine_value tmp[8];
+        int64_t o;
+        size_t tn;
+        if (mr_decode_row(&q, qend, &o, tmp, 8, &tn)) bad++;
+        for (size_t g = 0; g < ng && !bad; g++) {
+            uint64_t id, nrows;
+            const uint8_t *gend, *rend;
+            int64_t prev = 0;
+            if (mr_group_head(&q, qend, &id, &nrows, &gend) || id != ids[g] || nrows != nr[g]) bad++;
+            for (size_t r = 0; r < nr[g] && !bad; r++) {
+                int64_t want = build_ords ? ords[g][r] : (int64_t)(r * 3 + 1);
+                if (mr_child_row_span(&q, gend, &rend) || mr_decode_child_row(&q, rend, "t", prev, &o, tmp, ncols[g]) || o != want) bad++;
+                prev = o;
+            }
+        }
         /* format 4 is copied as it is */
         if (mr_upgrade_value(db, &up, v4.p, v4.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
         /* under another key the checksum fails */
         if (mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key - 1) != MORAINE_ECORRUPT) bad++;
     }
     CHECK(bad == 0, "%d format-2 or format-3 values not rewritten as the format-4 encoder writes them", bad);
+    build_ords = NULL;
 
     /* damaged older values: a flipped bit, a group with a stray byte (the
      * checksum recomputed), a format-3 row whose length says more than it
