@@ -638,6 +638,77 @@ static int same_export(const char *a, const char *b, int *files)
     return same && n == m;
 }
 
+/* Every embedded child row of the catalog at @path (not open in this
+ * process) read from LMDB itself, in key order, as store format @format
+ * writes it (2: `ord ncols cell*`; 3: the same after its length; 4: its
+ * length, the zigzag of its ord less the ord of the row before, its cells up
+ * to its length): its ord and the CRC-32C of its cells' bytes, the first
+ * @cap into @out. Returns the number of rows, or -1 when a record is not of
+ * @format or does not read. */
+typedef struct {
+    int64_t ord;
+    uint32_t cells_crc; /* of the cells' bytes */
+} raw_kid;
+static long raw_child_ords(const char *path, int format, raw_kid *out, long cap)
+{
+    MDB_env *env;
+    MDB_txn *t;
+    MDB_dbi dbi;
+    MDB_cursor *c;
+    if (raw_begin(path, &env, &t, &dbi)) return -1;
+    long n = 0;
+    moraine_value vals[64];
+    MDB_val k, v;
+    int mrc = mdb_cursor_open(t, dbi, &c);
+    for (mrc = mrc ? mrc : mdb_cursor_get(c, &k, &v, MDB_FIRST); !mrc && n >= 0; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        uint8_t sub = *(const uint8_t *)k.mv_data;
+        if (sub != MR_SUB_CURRENT && sub != MR_SUB_HISTORY && sub != MR_SUB_SNAPSHOT && sub != MR_SUB_ROWS) continue;
+        const uint8_t *p = v.mv_data, *end = p + v.mv_size;
+        if (v.mv_size < MR_HEADER_LEN || *p != format) {
+            n = -1;
+            break;
+        }
+        p += MR_HEADER_LEN;
+        int64_t ord;
+        size_t nc;
+        if (mr_decode_row(&p, end, &ord, vals, 64, &nc)) n = -1;
+        while (n >= 0 && p < end) {
+            uint64_t id, nrows;
+            const uint8_t *gend;
+            int64_t prev = 0;
+            if (mr_group_head(&p, end, &id, &nrows, &gend)) n = -1;
+            for (uint64_t r = 0; n >= 0 && r < nrows; r++) {
+                const uint8_t *rend = gend, *cells;
+                uint64_t u, cnt = 0;
+                if ((format > 2 && mr_child_row_span(&p, gend, &rend)) || mr_get_uvarint(&p, rend, &u) ||
+                    (format < 4 && mr_get_uvarint(&p, rend, &cnt))) {
+                    n = -1;
+                    break;
+                }
+                cells = p;
+                if (format == 4) { /* the cells run to the row's end */
+                    p = rend;
+                    ord = mr_child_ord(prev, u);
+                } else {
+                    if (cnt > 64 || mr_decode_cells(&p, rend, vals, (size_t)cnt)) {
+                        n = -1;
+                        break;
+                    }
+                    ord = (int64_t)u;
+                }
+                prev = ord;
+                if (n < cap) out[n] = (raw_kid){ord, mr_crc32c(cells, (size_t)(p - cells))};
+                n++;
+            }
+            if (n >= 0 && p != gend) n = -1;
+        }
+    }
+    mdb_cursor_close(c);
+    mdb_txn_abort(t);
+    mdb_env_close(env);
+    return n;
+}
+
 /* The catalog of tests/fixtures/format@format/@name (an older build's
  * import): refused reads and commits, then compacted to this build's format
  * and compared with a fresh import. */
@@ -678,6 +749,16 @@ static void test_older_format(int format, const char *name)
     moraine_compact_info info;
     CHECK_RC(moraine_compact(db, dest, &info, NULL, NULL), 0);
     moraine_close(db);
+
+    /* every child row of the copy has the ord and the cells it had */
+    enum { KCAP = 4096 };
+    static raw_kid was[KCAP], now[KCAP];
+    long nwas = raw_child_ords(dir, format, was, KCAP), nnow = raw_child_ords(dest, 4, now, KCAP);
+    CHECK(nwas > 20 && nwas <= KCAP && nnow == nwas, "%s: %ld child rows in the format-%d fixture, %ld in its copy", name, nwas, format, nnow);
+    int moved = 0;
+    for (long i = 0; i < nwas && i < nnow && i < KCAP; i++)
+        if (was[i].ord != now[i].ord || was[i].cells_crc != now[i].cells_crc) moved++;
+    CHECK(moved == 0, "%s: %d of %ld child rows changed ord or cells in the upgrade", name, moved, nwas);
 
     /* the copy is format 4: reads, verifies, exports what a fresh import exports */
     CHECK_RC(moraine_open(dest, NULL, &db), 0);
