@@ -423,6 +423,58 @@ static void shorter(mr_buf *v)
     v->p[at]--;
 }
 
+/* the first child row without its last cell ('year', 6 bytes), its length
+ * and its group's nbytes 6 less: a cell too few, the lengths consistent */
+static void fewer_cells(mr_buf *v)
+{
+    size_t nb, at = first_len_at(v, &nb);
+    size_t rowlen = v->p[at], cut = at + 1 + rowlen - 6;
+    if (memcmp(v->p + cut, "\x02\x04year", 6) != 0) abort();
+    v->p[nb] = (uint8_t)(v->p[nb] - 6);
+    v->p[at] = (uint8_t)(rowlen - 6);
+    memmove(v->p + cut, v->p + cut + 6, v->len - cut - 6);
+    v->len -= 6;
+}
+
+/* the first child row's dord (0x00) as 0x80 0x00, a varint not in its
+ * shortest form: its length and its group's nbytes one more */
+static void overlong_dord(mr_buf *v)
+{
+    size_t nb, at = first_len_at(v, &nb);
+    if (v->p[at + 1] != 0x00) abort();
+    v->p[nb]++;
+    v->p[at]++;
+    mr_buf_byte(v, 0);
+    memmove(v->p + at + 2, v->p + at + 1, v->len - 1 - (at + 1));
+    v->p[at + 1] = 0x80;
+}
+
+/* the first child row's dord as ten bytes whose last one overflows 64 bits */
+static void huge_dord(mr_buf *v)
+{
+    size_t nb, at = first_len_at(v, &nb);
+    if (v->p[at + 1] != 0x00) abort();
+    v->p[nb] = (uint8_t)(v->p[nb] + 9);
+    v->p[at] = (uint8_t)(v->p[at] + 9);
+    for (int i = 0; i < 9; i++) mr_buf_byte(v, 0);
+    memmove(v->p + at + 11, v->p + at + 2, v->len - 9 - (at + 2));
+    memset(v->p + at + 1, 0xff, 9);
+    v->p[at + 10] = 0x02;
+}
+
+/* The value as it was before the damage (keep), put back (restore). */
+static mr_buf kept;
+static void keep(mr_buf *v)
+{
+    kept.len = 0;
+    mr_buf_put(&kept, v->p, v->len);
+}
+static void restore(mr_buf *v)
+{
+    v->len = 0;
+    mr_buf_put(v, kept.p, kept.len);
+}
+
 /* The number of child rows read from every row of partition_info (plain
  * walk, or projected with every child column; with @match, @nmatch, only
  * the rows of those column_ids); else the error, its message in @msg */
@@ -495,7 +547,12 @@ static void test_damaged_length(void)
         const char *what;
         void (*damage)(mr_buf *);
         const char *says;
-    } cases[] = {{"a length one byte longer than the row", longer, "its length says"}, {"a length one byte shorter", shorter, NULL}};
+    } cases[] = {{"a length one byte longer than the row (a cell too many)", longer, "its length says"},
+                 {"a length one byte shorter", shorter, NULL},
+                 {"a cell too few, the lengths agreeing", fewer_cells, "truncated at column 4"},
+                 {"a dord not in its shortest form", overlong_dord, "shortest form"},
+                 {"a dord of ten bytes overflowing 64 bits", huge_dord, "overflows"}};
+    CHECK_RC(poke(path, id, keep), 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK_RC(poke(path, id, cases[i].damage), 0);
         CHECK_RC(moraine_open(path, NULL, &db), 0);
@@ -511,16 +568,32 @@ static void test_damaged_length(void)
         static const int64_t damaged_col[] = {2}, other_col[] = {4};
         int rc = walk_match(db, 1, damaged_col, 1, msg, sizeof msg);
         CHECK(rc == MORAINE_ECORRUPT, "%s, filtered on its column_id: %d (%s)", cases[i].what, rc, msg);
-        if (cases[i].damage == longer) CHECK_INT(walk_match(db, 1, other_col, 1, msg, sizeof msg), 1);
+        if (cases[i].damage == longer || cases[i].damage == fewer_cells) CHECK_INT(walk_match(db, 1, other_col, 1, msg, sizeof msg), 1);
+        if (cases[i].damage == overlong_dord || cases[i].damage == huge_dord) { /* the ord of every later row hangs on it */
+            rc = walk_match(db, 1, other_col, 1, msg, sizeof msg);
+            CHECK(rc == MORAINE_ECORRUPT, "%s, filtered past it: %d (%s)", cases[i].what, rc, msg);
+            /* a commit adding a row to the group needs the last row's ord: refused, nothing written */
+            moraine_txn *tx;
+            moraine_value pc3[5] = {vint(3), vint(1), vint(2), vint(5), vnull()};
+            CHECK_RC(moraine_txn_begin(db, 2, &tx), 0);
+            rc = moraine_txn_insert(tx, PC, pc3, 5, -1);
+            if (rc == 0) rc = moraine_txn_partial(tx, 1);
+            if (rc == 0) rc = moraine_txn_commit(tx);
+            else moraine_txn_abort(tx);
+            CHECK(rc == MORAINE_ECORRUPT, "%s: a commit adding a row to the group: %d (%s)", cases[i].what, rc, moraine_errmsg());
+        }
         int found = 0;
         int nv = moraine_verify(db, count_violation, &found, NULL, NULL);
         CHECK(nv >= 1 && found >= 1, "%s: verify found %d violations, %d about %s", cases[i].what, nv, found, PC);
         moraine_close(db);
-        /* put a sound value back (the damage undone by a fresh commit is not possible: rewrite it whole) */
-        CHECK_RC(poke(path, id, cases[i].damage == longer ? shorter : longer), 0);
+        /* put the sound value back (the damage undone by a fresh commit is not possible: rewrite it whole) */
+        CHECK_RC(poke(path, id, restore), 0);
         CHECK_RC(moraine_open(path, NULL, &db), 0);
+        CHECK_INT(walk(db, 0, msg, sizeof msg), 2);
+        CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
         moraine_close(db);
     }
+    mr_buf_free(&kept);
 }
 
 /* the group says it holds one row fewer than it does */
