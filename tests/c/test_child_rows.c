@@ -1083,7 +1083,8 @@ static void model_group(int64_t pid, int64_t begin, const int64_t *match, size_t
 
 /* Every partition_info version's child rows, read by the plain walk (@how
  * 0), the projected read (1), or the projected read filtered on random
- * column_ids (2), compared with the model; the number of rows that differ. */
+ * column_ids (2), compared with the model (and each row's raw bytes decoded
+ * as its cells); the number of parents whose rows differ. */
 static int ords_differ(moraine_db *db, int how)
 {
     moraine_read *rd;
@@ -1109,16 +1110,24 @@ static int ords_differ(moraine_db *db, int how)
         size_t at = 0, which;
         int kr;
         got[0] = 0;
+        /* each row's raw bytes are its five cells, its partition_key_index among them */
+        moraine_value cells[5];
+        const uint8_t *q;
+#define RAW_OK(idx) ((q = kid.raw) != NULL && mr_decode_cells(&q, kid.raw + kid.raw_len, cells, 5) == 0 && q == kid.raw + kid.raw_len && \
+                     cells[2].type == MORAINE_INT && cells[2].i == (idx))
         if (how) {
             while ((kr = moraine_cursor_child(c, &which, &kid)) == 1)
-                at += (size_t)snprintf(got + at, at < sizeof got ? sizeof got - at : 0, "%lld:%lld ", (long long)kid.ord, (long long)kid.vals[1].i);
+                at += (size_t)snprintf(got + at, at < sizeof got ? sizeof got - at : 0, "%lld:%lld%s ", (long long)kid.ord, (long long)kid.vals[1].i,
+                                       RAW_OK(kid.vals[1].i) ? "" : "(raw differs)");
         } else {
             moraine_children it;
             moraine_row_children(rd, &row, &it);
             while ((kr = moraine_children_next(&it, &kid)) == 1)
-                at += (size_t)snprintf(got + at, at < sizeof got ? sizeof got - at : 0, "%lld:%lld ", (long long)kid.ord, (long long)kid.vals[2].i);
+                at += (size_t)snprintf(got + at, at < sizeof got ? sizeof got - at : 0, "%lld:%lld%s ", (long long)kid.ord, (long long)kid.vals[2].i,
+                                       RAW_OK(kid.vals[2].i) ? "" : "(raw differs)");
             moraine_children_free(&it);
         }
+#undef RAW_OK
         model_group(pid, begin, how == 2 ? match : NULL, nm, want, sizeof want);
         if (kr != 0 || strcmp(got, want) != 0) {
             bad++;
