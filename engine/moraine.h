@@ -482,9 +482,10 @@ typedef struct {
     /* embedded children, undecoded; walk them with moraine_row_children */
     const uint8_t *children;
     size_t children_len;
-    /* the row's own encoded cells (docs/codec.md), ncols of them, without
-     * the row's head (its ord and count, or a child row's length and ord
-     * difference): what mr_decode_cells reads back */
+    /* the row's own encoded cells (docs/codec.md: a tag and its payload
+     * each), one for every column of rel (rel->ncols, also from a projected
+     * read, whose ncols counts only the columns asked), without the row's
+     * head (its ord and count, or a child row's length and ord difference) */
     const uint8_t *raw;
     size_t raw_len;
 } moraine_row;
