@@ -271,6 +271,16 @@ static void test_upgrade_value(void)
     build_value(&v3, 3, key, sizeof key, pv, 2, 1, ids, nr, one, four);
     CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
     CHECK(strstr(moraine_errmsg(), "has 4 columns, expected 3") != NULL, "a column too many: '%s'", moraine_errmsg());
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, four);
+    CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "has 4 columns, expected 3") != NULL, "format 2, a column too many: '%s'", moraine_errmsg());
+    const size_t two[1] = {2};
+    build_value(&v3, 3, key, sizeof key, pv, 2, 1, ids, nr, one, two);
+    CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "has 2 columns, expected 3") != NULL, "a column too few: '%s'", moraine_errmsg());
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, two);
+    CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "has 2 columns, expected 3") != NULL, "format 2, a column too few: '%s'", moraine_errmsg());
     const uint64_t nowhere[1] = {ids[2] + 1000};
     build_value(&v3, 3, key, sizeof key, pv, 2, 1, nowhere, nr, one, ncols);
     CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
