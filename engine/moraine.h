@@ -482,9 +482,10 @@ typedef struct {
     /* embedded children, undecoded; walk them with moraine_row_children */
     const uint8_t *children;
     size_t children_len;
-    /* the row's own encoded cells (docs/codec.md), ncols of them, without
-     * the row's head (its ord and count, or a child row's length and ord
-     * difference): what mr_decode_cells reads back */
+    /* the row's own encoded cells (docs/codec.md: a tag and its payload
+     * each), one for every column of rel (rel->ncols, also from a projected
+     * read, whose ncols counts only the columns asked), without the row's
+     * head (its ord and count, or a child row's length and ord difference) */
     const uint8_t *raw;
     size_t raw_len;
 } moraine_row;
@@ -719,8 +720,10 @@ typedef void (*moraine_verify_fn)(void *ud, const char *key, const char *problem
  * live (end_snapshot NULL) and its key is the one its values give; a history
  * row has begin_snapshot <= end_snapshot and the key its values give; at most
  * one live version per key; at most one live partition spec and one live
- * sort spec per table; each embedded child decodes and names its parent; a
- * snapshot row sits under its own id and none is above the last committed
+ * sort spec per table; each embedded child decodes, names its parent and
+ * sits at a position (ord) from 0 to below its table's ord counter (a child
+ * row stores its ord as the difference from the row before it: one outside
+ * says a damaged difference, docs/codec.md); a snapshot row sits under its own id and none is above the last committed
  * snapshot; the last snapshot has its ducklake_snapshot row; every counted
  * key range holds as many entries as the catalog counted (a key damaged out
  * of its range); meta integers and table descriptors pass their checksums.

@@ -22,7 +22,32 @@ typedef struct {
     int count;
     char key[256];
     char *where; /* shared with the parent of moraine_verify_path: the key being checked */
+    MDB_txn *txn;      /* the walk's read transaction: the ord counters */
+    int64_t *next_ord; /* by relation id: its M "ord:<id>" counter, -1 none, -2 not read yet */
+    size_t nnext;
 } vstate;
+
+/* The ord counter of relation @id (M "ord:<id>", the position the next row
+ * appended takes: every row's ord lies below it), read once; -1 when there
+ * is none or it does not read (reported where the walk meets it). */
+static int64_t next_ord(vstate *v, uint32_t id)
+{
+    if (id >= v->nnext) {
+        size_t n = (size_t)id + 16;
+        int64_t *p = realloc(v->next_ord, n * sizeof *p);
+        if (!p) return -1;
+        for (size_t i = v->nnext; i < n; i++) p[i] = -2;
+        v->next_ord = p;
+        v->nnext = n;
+    }
+    if (v->next_ord[id] == -2) {
+        char name[32];
+        int64_t n = -1;
+        snprintf(name, sizeof name, "ord:%u", id);
+        v->next_ord[id] = mr_meta_get_int(v->txn, v->db->dbi, name, &n) == 1 && n >= 0 ? n : -1;
+    }
+    return v->next_ord[id];
+}
 
 #define WHERE_LEN 256
 
@@ -101,13 +126,22 @@ static void check_children(vstate *v, mr_rel *parent, const moraine_value *pvals
             *buf = nb;
             *cap = c->info.ncols;
         }
+        int64_t prev = 0, lim = next_ord(v, c->info.id);
         for (uint64_t r = 0; r < nrows; r++) {
-            uint64_t dord; /* the ord's difference: any value decodes */
+            uint64_t dord; /* the ord's difference from the row before */
             const uint8_t *rend;
             if (mr_child_row_span(&p, gend, &rend) || mr_get_uvarint(&p, rend, &dord) || mr_decode_cells(&p, rend, *buf, c->info.ncols)) {
                 violation(v, "%s: embedded %s row %llu does not decode", parent->info.name, c->info.name, (unsigned long long)r);
                 break;
             }
+            /* every ord a commit gives is >= 0 and below the table's counter:
+             * one outside says a damaged difference (this row's or one before it) */
+            int64_t ord = mr_child_ord(prev, dord);
+            prev = ord;
+            if (ord < 0 || (lim >= 0 && ord >= lim))
+                violation(v, "%s: embedded %s row %llu is at position %lld, outside 0 .. %lld (the table's next position): its ord "
+                          "difference, or one before it, is damaged", parent->info.name, c->info.name, (unsigned long long)r, (long long)ord,
+                          lim >= 0 ? (long long)lim - 1 : (long long)INT64_MAX);
             if (p != rend) {
                 violation(v, "%s: embedded %s row %llu is %lld bytes shorter than its length", parent->info.name, c->info.name,
                           (unsigned long long)r, (long long)(rend - p));
@@ -133,7 +167,7 @@ static int verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_pr
     moraine_read *rd;
     int rc = moraine_read_begin(db, &rd);
     if (rc) return rc;
-    vstate v = {db, report, ud, 0, "", where};
+    vstate v = {db, report, ud, 0, "", where, rd->txn, NULL, 0};
     int64_t last = INT64_MIN;
     int have_last = mr_meta_get_int(rd->txn, db->dbi, "last_snapshot", &last);
     MDB_stat ms;
@@ -321,6 +355,7 @@ static int verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_pr
     free(vals);
     free(kids);
     free(lc);
+    free(v.next_ord);
     mr_buf_free(&kb);
     mr_buf_free(&scratch);
     moraine_read_end(rd);

@@ -439,22 +439,24 @@ describe("a catalog of an older store format (2 or 3, an older moraine's) and `m
       db:close()
     end)
   end
-  it("a damaged value in a format-2 catalog: compact refuses naming its key, the catalog is left as it was, and the hint "
-    .. "does not send to this build's verify (which refuses format 2)", function()
-    local dir = format2("s1_evolution")
-    -- one data file's path damaged in the file: its value's checksum fails
-    local bytes, n = support.read(dir .. "/data.mdb"):gsub("day=26/ducklake", "day=26/duckXake")
-    assert.are.equal(1, n)
-    support.write(dir .. "/data.mdb", bytes)
-    local r = run({ "-c", dir, "compact" })
-    assert.are.equal(1, r.code, r.show)
-    assert.matches("the value at key C(", r.err, 1, true)
-    assert.matches("checksum", r.err, 1, true)
-    assert.not_matches("'moraine verify' lists every damaged entry", r.err, 1, true)
-    assert.matches("hint: the catalog is damaged and in store format 2", r.err, 1, true)
-    assert.are.equal(bytes, support.read(dir .. "/data.mdb"))
-    no_leftovers(dir)
-  end)
+  for _, format in ipairs({ 2, 3 }) do
+    it("a damaged value in a format-" .. format .. " catalog: compact refuses naming its key, the catalog is left as it was, "
+      .. "and the hint does not send to this build's verify (which refuses format " .. format .. ")", function()
+      local dir = older(format, "s1_evolution")
+      -- one data file's path damaged in the file: its value's checksum fails
+      local bytes, n = support.read(dir .. "/data.mdb"):gsub("day=26/ducklake", "day=26/duckXake")
+      assert.are.equal(1, n)
+      support.write(dir .. "/data.mdb", bytes)
+      local r = run({ "-c", dir, "compact" })
+      assert.are.equal(1, r.code, r.show)
+      assert.matches("the value at key C(", r.err, 1, true)
+      assert.matches("checksum", r.err, 1, true)
+      assert.not_matches("'moraine verify' lists every damaged entry", r.err, 1, true)
+      assert.matches("hint: the catalog is damaged and in store format " .. format .. ",", r.err, 1, true)
+      assert.are.equal(bytes, support.read(dir .. "/data.mdb"))
+      no_leftovers(dir)
+    end)
+  end
   it("moraine import (a continued import, a sync) on a format-2 catalog: refused with the hint to compact, not to fix the "
     .. "source; nothing written", function()
     local dir = format2("s1_evolution")

@@ -130,10 +130,14 @@ static void test_encode(void)
     CHECK_RC(mr_child_row_span(&p, cut + 1, &rend), MORAINE_ECORRUPT);
 }
 
+/* The ords of build_value's child rows: ords[g][r], or 3r + 1 when NULL. */
+static int64_t (*build_ords)[4];
+
 /* A value of format @version: the parent row @pv, then @ng groups of rel
- * ids @ids with @nr[g] rows each (rows[g][r], @ncols[g] cells, ords 3r + 1),
- * sealed under @key. Format 2 writes the rows bare, format 3 each after its
- * length, format 4 as mr_encode_child_row does. */
+ * ids @ids with @nr[g] rows each (rows[g][r], @ncols[g] cells, ords
+ * build_ords[g][r] or 3r + 1), sealed under @key. Format 2 writes the rows
+ * bare, format 3 each after its length, format 4 as mr_encode_child_row
+ * does. */
 static void build_value(mr_buf *b, int version, const uint8_t *key, size_t klen, const moraine_value *pv, size_t npv, size_t ng,
                         const uint64_t *ids, const size_t *nr, moraine_value rows[][4][8], const size_t *ncols)
 {
@@ -143,9 +147,10 @@ static void build_value(mr_buf *b, int version, const uint8_t *key, size_t klen,
     for (size_t g = 0; g < ng; g++) {
         mr_buf rb = {0}, row = {0};
         for (size_t r = 0; r < nr[g]; r++) {
-            int64_t ord = (int64_t)(r * 3 + 1);
+            int64_t ord = build_ords ? build_ords[g][r] : (int64_t)(r * 3 + 1);
+            int64_t prev = !r ? 0 : build_ords ? build_ords[g][r - 1] : ord - 3;
             row.len = 0;
-            int rc = version == 4 ? mr_encode_child_row(&rb, r ? ord - 3 : 0, ord, rows[g][r], ncols[g])
+            int rc = version == 4 ? mr_encode_child_row(&rb, prev, ord, rows[g][r], ncols[g])
                                   : mr_encode_row(&row, ord, rows[g][r], ncols[g]);
             if (!rc && version == 3) rc = mr_put_uvarint(&rb, row.len);
             if (!rc && version != 4) rc = mr_buf_put(&rb, row.p, row.len);
@@ -193,17 +198,43 @@ static void test_upgrade_value(void)
                 for (size_t c = 0; c < ncols[g]; c++) rows[g][r][c] = c < n ? tmp[c] : vint((int64_t)c);
             }
         }
+        /* half the rounds: ords that fall, jump and reach both ends of 64 bits
+         * (an older store's ord is any uvarint; the difference wraps) */
+        static int64_t ords[3][4];
+        static const int64_t edge[] = {0, 1, INT64_MAX, INT64_MAX - 1, INT64_MIN, -1, (int64_t)1 << 40, 63, 64, 8191, 8192};
+        for (size_t g = 0; g < 3; g++)
+            for (size_t r = 0; r < 4; r++)
+                ords[g][r] = check_below(2) ? edge[check_below(sizeof edge / sizeof edge[0])] : (int64_t)check_rand();
+        build_ords = round % 2 ? ords : NULL;
         build_value(&v2, 2, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
         build_value(&v3, 3, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
         build_value(&v4, 4, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
         if (mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
         if (mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
+        /* and each child row of the upgraded value reads back at the ord it had */
+        const uint8_t *q = up.p + MR_HEADER_LEN, *qend = up.p + up.len;
+        moraine_value tmp[8];
+        int64_t o;
+        size_t tn;
+        if (mr_decode_row(&q, qend, &o, tmp, 8, &tn)) bad++;
+        for (size_t g = 0; g < ng && !bad; g++) {
+            uint64_t id, nrows;
+            const uint8_t *gend, *rend;
+            int64_t prev = 0;
+            if (mr_group_head(&q, qend, &id, &nrows, &gend) || id != ids[g] || nrows != nr[g]) bad++;
+            for (size_t r = 0; r < nr[g] && !bad; r++) {
+                int64_t want = build_ords ? ords[g][r] : (int64_t)(r * 3 + 1);
+                if (mr_child_row_span(&q, gend, &rend) || mr_decode_child_row(&q, rend, "t", prev, &o, tmp, ncols[g]) || o != want) bad++;
+                prev = o;
+            }
+        }
         /* format 4 is copied as it is */
         if (mr_upgrade_value(db, &up, v4.p, v4.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
         /* under another key the checksum fails */
         if (mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key - 1) != MORAINE_ECORRUPT) bad++;
     }
     CHECK(bad == 0, "%d format-2 or format-3 values not rewritten as the format-4 encoder writes them", bad);
+    build_ords = NULL;
 
     /* damaged older values: a flipped bit, a group with a stray byte (the
      * checksum recomputed), a format-3 row whose length says more than it
@@ -240,6 +271,16 @@ static void test_upgrade_value(void)
     build_value(&v3, 3, key, sizeof key, pv, 2, 1, ids, nr, one, four);
     CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
     CHECK(strstr(moraine_errmsg(), "has 4 columns, expected 3") != NULL, "a column too many: '%s'", moraine_errmsg());
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, four);
+    CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "has 4 columns, expected 3") != NULL, "format 2, a column too many: '%s'", moraine_errmsg());
+    const size_t two[1] = {2};
+    build_value(&v3, 3, key, sizeof key, pv, 2, 1, ids, nr, one, two);
+    CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "has 2 columns, expected 3") != NULL, "a column too few: '%s'", moraine_errmsg());
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, two);
+    CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "has 2 columns, expected 3") != NULL, "format 2, a column too few: '%s'", moraine_errmsg());
     const uint64_t nowhere[1] = {ids[2] + 1000};
     build_value(&v3, 3, key, sizeof key, pv, 2, 1, nowhere, nr, one, ncols);
     CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
@@ -392,6 +433,73 @@ static void shorter(mr_buf *v)
     v->p[at]--;
 }
 
+/* the first child row without its last cell ('year', 6 bytes), its length
+ * and its group's nbytes 6 less: a cell too few, the lengths consistent */
+static void fewer_cells(mr_buf *v)
+{
+    size_t nb, at = first_len_at(v, &nb);
+    size_t rowlen = v->p[at], cut = at + 1 + rowlen - 6;
+    if (memcmp(v->p + cut, "\x02\x04year", 6) != 0) abort();
+    v->p[nb] = (uint8_t)(v->p[nb] - 6);
+    v->p[at] = (uint8_t)(rowlen - 6);
+    memmove(v->p + cut, v->p + cut + 6, v->len - cut - 6);
+    v->len -= 6;
+}
+
+/* the first child row's dord (0x00) as 0x80 0x00, a varint not in its
+ * shortest form: its length and its group's nbytes one more */
+static void overlong_dord(mr_buf *v)
+{
+    size_t nb, at = first_len_at(v, &nb);
+    if (v->p[at + 1] != 0x00) abort();
+    v->p[nb]++;
+    v->p[at]++;
+    mr_buf_byte(v, 0);
+    memmove(v->p + at + 2, v->p + at + 1, v->len - 1 - (at + 1));
+    v->p[at + 1] = 0x80;
+}
+
+/* the first child row's dord as ten bytes whose last one overflows 64 bits */
+static void huge_dord(mr_buf *v)
+{
+    size_t nb, at = first_len_at(v, &nb);
+    if (v->p[at + 1] != 0x00) abort();
+    v->p[nb] = (uint8_t)(v->p[nb] + 9);
+    v->p[at] = (uint8_t)(v->p[at] + 9);
+    for (int i = 0; i < 9; i++) mr_buf_byte(v, 0);
+    memmove(v->p + at + 11, v->p + at + 2, v->len - 9 - (at + 2));
+    memset(v->p + at + 1, 0xff, 9);
+    v->p[at + 10] = 0x02;
+}
+
+/* the first child row's dord (0x00: ord 0) as 0x01 (ord -1) or as 0x7e
+ * (ord 63, past the table's counter): valid varints, a wrong ord */
+static void dord_minus_one(mr_buf *v)
+{
+    size_t nb, at = first_len_at(v, &nb);
+    if (v->p[at + 1] != 0x00) abort();
+    v->p[at + 1] = 0x01;
+}
+static void dord_far(mr_buf *v)
+{
+    size_t nb, at = first_len_at(v, &nb);
+    if (v->p[at + 1] != 0x00) abort();
+    v->p[at + 1] = 0x7e;
+}
+
+/* The value as it was before the damage (keep), put back (restore). */
+static mr_buf kept;
+static void keep(mr_buf *v)
+{
+    kept.len = 0;
+    mr_buf_put(&kept, v->p, v->len);
+}
+static void restore(mr_buf *v)
+{
+    v->len = 0;
+    mr_buf_put(v, kept.p, kept.len);
+}
+
 /* The number of child rows read from every row of partition_info (plain
  * walk, or projected with every child column; with @match, @nmatch, only
  * the rows of those column_ids); else the error, its message in @msg */
@@ -464,7 +572,12 @@ static void test_damaged_length(void)
         const char *what;
         void (*damage)(mr_buf *);
         const char *says;
-    } cases[] = {{"a length one byte longer than the row", longer, "its length says"}, {"a length one byte shorter", shorter, NULL}};
+    } cases[] = {{"a length one byte longer than the row (a cell too many)", longer, "its length says"},
+                 {"a length one byte shorter", shorter, NULL},
+                 {"a cell too few, the lengths agreeing", fewer_cells, "truncated at column 4"},
+                 {"a dord not in its shortest form", overlong_dord, "shortest form"},
+                 {"a dord of ten bytes overflowing 64 bits", huge_dord, "overflows"}};
+    CHECK_RC(poke(path, id, keep), 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK_RC(poke(path, id, cases[i].damage), 0);
         CHECK_RC(moraine_open(path, NULL, &db), 0);
@@ -480,16 +593,46 @@ static void test_damaged_length(void)
         static const int64_t damaged_col[] = {2}, other_col[] = {4};
         int rc = walk_match(db, 1, damaged_col, 1, msg, sizeof msg);
         CHECK(rc == MORAINE_ECORRUPT, "%s, filtered on its column_id: %d (%s)", cases[i].what, rc, msg);
-        if (cases[i].damage == longer) CHECK_INT(walk_match(db, 1, other_col, 1, msg, sizeof msg), 1);
+        if (cases[i].damage == longer || cases[i].damage == fewer_cells) CHECK_INT(walk_match(db, 1, other_col, 1, msg, sizeof msg), 1);
+        if (cases[i].damage == overlong_dord || cases[i].damage == huge_dord) { /* the ord of every later row hangs on it */
+            rc = walk_match(db, 1, other_col, 1, msg, sizeof msg);
+            CHECK(rc == MORAINE_ECORRUPT, "%s, filtered past it: %d (%s)", cases[i].what, rc, msg);
+            /* a commit adding a row to the group needs the last row's ord: refused, nothing written */
+            moraine_txn *tx;
+            moraine_value pc3[5] = {vint(3), vint(1), vint(2), vint(5), vnull()};
+            CHECK_RC(moraine_txn_begin(db, 2, &tx), 0);
+            rc = moraine_txn_insert(tx, PC, pc3, 5, -1);
+            if (rc == 0) rc = moraine_txn_partial(tx, 1);
+            if (rc == 0) rc = moraine_txn_commit(tx);
+            else moraine_txn_abort(tx);
+            CHECK(rc == MORAINE_ECORRUPT, "%s: a commit adding a row to the group: %d (%s)", cases[i].what, rc, moraine_errmsg());
+        }
         int found = 0;
         int nv = moraine_verify(db, count_violation, &found, NULL, NULL);
         CHECK(nv >= 1 && found >= 1, "%s: verify found %d violations, %d about %s", cases[i].what, nv, found, PC);
         moraine_close(db);
-        /* put a sound value back (the damage undone by a fresh commit is not possible: rewrite it whole) */
-        CHECK_RC(poke(path, id, cases[i].damage == longer ? shorter : longer), 0);
+        /* put the sound value back (the damage undone by a fresh commit is not possible: rewrite it whole) */
+        CHECK_RC(poke(path, id, restore), 0);
         CHECK_RC(moraine_open(path, NULL, &db), 0);
+        CHECK_INT(walk(db, 0, msg, sizeof msg), 2);
+        CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
         moraine_close(db);
     }
+    /* a dord that is a sound varint but gives a position no commit gave
+     * (below 0, or at or past the table's ord counter): the reads cannot
+     * tell (the checksum was computed again), verify reports it */
+    void (*wrong_ord[2])(mr_buf *) = {dord_minus_one, dord_far};
+    for (int i = 0; i < 2; i++) {
+        CHECK_RC(poke(path, id, wrong_ord[i]), 0);
+        CHECK_RC(moraine_open(path, NULL, &db), 0);
+        CHECK_INT(walk(db, 0, msg, sizeof msg), 2);
+        int found = 0;
+        int nv = moraine_verify(db, count_violation, &found, NULL, NULL);
+        CHECK(nv == (i ? 2 : 1) && found == nv, "a first ord of %s (the second row follows it): verify found %d violations, %d about %s", i ? "63" : "-1", nv, found, PC);
+        moraine_close(db);
+        CHECK_RC(poke(path, id, restore), 0);
+    }
+    mr_buf_free(&kept);
 }
 
 /* the group says it holds one row fewer than it does */
@@ -607,6 +750,77 @@ static int same_export(const char *a, const char *b, int *files)
     return same && n == m;
 }
 
+/* Every embedded child row of the catalog at @path (not open in this
+ * process) read from LMDB itself, in key order, as store format @format
+ * writes it (2: `ord ncols cell*`; 3: the same after its length; 4: its
+ * length, the zigzag of its ord less the ord of the row before, its cells up
+ * to its length): its ord and the CRC-32C of its cells' bytes, the first
+ * @cap into @out. Returns the number of rows, or -1 when a record is not of
+ * @format or does not read. */
+typedef struct {
+    int64_t ord;
+    uint32_t cells_crc; /* of the cells' bytes */
+} raw_kid;
+static long raw_child_ords(const char *path, int format, raw_kid *out, long cap)
+{
+    MDB_env *env;
+    MDB_txn *t;
+    MDB_dbi dbi;
+    MDB_cursor *c;
+    if (raw_begin(path, &env, &t, &dbi)) return -1;
+    long n = 0;
+    moraine_value vals[64];
+    MDB_val k, v;
+    int mrc = mdb_cursor_open(t, dbi, &c);
+    for (mrc = mrc ? mrc : mdb_cursor_get(c, &k, &v, MDB_FIRST); !mrc && n >= 0; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        uint8_t sub = *(const uint8_t *)k.mv_data;
+        if (sub != MR_SUB_CURRENT && sub != MR_SUB_HISTORY && sub != MR_SUB_SNAPSHOT && sub != MR_SUB_ROWS) continue;
+        const uint8_t *p = v.mv_data, *end = p + v.mv_size;
+        if (v.mv_size < MR_HEADER_LEN || *p != format) {
+            n = -1;
+            break;
+        }
+        p += MR_HEADER_LEN;
+        int64_t ord;
+        size_t nc;
+        if (mr_decode_row(&p, end, &ord, vals, 64, &nc)) n = -1;
+        while (n >= 0 && p < end) {
+            uint64_t id, nrows;
+            const uint8_t *gend;
+            int64_t prev = 0;
+            if (mr_group_head(&p, end, &id, &nrows, &gend)) n = -1;
+            for (uint64_t r = 0; n >= 0 && r < nrows; r++) {
+                const uint8_t *rend = gend, *cells;
+                uint64_t u, cnt = 0;
+                if ((format > 2 && mr_child_row_span(&p, gend, &rend)) || mr_get_uvarint(&p, rend, &u) ||
+                    (format < 4 && mr_get_uvarint(&p, rend, &cnt))) {
+                    n = -1;
+                    break;
+                }
+                cells = p;
+                if (format == 4) { /* the cells run to the row's end */
+                    p = rend;
+                    ord = mr_child_ord(prev, u);
+                } else {
+                    if (cnt > 64 || mr_decode_cells(&p, rend, vals, (size_t)cnt)) {
+                        n = -1;
+                        break;
+                    }
+                    ord = (int64_t)u;
+                }
+                prev = ord;
+                if (n < cap) out[n] = (raw_kid){ord, mr_crc32c(cells, (size_t)(p - cells))};
+                n++;
+            }
+            if (n >= 0 && p != gend) n = -1;
+        }
+    }
+    mdb_cursor_close(c);
+    mdb_txn_abort(t);
+    mdb_env_close(env);
+    return n;
+}
+
 /* The catalog of tests/fixtures/format@format/@name (an older build's
  * import): refused reads and commits, then compacted to this build's format
  * and compared with a fresh import. */
@@ -647,6 +861,16 @@ static void test_older_format(int format, const char *name)
     moraine_compact_info info;
     CHECK_RC(moraine_compact(db, dest, &info, NULL, NULL), 0);
     moraine_close(db);
+
+    /* every child row of the copy has the ord and the cells it had */
+    enum { KCAP = 4096 };
+    static raw_kid was[KCAP], now[KCAP];
+    long nwas = raw_child_ords(dir, format, was, KCAP), nnow = raw_child_ords(dest, 4, now, KCAP);
+    CHECK(nwas > 20 && nwas <= KCAP && nnow == nwas, "%s: %ld child rows in the format-%d fixture, %ld in its copy", name, nwas, format, nnow);
+    int moved = 0;
+    for (long i = 0; i < nwas && i < nnow && i < KCAP; i++)
+        if (was[i].ord != now[i].ord || was[i].cells_crc != now[i].cells_crc) moved++;
+    CHECK(moved == 0, "%s: %d of %ld child rows changed ord or cells in the upgrade", name, moved, nwas);
 
     /* the copy is format 4: reads, verifies, exports what a fresh import exports */
     CHECK_RC(moraine_open(dest, NULL, &db), 0);
@@ -859,6 +1083,242 @@ static void test_long_rows(void)
     CHECK(same_export(e1, e2, &files) && files == 2, "the export of long child rows imports to the same export (%d files)", files);
 }
 
+/* ---- every child row's ord, through every reader ------------------------------------ */
+
+/* The child rows the test wrote: for each, its parent's partition_id and
+ * begin_snapshot, its ord and its partition_key_index (unique: it names the
+ * row); in the order they were appended to their parent's group. */
+enum { MAXO = 128 };
+typedef struct {
+    int64_t pid, begin, ord, idx, col;
+} ord_kid;
+static ord_kid okids[MAXO];
+static size_t nokids;
+
+/* Inserts child row @idx of parent @pid (begun at @begin) at @ord (-1: the
+ * next position) and records it with the ord the commit gives it (@want, or
+ * for -1 the one after the highest so far: @next) */
+static void ord_insert(moraine_txn *txn, int64_t pid, int64_t begin, int64_t ord, int64_t *next)
+{
+    int64_t idx = (int64_t)nokids, col = idx % 6;
+    moraine_value pc[5] = {vint(pid), vint(pid), vint(idx), vint(col), vstr("t", 1)};
+    CHECK_RC(moraine_txn_insert(txn, PC, pc, 5, ord), 0);
+    int64_t got = ord < 0 ? *next : ord;
+    if (got + 1 > *next) *next = got + 1;
+    okids[nokids++] = (ord_kid){pid, begin, got, idx, col};
+}
+
+/* The child rows of parent (@pid, @begin) as the model has them, "ord:idx "
+ * each, in group order, keeping those whose column_id is in @match (NULL:
+ * all). */
+static void model_group(int64_t pid, int64_t begin, const int64_t *match, size_t nm, char *out, size_t n)
+{
+    size_t at = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < nokids; i++)
+        if (okids[i].pid == pid && okids[i].begin == begin && (!match || matched(okids[i].col, match, nm)))
+            at += (size_t)snprintf(out + at, at < n ? n - at : 0, "%lld:%lld ", (long long)okids[i].ord, (long long)okids[i].idx);
+}
+
+/* Every partition_info version's child rows, read by the plain walk (@how
+ * 0), the projected read (1), or the projected read filtered on random
+ * column_ids (2), compared with the model (and each row's raw bytes decoded
+ * as its cells); the number of parents whose rows differ. */
+static int ords_differ(moraine_db *db, int how)
+{
+    moraine_read *rd;
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    if (!rd) return 1;
+    int64_t match[6];
+    size_t nm = 0;
+    for (int64_t v = 0; v < 6; v++)
+        if (check_below(2)) match[nm++] = v;
+    static const char *const cols[] = {"column_id", "partition_key_index"};
+    moraine_child_projection kp = {PC, cols, 2, how == 2 ? "column_id" : NULL, match, nm};
+    moraine_projection pj = {NULL, 0, &kp, 1};
+    moraine_cursor *c = NULL;
+    int rc = how ? moraine_scan_project(rd, PI, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &pj, &c)
+                 : moraine_scan_open(rd, PI, MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c);
+    CHECK_RC(rc, 0);
+    int bad = 0, parents = 0;
+    moraine_row row, kid;
+    while (c && (rc = moraine_cursor_next(c, &row)) == 1) {
+        /* the projection asks every parent column, in catalog order */
+        int64_t pid = row.vals[0].i, begin = row.vals[2].i;
+        char got[4096], want[4096];
+        size_t at = 0, which;
+        int kr;
+        got[0] = 0;
+        /* each row's raw bytes are its five cells, its partition_key_index among them */
+        moraine_value cells[5];
+        const uint8_t *q;
+#define RAW_OK(idx) ((q = kid.raw) != NULL && mr_decode_cells(&q, kid.raw + kid.raw_len, cells, 5) == 0 && q == kid.raw + kid.raw_len && \
+                     cells[2].type == MORAINE_INT && cells[2].i == (idx))
+        if (how) {
+            while ((kr = moraine_cursor_child(c, &which, &kid)) == 1)
+                at += (size_t)snprintf(got + at, at < sizeof got ? sizeof got - at : 0, "%lld:%lld%s ", (long long)kid.ord, (long long)kid.vals[1].i,
+                                       RAW_OK(kid.vals[1].i) ? "" : "(raw differs)");
+        } else {
+            moraine_children it;
+            moraine_row_children(rd, &row, &it);
+            while ((kr = moraine_children_next(&it, &kid)) == 1)
+                at += (size_t)snprintf(got + at, at < sizeof got ? sizeof got - at : 0, "%lld:%lld%s ", (long long)kid.ord, (long long)kid.vals[2].i,
+                                       RAW_OK(kid.vals[2].i) ? "" : "(raw differs)");
+            moraine_children_free(&it);
+        }
+#undef RAW_OK
+        model_group(pid, begin, how == 2 ? match : NULL, nm, want, sizeof want);
+        if (kr != 0 || strcmp(got, want) != 0) {
+            bad++;
+            fprintf(stderr, "  partition_info %lld begun at %lld (read %d): got '%s', want '%s'\n", (long long)pid, (long long)begin, how, got, want);
+        }
+        parents++;
+    }
+    CHECK_INT(rc, 0);
+    if (c) moraine_cursor_close(c);
+    moraine_read_end(rd);
+    return bad + (parents == 0);
+}
+
+/* The export's ducklake_partition_column.ndjson lists the child rows by
+ * ord: their partition_key_index in that order, against the model's. */
+static int export_differs(moraine_db *db, const char *dir)
+{
+    char cmd[4400], file[4400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) return 1;
+    CHECK_RC(moraine_export_ndjson(db, dir, NULL, NULL), 0);
+    snprintf(file, sizeof file, "%s/" PC ".ndjson", dir);
+    FILE *f = fopen(file, "rb");
+    if (!f) return 1;
+    int64_t seen[MAXO];
+    size_t n = 0;
+    char line[1024];
+    while (fgets(line, sizeof line, f) && n < MAXO) {
+        const char *k = strstr(line, "\"partition_key_index\":");
+        if (k) seen[n++] = strtoll(k + strlen("\"partition_key_index\":"), NULL, 10);
+    }
+    fclose(f);
+    /* the model sorted by ord (the ords are distinct) */
+    ord_kid s[MAXO];
+    memcpy(s, okids, nokids * sizeof *s);
+    for (size_t i = 1; i < nokids; i++)
+        for (size_t j = i; j > 0 && s[j - 1].ord > s[j].ord; j--) {
+            ord_kid t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    int bad = n != nokids;
+    for (size_t i = 0; i < n && i < nokids; i++)
+        if (seen[i] != s[i].idx) bad++;
+    return bad;
+}
+
+/* Checks every reader against the model; @when says where in the test. */
+static void ords_check(moraine_db *db, const char *dir, const char *when)
+{
+    for (int how = 0; how < 3; how++)
+        for (int k = 0; k < (how == 2 ? 8 : 1); k++) CHECK(ords_differ(db, how) == 0, "%s: read %d gives every child row's ord", when, how);
+    CHECK(export_differs(db, dir) == 0, "%s: the export lists the child rows by their ords", when);
+    CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
+}
+
+/* Child rows at ords that rise, fall and jump (by 2^40, to INT64_MAX - 1
+ * and back to 0), appended to parents inserted in the same commit and to
+ * stored parents over later commits, to a parent ended since (its group
+ * moves to history as it was) and its new version, and given with a past
+ * version (moraine_txn_insert_version): every child row reads back at its
+ * ord through the plain walk, the projected read (every row, and filtered on
+ * column_id) and the export's order, before and after moraine_compact and in
+ * a commit on the compacted copy. */
+static void test_child_ords(void)
+{
+    char path[4096], dir[4200], dest[4200];
+    moraine_db *db = new_catalog("ords", path, sizeof path);
+    if (snprintf(dir, sizeof dir, "%s-export", path) >= (int)sizeof dir || snprintf(dest, sizeof dest, "%s-compacted", path) >= (int)sizeof dest) abort();
+    int64_t next = 0;
+    moraine_txn *txn;
+    /* snapshot 1: four parents; their children in falling, rising and jumping ords */
+    CHECK_RC(moraine_txn_begin(db, 1, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, PI, 4, PI_COLS), 0);
+    CHECK_RC(moraine_txn_define(txn, PC, 5, PC_COLS), 0);
+    for (int64_t p = 0; p < 4; p++) {
+        moraine_value pi[4] = {vint(p), vint(p), vint(1), vnull()};
+        CHECK_RC(moraine_txn_insert(txn, PI, pi, 4, -1), 0);
+    }
+    static const int64_t first[][4] = {{1000, 5, 4, 900}, {-1, -1, 3, -1}, {1 << 20, 0, (int64_t)1 << 40, 7}, {-1, 20, -1, 2}};
+    for (int k = 0; k < 4; k++)
+        for (int64_t p = 0; p < 4; p++) ord_insert(txn, p, 1, first[p][k], &next);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 1");
+    /* snapshot 2: rows appended to the stored parents, after their last row's ord */
+    CHECK_RC(moraine_txn_begin(db, 2, &txn), 0);
+    ord_insert(txn, 0, 1, 6, &next);
+    ord_insert(txn, 0, 1, -1, &next);
+    ord_insert(txn, 2, 1, 1, &next);
+    ord_insert(txn, 2, 1, ((int64_t)1 << 40) + 3, &next);
+    ord_insert(txn, 3, 1, -1, &next);
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 2");
+    /* snapshot 3: parent 1 gains a row and is ended (its group to history);
+     * its new version gets rows of its own; parent 0 gains a row */
+    CHECK_RC(moraine_txn_begin(db, 3, &txn), 0);
+    ord_insert(txn, 1, 1, 8, &next);
+    moraine_value old1[4] = {vint(1), vint(1), vint(1), vnull()};
+    CHECK_RC(moraine_txn_end(txn, PI, old1, 4), 0);
+    moraine_value new1[4] = {vint(1), vint(1), vint(3), vnull()};
+    CHECK_RC(moraine_txn_insert(txn, PI, new1, 4, -1), 0);
+    ord_insert(txn, 1, 3, 9, &next);
+    ord_insert(txn, 1, 3, -1, &next);
+    ord_insert(txn, 1, 3, 10, &next);
+    ord_insert(txn, 0, 1, 11, &next);
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 3");
+    /* snapshot 4: a past version of parent 9 with its children, ords falling and jumping */
+    CHECK_RC(moraine_txn_begin(db, 4, &txn), 0);
+    {
+        static const int64_t kords[] = {40, 12, ((int64_t)1 << 50), 13};
+        moraine_child_row kids[4];
+        moraine_value rows[4][5];
+        for (int k = 0; k < 4; k++) {
+            int64_t idx = (int64_t)nokids;
+            rows[k][0] = vint(9), rows[k][1] = vint(9), rows[k][2] = vint(idx), rows[k][3] = vint(idx % 6), rows[k][4] = vnull();
+            kids[k] = (moraine_child_row){PC, rows[k], 5, kords[k]};
+            okids[nokids++] = (ord_kid){9, 2, kords[k], idx, idx % 6};
+            if (kords[k] + 1 > next) next = kords[k] + 1;
+        }
+        moraine_value pi[4] = {vint(9), vint(9), vint(2), vint(3)};
+        CHECK_RC(moraine_txn_insert_version(txn, PI, pi, 4, -1, kids, 4), 0);
+    }
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 4");
+    /* snapshot 5: the largest ord a row can have, then the smallest, on a stored parent */
+    CHECK_RC(moraine_txn_begin(db, 5, &txn), 0);
+    ord_insert(txn, 3, 1, INT64_MAX - 1, &next);
+    ord_insert(txn, 3, 1, 14, &next);
+    ord_insert(txn, 2, 1, INT64_MAX - 2, &next);
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 5");
+    /* compacted: the same ords, and a commit on the copy appends after them */
+    CHECK_RC(moraine_compact(db, dest, NULL, NULL, NULL), 0);
+    moraine_close(db);
+    CHECK_RC(moraine_open(dest, NULL, &db), 0);
+    if (!db) return;
+    ords_check(db, dir, "compacted");
+    CHECK_RC(moraine_txn_begin(db, 6, &txn), 0);
+    ord_insert(txn, 3, 1, 0, &next);
+    ord_insert(txn, 2, 1, 15, &next);
+    ord_insert(txn, 1, 3, INT64_MAX - 3, &next);
+    CHECK_RC(moraine_txn_partial(txn, 1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    ords_check(db, dir, "after snapshot 6, on the compacted copy");
+    moraine_close(db);
+}
+
 /* Writes format marker @fmt into the catalog at @path through LMDB itself;
  * 0 or an LMDB error. Run in a process of its own (set_marker). */
 static int write_marker(const char *path, int64_t fmt)
@@ -968,6 +1428,7 @@ int main(int argc, char **argv)
     test_damaged_length();
     test_rows_within_group();
     test_long_rows();
+    test_child_ords();
     test_marker_again();
     test_import_into_empty_format2();
     test_older_format(2, "s1_evolution");

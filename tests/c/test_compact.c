@@ -57,7 +57,7 @@ static int same_rows(moraine_db *a, moraine_db *b, int64_t *n)
             int ga = moraine_cursor_next(ca, &x), gb = moraine_cursor_next(cb, &y);
             if (ga != gb) same = 0;
             if (ga != 1 || gb != 1) break;
-            if (x.raw_len != y.raw_len || memcmp(x.raw, y.raw, x.raw_len) != 0) same = 0;
+            if (x.ord != y.ord || x.raw_len != y.raw_len || memcmp(x.raw, y.raw, x.raw_len) != 0) same = 0; /* raw: the cells alone */
             (*n)++;
         }
     } else {
