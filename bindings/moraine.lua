@@ -32,7 +32,9 @@
 -- `moraine_strerror` gives it: EINVAL, ENOTFOUND, EEXIST, ESNAPSHOT,
 -- ENOTLIVE, ECORRUPT, ELMDB, ENOMEM, EIO, EJSON, EREADONLY, ETXN, EMAPFULL,
 -- ECONFLICT, EFORK: a handle used in a process other than the one that
--- opened it, e.g. after fork; close it and open the catalog again there); `message` is the engine's `moraine_errmsg()` text (it names the
+-- opened it, e.g. after fork; close it and open the catalog again there;
+-- EFORMAT: the catalog is in a store format this build does not read or
+-- write, an older one until `moraine compact` rewrites it); `message` is the engine's `moraine_errmsg()` text (it names the
 -- table, row, column or key) or, for checks done by the binding, a message of
 -- the same form. The table's metatable gives `tostring(e)` =
 -- `"moraine: EINVAL: <message>"`; test for it with `moraine.is_error(e)`.
@@ -321,7 +323,8 @@ M.is_error = core.is_error
 --   collector, or by Lua 5.4's `<close>`.
 -- @raise EINVAL (unknown option, or an option of the wrong type),
 --   EIO (path missing and not creating), ELMDB, ECORRUPT (not a moraine
---   catalog, or a newer format), ENOMEM.
+--   catalog), EFORMAT (a catalog of format 1 or of a newer format than this
+--   build's; one of format 2 or 3 opens, for `moraine compact`), ENOMEM.
 -- @function open
 M.open = core.open
 

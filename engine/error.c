@@ -28,6 +28,7 @@ const char *moraine_strerror(int code)
     case MORAINE_EMAPFULL: return "EMAPFULL";
     case MORAINE_ECONFLICT: return "ECONFLICT";
     case MORAINE_EFORK: return "EFORK";
+    case MORAINE_EFORMAT: return "EFORMAT";
     default: return "EUNKNOWN";
     }
 }

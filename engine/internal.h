@@ -262,7 +262,7 @@ int mr_same_process(moraine_db *db);
 int mr_read_begin(moraine_db *db, moraine_read **out);
 /* 0 when the catalog of @db is in this build's store format: at once when
  * the handle knows it, else by reading the marker in @t (a catalog opened at
- * an older format and rewritten since: remembered). MORAINE_ECORRUPT naming the
+ * an older format and rewritten since: remembered). MORAINE_EFORMAT naming the
  * format and `moraine compact` otherwise ("this build @does 4": "reads",
  * "writes"), or the error reading the marker (moraine_read_begin,
  * moraine_txn_commit). */

@@ -54,7 +54,9 @@ enum {
     MORAINE_ETXN = -12,       /* transaction misuse (already failed, finished, nested) */
     MORAINE_EMAPFULL = -13,   /* the commit does not fit in the map size */
     MORAINE_ECONFLICT = -14,  /* optimistic concurrency conflict (verb path) */
-    MORAINE_EFORK = -15       /* handle used in a process other than the one that opened it (after fork) */
+    MORAINE_EFORK = -15,      /* handle used in a process other than the one that opened it (after fork) */
+    MORAINE_EFORMAT = -16     /* the catalog is in a store format this build does not read or write (an older
+                                 one: `moraine compact` rewrites it; docs/codec.md, Versioning) */
 };
 
 /**
@@ -172,9 +174,11 @@ typedef struct {
  * MORAINE_COL_SECRET). Existing files keep their modes.
  * Returns 0, or MORAINE_EIO (path missing and not creating), MORAINE_ELMDB,
  * MORAINE_ECORRUPT (the directory holds an LMDB file that is not a moraine
- * catalog, or of format 1 or a newer format), MORAINE_ENOMEM. A catalog of
- * format 2 or 3 opens, for moraine_compact to rewrite it in format 4; reads
- * and commits on it are refused until then (docs/codec.md, Versioning).
+ * catalog, or a damaged table descriptor), MORAINE_EFORMAT (a catalog of
+ * format 1 or of a newer format than this build's), MORAINE_ENOMEM. A
+ * catalog of format 2 or 3 opens, for moraine_compact to rewrite it in
+ * format 4; reads and commits on it are refused with MORAINE_EFORMAT until
+ * then (docs/codec.md, Versioning).
  */
 int moraine_open(const char *path, const moraine_options *opts, moraine_db **out);
 
@@ -339,9 +343,9 @@ int moraine_txn_delete_row(moraine_txn *txn, const char *name, int64_t ord);
  * next_file_id are not negative and not below the last snapshot's row;
  * otherwise MORAINE_ESNAPSHOT and nothing is written.
  * Returns 0, the first error any call on @txn returned (nothing written),
- * MORAINE_ECORRUPT (a catalog of format 2 or 3, written by an older moraine,
+ * MORAINE_EFORMAT (a catalog of format 2 or 3, written by an older moraine,
  * takes no commit until `moraine compact` rewrites it in format 4;
- * docs/codec.md),
+ * docs/codec.md), MORAINE_ECORRUPT (a stored row the commit loads is damaged),
  * MORAINE_ESNAPSHOT (see above), MORAINE_EMAPFULL (map size exhausted even
  * after growing to max_map_size; nothing written), MORAINE_ELMDB.
  */
@@ -457,9 +461,10 @@ typedef struct moraine_cursor moraine_cursor;
 /**
  * moraine_read_begin - open a read transaction (a consistent view of the
  * catalog as of its newest commit). Many may be open at once, from any thread
- * (one per thread at a time). Returns 0, MORAINE_ELMDB, MORAINE_ECORRUPT (a
+ * (one per thread at a time). Returns 0, MORAINE_ELMDB, MORAINE_EFORMAT (a
  * catalog of store format 2 or 3, written by an older moraine: `moraine
- * compact` rewrites it in format 4; docs/codec.md, Versioning), MORAINE_EINVAL (NULL
+ * compact` rewrites it in format 4; docs/codec.md, Versioning), MORAINE_ECORRUPT
+ * (the format marker does not read), MORAINE_EINVAL (NULL
  * argument), MORAINE_ENOMEM, MORAINE_EFORK.
  */
 int moraine_read_begin(moraine_db *db, moraine_read **out);

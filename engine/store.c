@@ -44,7 +44,7 @@ int mr_format_check(moraine_db *db, MDB_txn *t, const char *does)
         __atomic_store_n(&db->format, MR_FORMAT_VERSION, __ATOMIC_RELAXED);
         return 0;
     }
-    return mr_err(MORAINE_ECORRUPT, "the catalog is in format %lld (written by an older moraine), this build %s %d: `moraine compact` "
+    return mr_err(MORAINE_EFORMAT, "the catalog is in format %lld (written by an older moraine), this build %s %d: `moraine compact` "
                   "rewrites it in format %d", (long long)fmt, does, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
 }
 
@@ -741,14 +741,14 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         }
     } else if (rc == 1) {
         if (fmt == 1)
-            rc = mr_err(MORAINE_ECORRUPT, "%s: catalog format 1 (an older moraine: values not bound to their keys), this build reads %d: "
+            rc = mr_err(MORAINE_EFORMAT, "%s: catalog format 1 (an older moraine: values not bound to their keys), this build reads %d: "
                         "export it with the build that wrote it and import the export into a new catalog", path, MR_FORMAT_VERSION);
         else if (fmt >= MR_FORMAT_OLDEST && fmt < MR_FORMAT_VERSION) /* opens: its descriptors load, and moraine_compact
                                                                             rewrites it in format 4; no read or commit */
             rc = 0;
         else
             rc = fmt == MR_FORMAT_VERSION ? 0
-                                          : mr_err(MORAINE_ECORRUPT, "%s: catalog format %lld, this build reads %d", path, (long long)fmt,
+                                          : mr_err(MORAINE_EFORMAT, "%s: catalog format %lld, this build reads %d", path, (long long)fmt,
                                                    MR_FORMAT_VERSION);
     }
     db->format = fmt ? (int)fmt : MR_FORMAT_VERSION;

@@ -418,7 +418,7 @@ describe("a catalog of an older store format (2 or 3, an older moraine's) and `m
       local db = moraine.open(dir, { create = false })
       local ok, err = pcall(db.read, db, function() end)
       assert.is_false(ok)
-      assert.are.equal("ECORRUPT", err.code)
+      assert.are.equal("EFORMAT", err.code)
       assert.matches("`moraine compact` rewrites it in format 4", err.message, 1, true)
       ok, err = pcall(db.commit, db, nil, function(tx) tx:define("later", { "a" }) end)
       assert.is_false(ok)

@@ -843,7 +843,7 @@ static void test_older_format(int format, const char *name)
     CHECK_RC(moraine_open(dir, NULL, &db), 0);
     if (!db) return;
     moraine_read *rd;
-    CHECK_RC(moraine_read_begin(db, &rd), MORAINE_ECORRUPT);
+    CHECK_RC(moraine_read_begin(db, &rd), MORAINE_EFORMAT);
     CHECK(strstr(moraine_errmsg(), says) && strstr(moraine_errmsg(), "moraine compact"), "%s: read refused with '%s'", name,
           moraine_errmsg());
     /* a commit is refused and writes nothing */
@@ -853,7 +853,7 @@ static void test_older_format(int format, const char *name)
     CHECK_RC(moraine_txn_begin(db, 1000, &txn), 0);
     moraine_value meta[4] = {vstr("k", 1), vstr("v", 1), vnull(), vnull()};
     CHECK_RC(moraine_txn_insert(txn, "ducklake_metadata", meta, 4, -1), 0);
-    CHECK_RC(moraine_txn_commit(txn), MORAINE_ECORRUPT);
+    CHECK_RC(moraine_txn_commit(txn), MORAINE_EFORMAT);
     CHECK(strstr(moraine_errmsg(), "nothing was written") != NULL, "%s: commit refused with '%s'", name, moraine_errmsg());
     CHECK_RC(moraine_last_txnid(db, &after), 0);
     CHECK(before == after, "%s: the refused commit wrote (txnid %llu -> %llu)", name, (unsigned long long)before, (unsigned long long)after);
@@ -1370,6 +1370,40 @@ static moraine_db *empty_format2(const char *name, char *path, size_t n)
     return db;
 }
 
+/* A catalog marked format 1, or a format newer than this build's, is refused
+ * at open with MORAINE_EFORMAT (not ECORRUPT: nothing is damaged), naming
+ * the format; an LMDB file of something else stays MORAINE_ECORRUPT. */
+static void test_format_refused_at_open(void)
+{
+    char path[4096];
+    for (int i = 0; i < 2; i++) {
+        int64_t fmt = i ? MR_FORMAT_VERSION + 1 : 1;
+        moraine_db *db = new_catalog(i ? "newer" : "format1", path, sizeof path);
+        moraine_close(db);
+        CHECK(set_marker(path, fmt) == 0, "marking the catalog format %lld", (long long)fmt);
+        db = NULL;
+        CHECK_RC(moraine_open(path, NULL, &db), MORAINE_EFORMAT);
+        char want[40];
+        snprintf(want, sizeof want, "catalog format %lld", (long long)fmt);
+        CHECK(db == NULL && strstr(moraine_errmsg(), want) != NULL, "format %lld refused at open: '%s'", (long long)fmt, moraine_errmsg());
+        if (db) moraine_close(db);
+    }
+    /* an LMDB file that is not a catalog: an entry, no marker */
+    MDB_env *env;
+    MDB_txn *t;
+    MDB_dbi dbi;
+    path_of(path, sizeof path, "not-a-catalog");
+    CHECK(mkdir(path, 0700) == 0, "mkdir %s", path);
+    CHECK_RC(raw_begin(path, &env, &t, &dbi), 0);
+    MDB_val k = {3, (void *)"abc"}, v = {3, (void *)"xyz"};
+    CHECK_RC(mdb_put(t, dbi, &k, &v, 0), 0);
+    CHECK_RC(mdb_txn_commit(t), 0);
+    mdb_env_close(env);
+    moraine_db *db = NULL;
+    CHECK_RC(moraine_open(path, NULL, &db), MORAINE_ECORRUPT);
+    if (db) moraine_close(db);
+}
+
 /* A handle opened on a format-2 catalog learns when it was rewritten in
  * format 4 since (by another handle or process): the next read and commit
  * read the marker again instead of refusing for good. */
@@ -1379,13 +1413,13 @@ static void test_marker_again(void)
     moraine_db *db = empty_format2("marker", path, sizeof path);
     if (!db) return;
     moraine_read *rd = NULL;
-    CHECK_RC(moraine_read_begin(db, &rd), MORAINE_ECORRUPT);
+    CHECK_RC(moraine_read_begin(db, &rd), MORAINE_EFORMAT);
     CHECK(rd == NULL, "no read handed out");
     moraine_txn *txn;
     CHECK_RC(moraine_txn_begin(db, 0, &txn), 0);
     static const char *const cols[] = {"a"};
     CHECK_RC(moraine_txn_define(txn, "t", 1, cols), 0);
-    CHECK_RC(moraine_txn_commit(txn), MORAINE_ECORRUPT);
+    CHECK_RC(moraine_txn_commit(txn), MORAINE_EFORMAT);
     CHECK(set_marker(path, MR_FORMAT_VERSION) == 0, "marking the catalog format 4");
     CHECK_RC(moraine_read_begin(db, &rd), 0);
     if (rd) moraine_read_end(rd);
@@ -1430,6 +1464,7 @@ int main(int argc, char **argv)
     test_long_rows();
     test_child_ords();
     test_marker_again();
+    test_format_refused_at_open();
     test_import_into_empty_format2();
     test_older_format(2, "s1_evolution");
     test_older_format(2, "s3_edge_values");

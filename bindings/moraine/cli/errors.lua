@@ -78,6 +78,8 @@ end
 -- @table CODE_HINTS
 M.CODE_HINTS = {
   ECORRUPT = "the catalog is damaged; 'moraine verify' lists every damaged entry",
+  EFORMAT = "the catalog is in a store format this build does not read: 'moraine compact' rewrites an older one "
+    .. "(formats 2 and 3); docs/codec.md, Versioning, says which builds read the others",
   ELMDB = "the catalog's LMDB files could not be read; 'moraine verify' checks them",
   ECONFLICT = "another writer committed a conflicting change first (DuckLake's conflict rules); run the command again "
     .. "on the catalog as it is now",
