@@ -253,16 +253,20 @@ int mr_decode_row(const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_
     return 0;
 }
 
-int mr_decode_child_row(const uint8_t **pp, const uint8_t *rend, const char *rel, int64_t prev, int64_t *ord, moraine_value *vals, size_t n)
+int mr_decode_child_row(const uint8_t **pp, const uint8_t *rend, const char *rel, int64_t prev, int64_t *ord, moraine_value *vals, size_t n,
+                        const uint8_t **cells)
 {
     const uint8_t *p = *pp, *start = p;
     uint64_t u;
     int rc;
-    if ((rc = mr_get_uvarint(&p, rend, &u)) || (rc = mr_decode_cells(&p, rend, vals, n))) return rc;
+    if ((rc = mr_get_uvarint(&p, rend, &u))) return rc;
+    const uint8_t *c = p;
+    if ((rc = mr_decode_cells(&p, rend, vals, n))) return rc;
     if (p != rend)
         return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", rel, (size_t)(p - start),
                       (size_t)(rend - start));
     *ord = mr_child_ord(prev, u);
+    if (cells) *cells = c;
     *pp = p;
     return 0;
 }

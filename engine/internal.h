@@ -130,24 +130,26 @@ static inline int mr_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *o
 /* decodes ord + row at *p into vals (capacity cap); *ncols receives the count.
  * Returns 0 or MORAINE_ECORRUPT (never reads past end). */
 int mr_decode_row(const uint8_t **p, const uint8_t *end, int64_t *ord, moraine_value *vals, size_t cap, size_t *ncols);
+/* past the uvarint at @p, which a decoder has already read without error
+ * (no bounds or form checked again) */
+static inline const uint8_t *mr_past_uvarint(const uint8_t *p)
+{
+    while (*p & 0x80) p++;
+    return p + 1;
+}
 /* the cells of the row at @row, past its ord and count: for a row that
  * mr_decode_row (or the projected decode) has read without error */
-static inline const uint8_t *mr_row_cells(const uint8_t *row)
-{
-    for (int k = 0; k < 2; k++) {
-        while (*row & 0x80) row++;
-        row++;
-    }
-    return row;
-}
+static inline const uint8_t *mr_row_cells(const uint8_t *row) { return mr_past_uvarint(mr_past_uvarint(row)); }
 /* decodes @n cells at *p into vals (the cells of a row after its head) with
  * mr_decode_row's checks; 0 or MORAINE_ECORRUPT */
 int mr_decode_cells(const uint8_t **p, const uint8_t *end, moraine_value *vals, size_t n);
 /* decodes the child row of @n cells at *p, which ends at @rend (its length
  * read by mr_child_row_span), after the row of ord @prev (0: the first of
- * its group): *ord and the cells; MORAINE_ECORRUPT (naming @rel) when a cell
- * is damaged or the cells do not end exactly at @rend */
-int mr_decode_child_row(const uint8_t **p, const uint8_t *rend, const char *rel, int64_t prev, int64_t *ord, moraine_value *vals, size_t n);
+ * its group): *ord, the cells, and in *cells (may be NULL) where they begin;
+ * MORAINE_ECORRUPT (naming @rel) when a cell is damaged or the cells do not
+ * end exactly at @rend */
+int mr_decode_child_row(const uint8_t **p, const uint8_t *rend, const char *rel, int64_t prev, int64_t *ord, moraine_value *vals, size_t n,
+                        const uint8_t **cells);
 /* value header: version byte and CRC-32C of the key, then of the rest of the
  * value (docs/codec.md): a value is bound to the key it is stored under */
 #define MR_HEADER_LEN 5

@@ -582,8 +582,7 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
         p->kleft = left;
         p->kprev = prev;
         if (!f) continue;
-        while (*rs & 0x80) rs++; /* the cells, past the ord difference the row was decoded with */
-        child->raw = rs + 1;
+        child->raw = mr_past_uvarint(rs); /* the cells, past the ord difference the row was decoded with */
         child->raw_len = (size_t)(kp - child->raw);
         child->rel = &pr->rel->info;
         child->ncols = pr->nout;

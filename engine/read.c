@@ -245,16 +245,12 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
         if (nrows == 0) it->p = it->gend;
     }
     if ((rc = ensure_vals(&it->vals, &it->cap, it->rel->ncols))) return rc;
-    const uint8_t *rend, *q;
-    uint64_t d;
+    const uint8_t *rend;
     /* a row is held within its group, as a projected read holds it */
     if (it->p >= it->gend)
         return mr_err(MORAINE_ECORRUPT, "value: child group of %s ends before its %llu rows", it->rel->name, (unsigned long long)it->left);
     if ((rc = mr_child_row_span(&it->p, it->gend, &rend))) return rc;
-    q = it->p;
-    if ((rc = mr_uvarint(&q, rend, &d))) return rc;
-    child->raw = q; /* the cells */
-    if ((rc = mr_decode_child_row(&it->p, rend, it->rel->name, it->prev_ord, &child->ord, it->vals, it->rel->ncols))) return rc;
+    if ((rc = mr_decode_child_row(&it->p, rend, it->rel->name, it->prev_ord, &child->ord, it->vals, it->rel->ncols, &child->raw))) return rc;
     child->raw_len = (size_t)(it->p - child->raw);
     it->prev_ord = child->ord;
     it->left--;

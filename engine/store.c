@@ -743,13 +743,11 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         if (fmt == 1)
             rc = mr_err(MORAINE_EFORMAT, "%s: catalog format 1 (an older moraine: values not bound to their keys), this build reads %d: "
                         "export it with the build that wrote it and import the export into a new catalog", path, MR_FORMAT_VERSION);
-        else if (fmt >= MR_FORMAT_OLDEST && fmt < MR_FORMAT_VERSION) /* opens: its descriptors load, and moraine_compact
-                                                                            rewrites it in format 4; no read or commit */
-            rc = 0;
+        else if (fmt < MR_FORMAT_OLDEST || fmt > MR_FORMAT_VERSION) /* an older one opens: its descriptors load, and
+                                                                       moraine_compact rewrites it; no read or commit */
+            rc = mr_err(MORAINE_EFORMAT, "%s: catalog format %lld, this build reads %d", path, (long long)fmt, MR_FORMAT_VERSION);
         else
-            rc = fmt == MR_FORMAT_VERSION ? 0
-                                          : mr_err(MORAINE_EFORMAT, "%s: catalog format %lld, this build reads %d", path, (long long)fmt,
-                                                   MR_FORMAT_VERSION);
+            rc = 0;
     }
     db->format = fmt ? (int)fmt : MR_FORMAT_VERSION;
     if (!rc) rc = mr_load_relations(db, t);

@@ -179,7 +179,7 @@ static int child_roundtrip(const uint8_t *at, const uint8_t **p, const uint8_t *
     moraine_value vals[CAP];
     int64_t ord;
     const uint8_t *start = *p;
-    int rc = mr_decode_child_row(p, rend, "f", *prev, &ord, vals, nc);
+    int rc = mr_decode_child_row(p, rend, "f", *prev, &ord, vals, nc, NULL);
     if (rc) {
         if (*p != start) {
             fprintf(stderr, "fuzz_record: mr_decode_child_row failed but moved the cursor\n");
