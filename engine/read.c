@@ -177,18 +177,24 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
 }
 
 /* On the first value met in a 4 KB block of the map (an LMDB page of this
- * size, the usual one), asks the CPU for that block and the next (64-byte
- * lines, __builtin_prefetch, which never faults): the checksum and the
- * decode then find the page's values, and the next page's when the store is
- * in key order (after `moraine compact`, or an import), in the cache instead
- * of waiting on memory value by value. A hint only: no byte is read here.
- * Measured in bench/README.md ("Prefetching a value's page"). */
+ * size, the usual one), asks the CPU for the MR_PREFETCH_PAGES blocks after
+ * it (64-byte lines, __builtin_prefetch, which never faults): when the store
+ * is in key order (after `moraine compact`, or an import) they hold the next
+ * values, which the checksum and the decode then find in the cache instead of
+ * waiting on memory value by value. The block being read is not asked for
+ * again: in key order its lines were asked for from the blocks before it, and
+ * asking again queues behind the loads the read waits on. A hint only: no
+ * byte is read here. Measured in bench/README.md ("Prefetching a value's
+ * page", and "Prefetching further ahead" for the number of blocks). */
+#ifndef MR_PREFETCH_PAGES
+#define MR_PREFETCH_PAGES 3
+#endif
 static inline void prefetch_value(moraine_cursor *c, const void *p)
 {
     uintptr_t pg = (uintptr_t)p & ~(uintptr_t)4095;
     if (pg == c->pf_page) return;
     c->pf_page = pg;
-    for (uintptr_t a = pg; a < pg + 8192; a += 64) __builtin_prefetch((const void *)a);
+    for (uintptr_t a = pg + 4096; a < pg + 4096 * (1 + MR_PREFETCH_PAGES); a += 64) __builtin_prefetch((const void *)a);
 }
 
 /* decode_value for a projected cursor: the same checks (bounds, checksum of
