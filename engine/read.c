@@ -184,8 +184,9 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
  * waiting on memory value by value. The block being read is not asked for
  * again: in key order its lines were asked for from the blocks before it, and
  * asking again queues behind the loads the read waits on. A hint only: no
- * byte is read here. Measured in bench/README.md ("Prefetching a value's
- * page", and "Prefetching further ahead" for the number of blocks). */
+ * byte is read here. Measured in bench/README.md ("prefetching a value's
+ * page", and "a new host, and prefetching further ahead" for the number of
+ * blocks). */
 #ifndef MR_PREFETCH_PAGES
 #define MR_PREFETCH_PAGES 3
 #endif
