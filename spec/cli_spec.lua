@@ -736,7 +736,7 @@ describe("moraine command", function()
           local r = by_path[w.data_file]
           assert.truthy(r, w.data_file)
           assert.are.equal(w.data_file_size_bytes, r.file_size_bytes)
-          if w.delete_file == moraine.null then assert.are.equal("NULL", r.delete_file)
+          if w.delete_file == moraine.null then assert.are.equal("\\N", r.delete_file) -- NULL, piped
           else assert.are.equal(w.delete_file, r.delete_file) end
         end
       end
@@ -756,6 +756,19 @@ describe("moraine command", function()
       end
       assert.is_true(saw_null)
       assert.is_true(saw_empty)
+      -- piped, too: NULL \N, the empty string empty, a tab and a newline escaped
+      local by_id = {}
+      for _, r in ipairs(tsv(ok_run({ "-c", catalog(S3), "files", "edge", "--at", "8" }).out)) do
+        by_id[r.data_file_id] = r["partition values"]
+      end
+      for _, f in ipairs(doc) do
+        local v = f.partition_values[1]
+        local want = v == moraine.null and "\\N" or v == "" and ""
+          or v == "tab\tand\nnewline" and "tab\\tand\\nnewline" or nil
+        if want then assert.are.equal(want, by_id[tostring(f.data_file_id)], tostring(f.data_file_id)) end
+      end
+      assert.are.equal("\\N", by_id["0"])
+      assert.are.equal("tab\\tand\\nnewline", by_id["5"])
     end)
 
     it("on a terminal pads by UTF-8 characters: every path starts in the same column", function()
@@ -932,7 +945,7 @@ describe("moraine command", function()
       local line = ("layout at snapshot %s: %d live files (%d under %d partition specs, %d unpartitioned)\n"):format(
         tostring(last), files, files - unpart, count(specs), unpart)
       assert.truthy(out:find(line, 1, true), line .. "\n" .. out)
-      assert.truthy(out:find("\nNULL\tunpartitioned\t", 1, true), out)
+      assert.truthy(out:find("\n\\N\tunpartitioned\t", 1, true), out) -- partition_id NULL, piped
     end)
 
     it("--at S: the timeline as known at S and the layout at S", function()
@@ -1088,7 +1101,7 @@ describe("moraine command", function()
       assert.truthy(first:find("+2 partition specs (1 never visible), -1 partition spec", 1, true), first)
       assert.truthy(first:find("+27 data files", 1, true), first)
       assert.truthy(r.out:find("\n+ never visible\t10\t1\t17\t17\n", 1, true), r.out)
-      assert.truthy(r.out:find("\n+\t11\t1\t17\tNULL\n", 1, true), r.out)
+      assert.truthy(r.out:find("\n+\t11\t1\t17\t\\N\n", 1, true), r.out) -- end_snapshot NULL, piped
       assert.truthy(r.out:find("\n-\t9\t1\t16\t17\n", 1, true), r.out)
       -- over a longer span, versions that came and went are told apart from never-visible ones
       local long = ok_run({ "-c", catalog(S1), "diff", "0", "20" }).out:match("([^\n]*)\n$")
@@ -1140,14 +1153,14 @@ describe("moraine command", function()
         end
         if s1 == 16 then assert.is_true(later > 0, "the fixture ends some files added at 17 later on") end
       end
-      -- the text form too: a file added at 17 and ended later reads NULL
+      -- the text form too: a file added at 17 and ended later reads NULL (\N, piped)
       local r = ok_run({ "-c", catalog(S1), "diff", "16", "17" })
       local late
       for _, f in ipairs(rows_of(S1, "ducklake_data_file")) do
         if I(f.begin_snapshot) == I(17) and f.end_snapshot ~= moraine.null and I(f.end_snapshot) > 17 then late = f end
       end
       assert.truthy(late, "the fixture ends a file added at 17 later on")
-      assert.truthy(r.out:find("\n+\t" .. tostring(late.data_file_id) .. "\t1\t17\tNULL\t", 1, true), r.out)
+      assert.truthy(r.out:find("\n+\t" .. tostring(late.data_file_id) .. "\t1\t17\t\\N\t", 1, true), r.out)
     end)
 
     it("--summary: counts per table and kind, the same as the rows of the full diff", function()
@@ -1393,6 +1406,174 @@ describe("moraine command", function()
       assert.are.equal(1, r.code, r.show)
       assert.truthy(r.err:find("is empty", 1, true), r.show)
     end)
+  end)
+
+  -- Tab-separated output (stdout not a terminal) is exact, in PostgreSQL's
+  -- COPY text format; decoded here independently of moraine.cli.output.
+  describe("text output of catalog values", function()
+    -- a cell decoded as COPY text: \N alone is NULL, \\ \n \t \r \xNN escapes
+    local function copy_decode(c)
+      if c == "\\N" then return moraine.null end
+      local out, i = {}, 1
+      while i <= #c do
+        local ch = c:sub(i, i)
+        if ch ~= "\\" then
+          out[#out + 1], i = ch, i + 1
+        else
+          local nx = c:sub(i + 1, i + 1)
+          if nx == "x" then
+            local hex = assert(c:match("^%x%x", i + 2), "bad \\x escape in " .. c)
+            out[#out + 1], i = string.char(tonumber(hex, 16)), i + 4
+          else
+            local simple = ({ n = "\n", t = "\t", r = "\r", ["\\"] = "\\" })[nx]
+            assert(simple, "unexpected escape \\" .. nx .. " in " .. c)
+            out[#out + 1], i = simple, i + 2
+          end
+        end
+      end
+      return table.concat(out)
+    end
+    local function split(line)
+      local cells = {}
+      for c in (line .. "\t"):gmatch("([^\t]*)\t") do cells[#cells + 1] = c end
+      return cells
+    end
+
+    -- commit messages of snapshots 1..#CASES (snapshot 0, made by init, has none: NULL)
+    local CASES = {
+      { what = "NULL", value = moraine.null, piped = "\\N", shown = "NULL" },
+      { what = "the string 'NULL'", value = "NULL", piped = "NULL", shown = "NULL" },
+      { what = "the empty string", value = "", piped = "", shown = "" },
+      { what = "a newline", value = "a\nb", piped = "a\\nb", shown = "a\\nb" },
+      { what = "a backslash and n", value = "a\\nb", piped = "a\\\\nb", shown = "a\\\\nb" },
+      { what = "a tab", value = "a\tb", piped = "a\\tb", shown = "a\\tb" },
+      { what = "a backslash and N", value = "\\N", piped = "\\\\N", shown = "\\\\N" },
+      { what = "a trailing backslash", value = "x\\", piped = "x\\\\", shown = "x\\\\" },
+      { what = "CR, other control bytes, DEL", value = "x\r\1\31\127y", piped = "x\\r\\x01\\x1f\\x7fy",
+        shown = "x\\r\\x01\\x1f\\x7fy" },
+      { what = "UTF-8", value = "grüße 東京", piped = "grüße 東京", shown = "grüße 東京" },
+    }
+    local cat
+    local function messages_catalog()
+      if cat then return cat end
+      cat = support.tmpdir("cells")
+      local db = moraine.open(cat)
+      db:init()
+      for i, c in ipairs(CASES) do
+        db:exec("CREATE SCHEMA s" .. i, { author = "w" .. i, message = c.value ~= moraine.null and c.value or nil })
+      end
+      db:close()
+      return cat
+    end
+
+    it("snapshots, piped: one line per row, NULL \\N, backslash \\\\, control bytes escaped, each value apart", function()
+      local out = ok_run({ "-c", messages_catalog(), "snapshots" }).out
+      local lines = {}
+      for l in out:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+      assert.are.equal(#CASES + 2, #lines, out) -- title line, snapshot 0, one per case
+      local header = split(lines[1])
+      assert.are.equal("commit_message", header[8])
+      local seen = {}
+      for i, c in ipairs(CASES) do
+        local cells = split(lines[i + 2])
+        assert.are.equal(#header, #cells, c.what .. ": " .. lines[i + 2])
+        assert.are.equal(tostring(i), cells[1])
+        assert.are.equal("w" .. i, cells[7])
+        assert.are.equal(c.piped, cells[8], c.what)
+        assert.are.equal(c.value, copy_decode(cells[8]), c.what) -- decodes to the catalog's value
+        assert.is_nil(seen[cells[8]], c.what .. " prints as " .. tostring(seen[cells[8]]) .. " does")
+        seen[cells[8]] = c.what
+        assert.are.equal("\\N", cells[9], c.what) -- commit_extra_info NULL
+      end
+      -- snapshot 0: author, message and extra info NULL
+      local zero = split(lines[2])
+      assert.are.same({ "\\N", "\\N", "\\N" }, { zero[7], zero[8], zero[9] })
+    end)
+
+    it("snapshots on a terminal: NULL shows as NULL (like 'NULL'), the escapes as when piped", function()
+      local out = ok_run({ "-c", messages_catalog(), "snapshots" }, { env = { MORAINE_FORCE_TTY = "1" } }).out
+      local lines = {}
+      for l in out:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+      assert.are.equal(#CASES + 3, #lines, out) -- titles, rule, snapshot 0, one per case
+      for i, c in ipairs(CASES) do
+        local line = lines[i + 3]
+        assert.truthy(line:match("^%s*" .. i .. "%s"), line)
+        -- the message follows the author, padded
+        local msg = line:match("  w" .. i .. "  +(.-)  +NULL$")
+        assert.are.equal(c.shown, msg, c.what .. ": " .. line)
+      end
+    end)
+
+    it("diff, piped: the rows' cells as snapshots prints them (spooled, not escaped twice)", function()
+      local out = ok_run({ "-c", messages_catalog(), "diff", "0", tostring(#CASES) }).out
+      local section = out:match("\nducklake_snapshot_changes:\n(.-)\n\n")
+      assert.truthy(section, out)
+      local lines = {}
+      for l in (section .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+      assert.are.equal(#CASES + 1, #lines, section)
+      local header = split(lines[1])
+      local col = {}
+      for i, h in ipairs(header) do col[h] = i end
+      assert.truthy(col.commit_message and col.author, lines[1])
+      for i, c in ipairs(CASES) do
+        local cells = split(lines[i + 1])
+        assert.are.equal(#header, #cells, c.what)
+        assert.are.equal("w" .. i, cells[col.author])
+        assert.are.equal(c.piped, cells[col.commit_message], c.what)
+        assert.are.equal("\\N", cells[col.commit_extra_info], c.what)
+      end
+    end)
+
+    it("show and tables, piped: names and sort expressions escaped once; --json exact", function()
+      local dir = support.tmpdir("names")
+      ok_run({ "-c", dir, "init" })
+      ok_run({ "-c", dir, "sql", 'CREATE TABLE t("a\\b" INTEGER, "x\ny" INTEGER); '
+        .. 'ALTER TABLE t SET SORTED BY ("a\\b", "x\ny" DESC)' })
+      local sh = ok_run({ "-c", dir, "show", "t" }).out
+      -- (default_value is the string 'NULL', as DuckDB writes it for no default)
+      assert.truthy(sh:find("\n1\ta\\\\b\tint32\ttrue\tNULL\n", 1, true), sh)
+      assert.truthy(sh:find("\n2\tx\\ny\tint32\ttrue\tNULL\n", 1, true), sh)
+      assert.truthy(sh:find('\nsort spec 2 (since snapshot 2): "a\\\\b" ASC NULLS_LAST, "x\\ny" DESC NULLS_LAST\n', 1, true), sh)
+      assert.truthy(sh:find('\n0\t"a\\\\b"\tASC\tNULLS_LAST\tduckdb\n', 1, true), sh)
+      local rows = tsv(ok_run({ "-c", dir, "tables" }).out)
+      assert.are.equal('"a\\\\b" ASC NULLS_LAST, "x\\ny" DESC NULLS_LAST', rows[1]["sort spec"])
+      local doc = json(ok_run({ "-c", dir, "tables", "--json" }))
+      assert.are.equal('"a\\b" ASC NULLS_LAST, "x\ny" DESC NULLS_LAST', doc[1].sort)
+    end)
+  end)
+end)
+
+describe("moraine.cli.output's cells", function()
+  it("cell: the exact form as COPY text, the aligned one with NULL as NULL; nil empty in both", function()
+    local output = require "moraine.cli.output"
+    local cases = { -- value, exact, aligned
+      { moraine.null, "\\N", "NULL" }, { "NULL", "NULL", "NULL" }, { "", "", "" }, { "\\N", "\\\\N", "\\\\N" },
+      { "a\nb", "a\\nb", "a\\nb" }, { "a\\nb", "a\\\\nb", "a\\\\nb" }, { "\t\r", "\\t\\r", "\\t\\r" },
+      { "\0\1\27\31\127", "\\x00\\x01\\x1b\\x1f\\x7f", "\\x00\\x01\\x1b\\x1f\\x7f" },
+      { "é\255\128", "é\255\128", "é\255\128" }, -- bytes >= 0x80 as they are, UTF-8 or not
+      { { json = '{"a":"b\\nc"}' }, '{"a":"b\\\\nc"}', '{"a":"b\\\\nc"}' }, -- a JSON value's text escaped too
+      { 42, "42", "42" }, { true, "true", "true" },
+    }
+    for _, c in ipairs(cases) do
+      local what = string.format("%q", type(c[1]) == "table" and c[1].json or tostring(c[1]))
+      assert.are.equal(c[2], output.cell(c[1], true), what)
+      assert.are.equal(c[3], output.cell(c[1]), what)
+    end
+    -- nil: a cell that does not apply to its row (not a catalog value)
+    assert.are.equal("", output.cell(nil, true))
+    assert.are.equal("", output.cell(nil))
+  end)
+
+  it("print_table piped: one line per row, exact cells; a text column printed as given", function()
+    local output = require "moraine.cli.output"
+    local f = io.tmpfile()
+    output.print_table({ { key = "a" }, { key = "b", text = true } },
+      { { a = moraine.null, b = "x\\y" }, { a = "NULL", b = "\\N" }, { a = "", b = nil }, { a = "1\n2\t3" } },
+      { out = f, aligned = false })
+    f:seek("set", 0)
+    local text = f:read("a")
+    f:close()
+    assert.are.equal("a\tb\n\\N\tx\\y\nNULL\t\\N\n\t\n1\\n2\\t3\t\n", text)
   end)
 end)
 

@@ -7,13 +7,11 @@
 local moraine = require "moraine"
 local errors = require "moraine.cli.errors"
 local util = require "moraine.cli.util"
-local output = require "moraine.cli.output"
 
 local ALL = moraine.ALL
 local concat = table.concat
 local fail, with_hint = errors.fail, errors.with_hint
 local istr, key, is_null, num, exists, is_dir = util.istr, util.key, util.is_null, util.num, util.exists, util.is_dir
-local cell = output.cell
 
 local catalog_version = require "moraine.catalog_version"
 local ident_rules = require "moraine.ident"
@@ -376,7 +374,7 @@ function M.partition_sql(spec, ...)
 end
 
 local function sort_key_sql(e)
-  local parts = { cell(e.expression) }
+  local parts = { e.expression }
   if not is_null(e.sort_direction) then parts[#parts + 1] = e.sort_direction end
   if not is_null(e.null_order) then parts[#parts + 1] = e.null_order end
   return concat(parts, " ")

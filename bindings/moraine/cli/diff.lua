@@ -247,6 +247,9 @@ local function diff(ctx, a, b)
     return cols_of_rel[rel]
   end
   local heading_done = false
+  -- the text spooled is each cell as printed: exact (NULL \N) when piped
+  local aligned = isatty(1)
+  local null_text = cell(NULL, not aligned)
   local function on_row(rel, kind, row, note)
     local c = count_of(rel)
     c[kind] = c[kind] + 1
@@ -256,11 +259,10 @@ local function diff(ctx, a, b)
       spool(kind .. "\0" .. rel):write(row_json(rel_cols(rel), row), "\n")
     else
       local cells = { kind == "added" and (note and ("+ " .. note) or "+") or "-" }
-      for i, col in ipairs(rel_cols(rel)) do cells[i + 1] = cell(row[col]) end
+      for i, col in ipairs(rel_cols(rel)) do cells[i + 1] = cell(row[col], not aligned) end
       spool(rel):write(concat(cells, "\t"), "\n")
     end
   end
-  local aligned = isatty(1)
   local function print_spooled(rel)
     local f = spools[rel]
     if not f then return end
@@ -271,8 +273,8 @@ local function diff(ctx, a, b)
       heading_done = true
     end
     out:write("\n", rel, ":\n")
-    local tc = { { key = 1, title = "change" } }
-    for i, c in ipairs(rel_cols(rel)) do tc[i + 1] = { key = i + 1, title = c } end
+    local tc = { { key = 1, title = "change", text = true } }
+    for i, c in ipairs(rel_cols(rel)) do tc[i + 1] = { key = i + 1, title = c, text = true } end
     local widths, first, chunk = {}, true, {}
     local function flush()
       if #chunk == 0 then return end
@@ -280,7 +282,7 @@ local function diff(ctx, a, b)
         local right = i > 1
         for _, r in ipairs(chunk) do
           local v = r[i]
-          if not (v == "" or v == "NULL" or v:match("^%-?%d+$")) then right = false break end
+          if not (v == "" or v == null_text or v:match("^%-?%d+$")) then right = false break end
         end
         c.right = right
       end

@@ -31,7 +31,8 @@ local HELP = {
     text = [[
 Lists the data files of TABLE visible at snapshot S (default: the newest):
 data_file_id, partition_id (the spec the file was written under), its
-partition values, record_count, file_size_bytes, the full path (data path,
+partition values (in text, each value as a cell, joined by ", ": a value
+holding ", " blurs them; --json gives the array), record_count, file_size_bytes, the full path (data path,
 schema and table folders, file) and its delete file and delete count, if
 any. TABLE is "name", "schema.name" or "#ID" (a table_id; quote it in a
 shell, or give --table-id ID); a dropped table is reached with --at S at a
@@ -89,17 +90,21 @@ local function files(ctx, tname)
     for i, r in ipairs(rows) do arr[i] = obj(FILE_COLS, r) end
     return print_json(arr)
   end
+  -- the partition values of a file: one cell, each value as a cell (NULL
+  -- \N when piped), joined by ", "
+  local aligned = isatty(1)
   for _, r in ipairs(rows) do
     local parts = {}
-    for i, v in ipairs(r.partition_values) do parts[i] = cell(v) end
+    for i, v in ipairs(r.partition_values) do parts[i] = cell(v, not aligned) end
     r.partition_values = concat(parts, ", ")
   end
-  if isatty(1) then
+  if aligned then
     io.stdout:write(qualified(t), " at snapshot ", istr(S), ": ", #rows, " data file", #rows == 1 and "" or "s", "\n")
   end
-  print_table({ { key = "data_file_id" }, { key = "partition_id" }, { key = "partition_values", title = "partition values" },
+  print_table({ { key = "data_file_id" }, { key = "partition_id" },
+    { key = "partition_values", title = "partition values", text = true },
     { key = "record_count" }, { key = "file_size_bytes" }, { key = "path" }, { key = "delete_file" },
-    { key = "delete_count" } }, rows)
+    { key = "delete_count" } }, rows, { aligned = aligned })
 end
 
 --- The help of `moraine files` (moraine.cli.help prints it; moraine.cli.main parses

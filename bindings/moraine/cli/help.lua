@@ -63,6 +63,19 @@ directory: -c/--catalog DIR, else $MORAINE_CATALOG, else ./catalog.moraine.
     .. " also --table-id ID); show, files and history reach a dropped table with --at S, or by its id."))
   out:write([[
 
+Tables print aligned on a terminal, for people: NULL shows as NULL, like
+the string 'NULL', and cells past 120 characters are cut. Piped (stdout not
+a terminal) they are tab-separated and exact, in PostgreSQL's COPY text
+format: a title line, then one line per row, cells separated by tabs; NULL
+is \N; in a value a backslash is \\, newline \n, tab \t, carriage return
+\r, any other control byte or DEL \xNN, other bytes as stored (the aligned
+table escapes the same way). An empty cell of a catalog value is the empty
+string; in a column the command derives (stats' table, audit's key,
+history's note) it means there is nothing to show for that row. show,
+history, diff and the layout reports print heading lines around their
+tables; files puts a file's partition values in one cell, joined by ", ".
+--json is exact too.
+
   moraine help COMMAND     help for one command (or: moraine COMMAND --help)
   moraine --version        the version
 ]])

@@ -295,9 +295,9 @@ local function history(ctx, tname)
       if g.partition_state == "none" then g.keys = PART_NONE_TEXT
       elseif g.partition_state == "reset" then g.keys = PART_RESET_TEXT end
       g.share = total_rows > 0 and string.format("%.1f%%", g.rows * 100 / total_rows) or "-"
-      if is_null(g.partition_id) then g.pid_text = "NULL" else g.pid_text = g.partition_id end
+      if is_null(g.partition_id) then g.partition_id = NULL end
     end
-    print_table({ { key = "pid_text", title = "partition_id" }, { key = "keys" }, { key = "state" }, { key = "files" },
+    print_table({ { key = "partition_id" }, { key = "keys" }, { key = "state" }, { key = "files" },
       { key = "rows" }, { key = "bytes" }, { key = "share", title = "share of rows", right = true } }, layout,
       { indent = "  " })
     if #layout > 1 then

@@ -134,7 +134,7 @@ local function cmd_audit(ctx, db, tname)
         local rows = {}
         for i, f in ipairs(t.findings) do
           rows[i] = { status = f.status, data_file_id = f.data_file_id, partition_id = f.partition_id,
-            key = f.key_index == NULL and "-" or key_sql(f.transform, f.column), value = f.value,
+            key = f.key_index ~= NULL and key_sql(f.transform, f.column) or nil, value = f.value, -- no key: empty
             problem = f.problem }
         end
         output.print_table({ { key = "status" }, { key = "data_file_id", title = "file" }, { key = "partition_id", title = "spec" },
@@ -159,7 +159,7 @@ local function cmd_layout(ctx, db, tname)
   out:write(rep.schema, ".", rep.table, " at snapshot ", rep.snapshot, ", where ", rep.where, "\n\n")
   local rows = {}
   for i, e in ipairs(rep.eras) do
-    rows[i] = { spec = e.partition_id or "NULL", keys = e.keys or "unpartitioned", live = e.live and "live" or "",
+    rows[i] = { spec = e.partition_id or NULL, keys = e.keys or "unpartitioned", live = e.live and "live" or "",
       files = e.files, rows = e.rows, after_partition = e.partition_files .. " (" .. e.partition_rows .. " rows)",
       read = e.read_files .. " (" .. e.read_rows .. " rows)" }
   end

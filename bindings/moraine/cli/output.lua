@@ -1,7 +1,9 @@
 --- moraine.cli.output — how the `moraine` command prints: aligned tables on
--- a terminal (padded by UTF-8 character count), tab-separated ones
--- otherwise, JSON documents whose objects keep their keys in the order
--- given, and the progress line of long work on stderr (moraine.progress).
+-- a terminal (padded by UTF-8 character count; NULL shown as NULL), exact
+-- tab-separated ones otherwise (PostgreSQL's COPY text format: NULL `\N`,
+-- backslash and control bytes escaped), JSON documents whose objects keep
+-- their keys in the order given, and the progress line of long work on
+-- stderr (moraine.progress).
 -- @module moraine.cli.output
 
 local moraine = require "moraine"
@@ -10,6 +12,7 @@ local util = require "moraine.cli.util"
 
 local NULL = moraine.null
 local concat = table.concat
+local format, find, gsub = string.format, string.find, string.gsub
 local istr = util.istr
 
 local M = {}
@@ -53,31 +56,57 @@ local MAX_CELL = 120
 
 -- ---- value formatting ----------------------------------------------------------------
 
---- Text of a catalog value in a table cell: NULL, control characters
--- escaped (\n, \t, \xNN), integers in decimal, JSON values as their text.
+-- Escapes of a value's text in a cell (PostgreSQL's COPY text format): a
+-- backslash doubled, newline, tab and carriage return as \n \t \r, other
+-- control bytes and DEL as \xNN; every other byte as it is (bytes that are
+-- not valid UTF-8 too: the cell holds the value's bytes).
+local ESCAPE = { ["\\"] = "\\\\", ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r" }
+local function escape_byte(c) return ESCAPE[c] or format("\\x%02x", c:byte()) end
+local function escape(s)
+  if not find(s, "[%z\1-\31\127\\]") then return s end
+  return (gsub(s, "[%z\1-\31\127\\]", escape_byte))
+end
+
+--- Text of a catalog value in a table cell. Strings (and the text of JSON
+-- values) are escaped as in PostgreSQL's COPY text format: `\\` for a
+-- backslash, `\n`, `\t`, `\r`, `\xNN` for the other control bytes and DEL;
+-- other bytes (UTF-8 or not) unchanged. Integers in decimal, booleans as
+-- true/false. SQL NULL (moraine.null) is `\N` in the exact form (the
+-- tab-separated output), `NULL` in the aligned one (for people: there NULL
+-- and the string 'NULL' look alike). nil (a cell that does not apply to
+-- the row, not a catalog value) is empty in both.
 -- @param v the value
+-- @tparam[opt] boolean exact the exact (tab-separated) form
 -- @treturn string
-function M.cell(v)
+function M.cell(v, exact)
   if v == nil then return "" end
-  if v == NULL then return "NULL" end
+  if v == NULL then return exact and "\\N" or "NULL" end
   local t = type(v)
-  if t == "string" then
-    return (v:gsub("[%z\1-\31\127]", function(c)
-      if c == "\n" then return "\\n" elseif c == "\t" then return "\\t" elseif c == "\r" then return "\\r" end
-      return string.format("\\x%02x", c:byte())
-    end))
-  end
+  if t == "string" then return escape(v) end
   if t == "boolean" then return tostring(v) end
   if t == "number" or t == "cdata" then return istr(v) end
-  if t == "table" and type(v.json) == "string" then return v.json end
-  return tostring(v)
+  if t == "table" and type(v.json) == "string" then return escape(v.json) end
+  return escape(tostring(v))
 end
+local cell = M.cell
 
 local function is_numeric(v) return type(v) == "number" or type(v) == "cdata" end
 
+-- The text of row @r's cell in column @c (`cell`; a `text` column's values as they are).
+local function cell_text(c, r, exact)
+  local v = r[c.key]
+  if c.text then return v or "" end
+  return cell(v, exact)
+end
+
 --- Prints a table. On a terminal: aligned, numbers to the right, cells cut
--- at 120 characters; otherwise tab-separated.
--- @tparam {table,...} cols the columns, each `{key, title, right}`
+-- at 120 characters, NULL as `NULL`. Otherwise tab-separated and exact, as
+-- PostgreSQL's COPY text format: a title line, then one line per row, its
+-- cells (`cell` in the exact form: NULL `\N`, backslash `\\`, control
+-- bytes escaped) separated by tabs, never cut.
+-- @tparam {table,...} cols the columns, each `{key, title, right, text}`
+--   (`text`: the values are strings already in the form printed, each made
+--   by `cell` with `exact` = not aligned, printed as they are; nil is empty)
 -- @tparam {table,...} rows the rows, tables keyed by column key
 -- @tparam[opt] table opts `out` (a file, default stdout), `aligned`
 --   (default: stdout is a terminal), `indent`; for a table printed in
@@ -93,7 +122,7 @@ function M.print_table(cols, rows, opts)
     for i, c in ipairs(cols) do t[i] = c.title or c.key end
     if not opts.no_header then out:write(concat(t, "\t"), "\n") end
     for _, r in ipairs(rows) do
-      for i, c in ipairs(cols) do t[i] = M.cell(r[c.key]) end
+      for i, c in ipairs(cols) do t[i] = cell_text(c, r, true) end
       out:write(concat(t, "\t"), "\n")
     end
     return
@@ -113,7 +142,7 @@ function M.print_table(cols, rows, opts)
   for j, r in ipairs(rows) do
     local tr = {}
     for i, c in ipairs(cols) do
-      tr[i] = M.cell(r[c.key])
+      tr[i] = cell_text(c, r, false)
       local l = utf8_len(tr[i])
       if l > MAX_CELL then
         tr[i] = utf8_prefix(tr[i], MAX_CELL - 1) .. "…"
@@ -196,7 +225,7 @@ local is_json_value = M.is_json_value
 -- '"' and '\\' needs no escape; an exact integer its decimal digits; null,
 -- true, false), everything else through json_scalar (one C call each: at
 -- 140,000 files, `files --json` spent two thirds of its time there).
-local math_type, floor, format, find = math.type, math.floor, string.format, string.find
+local math_type, floor = math.type, math.floor
 local function scalar(v)
   local t = type(v)
   if t == "string" then

@@ -13,6 +13,7 @@ local concat = table.concat
 local istr = util.istr
 local sh_ok = util.sh_ok
 local print_table = output.print_table
+local cell = output.cell
 local cols_of = output.cols_of
 local is_json_value = output.is_json_value
 local open_read = catalog.open_read
@@ -165,15 +166,24 @@ local function repl(ctx)
         for _, k in ipairs(ks) do seen[k] = true; names[#names + 1] = k end
       end
     end
-    local shown = {}
+    -- each cell as the aligned table shows it (a Lua table as `pretty`
+    -- writes it, not escaped again); numbers to the right
+    local cols, shown = cols_of(names), {}
     for i, r in ipairs(list) do
       local x = {}
       for k, v in pairs(r) do
-        x[k] = (type(v) == "table" and not is_json_value(v)) and pretty(v) or v
+        x[k] = (type(v) == "table" and not is_json_value(v)) and pretty(v) or cell(v)
       end
       shown[i] = x
     end
-    print_table(cols_of(names), shown, { aligned = true })
+    for _, c in ipairs(cols) do
+      c.text, c.right = true, true
+      for _, r in ipairs(list) do
+        local v = r[c.key]
+        if not (type(v) == "number" or type(v) == "cdata" or v == nil or v == NULL) then c.right = false break end
+      end
+    end
+    print_table(cols, shown, { aligned = true })
     io.stdout:write("(", #list, " row", #list == 1 and "" or "s", ")\n")
   end
 

@@ -151,7 +151,7 @@ local function show(ctx, tname)
     for _, r in ipairs(rows) do
       local x = {}
       for k, v in pairs(r) do x[k] = v end
-      x.name = string.rep("  ", depth) .. cell(r.name)
+      x.name = string.rep("  ", depth) .. r.name -- escaped by print_table
       flat[#flat + 1] = x
       walk(r.children, depth + 1)
     end
@@ -161,14 +161,14 @@ local function show(ctx, tname)
   if info.partition then
     local p = info.partition
     out:write("\npartition spec ", istr(p.partition_id), " (since snapshot ", istr(p.begin_snapshot), "): ",
-      p.state == "reset" and PART_RESET_TEXT or p.sql, "\n")
+      p.state == "reset" and PART_RESET_TEXT or cell(p.sql), "\n")
     if #p.keys > 0 then print_table(cols_of(PKEY_COLS), p.keys, { indent = "  " }) end
   else
     out:write("\npartition spec: ", PART_NONE_TEXT, "\n")
   end
   if info.sort then
     local s = info.sort
-    out:write("\nsort spec ", istr(s.sort_id), " (since snapshot ", istr(s.begin_snapshot), "): ", s.sql, "\n")
+    out:write("\nsort spec ", istr(s.sort_id), " (since snapshot ", istr(s.begin_snapshot), "): ", cell(s.sql), "\n")
     print_table(cols_of(SKEY_COLS), s.keys, { indent = "  " })
   else
     out:write("\nsort spec: ", SORT_NONE_TEXT, "\n")
