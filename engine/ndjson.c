@@ -879,8 +879,7 @@ static int files_unchanged(const tables *ts)
         if (!t->has_fd) continue;
         if (stat(t->path, &st) != 0 || (uint64_t)st.st_dev != t->fdev || (uint64_t)st.st_ino != t->fino ||
             (uintmax_t)st.st_size != t->size || (int64_t)st.st_mtim.tv_sec != t->fmtime_s || (int64_t)st.st_mtim.tv_nsec != t->fmtime_ns)
-            return mr_err(MORAINE_EIO, "%s: the file changed while it was imported (its rows are read again as they are "
-                          "written): nothing was imported", t->path);
+            return file_changed(t, "another file, size or modification time");
     }
     return 0;
 }
