@@ -74,7 +74,7 @@ static void tables_free(tables *ts)
         free(t->keep);
         free(t->foff);
         free(t->collen);
-        if (t->has_fd) close(t->fd);
+        if (t->has_fd) close(t->fd); /* (the tables go: ts->nopen is not kept) */
         free(t->whole);
         free(t->win[0].buf);
         free(t->win[1].buf);
@@ -102,6 +102,12 @@ static int json_to_value(json_t *j, moraine_value *v, char **owned);
  * modification time (same_file); a file shorter than its row is an EIO. */
 #define WIN_BYTES ((size_t)1 << 20)
 #define JUMP_BYTES ((size_t)16 << 10)
+/* Files open at a time (a catalog can have a file per inlined data table):
+ * past that, the file whose bytes were asked for least recently is closed
+ * and its windows let go; it is opened again by its name when needed, and
+ * must then still be the same file (device, inode, size, modification
+ * time). So the import holds at most ND_MAX_OPEN descriptors and windows. */
+#define ND_MAX_OPEN 64
 
 /* The EIO of a file @t that changed since it was opened and checked. */
 static int file_changed(const table *t, const char *how)
@@ -110,30 +116,80 @@ static int file_changed(const table *t, const char *how)
                   t->path, how);
 }
 
-/* Whether t's open file still has the size and modification time it had
- * when it was opened: 0, else the EIO naming it. */
+/* Whether t's open file is still the one first opened (device and inode:
+ * it may have been opened again by its name, reopen) with the size and
+ * modification time it had then: 0, else the EIO naming it. */
 static int same_file(const table *t)
 {
     struct stat st;
     if (fstat(t->fd, &st) != 0) return mr_err(MORAINE_EIO, "%s: cannot stat: %s", t->path, strerror(errno));
+    if ((uint64_t)st.st_dev != t->fdev || (uint64_t)st.st_ino != t->fino) return file_changed(t, "another file");
     if ((uintmax_t)st.st_size < t->size) return file_changed(t, "it is shorter than it was");
     if ((uintmax_t)st.st_size != t->size || (int64_t)st.st_mtim.tv_sec != t->fmtime_s || (int64_t)st.st_mtim.tv_nsec != t->fmtime_ns)
         return file_changed(t, "another size or modification time");
     return 0;
 }
 
-/* Whether every open file still has the size and modification time it had
- * when it was opened (same_file, through the open file: one replaced by a
- * rename since still reads as it was): after the replay read its last row,
- * before its last commit, so that a file rewritten while its rows were read
- * is refused even when no refill saw it; and after a check's last row.
- * EIO naming the file. */
+/* Whether the file t->path names is still the one opened: the same device,
+ * inode, size and modification time. 0, else the EIO naming it. */
+static int same_path(const table *t)
+{
+    struct stat st;
+    if (stat(t->path, &st) != 0 || (uint64_t)st.st_dev != t->fdev || (uint64_t)st.st_ino != t->fino ||
+        (uintmax_t)st.st_size != t->size || (int64_t)st.st_mtim.tv_sec != t->fmtime_s || (int64_t)st.st_mtim.tv_nsec != t->fmtime_ns)
+        return file_changed(t, "another file, size or modification time");
+    return 0;
+}
+
+/* Whether every file still has the size and modification time it had when
+ * it was opened (same_file through an open file: one replaced by a rename
+ * since still reads as it was; same_path for one closed meanwhile): after
+ * the replay read its last row, before its last commit, so that a file
+ * rewritten while its rows were read is refused even when no refill saw it;
+ * and after a check's last row. EIO naming the file. */
 static int files_same(const tables *ts)
 {
     int rc = 0;
     for (size_t i = 0; !rc && i < ts->n; i++)
-        if (ts->t[i].has_fd) rc = same_file(&ts->t[i]);
+        if (ts->t[i].regular) rc = ts->t[i].has_fd ? same_file(&ts->t[i]) : same_path(&ts->t[i]);
     return rc;
+}
+
+/* Closes t's file and lets its windows go (it is opened again when needed). */
+static void close_file(tables *ts, table *t)
+{
+    close(t->fd);
+    t->has_fd = 0;
+    ts->nopen--;
+    for (int k = 0; k < 2; k++) {
+        free(t->win[k].buf);
+        memset(&t->win[k], 0, sizeof t->win[k]);
+    }
+}
+
+/* One more file open (@t's): past ND_MAX_OPEN, the one asked for least
+ * recently other than @t is closed. */
+static void opened(tables *ts, table *t)
+{
+    t->has_fd = 1;
+    t->used = ++ts->tick;
+    if (++ts->nopen <= ND_MAX_OPEN) return;
+    table *lru = NULL;
+    for (size_t i = 0; i < ts->n; i++)
+        if (ts->t[i].has_fd && &ts->t[i] != t && (!lru || ts->t[i].used < lru->used)) lru = &ts->t[i];
+    if (lru) close_file(ts, lru);
+}
+
+/* t's file open again when it was closed (opened): by its name, and it must
+ * be the same file as when it was first opened. EIO naming it. */
+static int reopen(tables *ts, table *t)
+{
+    if (t->has_fd) return 0;
+    int fd = open(t->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return mr_err(MORAINE_EIO, "%s: cannot open: %s", t->path, strerror(errno));
+    t->fd = fd;
+    opened(ts, t);
+    return same_file(t);
 }
 
 /* Reads @n bytes of t's file at @off into @buf: all of them, else EIO (a
@@ -152,9 +208,10 @@ static int read_at(const table *t, char *buf, size_t n, size_t off)
 }
 
 /* Fills the window @w with t's bytes from @off: @want of them (at least
- * @need; fewer where the file ends), the file first checked unchanged
- * (same_file). EIO, ENOMEM (the window then empty). */
-static int fill(const table *t, nd_window *w, size_t off, size_t need, size_t want)
+ * @need; fewer where the file ends), the file first opened again if it was
+ * closed (reopen) and checked unchanged (same_file). EIO, ENOMEM (the
+ * window then empty). */
+static int fill(tables *ts, table *t, nd_window *w, size_t off, size_t need, size_t want)
 {
     if (want < need) want = need;
     if (want > t->size - off) want = t->size - off;
@@ -166,7 +223,7 @@ static int fill(const table *t, nd_window *w, size_t off, size_t need, size_t wa
         w->buf = b;
         w->cap = want;
     }
-    int rc = same_file(t);
+    int rc = t->has_fd ? same_file(t) : reopen(ts, t);
     if (!rc) rc = read_at(t, w->buf, want, off);
     if (!rc) w->len = want;
     return rc;
@@ -181,12 +238,13 @@ static int follows(const nd_window *w, size_t s, size_t ahead)
 
 /* Bytes [@s, @e) of t's file in *@p: through its windows (above). EIO (the
  * file changed), ENOMEM. */
-static int file_bytes(table *t, size_t s, size_t e, const char **p)
+static int file_bytes(tables *ts, table *t, size_t s, size_t e, const char **p)
 {
     if (t->whole) {
         *p = t->whole + s;
         return 0;
     }
+    t->used = ++ts->tick;
     for (int k = 0; k < 2; k++) {
         nd_window *w = &t->win[k];
         if (s >= w->off && e <= w->off + w->len) {
@@ -199,12 +257,12 @@ static int file_bytes(table *t, size_t s, size_t e, const char **p)
     int rc;
     if (!w->len || follows(w, s, WIN_BYTES)) {
         /* the file's first rows, or the next ones: the window moves on */
-        rc = fill(t, w, s, e - s, WIN_BYTES);
+        rc = fill(ts, t, w, s, e - s, WIN_BYTES);
     } else {
         /* out of order: the second window, larger while its rows are read in order */
         w = &t->win[1];
         size_t want = follows(w, s, w->len) ? 2 * w->len : JUMP_BYTES;
-        rc = fill(t, w, s, e - s, want < WIN_BYTES ? want : WIN_BYTES);
+        rc = fill(ts, t, w, s, e - s, want < WIN_BYTES ? want : WIN_BYTES);
         if (!rc && want >= WIN_BYTES) {
             /* the rows read in order are these now */
             nd_window x = t->win[0];
@@ -238,7 +296,7 @@ static int file_row_at(tables *ts, table *t, size_t i, int64_t *ord)
     size_t s = row_start(t, i), e = i + 1 < t->nrows ? row_start(t, i + 1) : t->size;
     if (e < s || e > t->size) e = t->size;
     const char *p = NULL;
-    int rc = file_bytes(t, s, e, &p);
+    int rc = file_bytes(ts, t, s, e, &p);
     if (rc) return rc;
     const char *nl = memchr(p, '\n', e - s);
     if (!nl && i + 1 < t->nrows)
@@ -293,14 +351,16 @@ size_t mr_nd_line(const table *t, size_t i)
         return n;
     }
     char buf[16384];
-    for (size_t off = 0; off < end;) {
+    int fd = t->has_fd ? t->fd : open(t->path, O_RDONLY | O_CLOEXEC);
+    for (size_t off = 0; fd >= 0 && off < end;) {
         size_t want = end - off < sizeof buf ? end - off : sizeof buf;
-        ssize_t r = pread(t->fd, buf, want, (off_t)off);
+        ssize_t r = pread(fd, buf, want, (off_t)off);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
         for (const char *p = buf, *e = buf + r; p < e && (p = memchr(p, '\n', (size_t)(e - p))); p++) n++;
         off += (size_t)r;
     }
+    if (fd >= 0 && !t->has_fd) close(fd);
     return n;
 }
 
@@ -470,19 +530,21 @@ static int known_columns(table *t)
     return n ? mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel) : 0;
 }
 
-/* Opens the file @path: a regular file stays open (t->fd; its size,
- * device, inode and modification time recorded: same_file,
- * files_unchanged) and its rows are read from it with pread as they are
- * needed. Anything else (a pipe, a file of size 0 such as /proc's) is read
- * whole into memory (t->whole). EIO (cannot open, read error), ENOMEM. */
-static int open_file(table *t, const char *path)
+/* Opens the file @path: a regular file stays open (t->fd, while no more
+ * than ND_MAX_OPEN are; its size, device, inode and modification time
+ * recorded: same_file, same_path) and its rows are read from it with pread
+ * as they are needed. Anything else (a pipe, a file of size 0 such as
+ * /proc's) is read whole into memory (t->whole). EIO (cannot open, read
+ * error), ENOMEM. */
+static int open_file(tables *ts, table *t, const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return mr_err(MORAINE_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uintmax_t)st.st_size <= SIZE_MAX) {
         t->fd = fd;
-        t->has_fd = 1;
+        t->regular = 1;
+        opened(ts, t);
         t->size = (size_t)st.st_size;
         t->fdev = (uint64_t)st.st_dev;
         t->fino = (uint64_t)st.st_ino;
@@ -526,7 +588,7 @@ static int open_file(table *t, const char *path)
  * to the end of the file), in *@line (*@n bytes): in t->whole, or read into
  * the file's window, which grows for a line longer than it. EIO (the file
  * changed: fill), ENOMEM. */
-static int next_line(table *t, size_t pos, const char **line, size_t *n)
+static int next_line(tables *ts, table *t, size_t pos, const char **line, size_t *n)
 {
     if (t->whole) {
         const char *p = t->whole + pos, *nl = memchr(p, '\n', t->size - pos);
@@ -546,7 +608,7 @@ static int next_line(table *t, size_t pos, const char **line, size_t *n)
             }
             need = 2 * (wend - pos); /* the line goes on past the window */
         }
-        int rc = fill(t, w, pos, need, WIN_BYTES);
+        int rc = fill(ts, t, w, pos, need, WIN_BYTES);
         if (rc) return rc;
     }
 }
@@ -562,7 +624,7 @@ static int read_array(tables *ts, table *t, const char *path)
         free(t->win[0].buf);
         memset(&t->win[0], 0, sizeof t->win[0]);
         if (!(all = malloc(t->size))) return mr_err(MORAINE_ENOMEM, "out of memory");
-        if ((rc = same_file(t)) || (rc = read_at(t, all, t->size, 0))) {
+        if ((rc = t->has_fd ? same_file(t) : reopen(ts, t)) || (rc = read_at(t, all, t->size, 0))) {
             free(all);
             return rc;
         }
@@ -585,13 +647,13 @@ static int read_array(tables *ts, table *t, const char *path)
 
 static int read_table(tables *ts, table *t, const char *path)
 {
-    int rc = open_file(t, path);
+    int rc = open_file(ts, t, path);
     size_t lineno = 0, n;
     int first = 1;
     for (size_t pos = 0; !rc && pos < t->size; pos += n) {
         /* a line as getline gives it: up to and with its newline */
         const char *line;
-        if ((rc = next_line(t, pos, &line, &n))) break;
+        if ((rc = next_line(ts, t, pos, &line, &n))) break;
         lineno++;
         size_t len = n;
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
@@ -873,15 +935,10 @@ static int add_values(table *t, const moraine_value *vals, size_t rowno)
  * EIO naming the file. */
 static int files_unchanged(const tables *ts)
 {
-    for (size_t i = 0; i < ts->n; i++) {
-        const table *t = &ts->t[i];
-        struct stat st;
-        if (!t->has_fd) continue;
-        if (stat(t->path, &st) != 0 || (uint64_t)st.st_dev != t->fdev || (uint64_t)st.st_ino != t->fino ||
-            (uintmax_t)st.st_size != t->size || (int64_t)st.st_mtim.tv_sec != t->fmtime_s || (int64_t)st.st_mtim.tv_nsec != t->fmtime_ns)
-            return file_changed(t, "another file, size or modification time");
-    }
-    return 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < ts->n; i++)
+        if (ts->t[i].regular) rc = same_path(&ts->t[i]);
+    return rc;
 }
 
 static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progress, void *ud)
@@ -1089,7 +1146,7 @@ static int read_given(const char *dir, tables *ts, const mr_nd_given *g, size_t 
         /* the file as written, opened: the plan and the replay read its rows again from it */
         size_t seen = t->size;
         t->size = 0;
-        if ((rc = open_file(t, path))) break;
+        if ((rc = open_file(ts, t, path))) break;
         if (seen > UINT32_MAX && t->size <= UINT32_MAX) rc = mr_err(MORAINE_EIO, "%s: the file is shorter than written", path);
         else if (t->nrows && seen <= UINT32_MAX && t->size > UINT32_MAX) rc = widen_offsets(t);
     }

@@ -36,12 +36,14 @@ typedef struct {
     int file;
     char *whole;        /* a file that is not a regular one (a pipe, say): read whole into memory, else NULL */
     size_t size;        /* the file's size when it was opened (whole: the bytes read) */
-    int fd, has_fd;     /* (has_fd) the file, open until the import ends */
-    /* (has_fd) two windows: win[0] follows the rows read in file order,
+    int regular;        /* a regular file: path and what it was when opened recorded, rows read with pread */
+    int fd, has_fd;     /* (has_fd) the file, open (at most ND_MAX_OPEN files at a time: ndjson.c) */
+    uint64_t used;      /* (regular) when its bytes were last asked for (tables.tick) */
+    /* (regular) two windows: win[0] follows the rows read in file order,
      * win[1] those read out of order (a version ended long after it began),
      * so a jump back does not throw away win[0] (file_bytes) */
     nd_window win[2];
-    char *path;         /* (has_fd) the file, and what it was when opened (files_unchanged, files_same) */
+    char *path;         /* (regular) the file, and what it was when opened (files_unchanged, files_same) */
     uint64_t fdev, fino;
     int64_t fmtime_s, fmtime_ns;
     void *foff;         /* (file) where row i's text starts in the file (its leading blanks skipped): uint32_t
@@ -69,6 +71,8 @@ typedef struct {
     char *owned[256];           /* (file rows) text of its nested values */
     size_t nowned;
     uint64_t commits;           /* commits the replay made */
+    size_t nopen;               /* (file rows) tables whose file is open (has_fd) */
+    uint64_t tick;              /* (file rows) counts the asks for a file's bytes (table.used) */
 } tables;
 
 enum { PH_END = 0, PH_SNAPSHOT = 1, PH_INSERT = 2, PH_CHILD = 3, PH_ROWS = 4 };

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <lmdb.h>
 #include <stdio.h>
@@ -1085,6 +1086,34 @@ static int change_during(void *ud, uint64_t done, uint64_t total)
     return 0;
 }
 
+/* The process's open descriptors. */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n - 1; /* the directory's own */
+}
+
+/* A progress callback keeping the most descriptors open seen (in *ud). */
+static int count_fds(void *ud, uint64_t done, uint64_t total)
+{
+    (void)done;
+    (void)total;
+    int n = open_fds(), *most = ud;
+    if (n > *most) *most = n;
+    return 0;
+}
+
+/* moraine_stats' callback: the rows of the zz_extra_* tables, added into *ud. */
+static void sum_extra_rows(void *ud, const moraine_stat *st)
+{
+    if (st->subspace == 'R' && st->relation && strncmp(st->relation, "zz_extra_", 9) == 0) *(uint64_t *)ud += st->entries;
+}
+
 /* A catalog of 40,000 partitions (4.4 MB of rows: more than the import's
  * window of a file), every file's modification time set in the past (a
  * rewrite then changes it, whatever the clock's grain). */
@@ -1155,6 +1184,49 @@ static void test_import_changing(void)
     int64_t last = 0;
     CHECK(moraine_last_snapshot(db, &last) == 1 && last == 1, "the source left alone: last snapshot %lld", (long long)last);
     moraine_close(db);
+
+    /* a source of 80 files of 5,000 rows each (an export with a file per
+     * inlined data table, say): at most 64 stay open at a time, the others
+     * are opened again by name, so the import holds no more than that many
+     * descriptors; every row is imported */
+    path_of(p, sizeof p, "imported_many");
+    path_of(d, sizeof d, "import_many");
+    char extra0[4200];
+    snprintf(extra0, sizeof extra0, "%s/zz_extra_00.ndjson", d);
+    db = NULL;
+    CHECK_RC(moraine_open(p, NULL, &db), 0);
+    for (int round = 0; round < 2; round++) {
+        make_big_dir(d);
+        for (int i = 0; i < 80; i++) {
+            char file[4200];
+            snprintf(file, sizeof file, "%s/zz_extra_%02d.ndjson", d, i);
+            FILE *f = fopen(file, "wb");
+            if (!f) abort();
+            for (int r = 0; r < 5000; r++) fprintf(f, "{\"a\":%d,\"b\":\"%0200d\"}\n", r, i);
+            fclose(f);
+        }
+        if (round == 1 || !db) break;
+        /* the first file (closed and opened again by name as the import goes on) cut
+         * shorter while the replay runs */
+        change cut = {extra0, 1, CH_TRUNCATE, 0};
+        CHECK_RC(moraine_import_ndjson(db, d, change_during, &cut), MORAINE_EIO);
+        CHECK(strstr(moraine_errmsg(), extra0) && strstr(moraine_errmsg(), "it is shorter than it was"), "80 files: '%s'",
+              moraine_errmsg());
+        check_empty(db, "80 files, one cut shorter");
+    }
+    if (db) {
+        int base = open_fds(), most = 0;
+        CHECK_RC(moraine_import_ndjson(db, d, count_fds, &most), 0);
+        CHECK(base > 0 && most > base && most - base <= 64, "80 files: %d descriptors open during the import (%d before)", most, base);
+        size_t nrel = 0;
+        moraine_relation_info info;
+        while (moraine_relation_at(db, nrel, &info) == 1) nrel++;
+        CHECK(nrel == 82, "80 files: %zu relations", nrel);
+        uint64_t extra = 0;
+        CHECK_RC(moraine_stats(db, sum_extra_rows, &extra), 0);
+        CHECK(extra == 80 * 5000, "80 files: %llu rows of the zz_extra tables", (unsigned long long)extra);
+        moraine_close(db);
+    }
 
     /* a source file that is a pipe is read whole into memory (there is no
      * reading it twice): its rows are checked and replayed from there */
