@@ -788,7 +788,9 @@ static void test_import(moraine_db *main_db)
     char f[4200];
     snprintf(f, sizeof f, "%s/ducklake_partition_info.ndjson", d);
     CHECK_RC(moraine_import_ndjson(db, d, change_file, f), MORAINE_EIO);
-    CHECK(strstr(moraine_errmsg(), "ducklake_partition_info.ndjson: the file changed since it was checked (another file, size or modification time)") != NULL, "changed file: '%s'", moraine_errmsg());
+    CHECK(strstr(moraine_errmsg(), "ducklake_partition_info.ndjson: the file changed since it was checked "
+                                    "(another file, size or modification time)") != NULL,
+          "changed file: '%s'", moraine_errmsg());
     check_empty(db, "import_changed");
 
     /* after all those failures the same handle imports a good export */
