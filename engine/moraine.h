@@ -902,12 +902,17 @@ int moraine_store_access_get(moraine_db *db, moraine_store_access *out);
  * Accepts gaps in snapshot ids, rows whose begin_snapshot names an expired
  * snapshot, unknown columns and tables (inlined data tables included).
  * Every file is read and checked before anything is written
- * (docs/import-export.md, "Check everything first"). The files are mapped
- * read-only and each row is parsed again from its file by the checks and
- * the replay (the process keeps about 12 bytes a row, not the rows): the
- * files must not change during the import (docs/import-export.md, "Memory").
- * Returns 0; MORAINE_EIO (directory or file unreadable; a file changed after
- * it was read: refused before anything is written); MORAINE_EJSON
+ * (docs/import-export.md, "Check everything first"). The files stay open
+ * and each row is read again from its file (pread into a window of it, never
+ * through a map) and parsed again by the checks and the replay (the process
+ * keeps about 12 bytes a row, not the rows): the files must not change
+ * during the import (docs/import-export.md, "Memory").
+ * Returns 0; MORAINE_EIO (directory or file unreadable; a file changed
+ * since it was read, message naming it: cut shorter, grown, rewritten
+ * (another inode, size or modification time) or a row no longer reading as
+ * it did, whether before the replay or during it; a change that keeps size
+ * and modification time and leaves the rows still read well formed is not
+ * seen); MORAINE_EJSON
  * (malformed JSON: message names file and line); MORAINE_EINVAL (a row with a
  * wrong type or missing column: file, line, column; a snapshot column that is
  * not a non-negative integer, an end_snapshot below its begin_snapshot, a

@@ -9,14 +9,16 @@
  *
  * Import reads and checks every file before it writes anything (the checks
  * and the replay plan: ndjson_plan.c), then replays the catalog snapshot by
- * snapshot through the staged path. The files stay mapped read-only and a
- * row is kept as where it starts in its file (4 bytes, 8 in a file of 4 GiB
- * or more; plus 8 per step of the plan): the checks and the replay parse it again from there, so the
- * process's own memory is the plan, not the catalog. For snapshot S,
- * first the versions that end at S, then the snapshot row, the versions that
- * begin at S, and the children of those. Non-temporal tables go into the
- * first (ducklake_metadata) or last commit. If a commit fails, the catalog is
- * emptied again, as it was before the import.
+ * snapshot through the staged path. The files stay open and a row is kept
+ * as where it starts in its file (4 bytes, 8 in a file of 4 GiB or more;
+ * plus 8 per step of the plan): the checks and the replay read it again
+ * from there (pread into a window of the file, never through a map: a file
+ * cut shorter during the import is an EIO, not a SIGBUS) and parse it again,
+ * so the process's own memory is the plan and the windows, not the catalog.
+ * For snapshot S, first the versions that end at S, then the snapshot row,
+ * the versions that begin at S, and the children of those. Non-temporal
+ * tables go into the first (ducklake_metadata) or last commit. If a commit
+ * fails, the catalog is emptied again, as it was before the import.
  */
 #include "ndjson_internal.h"
 #include <dirent.h>
@@ -26,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,7 +47,7 @@ static int row_read(tables *ts)
 /* Where row @i of a file's table starts in the file. */
 static size_t row_start(const table *t, size_t i)
 {
-    return t->mapsz <= UINT32_MAX ? ((const uint32_t *)t->foff)[i] : (size_t)((const uint64_t *)t->foff)[i];
+    return t->size <= UINT32_MAX ? ((const uint32_t *)t->foff)[i] : (size_t)((const uint64_t *)t->foff)[i];
 }
 
 /* Lets go of the row mr_nd_row_at read last through jansson. */
@@ -56,23 +57,6 @@ static void release_row(tables *ts)
     ts->nowned = 0;
     if (ts->jrow) json_decref((json_t *)ts->jrow);
     ts->jrow = NULL;
-}
-
-/* The maps' pages the process has touched are let go every MAP_DROP_ROWS
- * rows (they stay in the page cache; a row read again faults its page back
- * in), so the mapped files do not pile up in the process's resident size. */
-#define MAP_DROP_ROWS (1u << 16)
-
-static void drop_maps(tables *ts)
-{
-    for (size_t i = 0; i < ts->n; i++)
-        if (ts->t[i].mapped) madvise((void *)ts->t[i].map, ts->t[i].mapsz, MADV_DONTNEED);
-    ts->touched = 0;
-}
-
-static void touch_row(tables *ts)
-{
-    if (++ts->touched >= MAP_DROP_ROWS) drop_maps(ts);
 }
 
 static void tables_free(tables *ts)
@@ -90,8 +74,10 @@ static void tables_free(tables *ts)
         free(t->keep);
         free(t->foff);
         free(t->collen);
-        if (t->mapped) munmap((void *)t->map, t->mapsz);
-        else free((void *)t->map);
+        if (t->has_fd) close(t->fd); /* (the tables go: ts->nopen is not kept) */
+        free(t->whole);
+        free(t->win[0].buf);
+        free(t->win[1].buf);
         free(t->path);
     }
     free(ts->t);
@@ -100,13 +86,201 @@ static void tables_free(tables *ts)
 
 static int json_to_value(json_t *j, moraine_value *v, char **owned);
 
+/* ---- reading a file's bytes ----
+ *
+ * A file of JSON lines is read with pread, never through a map: another
+ * process may cut the file shorter while it is imported, and a mapped page
+ * past its new end would raise SIGBUS. Rows are mostly read in file order
+ * (the first read, the plan's passes, a table's inserts in the replay), so
+ * each file has a window of WIN_BYTES (win[0]), refilled from the row that
+ * is not in it when that row comes next in file order. A row read out of
+ * order (a version ended long after it began) goes to the file's second
+ * window (win[1]), read from there: JUMP_BYTES, doubled each time the rows
+ * after it are read next, up to WIN_BYTES, when the two windows trade
+ * places (the rows read in order are now those). A row longer than a
+ * window grows it. Each refill first checks the file's size and
+ * modification time (same_file); a file shorter than its row is an EIO. */
+#define WIN_BYTES ((size_t)1 << 20)
+#define JUMP_BYTES ((size_t)16 << 10)
+/* Files open at a time (a catalog can have a file per inlined data table):
+ * past that, the file whose bytes were asked for least recently is closed
+ * and its windows let go; it is opened again by its name when needed, and
+ * must then still be the same file (device, inode, size, modification
+ * time). So the import holds at most ND_MAX_OPEN descriptors and windows. */
+#define ND_MAX_OPEN 64
+
+/* The EIO of a file @t that changed since it was opened and checked. */
+static int file_changed(const table *t, const char *how)
+{
+    return mr_err(MORAINE_EIO, "%s: the file changed since it was checked (%s): it must not change while it is imported",
+                  t->path, how);
+}
+
+/* Whether t's open file is still the one first opened (device and inode:
+ * it may have been opened again by its name, reopen) with the size and
+ * modification time it had then: 0, else the EIO naming it. */
+static int same_file(const table *t)
+{
+    struct stat st;
+    if (fstat(t->fd, &st) != 0) return mr_err(MORAINE_EIO, "%s: cannot stat: %s", t->path, strerror(errno));
+    if ((uint64_t)st.st_dev != t->fdev || (uint64_t)st.st_ino != t->fino) return file_changed(t, "another file");
+    if ((uintmax_t)st.st_size < t->size) return file_changed(t, "it is shorter than it was");
+    if ((uintmax_t)st.st_size != t->size || (int64_t)st.st_mtim.tv_sec != t->fmtime_s || (int64_t)st.st_mtim.tv_nsec != t->fmtime_ns)
+        return file_changed(t, "another size or modification time");
+    return 0;
+}
+
+/* Whether the file t->path names is still the one opened: the same device,
+ * inode, size and modification time. 0, else the EIO naming it. */
+static int same_path(const table *t)
+{
+    struct stat st;
+    if (stat(t->path, &st) != 0 || (uint64_t)st.st_dev != t->fdev || (uint64_t)st.st_ino != t->fino ||
+        (uintmax_t)st.st_size != t->size || (int64_t)st.st_mtim.tv_sec != t->fmtime_s || (int64_t)st.st_mtim.tv_nsec != t->fmtime_ns)
+        return file_changed(t, "another file, size or modification time");
+    return 0;
+}
+
+/* Whether every file still has the size and modification time it had when
+ * it was opened (same_file through an open file: one replaced by a rename
+ * since still reads as it was; same_path for one closed meanwhile): after
+ * the replay read its last row, before its last commit, so that a file
+ * rewritten while its rows were read is refused even when no refill saw it;
+ * and after a check's last row. EIO naming the file. */
+static int files_same(const tables *ts)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < ts->n; i++)
+        if (ts->t[i].regular) rc = ts->t[i].has_fd ? same_file(&ts->t[i]) : same_path(&ts->t[i]);
+    return rc;
+}
+
+/* Closes t's file and lets its windows go (it is opened again when needed). */
+static void close_file(tables *ts, table *t)
+{
+    close(t->fd);
+    t->has_fd = 0;
+    ts->nopen--;
+    for (int k = 0; k < 2; k++) {
+        free(t->win[k].buf);
+        memset(&t->win[k], 0, sizeof t->win[k]);
+    }
+}
+
+/* One more file open (@t's): past ND_MAX_OPEN, the one asked for least
+ * recently other than @t is closed. */
+static void opened(tables *ts, table *t)
+{
+    t->has_fd = 1;
+    t->used = ++ts->tick;
+    if (++ts->nopen <= ND_MAX_OPEN) return;
+    table *lru = NULL;
+    for (size_t i = 0; i < ts->n; i++)
+        if (ts->t[i].has_fd && &ts->t[i] != t && (!lru || ts->t[i].used < lru->used)) lru = &ts->t[i];
+    if (lru) close_file(ts, lru);
+}
+
+/* t's file open again when it was closed (opened): by its name, and it must
+ * be the same file as when it was first opened. EIO naming it. */
+static int reopen(tables *ts, table *t)
+{
+    if (t->has_fd) return 0;
+    int fd = open(t->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return mr_err(MORAINE_EIO, "%s: cannot open: %s", t->path, strerror(errno));
+    t->fd = fd;
+    opened(ts, t);
+    return same_file(t);
+}
+
+/* Reads @n bytes of t's file at @off into @buf: all of them, else EIO (a
+ * read error, or the file is shorter than when it was opened). */
+static int read_at(const table *t, char *buf, size_t n, size_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(t->fd, buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return mr_err(MORAINE_EIO, "%s: read error: %s", t->path, strerror(errno));
+        if (r == 0) return file_changed(t, "it is shorter than it was");
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Fills the window @w with t's bytes from @off: @want of them (at least
+ * @need; fewer where the file ends), the file first opened again if it was
+ * closed (reopen) and checked unchanged (same_file). EIO, ENOMEM (the
+ * window then empty). */
+static int fill(tables *ts, table *t, nd_window *w, size_t off, size_t need, size_t want)
+{
+    if (want < need) want = need;
+    if (want > t->size - off) want = t->size - off;
+    w->len = 0;
+    w->off = off;
+    if (w->cap < want) {
+        char *b = realloc(w->buf, want);
+        if (!b) return mr_err(MORAINE_ENOMEM, "out of memory");
+        w->buf = b;
+        w->cap = want;
+    }
+    int rc = t->has_fd ? same_file(t) : reopen(ts, t);
+    if (!rc) rc = read_at(t, w->buf, want, off);
+    if (!rc) w->len = want;
+    return rc;
+}
+
+/* Whether bytes from @s come next after the window @w (or in it): within
+ * @ahead bytes past its end. */
+static int follows(const nd_window *w, size_t s, size_t ahead)
+{
+    return w->len && s >= w->off && s - w->off <= w->len + ahead;
+}
+
+/* Bytes [@s, @e) of t's file in *@p: through its windows (above). EIO (the
+ * file changed), ENOMEM. */
+static int file_bytes(tables *ts, table *t, size_t s, size_t e, const char **p)
+{
+    if (t->whole) {
+        *p = t->whole + s;
+        return 0;
+    }
+    t->used = ++ts->tick;
+    for (int k = 0; k < 2; k++) {
+        nd_window *w = &t->win[k];
+        if (s >= w->off && e <= w->off + w->len) {
+            *p = w->buf + (s - w->off);
+            return 0;
+        }
+    }
+    if (s > e || e > t->size) return file_changed(t, "it is shorter than it was");
+    nd_window *w = &t->win[0];
+    int rc;
+    if (!w->len || follows(w, s, WIN_BYTES)) {
+        /* the file's first rows, or the next ones: the window moves on */
+        rc = fill(ts, t, w, s, e - s, WIN_BYTES);
+    } else {
+        /* out of order: the second window, larger while its rows are read in order */
+        w = &t->win[1];
+        size_t want = follows(w, s, w->len) ? 2 * w->len : JUMP_BYTES;
+        rc = fill(ts, t, w, s, e - s, want < WIN_BYTES ? want : WIN_BYTES);
+        if (!rc && want >= WIN_BYTES) {
+            /* the rows read in order are these now */
+            nd_window x = t->win[0];
+            t->win[0] = t->win[1];
+            t->win[1] = x;
+            w = &t->win[0];
+        }
+    }
+    *p = w->buf;
+    return rc;
+}
+
 /* Row @i of a file's table parsed again from the file into ts->vals (the
  * same values as the first read: mr_nd_fast_row, else jansson). A row that no
  * longer parses is a file changed since it was checked: EIO. */
 static int file_row_at(tables *ts, table *t, size_t i, int64_t *ord)
 {
     release_row(ts);
-    touch_row(ts);
     *ord = (int64_t)i;
     if (t->nruns) {
         /* the last run that starts at or before row i */
@@ -118,14 +292,22 @@ static int file_row_at(tables *ts, table *t, size_t i, int64_t *ord)
         }
         if ((uint64_t)t->run_row[lo] <= (uint64_t)i) *ord = t->run_ord[lo] + ((int64_t)i - t->run_row[lo]);
     }
-    const char *p = t->map + row_start(t, i), *e = t->map + t->mapsz;
-    const char *nl = memchr(p, '\n', (size_t)(e - p));
-    size_t len = (size_t)((nl ? nl : e) - p);
+    /* the row's line ends before the next row starts (or where the file does) */
+    size_t s = row_start(t, i), e = i + 1 < t->nrows ? row_start(t, i + 1) : t->size;
+    if (e < s || e > t->size) e = t->size;
+    const char *p = NULL;
+    int rc = file_bytes(ts, t, s, e, &p);
+    if (rc) return rc;
+    const char *nl = memchr(p, '\n', e - s);
+    if (!nl && i + 1 < t->nrows)
+        return mr_err(MORAINE_EIO, "%s.ndjson:%zu: the row no longer reads as it did: the file changed during the import",
+                      t->name, mr_nd_line(t, i));
+    size_t len = nl ? (size_t)(nl - p) : e - s;
     while (len && p[len - 1] == '\r') len--;
     if (mr_nd_fast_row(t, p, len, ts->vals)) return 0;
     json_t *obj = json_loadb(p, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
     ts->jrow = obj;
-    int rc = obj && json_is_object(obj) ? 0 : MORAINE_EIO;
+    rc = obj && json_is_object(obj) ? 0 : MORAINE_EIO;
     for (size_t c = 0; !rc && c < t->ncols; c++) {
         json_t *j = json_object_get(obj, t->cols[c]);
         if (!j) rc = MORAINE_EIO;
@@ -155,13 +337,30 @@ int mr_nd_row_at(tables *ts, table *t, size_t i, moraine_value **vals, int64_t *
 size_t mr_nd_line(const table *t, size_t i)
 {
     if (!t->file) return t->line[i];
-    /* the lines before the row's, blank ones included, as the first read counted them */
-    size_t n = 1;
-    const char *p = t->map, *e = t->map + row_start(t, i);
-    while (p < e && (p = memchr(p, '\n', (size_t)(e - p)))) {
-        n++;
-        p++;
+    /* the lines before the row's, blank ones included, as the first read
+     * counted them: read again in pieces of a buffer of its own (the
+     * windows hold the rows being used); a file cut shorter since gives the
+     * lines it still has */
+    size_t n = 1, end = row_start(t, i);
+    if (t->whole) {
+        const char *p = t->whole, *e = t->whole + end;
+        while (p < e && (p = memchr(p, '\n', (size_t)(e - p)))) {
+            n++;
+            p++;
+        }
+        return n;
     }
+    char buf[16384];
+    int fd = t->has_fd ? t->fd : open(t->path, O_RDONLY | O_CLOEXEC);
+    for (size_t off = 0; fd >= 0 && off < end;) {
+        size_t want = end - off < sizeof buf ? end - off : sizeof buf;
+        ssize_t r = pread(fd, buf, want, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        for (const char *p = buf, *e = buf + r; p < e && (p = memchr(p, '\n', (size_t)(e - p))); p++) n++;
+        off += (size_t)r;
+    }
+    if (fd >= 0 && !t->has_fd) close(fd);
     return n;
 }
 
@@ -242,12 +441,12 @@ static int keep_row(table *t, const moraine_value *vals, const char *path, size_
         if (t->nrows == t->caprows) {
             size_t cap = t->caprows ? t->caprows * 2 : 64;
             /* 4 bytes a row in a file under 4 GiB, else 8 */
-            void *f = realloc(t->foff, cap * (t->mapsz <= UINT32_MAX ? sizeof(uint32_t) : sizeof(uint64_t)));
+            void *f = realloc(t->foff, cap * (t->size <= UINT32_MAX ? sizeof(uint32_t) : sizeof(uint64_t)));
             if (!f) return mr_err(MORAINE_ENOMEM, "out of memory");
             t->foff = f;
             t->caprows = cap;
         }
-        if (t->mapsz <= UINT32_MAX) ((uint32_t *)t->foff)[t->nrows++] = (uint32_t)at;
+        if (t->size <= UINT32_MAX) ((uint32_t *)t->foff)[t->nrows++] = (uint32_t)at;
         else ((uint64_t *)t->foff)[t->nrows++] = at;
         return 0;
     }
@@ -331,28 +530,27 @@ static int known_columns(table *t)
     return n ? mr_rel_build(NULL, t->name, 0, t->ncols, (const char *const *)t->cols, &t->rel) : 0;
 }
 
-/* Maps the file @path read-only into t->map: file pages, which the kernel
- * can drop and read again, not the process's own memory. A file that cannot
- * be mapped (a pipe, a file of size 0 such as /proc's) is read whole into
- * memory instead. EIO (cannot open, read error), ENOMEM. */
-static int map_file(table *t, const char *path)
+/* Opens the file @path: a regular file stays open (t->fd, while no more
+ * than ND_MAX_OPEN are; its size, device, inode and modification time
+ * recorded: same_file, same_path) and its rows are read from it with pread
+ * as they are needed. Anything else (a pipe, a file of size 0 such as
+ * /proc's) is read whole into memory (t->whole). EIO (cannot open, read
+ * error), ENOMEM. */
+static int open_file(tables *ts, table *t, const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return mr_err(MORAINE_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uintmax_t)st.st_size <= SIZE_MAX) {
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m != MAP_FAILED) {
-            close(fd);
-            t->map = m;
-            t->mapsz = (size_t)st.st_size;
-            t->mapped = 1;
-            t->fdev = (uint64_t)st.st_dev;
-            t->fino = (uint64_t)st.st_ino;
-            t->fmtime_s = (int64_t)st.st_mtim.tv_sec;
-            t->fmtime_ns = (int64_t)st.st_mtim.tv_nsec;
-            return (t->path = strdup(path)) ? 0 : mr_err(MORAINE_ENOMEM, "out of memory");
-        }
+        t->fd = fd;
+        t->regular = 1;
+        opened(ts, t);
+        t->size = (size_t)st.st_size;
+        t->fdev = (uint64_t)st.st_dev;
+        t->fino = (uint64_t)st.st_ino;
+        t->fmtime_s = (int64_t)st.st_mtim.tv_sec;
+        t->fmtime_ns = (int64_t)st.st_mtim.tv_nsec;
+        return (t->path = strdup(path)) ? 0 : mr_err(MORAINE_ENOMEM, "out of memory");
     }
     char *buf = NULL;
     size_t n = 0, cap = 0;
@@ -381,51 +579,95 @@ static int map_file(table *t, const char *path)
         free(buf);
         return rc;
     }
-    t->map = buf;
-    t->mapsz = n;
+    t->whole = buf;
+    t->size = n;
     return 0;
+}
+
+/* The line of t's file that starts at @pos, up to and with its newline (or
+ * to the end of the file), in *@line (*@n bytes): in t->whole, or read into
+ * the file's window, which grows for a line longer than it. EIO (the file
+ * changed: fill), ENOMEM. */
+static int next_line(tables *ts, table *t, size_t pos, const char **line, size_t *n)
+{
+    if (t->whole) {
+        const char *p = t->whole + pos, *nl = memchr(p, '\n', t->size - pos);
+        *line = p;
+        *n = nl ? (size_t)(nl + 1 - p) : t->size - pos;
+        return 0;
+    }
+    nd_window *w = &t->win[0];
+    for (;;) {
+        size_t wend = w->off + w->len, need = 1;
+        if (pos >= w->off && pos < wend) {
+            const char *p = w->buf + (pos - w->off), *nl = memchr(p, '\n', wend - pos);
+            if (nl || wend == t->size) {
+                *line = p;
+                *n = nl ? (size_t)(nl + 1 - p) : wend - pos;
+                return 0;
+            }
+            need = 2 * (wend - pos); /* the line goes on past the window */
+        }
+        int rc = fill(ts, t, w, pos, need, WIN_BYTES);
+        if (rc) return rc;
+    }
+}
+
+/* A file that is one JSON array of objects (its first non-blank byte is
+ * '['): parsed whole, its rows kept encoded. */
+static int read_array(tables *ts, table *t, const char *path)
+{
+    char *all = t->whole;
+    int rc = 0;
+    if (!all) {
+        /* the window is not needed again: the rows are kept encoded */
+        free(t->win[0].buf);
+        memset(&t->win[0], 0, sizeof t->win[0]);
+        if (!(all = malloc(t->size))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        if ((rc = t->has_fd ? same_file(t) : reopen(ts, t)) || (rc = read_at(t, all, t->size, 0))) {
+            free(all);
+            return rc;
+        }
+    }
+    json_error_t e;
+    json_t *arr = json_loadb(all, t->size, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &e);
+    if (all != t->whole) free(all);
+    if (!arr)
+        return strstr(e.text, "duplicate") ? mr_err(MORAINE_EJSON, "%s:%d: an object names the same key twice (%s): refused, "
+                                                                   "the value meant is ambiguous", path, e.line, e.text)
+                                           : mr_err(MORAINE_EJSON, "%s:%d: malformed JSON: %s", path, e.line, e.text);
+    if (!json_is_array(arr)) rc = mr_err(MORAINE_EJSON, "%s: expected a JSON array of objects", path);
+    for (size_t i = 0; !rc && i < json_array_size(arr); i++) {
+        rc = add_row(t, json_array_get(arr, i), path, i + 1, 0);
+        if (!rc) rc = row_read(ts);
+    }
+    json_decref(arr);
+    return rc;
 }
 
 static int read_table(tables *ts, table *t, const char *path)
 {
-    int rc = map_file(t, path);
-    if (rc) return rc;
-    const char *base = t->map, *end = base + t->mapsz, *next;
-    size_t lineno = 0;
+    int rc = open_file(ts, t, path);
+    size_t lineno = 0, n;
     int first = 1;
-    if (t->mapped) madvise((void *)t->map, t->mapsz, MADV_SEQUENTIAL);
-    for (const char *line = base; !rc && line < end; line = next) {
+    for (size_t pos = 0; !rc && pos < t->size; pos += n) {
         /* a line as getline gives it: up to and with its newline */
-        const char *nl = memchr(line, '\n', (size_t)(end - line));
-        next = nl ? nl + 1 : end;
+        const char *line;
+        if ((rc = next_line(ts, t, pos, &line, &n))) break;
         lineno++;
-        size_t len = (size_t)(next - line);
+        size_t len = n;
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         size_t s = 0;
         while (s < len && (line[s] == ' ' || line[s] == '\t')) s++;
         if (s == len) continue;
         if (first && line[s] == '[') {
             /* the whole file is one JSON array of objects: its rows are kept encoded */
-            json_error_t e;
-            json_t *arr = json_loadb(base, t->mapsz, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &e);
-            if (!arr) {
-                rc = strstr(e.text, "duplicate") ? mr_err(MORAINE_EJSON, "%s:%d: an object names the same key twice (%s): refused, "
-                                                                         "the value meant is ambiguous", path, e.line, e.text)
-                                                 : mr_err(MORAINE_EJSON, "%s:%d: malformed JSON: %s", path, e.line, e.text);
-                break;
-            }
-            if (!json_is_array(arr)) rc = mr_err(MORAINE_EJSON, "%s: expected a JSON array of objects", path);
-            for (size_t i = 0; !rc && i < json_array_size(arr); i++) {
-                rc = add_row(t, json_array_get(arr, i), path, i + 1, 0);
-                if (!rc) rc = row_read(ts);
-            }
-            json_decref(arr);
+            rc = read_array(ts, t, path);
             break;
         }
         first = 0;
         t->file = 1; /* JSON lines: rows are kept as where they start */
-        size_t at = (size_t)(line - base) + s;
-        touch_row(ts);
+        size_t at = pos + s;
         moraine_value fv[256];
         if (mr_nd_fast_row(t, line + s, len - s, fv)) {
             rc = keep_row(t, fv, path, lineno, at);
@@ -446,7 +688,6 @@ static int read_table(tables *ts, table *t, const char *path)
         json_decref(obj);
         if (!rc) rc = row_read(ts);
     }
-    if (t->mapped) madvise((void *)t->map, t->mapsz, MADV_NORMAL);
     return rc;
 }
 
@@ -618,6 +859,11 @@ static int replay(moraine_db *db, tables *ts, ops *o, moraine_progress_fn progre
             moraine_txn_abort(txn);
             break;
         }
+        /* every row read: the files must still be the ones checked */
+        if (i == o->n && (rc = files_same(ts))) {
+            moraine_txn_abort(txn);
+            break;
+        }
         /* rows can begin at a snapshot DuckLake expired (no ducklake_snapshot
          * row): only the last commit must be a whole snapshot */
         mr_txn_partial_snapshot(txn, i < o->n);
@@ -680,24 +926,19 @@ static int add_values(table *t, const moraine_value *vals, size_t rowno)
     return rc;
 }
 
-/* Whether every mapped file is still the one read: the same file (device,
+/* Whether every open file is still the one read: the same file (device,
  * inode), size and modification time. The replay parses the rows again
  * from the files, so one rewritten in place since it was checked would
- * give other rows (or, cut shorter, end under its map). Checked before
- * anything is written; a change during the replay itself is not seen
- * (docs/import-export.md). EIO naming the file. */
+ * give other rows. Checked before anything is written; a change during the
+ * replay is seen when a window is refilled (same_file) or a row no longer
+ * reads, and by files_same before the last commit (docs/import-export.md).
+ * EIO naming the file. */
 static int files_unchanged(const tables *ts)
 {
-    for (size_t i = 0; i < ts->n; i++) {
-        const table *t = &ts->t[i];
-        struct stat st;
-        if (!t->mapped) continue;
-        if (stat(t->path, &st) != 0 || (uint64_t)st.st_dev != t->fdev || (uint64_t)st.st_ino != t->fino ||
-            (uintmax_t)st.st_size != t->mapsz || (int64_t)st.st_mtim.tv_sec != t->fmtime_s || (int64_t)st.st_mtim.tv_nsec != t->fmtime_ns)
-            return mr_err(MORAINE_EIO, "%s: the file changed while it was imported (its rows are read again as they are "
-                          "written): nothing was imported", t->path);
-    }
-    return 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < ts->n; i++)
+        if (ts->t[i].regular) rc = same_path(&ts->t[i]);
+    return rc;
 }
 
 static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progress, void *ud)
@@ -818,6 +1059,7 @@ int moraine_import_ndjson_check(const char *dir, moraine_progress_fn progress, v
     ts.ud = ud;
     int rc = read_dir(dir, &ts);
     if (!rc) rc = check_tables(&ts);
+    if (!rc) rc = files_same(&ts); /* the checks read the rows again: from the files read first */
     tables_free(&ts);
     return rc;
 }
@@ -863,13 +1105,13 @@ static int widen_offsets(table *t)
 
 int mr_nd_file_row(tables *ts, table *t, const moraine_value *vals, const char *path, size_t line, uint64_t at)
 {
-    /* t->mapsz, until the file is mapped: the largest offset so far (keep_row
+    /* t->size, until the file is opened: the largest offset so far (keep_row
      * keeps 4-byte offsets while it is under 4 GiB) */
-    if (at > UINT32_MAX && t->mapsz <= UINT32_MAX) {
+    if (at > UINT32_MAX && t->size <= UINT32_MAX) {
         int rc = widen_offsets(t);
         if (rc) return rc;
     }
-    if (at > t->mapsz) t->mapsz = (size_t)at;
+    if (at > t->size) t->size = (size_t)at;
     t->file = 1;
     int rc = keep_row(t, vals, path, line, (size_t)at);
     return rc ? rc : row_read(ts);
@@ -901,12 +1143,12 @@ static int read_given(const char *dir, tables *ts, const mr_nd_given *g, size_t 
         if (!write) continue;
         rc = write(wud, ts, t, i, path);
         if (rc) break;
-        /* the file as written, mapped: the plan and the replay read its rows again from it */
-        size_t seen = t->mapsz;
-        t->mapsz = 0;
-        if ((rc = map_file(t, path))) break;
-        if (seen > UINT32_MAX && t->mapsz <= UINT32_MAX) rc = mr_err(MORAINE_EIO, "%s: the file is shorter than written", path);
-        else if (t->nrows && seen <= UINT32_MAX && t->mapsz > UINT32_MAX) rc = widen_offsets(t);
+        /* the file as written, opened: the plan and the replay read its rows again from it */
+        size_t seen = t->size;
+        t->size = 0;
+        if ((rc = open_file(ts, t, path))) break;
+        if (seen > UINT32_MAX && t->size <= UINT32_MAX) rc = mr_err(MORAINE_EIO, "%s: the file is shorter than written", path);
+        else if (t->nrows && seen <= UINT32_MAX && t->size > UINT32_MAX) rc = widen_offsets(t);
     }
     if (!rc && ts->progress && ts->progress(ts->ud, ts->read, 0)) rc = mr_err(MORAINE_EINVAL, "import cancelled");
     return rc;

@@ -9,6 +9,12 @@
 
 #include "internal.h"
 
+/* Bytes of a file read with pread: len bytes from its offset off (cap allocated). */
+typedef struct {
+    char *buf;
+    size_t off, len, cap;
+} nd_window;
+
 typedef struct {
     char *name;
     char **cols;
@@ -22,18 +28,25 @@ typedef struct {
     size_t *line;       /* source line (or number) of row i */
     size_t nrows, caprows;
     /* Rows of a file of JSON lines (file set): kept as where they start in
-     * the file, which stays mapped read-only (file pages, not the
-     * process's own memory), and parsed again whenever they are read
-     * (mr_nd_row_at); their line numbers are counted when a message needs
-     * one (mr_nd_line). */
+     * the file, which stays open, and parsed again whenever they are read
+     * (mr_nd_row_at), from bytes read with pread into a window (win: the
+     * file's bytes, refilled as the rows go by; a read never
+     * faults, a file cut shorter is an EIO); their line numbers are counted
+     * when a message needs one (mr_nd_line). */
     int file;
-    const char *map;    /* the file's bytes: mmap'd (mapped) or read whole (a pipe, say) */
-    size_t mapsz;
-    int mapped;
-    char *path;         /* (mapped) the file, and what it was when mapped (files_unchanged) */
+    char *whole;        /* a file that is not a regular one (a pipe, say): read whole into memory, else NULL */
+    size_t size;        /* the file's size when it was opened (whole: the bytes read) */
+    int regular;        /* a regular file: path and what it was when opened recorded, rows read with pread */
+    int fd, has_fd;     /* (has_fd) the file, open (at most ND_MAX_OPEN files at a time: ndjson.c) */
+    uint64_t used;      /* (regular) when its bytes were last asked for (tables.tick) */
+    /* (regular) two windows: win[0] follows the rows read in file order,
+     * win[1] those read out of order (a version ended long after it began),
+     * so a jump back does not throw away win[0] (file_bytes) */
+    nd_window win[2];
+    char *path;         /* (regular) the file, and what it was when opened (files_unchanged, files_same) */
     uint64_t fdev, fino;
     int64_t fmtime_s, fmtime_ns;
-    void *foff;         /* (file) where row i's text starts in map (its leading blanks skipped): uint32_t
+    void *foff;         /* (file) where row i's text starts in the file (its leading blanks skipped): uint32_t
                          * for a file under 4 GiB, else uint64_t (row_start) */
     int slim;           /* only checked, never replayed: keep only the columns the plan reads */
     unsigned char *keep; /* (slim) per column: kept (else stored as NULL) */
@@ -57,8 +70,9 @@ typedef struct {
     void *jrow;                 /* (file rows) the json_t of the row mr_nd_row_at read last, if jansson read it */
     char *owned[256];           /* (file rows) text of its nested values */
     size_t nowned;
-    uint64_t touched;           /* file rows read since the maps' pages were last let go */
     uint64_t commits;           /* commits the replay made */
+    size_t nopen;               /* (file rows) tables whose file is open (has_fd) */
+    uint64_t tick;              /* (file rows) counts the asks for a file's bytes (table.used) */
 } tables;
 
 enum { PH_END = 0, PH_SNAPSHOT = 1, PH_INSERT = 2, PH_CHILD = 3, PH_ROWS = 4 };
@@ -81,9 +95,11 @@ static inline uint32_t op_phase(const ops *o, size_t i) { return (uint32_t)((o->
 static inline int64_t op_snap(const ops *o, size_t i) { return o->snaps[o->v[i] >> (o->row_bits + o->table_bits + 3)]; }
 
 /* Row @i of @t into ts->vals (valid until the next call): decoded, or for a
- * file of JSON lines parsed again from the file; *vals, its position in
- * *ord. ENOMEM, ECORRUPT, EIO (a file's row that no longer parses: the file
- * changed). (ndjson.c) */
+ * file of JSON lines parsed again from the file (read with pread: a file
+ * cut shorter meanwhile is an error, never a fault); *vals, its position in
+ * *ord. ENOMEM, ECORRUPT, EIO naming the file (it changed since it was
+ * checked: shorter than it was, another size or modification time when its
+ * window is refilled, a row that no longer parses, a read error). (ndjson.c) */
 int mr_nd_row_at(tables *ts, table *t, size_t i, moraine_value **vals, int64_t *ord);
 /* The source line of row @i of @t (rows given as values: its number in its
  * table), for messages. (ndjson.c) */
@@ -123,8 +139,8 @@ typedef int (*mr_nd_writer)(void *wud, tables *ts, table *t, size_t i, const cha
  * <table>.ndjson of @dir in file name order. With @write, each file is
  * written by it as the import reads it (the rows it hands to
  * mr_nd_file_row are checked then, not read back from the file), and
- * mapped once written; without, each file is read. *@commits (may be NULL)
- * the commits made. Errors as moraine_import_ndjson, and what @write
+ * opened once written (the plan and the replay read its rows again);
+ * without, each file is read. *@commits (may be NULL) the commits made. Errors as moraine_import_ndjson, and what @write
  * returns. (ndjson.c; moraine_import_sqlite) */
 int mr_import_ndjson_given(moraine_db *db, const char *dir, const mr_nd_given *g, size_t n, mr_nd_writer write, void *wud,
                            moraine_progress_fn progress, void *ud, uint64_t *commits);

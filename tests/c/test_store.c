@@ -16,12 +16,15 @@
 #include "moraine.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NO_END INT64_MIN /* end_snapshot NULL in the row helpers */
@@ -785,7 +788,9 @@ static void test_import(moraine_db *main_db)
     char f[4200];
     snprintf(f, sizeof f, "%s/ducklake_partition_info.ndjson", d);
     CHECK_RC(moraine_import_ndjson(db, d, change_file, f), MORAINE_EIO);
-    CHECK(strstr(moraine_errmsg(), "ducklake_partition_info.ndjson: the file changed") != NULL, "changed file: '%s'", moraine_errmsg());
+    CHECK(strstr(moraine_errmsg(), "ducklake_partition_info.ndjson: the file changed since it was checked "
+                                    "(another file, size or modification time)") != NULL,
+          "changed file: '%s'", moraine_errmsg());
     check_empty(db, "import_changed");
 
     /* after all those failures the same handle imports a good export */
@@ -1048,6 +1053,215 @@ static moraine_db *test_corruption(moraine_db *db, const char *path)
     return db;
 }
 
+/* ---- a source file changed while it is imported ----------------------------------------- */
+
+enum { CH_TRUNCATE, CH_GROW, CH_REWRITE };
+
+/* What change_during does, once: to the file @path, when @replay (the
+ * progress of the replay: total known) or not (of the read: total 0). */
+typedef struct {
+    const char *path;
+    int replay, how, done;
+} change;
+
+/* A progress callback that changes a source file the first time it is
+ * called in the phase asked for: cut to half its size (the rows still to
+ * be read are past the new end: through a map, SIGBUS), one more row
+ * appended, or the same length rewritten (one byte of the first line). */
+static int change_during(void *ud, uint64_t done, uint64_t total)
+{
+    change *c = ud;
+    (void)done;
+    if (c->done || (total != 0) != c->replay) return 0;
+    c->done = 1;
+    struct stat st;
+    if (stat(c->path, &st) != 0) abort();
+    if (c->how == CH_TRUNCATE) {
+        if (truncate(c->path, st.st_size / 2) != 0) abort();
+        return 0;
+    }
+    FILE *f = fopen(c->path, c->how == CH_GROW ? "ab" : "r+b");
+    if (!f) abort();
+    if (c->how == CH_GROW) fputs(PI_LINE(999999, 999999, 1, null), f);
+    else fputs("{\"snapshot_id\":1,\"snapshot_time\":\"2027", f); /* was 2026: the same length */
+    fclose(f);
+    return 0;
+}
+
+/* The process's open descriptors. */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n - 1; /* the directory's own */
+}
+
+/* A progress callback keeping the most descriptors open seen (in *ud). */
+static int count_fds(void *ud, uint64_t done, uint64_t total)
+{
+    (void)done;
+    (void)total;
+    int n = open_fds(), *most = ud;
+    if (n > *most) *most = n;
+    return 0;
+}
+
+/* moraine_stats' callback: the rows of the zz_extra_* tables, added into *ud. */
+static void sum_extra_rows(void *ud, const moraine_stat *st)
+{
+    if (st->subspace == 'R' && st->relation && strncmp(st->relation, "zz_extra_", 9) == 0) *(uint64_t *)ud += st->entries;
+}
+
+/* A catalog of 40,000 partitions (4.4 MB of rows: more than the import's
+ * window of a file), every file's modification time set in the past (a
+ * rewrite then changes it, whatever the clock's grain). */
+static void make_big_dir(const char *d)
+{
+    char p[4200];
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1));
+    snprintf(p, sizeof p, "%s/ducklake_partition_info.ndjson", d);
+    FILE *f = fopen(p, "wb");
+    if (!f) abort();
+    for (int i = 1; i <= 40000; i++)
+        fprintf(f, "{\"partition_id\":%d,\"table_id\":%d,\"begin_snapshot\":1,\"end_snapshot\":null,\"pad\":\"%s\"}\n", i, i,
+                "................................");
+    fclose(f);
+    const char *names[] = {"ducklake_snapshot.ndjson", "ducklake_partition_info.ndjson"};
+    for (int i = 0; i < 2; i++) {
+        struct timespec past[2] = {{1000000000, 0}, {1000000000, 0}};
+        snprintf(p, sizeof p, "%s/%s", d, names[i]);
+        if (utimensat(AT_FDCWD, p, past, 0) != 0) abort();
+    }
+}
+
+/* A file of the source cut shorter, grown or rewritten while the import reads
+ * it (by another process, say): the rows are read with pread, never through
+ * a map, so no SIGBUS; the import stops with MORAINE_EIO naming the file and
+ * the catalog stays empty. Cut shorter: seen at the read of a row past the
+ * new end (during the first read and during the replay). Grown or rewritten:
+ * seen by the check of the file's size and modification time when a window of
+ * it is read again, or at the latest before the replay's last commit (the
+ * rewritten file here is small: read once, never again). */
+static void test_import_changing(void)
+{
+    char p[4096], d[4096], pi[4200], snap[4200];
+    path_of(p, sizeof p, "imported_changing");
+    path_of(d, sizeof d, "import_changing");
+    snprintf(pi, sizeof pi, "%s/ducklake_partition_info.ndjson", d);
+    snprintf(snap, sizeof snap, "%s/ducklake_snapshot.ndjson", d);
+    moraine_db *db = NULL;
+    CHECK_RC(moraine_open(p, NULL, &db), 0);
+    if (!db) return;
+    static const struct {
+        int replay, how, snapshot_file;
+        const char *what, *says;
+    } cases[] = {
+        {0, CH_TRUNCATE, 0, "cut shorter while it is read", "it is shorter than it was"},
+        {1, CH_TRUNCATE, 0, "cut shorter while it is replayed", "it is shorter than it was"},
+        {1, CH_GROW, 0, "grown while it is replayed", "another size or modification time"},
+        {1, CH_REWRITE, 1, "rewritten (same length) while it is replayed", "another size or modification time"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        make_big_dir(d);
+        const char *file = cases[i].snapshot_file ? snap : pi;
+        change c = {file, cases[i].replay, cases[i].how, 0};
+        CHECK_RC(moraine_import_ndjson(db, d, change_during, &c), MORAINE_EIO);
+        const char *m = moraine_errmsg();
+        CHECK(c.done, "%s: the file was changed", cases[i].what);
+        CHECK(strstr(m, file) && strstr(m, "changed since it was checked") && strstr(m, cases[i].says), "%s: '%s'", cases[i].what, m);
+        check_empty(db, cases[i].what);
+    }
+    /* the check alone: the same refusal for a file cut shorter while it is read */
+    make_big_dir(d);
+    change c = {pi, 0, CH_TRUNCATE, 0};
+    CHECK_RC(moraine_import_ndjson_check(d, change_during, &c), MORAINE_EIO);
+    CHECK(strstr(moraine_errmsg(), pi) && strstr(moraine_errmsg(), "it is shorter than it was"), "check: '%s'", moraine_errmsg());
+    /* and after all that the handle imports the same source left alone */
+    make_big_dir(d);
+    CHECK_RC(moraine_import_ndjson(db, d, NULL, NULL), 0);
+    int64_t last = 0;
+    CHECK(moraine_last_snapshot(db, &last) == 1 && last == 1, "the source left alone: last snapshot %lld", (long long)last);
+    moraine_close(db);
+
+    /* a source of 80 files of 5,000 rows each (an export with a file per
+     * inlined data table, say): at most 64 stay open at a time, the others
+     * are opened again by name, so the import holds no more than that many
+     * descriptors; every row is imported */
+    path_of(p, sizeof p, "imported_many");
+    path_of(d, sizeof d, "import_many");
+    char extra0[4200];
+    snprintf(extra0, sizeof extra0, "%s/zz_extra_00.ndjson", d);
+    db = NULL;
+    CHECK_RC(moraine_open(p, NULL, &db), 0);
+    for (int round = 0; round < 2; round++) {
+        make_big_dir(d);
+        for (int i = 0; i < 80; i++) {
+            char file[4200];
+            snprintf(file, sizeof file, "%s/zz_extra_%02d.ndjson", d, i);
+            FILE *f = fopen(file, "wb");
+            if (!f) abort();
+            for (int r = 0; r < 5000; r++) fprintf(f, "{\"a\":%d,\"b\":\"%0200d\"}\n", r, i);
+            fclose(f);
+        }
+        if (round == 1 || !db) break;
+        /* the first file (closed and opened again by name as the import goes on) cut
+         * shorter while the replay runs */
+        change cut = {extra0, 1, CH_TRUNCATE, 0};
+        CHECK_RC(moraine_import_ndjson(db, d, change_during, &cut), MORAINE_EIO);
+        CHECK(strstr(moraine_errmsg(), extra0) && strstr(moraine_errmsg(), "it is shorter than it was"), "80 files: '%s'",
+              moraine_errmsg());
+        check_empty(db, "80 files, one cut shorter");
+    }
+    if (db) {
+        int base = open_fds(), most = 0;
+        CHECK_RC(moraine_import_ndjson(db, d, count_fds, &most), 0);
+        CHECK(base > 0 && most > base && most - base <= 64, "80 files: %d descriptors open during the import (%d before)", most, base);
+        size_t nrel = 0;
+        moraine_relation_info info;
+        while (moraine_relation_at(db, nrel, &info) == 1) nrel++;
+        CHECK(nrel == 82, "80 files: %zu relations", nrel);
+        uint64_t extra = 0;
+        CHECK_RC(moraine_stats(db, sum_extra_rows, &extra), 0);
+        CHECK(extra == 80 * 5000, "80 files: %llu rows of the zz_extra tables", (unsigned long long)extra);
+        moraine_close(db);
+    }
+
+    /* a source file that is a pipe is read whole into memory (there is no
+     * reading it twice): its rows are checked and replayed from there */
+    path_of(p, sizeof p, "imported_pipe");
+    path_of(d, sizeof d, "import_pipe");
+    write_file(d, "ducklake_snapshot.ndjson", SNAP_LINE(1) SNAP_LINE(2));
+    snprintf(pi, sizeof pi, "%s/ducklake_partition_info.ndjson", d);
+    CHECK(mkfifo(pi, 0600) == 0, "mkfifo %s: %s", pi, strerror(errno));
+    pid_t child = fork();
+    if (child == 0) {
+        static const char rows[] = "\n  " PI_LINE(1, 1, 1, 2) PI_LINE(2, 1, 2, null) "\n" PI_LINE(3, 2, 2, null);
+        int fd = open(pi, O_WRONLY);
+        _exit(fd >= 0 && write(fd, rows, sizeof rows - 1) == (ssize_t)(sizeof rows - 1) && close(fd) == 0 ? 0 : 1);
+    }
+    CHECK(child > 0, "fork: %s", strerror(errno));
+    db = NULL;
+    CHECK_RC(moraine_open(p, NULL, &db), 0);
+    if (db && child > 0) {
+        CHECK_RC(moraine_import_ndjson(db, d, NULL, NULL), 0);
+        moraine_read *rd;
+        moraine_row row;
+        if (moraine_read_begin(db, &rd) == 0) {
+            CHECK(moraine_partition_spec_at(rd, 1, 1, &row) == 1 && is_int(&row.vals[0], 1), "pipe: spec 1 at snapshot 1");
+            CHECK(moraine_partition_spec_at(rd, 1, 2, &row) == 1 && is_int(&row.vals[0], 2), "pipe: spec 2 at snapshot 2");
+            CHECK(moraine_partition_spec_at(rd, 2, 2, &row) == 1 && is_int(&row.vals[0], 3), "pipe: spec 3 (line 5) at snapshot 2");
+            moraine_read_end(rd);
+        }
+    }
+    int status = -1;
+    if (child > 0) CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the pipe's writer");
+    moraine_close(db);
+}
+
 int main(void)
 {
     if (!check_mkdtemp(root, sizeof root, "moraine-test-store")) {
@@ -1073,6 +1287,7 @@ int main(void)
     if (db) {
         check_reads(db);
         test_import(db);
+        test_import_changing();
         db = test_corruption(db, path);
     }
     moraine_close(db);
