@@ -1611,11 +1611,48 @@ static void run_interleave(void)
     rm_rf(store_dir("floor-copy"));
 }
 
+/* With BENCH_LOOP_COLD=MiB set, `bench loop` writes a buffer of that many
+ * MiB between runs (untimed), so each run starts with the store's lines out
+ * of the CPU's caches, as a read does on a server between other work; the
+ * times printed are then the runs' alone. Unset: the runs follow each other
+ * with the store in the cache. */
+static unsigned char *cold_buf;
+static size_t cold_len;
+
+static void cold_init(void)
+{
+    const char *e = getenv("BENCH_LOOP_COLD");
+    if (!e || atoi(e) <= 0) return;
+    cold_len = (size_t)atoi(e) << 20;
+    if (!(cold_buf = malloc(cold_len))) die("BENCH_LOOP_COLD: out of memory");
+}
+
+/* Evicts the caches (cold_init); the time it took is not counted: *t0 and
+ * *c0 (wall and CPU clocks of the run about to start) are taken after. */
+static void cold_evict(double *t0, struct timespec *c0)
+{
+    if (!cold_buf) return;
+    static unsigned char k;
+    k++;
+    for (size_t i = 0; i < cold_len; i += 64) cold_buf[i] = (unsigned char)(k + i);
+    *t0 = now();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, c0);
+}
+
+static double cpu_since(const struct timespec *c0)
+{
+    struct timespec c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    return (double)(c1.tv_sec - c0->tv_sec) + (double)(c1.tv_nsec - c0->tv_nsec) * 1e-9;
+}
+
 /* `bench loop WORK SHAPE N`: one (a) shape of moraine C, N times, for a
  * profiler (perf record, valgrind --tool=callgrind): pv, 1col, all (the
- * projected reads) or rows (row at a time). */
+ * projected reads), rows (row at a time) or floor (the raw LMDB walk).
+ * BENCH_LOOP_COLD (above) runs each with the caches emptied first. */
 static void run_loop(const char *shape, int n)
 {
+    cold_init();
     if (!strcmp(shape, "floor")) { /* the raw LMDB walk, no moraine handle (one env per file per process) */
         fctx fc;
         memset(&fc, 0, sizeof fc);
@@ -1637,14 +1674,17 @@ static void run_loop(const char *shape, int n)
         lmdb_check(mdb_dbi_open(txn, NULL, 0, &fc.dbi), "dbi");
         mdb_txn_abort(txn);
         fc.S = M.last;
-        struct timespec c0, c1;
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-        double t = now();
+        double t = 0, cpu = 0;
         uint64_t files = 0;
-        for (int i = 0; i < n; i++) files += f_files(&fc);
-        t = now() - t;
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-        double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+        for (int i = 0; i < n; i++) {
+            struct timespec c0;
+            double t0 = now();
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+            cold_evict(&t0, &c0);
+            files += f_files(&fc);
+            t += now() - t0;
+            cpu += cpu_since(&c0);
+        }
         if (n < 1) n = 1;
         fprintf(stderr, "loop floor: %d runs, %" PRIu64 " files each, %.3f ms per run (%.3f ms of CPU time)\n", n, files / (uint64_t)n, t * 1e3 / n,
                 cpu * 1e3 / n);
@@ -1662,13 +1702,16 @@ static void run_loop(const char *shape, int n)
     else if (!strcmp(shape, "1col")) pc.stats_ids = one, pc.nstats = 1;
     else if (strcmp(shape, "all") && strcmp(shape, "rows")) die("loop: unknown shape %s (pv, 1col, all, rows)", shape);
     uint64_t files = 0;
-    struct timespec c0, c1;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-    double t = now();
-    for (int i = 0; i < n; i++) files += !strcmp(shape, "rows") ? m_files(&mc) : m_files_proj(&pc);
-    t = now() - t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-    double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    double t = 0, cpu = 0;
+    for (int i = 0; i < n; i++) {
+        struct timespec c0;
+        double t0 = now();
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+        cold_evict(&t0, &c0);
+        files += !strcmp(shape, "rows") ? m_files(&mc) : m_files_proj(&pc);
+        t += now() - t0;
+        cpu += cpu_since(&c0);
+    }
     if (n < 1) n = 1;
     fprintf(stderr, "loop %s: %d runs, %" PRIu64 " files each, %.3f ms per run (%.3f ms of CPU time)\n", shape, n, files / (uint64_t)n,
             t * 1e3 / n, cpu * 1e3 / n);

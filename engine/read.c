@@ -56,6 +56,8 @@ struct moraine_cursor {
     mr_proj *proj;
     int have_row;
     uintptr_t pf_page; /* the 4 KB block of the last value prefetched (prefetch_value) */
+    uintptr_t pf_end;  /* the end of the blocks asked for so far (prefetch_value) */
+    unsigned pf_run;   /* blocks entered in a row, each the one after the last (prefetch_value) */
 };
 
 /* ---- read transactions ---- */
@@ -177,25 +179,36 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
 }
 
 /* On the first value met in a 4 KB block of the map (an LMDB page of this
- * size, the usual one), asks the CPU for the MR_PREFETCH_PAGES blocks after
- * it (64-byte lines, __builtin_prefetch, which never faults): when the store
- * is in key order (after `moraine compact`, or an import) they hold the next
- * values, which the checksum and the decode then find in the cache instead of
- * waiting on memory value by value. The block being read is not asked for
- * again: in key order its lines were asked for from the blocks before it, and
- * asking again queues behind the loads the read waits on. A hint only: no
- * byte is read here. Measured in bench/README.md ("prefetching a value's
- * page", and "a new host, and prefetching further ahead" for the number of
- * blocks). */
+ * size, the usual one), asks the CPU for the blocks the next values are
+ * likely in (64-byte lines, __builtin_prefetch, which never faults), so the
+ * checksum and the decode find them in the cache instead of waiting on
+ * memory value by value. After a jump (the first value, or a store written
+ * by many commits, whose leaves are scattered) it asks for the block and the
+ * next. While each block entered is the one after the last (a store written
+ * in key order: an import, `moraine compact`), the read runs further ahead of
+ * itself, one block more each time up to MR_PREFETCH_PAGES, each block asked
+ * for once: in a scattered store a run of two blocks is common and asks for no
+ * more than the jump did, in a store in key order the read soon waits on
+ * nothing. A hint only: no byte is read here. Measured in bench/README.md
+ * ("prefetching a value's page", and "a new host, and prefetching further
+ * ahead"). */
 #ifndef MR_PREFETCH_PAGES
 #define MR_PREFETCH_PAGES 3
 #endif
 static inline void prefetch_value(moraine_cursor *c, const void *p)
 {
-    uintptr_t pg = (uintptr_t)p & ~(uintptr_t)4095;
+    uintptr_t pg = (uintptr_t)p & ~(uintptr_t)4095, from = pg, to = pg + 8192;
     if (pg == c->pf_page) return;
+    if (pg == c->pf_page + 4096) { /* the next block: run further ahead */
+        if (c->pf_run < MR_PREFETCH_PAGES) c->pf_run++;
+        to = pg + 4096 * (1 + (uintptr_t)c->pf_run);
+        from = c->pf_end > pg + 4096 && c->pf_end <= to ? c->pf_end : pg + 4096;
+    } else {
+        c->pf_run = 0;
+    }
     c->pf_page = pg;
-    for (uintptr_t a = pg + 4096; a < pg + 4096 * (1 + MR_PREFETCH_PAGES); a += 64) __builtin_prefetch((const void *)a);
+    c->pf_end = to;
+    for (uintptr_t a = from; a < to; a += 64) __builtin_prefetch((const void *)a);
 }
 
 /* decode_value for a projected cursor: the same checks (bounds, checksum of
