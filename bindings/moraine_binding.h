@@ -271,6 +271,7 @@ int l_import_check_gc(lua_State *L);
 int l_db_verify(lua_State *L);
 int l_db_stats(lua_State *L);
 int l_db_store_access(lua_State *L);
+int l_db_path_in_catalog(lua_State *L);
 int l_db_compact(lua_State *L);
 int l_db_open_elsewhere(lua_State *L);
 int l_db_last_txnid(lua_State *L);

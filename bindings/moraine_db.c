@@ -796,6 +796,20 @@ int l_db_store_access(lua_State *L)
     return 1;
 }
 
+/* db:path_in_catalog(path) -> boolean (moraine_path_in_catalog): whether
+ * writing @path would touch the catalog's own files (see moraine.luadoc) */
+int l_db_path_in_catalog(lua_State *L)
+{
+    ldb *d = check_db(L, 1);
+    const char *path = luaL_checkstring(L, 2);
+    int inside = 0;
+    int rc = moraine_path_in_catalog(d->db, path, &inside);
+    if (rc < 0)
+        return raise_engine(L, rc);
+    lua_pushboolean(L, inside);
+    return 1;
+}
+
 /* core.create_private_file(path) -> true: creates (or truncates) @path with
  * mode 0600, so that whatever is written into it next is never readable by
  * others (an export holding keys). Raises EIO naming the path. */

@@ -891,6 +891,21 @@ typedef struct {
  */
 int moraine_store_access_get(moraine_db *db, moraine_store_access *out);
 
+/**
+ * moraine_path_in_catalog - whether writing the file @path would touch @db's
+ * own files: @path is in the catalog's directory (its parent directory is
+ * that directory, whatever the spelling: ".", "..", symbolic links, compared
+ * by device and inode), is the directory itself, or is data.mdb or lock.mdb
+ * under another name (a hard link). An export writes its file, or a
+ * temporary file beside it that is then renamed over it, so a path there
+ * could replace data.mdb with the export and lose the catalog: moraine's
+ * exports refuse it. @path need not exist; a parent directory that does not
+ * exist is not the catalog's (*inside 0).
+ * Returns 0 and sets *inside (1 or 0); MORAINE_EINVAL (NULL argument, empty
+ * @path), MORAINE_EIO (the catalog's directory cannot be stat'ed).
+ */
+int moraine_path_in_catalog(moraine_db *db, const char *path, int *inside);
+
 /* ---- import / export (docs/import-export.md) ------------------------------- */
 
 

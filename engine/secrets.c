@@ -6,6 +6,7 @@
  */
 #include "internal.h"
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,5 +56,42 @@ int moraine_store_access_get(moraine_db *db, moraine_store_access *out)
     if (!rc) rc = mode_of(path, &out->lock_mode);
     if (rc) return rc;
     out->exposed = (out->data_mode & 044) != 0;
+    return 0;
+}
+
+/* Whether @a (a stat(2) result) is the file @path names; 0 when @path cannot be stat'ed. */
+static int same_as(const struct stat *a, const char *path)
+{
+    struct stat b;
+    return stat(path, &b) == 0 && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
+}
+
+int moraine_path_in_catalog(moraine_db *db, const char *path, int *inside)
+{
+    if (!db || !path || !inside) return mr_err(MORAINE_EINVAL, "moraine_path_in_catalog: NULL argument");
+    if (!*path) return mr_err(MORAINE_EINVAL, "moraine_path_in_catalog: empty path");
+    *inside = 0;
+    const char *dir = NULL;
+    if (mdb_env_get_path(db->env, &dir) || !dir) return mr_err(MORAINE_EIO, "the catalog's path is not known");
+    struct stat d;
+    if (stat(dir, &d) != 0) return mr_err(MORAINE_EIO, "%s: cannot stat: %s", dir, strerror(errno));
+    struct stat p;
+    if (stat(path, &p) == 0) {
+        char f[4200];
+        if (p.st_dev == d.st_dev && p.st_ino == d.st_ino) *inside = 1;
+        snprintf(f, sizeof f, "%s/data.mdb", dir);
+        if (same_as(&p, f)) *inside = 1;
+        snprintf(f, sizeof f, "%s/lock.mdb", dir);
+        if (same_as(&p, f)) *inside = 1;
+        if (*inside) return 0;
+    }
+    /* the parent directory: @path up to its last name (trailing slashes dropped) */
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    while (n > 0 && path[n - 1] != '/') n--;
+    char *parent = n == 0 ? strdup(".") : strndup(path, n);
+    if (!parent) return mr_err(MORAINE_ENOMEM, "out of memory");
+    *inside = same_as(&d, parent);
+    free(parent);
     return 0;
 }

@@ -222,6 +222,25 @@ describe("moraine.compact in place", function()
     local e = run({ "-c", dir, "export", dir })
     assert.are.equal(1, e.code, e.show)
     assert.truthy(e.err:find("is a moraine catalog directory", 1, true), e.show)
+    -- a SQL or SQLite export written into the catalog directory (over data.mdb, beside it, by another
+    -- spelling of the directory) is refused: the rename over data.mdb lost the catalog (a user's report)
+    for _, dest in ipairs({ dir .. "/data.mdb", dir .. "/lock.mdb", dir .. "/x.sql", dir .. "/../" .. dir:match("[^/]+$") .. "/y.sqlite" }) do
+      for _, fmt in ipairs({ "sql", "sqlite" }) do
+        local r = run({ "-c", dir, "export", dest, "--format", fmt })
+        assert.are.equal(1, r.code, r.show)
+        assert.truthy(r.err:find("is in the catalog directory", 1, true), r.show)
+      end
+    end
+    assert.are.same(before, export(dir))
+    no_leftovers(dir)
+    local sq = require "moraine.sqlite"
+    local db = moraine.open(dir)
+    support.expect_err("EINVAL", { "in the catalog's own directory" }, sq.export_sql, db, dir .. "/data.mdb")
+    assert.is_true(db:path_in_catalog(dir .. "/data.mdb"))
+    assert.is_false(db:path_in_catalog(dir .. "-elsewhere.sql"))
+    db:close()
+    assert.are.same(before, export(dir))
+    no_leftovers(dir)
   end)
 
   it("refuses while another process has the catalog open, changing nothing", function()

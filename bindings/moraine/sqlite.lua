@@ -414,7 +414,8 @@ end
 --   cancelled", no file written); an error it raises is re-raised unchanged
 -- @return true
 -- @raise EIO (the file cannot be written; the message names it), EINVAL
---   (cancelled, or an unknown option), the errors of `db:scan` and
+--   (cancelled, an unknown option, or `path` in the catalog's own directory:
+--   `db:path_in_catalog`, nothing written), the errors of `db:scan` and
 --   `db:relations`; a plain string error for arguments of the wrong type
 function M.export_sql(db, path, opts)
   if type(db) ~= "userdata" then
@@ -431,6 +432,10 @@ function M.export_sql(db, path, opts)
     if k ~= "progress" then raise("EINVAL", "sqlite.export_sql: unknown option '%s'", tostring(k)) end
     if type(v) ~= "function" then raise("EINVAL", "sqlite.export_sql: progress must be a function") end
     progress = v
+  end
+  if db:path_in_catalog(path) or db:path_in_catalog(path .. ".tmp") then
+    raise("EINVAL", "sqlite.export_sql: %s is in the catalog's own directory: the export would be written beside "
+      .. "(or over) the catalog's data.mdb; write it outside the catalog directory", path)
   end
   local tmp = path .. ".tmp"
   -- a script holding keys is readable by its owner only: made 0600 before a byte is written
@@ -711,7 +716,8 @@ function M.driver() return load_driver() end
 -- @return true
 -- @raise EIO (the file cannot be written, or SQLite refused a statement:
 --   the message names the file and SQLite's words), EINVAL (cancelled, an
---   unknown option), the errors of `db:scan` and `db:relations`; a plain
+--   unknown option, or `path` in the catalog's own directory:
+--   `db:path_in_catalog`, nothing written), the errors of `db:scan` and `db:relations`; a plain
 --   string error for arguments of the wrong type or when LuaSQL's driver is
 --   not installed
 function M.export_sqlite(db, path, opts)
@@ -729,6 +735,10 @@ function M.export_sqlite(db, path, opts)
     if k ~= "progress" then raise("EINVAL", "sqlite.export_sqlite: unknown option '%s'", tostring(k)) end
     if type(v) ~= "function" then raise("EINVAL", "sqlite.export_sqlite: progress must be a function") end
     progress = v
+  end
+  if db:path_in_catalog(path) or db:path_in_catalog(path .. ".tmp") then
+    raise("EINVAL", "sqlite.export_sqlite: %s is in the catalog's own directory: the export would be written beside "
+      .. "(or over) the catalog's data.mdb; write it outside the catalog directory", path)
   end
   local driver = load_driver()
   local tmp = path .. ".tmp"

@@ -90,6 +90,9 @@ static moraine_db *import(const char *fx, const char *scenario, const char *dir)
     return db;
 }
 
+/* link(2), named apart so the test reads as what it does */
+static int link_file(const char *from, const char *to) { return link(from, to); }
+
 int main(void)
 {
     check_seed("test_secrets");
@@ -179,6 +182,43 @@ int main(void)
     CHECK_RC(moraine_store_access_get(db, &acc), 0);
     CHECK_INT(acc.exposed, 1);
     CHECK(acc.data_mode == 0640, "data.mdb mode %o", acc.data_mode);
+
+    /* moraine_path_in_catalog: a file an export would write there (or rename over data.mdb) */
+    {
+        static const char *const in[] = {"%s/data.mdb", "%s/lock.mdb", "%s/new.sql", "%s/./x.sqlite", "%s/../s4/y.db", "%s", "%s/",
+                                         "%s/data.mdb/"};
+        for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
+            int inside = -1;
+            snprintf(path, sizeof path, in[i], dir);
+            CHECK_RC(moraine_path_in_catalog(db, path, &inside), 0);
+            CHECK(inside == 1, "%s: inside %d", path, inside);
+        }
+        char other[2048], link[2048];
+        static const char *const out[] = {"%s/export.sql", "%s/s4-copy/x.sql", "%s/no-such-dir/x.sql"};
+        for (size_t i = 0; i < sizeof out / sizeof *out; i++) {
+            int inside = -1;
+            snprintf(path, sizeof path, out[i], root);
+            CHECK_RC(moraine_path_in_catalog(db, path, &inside), 0);
+            CHECK(inside == 0, "%s: inside %d", path, inside);
+        }
+        /* another name for the directory, and for data.mdb */
+        snprintf(other, sizeof other, "%s/s4-symlink", root);
+        CHECK(symlink(dir, other) == 0, "symlink");
+        snprintf(path, sizeof path, "%s/out.sqlite", other);
+        int inside = -1;
+        CHECK_RC(moraine_path_in_catalog(db, path, &inside), 0);
+        CHECK_INT(inside, 1);
+        snprintf(path, sizeof path, "%s/data.mdb", dir);
+        snprintf(link, sizeof link, "%s/hardlink.mdb", root);
+        CHECK(link_file(path, link) == 0, "link");
+        inside = -1;
+        CHECK_RC(moraine_path_in_catalog(db, link, &inside), 0);
+        CHECK_INT(inside, 1);
+        CHECK(unlink(link) == 0 && unlink(other) == 0, "unlink");
+        CHECK_RC(moraine_path_in_catalog(db, "", &inside), MORAINE_EINVAL);
+        CHECK_RC(moraine_path_in_catalog(db, NULL, &inside), MORAINE_EINVAL);
+        CHECK_RC(moraine_path_in_catalog(db, path, NULL), MORAINE_EINVAL);
+    }
 
     /* the export carries the keys exactly, privately */
     char out[2048];

@@ -69,6 +69,12 @@ local function run_export(ctx, dest)
       "choose another directory, e.g. " .. dest:gsub("/+$", "") .. "-export")
   end
   local db = open_read(ctx.dir)
+  if dest ~= "-" and format ~= "ndjson" and db:path_in_catalog(dest) then
+    db:close()
+    fail("export: " .. dest .. " is in the catalog directory " .. ctx.dir .. ": writing it there could replace "
+      .. "the catalog's own files", "choose a path outside the catalog directory, e.g. " .. ctx.dir:gsub("/+$", "")
+      .. (format == "sql" and ".sql" or ".sqlite"))
+  end
   local keys = secret_count(db)
   local meter, finish = progress_meter("exporting", format == "ndjson" and "tables" or "rows")
   local rows, cur = 0, 0
