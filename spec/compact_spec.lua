@@ -226,9 +226,9 @@ describe("moraine.compact in place", function()
     -- spelling of the directory) is refused: the rename over data.mdb lost the catalog (a user's report)
     for _, dest in ipairs({ dir .. "/data.mdb", dir .. "/lock.mdb", dir .. "/x.sql", dir .. "/../" .. dir:match("[^/]+$") .. "/y.sqlite" }) do
       for _, fmt in ipairs({ "sql", "sqlite" }) do
-        local r = run({ "-c", dir, "export", dest, "--format", fmt })
-        assert.are.equal(1, r.code, r.show)
-        assert.truthy(r.err:find("is in the catalog directory", 1, true), r.show)
+        local ex = run({ "-c", dir, "export", dest, "--format", fmt })
+        assert.are.equal(1, ex.code, ex.show)
+        assert.truthy(ex.err:find("is in the catalog directory", 1, true), ex.show)
       end
     end
     assert.are.same(before, export(dir))
