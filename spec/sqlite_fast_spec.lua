@@ -257,6 +257,37 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
   end)
 
   describe("moraine import FILE.sqlite", function()
+    it("Ctrl-C in the fast import stops the command (exit 130): the staged way does not read the file again", function()
+      -- the lua and luajit commands raise "interrupted!" on SIGINT, from the progress callback here; the CLI
+      -- ran the staged import to the end after it and exited 0 (a new user's report)
+      local file = sqlite_of_fixture("s2_multi_table")
+      local dir = support.tmpdir("intr")
+      local fast, staged = sync.import_sqlite, sync.sync
+      local staged_runs = 0
+      sync.import_sqlite = function(db, src, tmp, opts)
+        return fast(db, src, tmp, { progress = function() error("interrupted!") end, opts = opts })
+      end
+      sync.sync = function(...)
+        staged_runs = staged_runs + 1
+        return staged(...)
+      end
+      local main = require "moraine.cli.main"
+      local okc, status = pcall(main.main, { "-c", dir, "import", file })
+      sync.import_sqlite, sync.sync = fast, staged
+      assert(okc, status)
+      assert.are.equal(130, status)
+      assert.are.equal(0, staged_runs)
+      -- the next import starts afresh and completes
+      local r = moraine_in(dir, { "import", file })
+      assert.are.equal(0, r.code, r.show)
+      local db = moraine.open(dir, { read_only = true })
+      local ref = open_new("ref2")
+      ref:import_ndjson(cat("s2_multi_table"))
+      assert.are.equal(ref:last_snapshot(), db:last_snapshot())
+      ref:close()
+      db:close()
+    end)
+
     it("gives what the staged import gives, leaves no temporary directory, and a later sync has nothing to do", function()
       local file = sqlite_of_fixture("s1_evolution")
       local dir = support.tmpdir("cli")

@@ -294,6 +294,10 @@ function run.import(ctx, source)
     local fok, fr = pcall(sync.import_sqlite, db, src, tmp, { progress = fprogress })
     ffinish(fok and fr ~= nil)
     if fok and fr then r = fr end
+    -- Ctrl-C stops the import: not a refusal for the staged way to read the
+    -- file again (it ran to the end, exit 0, where the user asked to stop);
+    -- the next import finds the temporary directory and starts afresh
+    if not fok and type(fr) == "string" and fr:match("interrupted!$") then error(fr, 0) end
   end
   if r then
     ok = true
