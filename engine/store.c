@@ -631,6 +631,21 @@ static int env_open(const char *path, const moraine_options *o, mr_env **out)
         free(e);
         return rc;
     }
+    /* A data.mdb shorter than the pages its meta page counts (an interrupted
+     * copy, a truncated file): reading the missing pages through the map
+     * would kill the process (SIGBUS). Refused here, before any page is read
+     * (LMDB reads its two meta pages, the file's first 8 KB, with read(2)). */
+    MDB_envinfo ei;
+    MDB_stat ms;
+    if (!mdb_env_info(e->env, &ei) && !mdb_env_stat(e->env, &ms) && ms.ms_psize &&
+        (uint64_t)st.st_size < ((uint64_t)ei.me_last_pgno + 1) * ms.ms_psize) {
+        int rc = mr_err(MORAINE_ECORRUPT, "%s: data.mdb is %llu bytes, but its pages reach byte %llu: the file was cut short "
+                        "(an interrupted copy?); restore it from a whole copy", path, (unsigned long long)st.st_size,
+                        ((unsigned long long)ei.me_last_pgno + 1) * ms.ms_psize);
+        mdb_env_close(e->env);
+        free(e);
+        return rc;
+    }
     /* Reader slots left by processes that died in a read: clear them. */
     if (!o->read_only) mdb_reader_check(e->env, NULL);
     e->dev = st.st_dev;
