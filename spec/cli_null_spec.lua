@@ -3,7 +3,8 @@
 -- keeps rows as written): each command either handles the NULL as its help
 -- says (shown as NULL, a sum "unknown") or refuses with EINVAL naming the
 -- table, the row's key and the column, exit 1; never an internal error.
--- Also a NUL byte in COMMENT ON's text (a clean EINVAL, exit 1).
+-- Also a NUL byte in COMMENT ON's text (a clean EINVAL, exit 1), and the repl
+-- given an error object whose __tostring raises (reported, not fatal).
 local moraine = require "moraine"
 local support = require "support"
 
@@ -113,15 +114,13 @@ describe("moraine commands on NULL catalog values", function()
       assert.is_true(seen)
     end)
 
-    it("layout and clustering refuse, naming the file and the column", function()
+    it("layout and clustering refuse, naming the file and the column; audit and files run", function()
       local needle = "ducklake_data_file row (table_id=1, data_file_id=0) has NULL record_count"
       refused(run({ "-c", C, "layout", "events", "--where", WHERE }), needle)
       refused(run({ "-c", C, "layout", "events", "--where", WHERE, "--json" }), needle)
       refused(run({ "-c", C, "clustering", "events" }), needle)
       refused(run({ "-c", C, "clustering", "events", "--json" }), needle)
-    end)
-
-    it("audit and files run (files shows the NULL)", function()
+      -- the reports that do not weigh rows run (files shows the NULL)
       ok(run({ "-c", C, "audit", "events" }))
       ok(run({ "-c", C, "audit", "--json" }))
       local r = ok(run({ "-c", C, "files", "events", "--json" }))
@@ -285,5 +284,20 @@ describe("COMMENT ON with a NUL byte", function()
     refused(run({ "-c", C, "sql", "-" }, "ALTER TABLE events RENAME COLUMN id TO \"a\0b\""),
       "rename_column: new column name contains a NUL byte")
     assert.equal(before, run({ "-c", C, "snapshots", "--json" }).out)
+  end)
+end)
+
+describe("repl with an error object whose __tostring raises", function()
+  teardown(function() support.cleanup() end)
+  it("reports the error and goes on (exit 1 for the failed line), no internal error", function()
+    local C = support.tmpdir("cat")
+    assert.equal(0, run({ "-c", C, "import", S1 }).code)
+    local r = run({ "-c", C, "repl" }, 'error(setmetatable({}, {__tostring = function() error("boom") end}))\n' ..
+      'setmetatable({}, {__tostring = function() error("bang") end})\n"after"\n')
+    no_internal(r)
+    assert.equal(1, r.code, r.show)
+    assert.truthy(r.err:find("error: (a table whose __tostring failed: repl:1: boom)", 1, true), r.show)
+    assert.truthy(r.out:find("(a table whose __tostring failed: repl:1: bang)", 1, true), r.show)
+    assert.truthy(r.out:find('"after"', 1, true), r.show)
   end)
 end)
