@@ -16,10 +16,22 @@
  * stack, so an error raised half way (a longjmp) leaks nothing. */
 
 /* db:init(data_path) -> true */
+/* A name or text argument of a verb: a string (else a Lua argument error),
+ * without NUL bytes (else MORAINE_EINVAL "VERB: WHAT contains a NUL byte",
+ * as the table specs' names: bad input, not a misuse of the API). */
+static const char *verb_text(lua_State *L, int idx, const char *verb, const char *what)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, idx, &len);
+    if (strlen(s) != len)
+        raise_errf(L, MORAINE_EINVAL, "%s: %s contains a NUL byte", verb, what);
+    return s;
+}
+
 int l_db_init(lua_State *L)
 {
     ldb *d = check_db(L, 1);
-    const char *path = lua_isnoneornil(L, 2) ? "data/" : check_name(L, 2); /* the moraine command's default too */
+    const char *path = lua_isnoneornil(L, 2) ? "data/" : verb_text(L, 2, "init", "data path"); /* the moraine command's default too */
     int rc = moraine_init(d->db, path);
     if (rc != 0)
         return raise_engine(L, rc);
@@ -485,7 +497,7 @@ static int l_vtx_base(lua_State *L)
 static int l_vtx_create_schema(lua_State *L)
 {
     lvtx *t = check_vtx(L);
-    const char *name = check_name(L, 2);
+    const char *name = verb_text(L, 2, "create_schema", "schema name");
     return vtx_done(L, moraine_tx_create_schema(t->tx, name));
 }
 
@@ -493,7 +505,7 @@ static int l_vtx_create_schema(lua_State *L)
 static int l_vtx_drop_schema(lua_State *L)
 {
     lvtx *t = check_vtx(L);
-    const char *name = check_name(L, 2);
+    const char *name = verb_text(L, 2, "drop_schema", "schema name");
     int cascade = lua_toboolean(L, 3);
     return vtx_done(L, moraine_tx_drop_schema(t->tx, name, cascade));
 }
@@ -535,8 +547,8 @@ static int l_vtx_add_column(lua_State *L)
 static int l_vtx_rename_column(lua_State *L)
 {
     lvtx *t = check_vtx(L);
-    const char *old_name = check_name(L, 3);
-    const char *new_name = check_name(L, 4);
+    const char *old_name = verb_text(L, 3, "rename_column", "column name");
+    const char *new_name = verb_text(L, 4, "rename_column", "new column name");
     if (!lua_isnoneornil(L, 5))
         luaL_checktype(L, 5, LUA_TTABLE);
     const char *schema, *table;
@@ -554,7 +566,7 @@ typedef int (*vtx_name_fn)(moraine_tx *tx, const char *schema, const char *table
 static int vtx_table_name(lua_State *L, const char *verb, vtx_name_fn fn)
 {
     lvtx *t = check_vtx(L);
-    const char *name = check_name(L, 3);
+    const char *name = verb_text(L, 3, verb, "name");
     const char *schema, *table;
     vtx_table(L, 3, verb, &schema, &table);
     return vtx_done(L, fn(t->tx, schema, table, name));
@@ -618,7 +630,7 @@ static int l_vtx_add_field(lua_State *L)
 static int l_vtx_rename_field(lua_State *L)
 {
     lvtx *t = check_vtx(L);
-    const char *new_name = check_name(L, 4);
+    const char *new_name = verb_text(L, 4, "rename_field", "new field name");
     const char *schema, *table;
     vtx_table(L, 4, "rename_field", &schema, &table);
     size_t n;
@@ -649,7 +661,7 @@ static int l_vtx_alter_column(lua_State *L)
 {
     static const char *const fields[] = {"type", "default", "default_type", "drop_default", "not_null", NULL};
     lvtx *t = check_vtx(L);
-    const char *column = check_name(L, 3);
+    const char *column = verb_text(L, 3, "alter_column", "column name");
     luaL_checktype(L, 4, LUA_TTABLE);
     const char *schema, *table;
     vtx_table(L, 4, "alter_column", &schema, &table);
@@ -673,8 +685,8 @@ static int l_vtx_alter_column(lua_State *L)
 static int l_vtx_set_comment(lua_State *L)
 {
     lvtx *t = check_vtx(L);
-    const char *column = lua_isnoneornil(L, 3) || is_null_at(L, 3) ? NULL : check_name(L, 3);
-    const char *comment = lua_isnoneornil(L, 4) || is_null_at(L, 4) ? NULL : check_name(L, 4);
+    const char *column = lua_isnoneornil(L, 3) || is_null_at(L, 3) ? NULL : verb_text(L, 3, "set_comment", "column name");
+    const char *comment = lua_isnoneornil(L, 4) || is_null_at(L, 4) ? NULL : verb_text(L, 4, "set_comment", "comment");
     const char *schema, *table;
     vtx_table(L, 4, "set_comment", &schema, &table);
     return vtx_done(L, moraine_tx_set_comment(t->tx, schema, table, column, comment));

@@ -52,6 +52,7 @@ local function check_key(file, key, col, value)
         quote(st.min) .. ", max " .. quote(st.max) .. ")"
     end
     if st.null_count == nil then return "unchecked", "NULL partition value and no null_count for " .. quote(col.name) end
+    if records == nil then return "unchecked", "NULL partition value and the file's record_count is NULL" end
     if st.null_count ~= records then
       return "violation", "partition value NULL but only " .. st.null_count .. " of " .. records .. " rows are NULL"
     end
@@ -61,12 +62,13 @@ local function check_key(file, key, col, value)
     return "violation", st.null_count .. " row(s) with " .. quote(col.name) .. " NULL under partition value " .. quote(value)
   end
   if st.min == nil or st.max == nil then
-    if st.null_count == records and records > 0 then
+    if records ~= nil and st.null_count == records and records > 0 then
       return "violation", "every row has " .. quote(col.name) .. " NULL under partition value " .. quote(value)
     end
     return "unchecked", "no min/max for column " .. quote(col.name)
   end
   local ctype, tr = col.type, key.transform
+  if is_null(ctype) then return "unchecked", "the column_type of " .. quote(col.name) .. " is NULL" end
   if not typed.family(ctype) then return "unchecked", "column type " .. quote(ctype) .. " has no order here" end
   -- the bounds parsed once per file and column (a spec may have several keys on one column)
   if st.parsed_as ~= ctype then
@@ -193,8 +195,15 @@ end
 --   data_file_id, path, partition_id, key_index, column, transform, value,
 --   problem}, ...}}, ...}}`; a file counts once, under its worst key; a
 --   finding is one key of one file (NULL where it concerns no key)
--- @raise EINVAL (`opts` malformed, `at` not a snapshot of the catalog),
---   ENOTFOUND (no such table at the snapshot; no snapshot at all), and the
+-- A NULL record_count or column_type leaves the keys that need it
+-- "unchecked", saying so; a NULL the audit cannot work without (a column's
+-- id or name, a key index, column_id or transform of a partition spec, a
+-- partition value's key index, a column statistic's column_id) is EINVAL
+-- naming the table, the row's key and the column
+-- (moraine.tablefiles.null_error). A table whose name is NULL is audited
+-- with the rest (found by its id only).
+-- @raise EINVAL (`opts` malformed, `at` not a snapshot of the catalog, a
+--   NULL as above), ENOTFOUND (no such table at the snapshot; no snapshot at all), and the
 --   read's own errors (ECORRUPT, ELMDB)
 function M.run(db, opts)
   opts = opts or {}
@@ -217,7 +226,7 @@ function M.run(db, opts)
 end
 
 --- The check of one key of one file, for tests and other tools.
--- @tparam table file `{records, stats = {[column_id] = {min, max, null_count}}}`
+-- @tparam table file `{records (nil: NULL, unknown), stats = {[column_id] = {min, max, null_count}}}`
 -- @tparam table key `{index, column_id, transform}`
 -- @tparam table col `{name, type}`
 -- @param value the partition value (text or moraine.null)

@@ -103,7 +103,9 @@ end
 -- row with key `version` and no scope (v0.1 has no scope column: every row).
 -- @param src a catalog handle (`moraine.open`) or a read (`rd` of `db:read`)
 -- @treturn ?string the version, e.g. `"0.1"`, or nil when the catalog has no
---   ducklake_metadata table or no version row
+--   ducklake_metadata table or no version row, `moraine.null` when the
+--   row's value is NULL (a version moraine does not know, as @{compare} and
+--   @{describe} take it)
 -- @raise the scan's errors (ELMDB)
 function M.of(src)
   if src.relation then -- a catalog handle
@@ -122,6 +124,7 @@ end
 -- @treturn string
 function M.describe(version)
   if version == nil then return "none" end
+  if version == moraine.null then return "NULL (unknown to moraine)" end
   local c = M.compare(version, M.CURRENT)
   if c == nil then return version .. " (unknown to moraine)" end
   if c < 0 then return version .. " (older than " .. M.CURRENT .. ": moraine upgrade migrates it)" end

@@ -283,7 +283,11 @@ end
 --   (`{data_file_id, partition_id, rows, ranks = {{lo, hi}, ...}}`), for
 --   pictures
 -- @raise EINVAL (no table given, a column the table does not have, a share
---   outside (0, 1], unknown option), ENOTFOUND (table, snapshot)
+--   outside (0, 1], unknown option; a NULL the report cannot work without,
+--   named by moraine.tablefiles.null_error: a file's record_count, a
+--   column's id or name, a key index, column_id or transform of a partition
+--   spec, a partition value's key index or a column statistic's column_id),
+--   ENOTFOUND (table, snapshot)
 function M.run(db, opts)
   if type(opts) ~= "table" or opts.table == nil then raise("EINVAL", "clustering: opts.table is required") end
   for k in pairs(opts) do
@@ -297,7 +301,7 @@ function M.run(db, opts)
     local S = tf.snapshot(rd, opts.at)
     local t = tf.find(rd, S, opts.table)
     local cols = tf.columns(rd, t.id)
-    local files = tf.files(rd, t.id, S)
+    local files = tf.need_records(tf.files(rd, t.id, S), "weigh the files by their rows")
     local chosen, from
     if opts.columns then
       if type(opts.columns) ~= "table" or #opts.columns == 0 then raise("EINVAL", "clustering: columns must be a non-empty array of names") end
@@ -306,7 +310,7 @@ function M.run(db, opts)
       for c in rd:scan("ducklake_column", { at = S, table_id = t.id }) do live[c.column_name] = tf.num(c.column_id) end
       for i, name in ipairs(opts.columns) do
         local id = live[name]
-        if not id then raise("EINVAL", "clustering: table " .. t.schema .. "." .. t.name .. " has no column '" .. tostring(name) .. "' at snapshot " .. S) end
+        if not id then raise("EINVAL", "clustering: table " .. tostring(t.schema) .. "." .. tostring(t.name) .. " has no column '" .. tostring(name) .. "' at snapshot " .. S) end
         chosen[i] = { id = id, name = name, type = cols[id].type }
       end
     else

@@ -114,10 +114,13 @@ function M.fold(name)
 end
 
 --- Whether two identifiers name the same thing in DuckDB (equal after @{fold}).
+-- A name that is not a string (a NULL name of a catalog row,
+-- `moraine.null`) is the same as no name, as NULL equals nothing in SQL.
 -- @tparam string a
 -- @tparam string b
 -- @treturn boolean
 function M.same(a, b)
+  if type(a) ~= "string" or type(b) ~= "string" then return false end
   return M.fold(a) == M.fold(b)
 end
 

@@ -112,7 +112,11 @@ local function chain_interval(ctype, parts)
 end
 
 -- A compiled predicate: the column, its type, typed bounds and numbers.
-local function compile(pred, col)
+local function compile(pred, col, T)
+  if tf.is_null(col.type) then
+    tf.null_error("ducklake_column", { table_id = T, column_id = col.id, begin_snapshot = col.begin },
+      { "table_id", "column_id", "begin_snapshot" }, "column_type", "compare the column's values")
+  end
   local P = { column = col, type = col.type }
   if not typed.family(col.type) then raise("EINVAL", "layout: column '" .. col.name .. "' has type " .. col.type .. ", which has no order") end
   for _, side in ipairs({ "lo", "hi" }) do
@@ -319,8 +323,11 @@ end
 --   saving, nil when nothing is saved)}}`
 -- @raise EINVAL (missing table or where, a predicate that does not parse, a
 --   column the table does not have at the snapshot, a bound that is not a
---   value of the column's type, an empty range, a type with no order),
---   ENOTFOUND (table, snapshot)
+--   value of the column's type, an empty range, a type with no order; a NULL
+--   the report cannot work without, named by moraine.tablefiles.null_error:
+--   a file's record_count, the column's type, a column's id or name, a key
+--   index, column_id or transform of a partition spec, a partition value's
+--   key index or a column statistic's column_id), ENOTFOUND (table, snapshot)
 function M.run(db, opts)
   if type(opts) ~= "table" or opts.table == nil then raise("EINVAL", "layout: opts.table is required") end
   if type(opts.where) ~= "string" then raise("EINVAL", "layout: opts.where (a predicate such as \"ts BETWEEN '2025-03-27' AND '2025-03-28'\") is required") end
@@ -343,8 +350,8 @@ function M.run(db, opts)
         parent = not tf.is_null(c.parent_column) }
       if c.column_name == pred.column then col = cols[id] end
     end
-    if not col then raise("EINVAL", "layout: table " .. t.schema .. "." .. t.name .. " has no column '" .. pred.column .. "' at snapshot " .. S) end
-    local P = compile(pred, col)
+    if not col then raise("EINVAL", "layout: table " .. tostring(t.schema) .. "." .. tostring(t.name) .. " has no column '" .. pred.column .. "' at snapshot " .. S) end
+    local P = compile(pred, col, t.id)
     local spec_of = tf.spec_lookup(rd, t.id)
     local live = rd:partition_spec(t.id, S)
     local live_pid = live and #(live.columns or {}) > 0 and tf.num(live.partition_id) or nil
@@ -352,7 +359,7 @@ function M.run(db, opts)
     local rep = { snapshot = S, schema = t.schema, table = t.name, table_id = t.id, column = col.name, where = opts.where,
       live_partition_id = live_pid, eras = {}, total = { files = 0, rows = 0, read_files = 0, read_rows = 0 } }
     local eras, order = {}, {}
-    local files = tf.files(rd, t.id, S)
+    local files = tf.need_records(tf.files(rd, t.id, S), "count the rows a range reads")
     local touch = live_touch(P, live_spec, files)
     local rw = { old_files = 0, old_rows = 0, read_rows_now = 0, read_rows_after = touch and 0 or nil }
     for _, f in ipairs(files) do
@@ -412,7 +419,7 @@ end
 -- @treturn table `{title, last, layout_snapshot, specs = {{id, label, begin,
 --   end_}}, layout = {{label, files, rows}}}` (an end after the snapshot reads
 --   as live, as it was known then)
--- @raise EINVAL, ENOTFOUND as `run`
+-- @raise EINVAL, ENOTFOUND as `run` (a NULL record_count too)
 function M.history(db, opts)
   if type(opts) ~= "table" or opts.table == nil then raise("EINVAL", "history: opts.table is required") end
   return db:read(function(rd)
@@ -420,7 +427,7 @@ function M.history(db, opts)
     local t = tf.find(rd, S, opts.table)
     local cols = tf.columns(rd, t.id)
     local spec_of = tf.spec_lookup(rd, t.id)
-    local h = { title = t.schema .. "." .. t.name .. ": partition specs and the mixed layout", last = S,
+    local h = { title = tostring(t.schema) .. "." .. tostring(t.name) .. ": partition specs and the mixed layout", last = S,
       layout_snapshot = S, specs = {}, layout = {} }
     for p in rd:scan("ducklake_partition_info", { at = moraine.ALL, table_id = t.id }) do
       local b = tf.num(p.begin_snapshot)
@@ -435,7 +442,7 @@ function M.history(db, opts)
     end
     table.sort(h.specs, function(a, b) if a.begin ~= b.begin then return a.begin < b.begin end return a.id < b.id end)
     local groups, order = {}, {}
-    for _, f in ipairs(tf.files(rd, t.id, S)) do
+    for _, f in ipairs(tf.need_records(tf.files(rd, t.id, S), "draw the rows under each spec")) do
       local k = f.partition_id or "none"
       if not groups[k] then
         local spec = f.partition_id and spec_of(f.partition_id)

@@ -42,6 +42,19 @@ local lexer = Ct((space^0 * token)^0) * space^0 * Cp()
 
 local function fail(code, msg) error({ sql_error = true, code = code, message = msg }, 0) end
 
+-- row[col], or EINVAL naming the row and the NULL column (the wording of
+-- moraine.tablefiles.null_error): a statement cannot work without it
+local function need(tbl, row, keys, col, why)
+  local v = row[col]
+  if v ~= nil and v ~= NULL then return v end
+  local parts = {}
+  for i, k in ipairs(keys) do
+    local x = row[k]
+    parts[i] = k .. "=" .. ((x == nil or x == NULL) and "NULL" or (tostring(x):gsub("U?LL$", "")))
+  end
+  fail("EINVAL", tbl .. " row (" .. table.concat(parts, ", ") .. ") has NULL " .. col .. ": cannot " .. why)
+end
+
 --- DuckLake's spelling (ducklake_column.column_type) of a DuckDB type name
 -- (@{moraine.sql_types.ducklake_type}).
 M.ducklake_type = types.ducklake_type
@@ -362,7 +375,12 @@ local function load_model(db)
         local t = { id = row.table_id, name = row.table_name, columns = {} }
         local cols = {}
         for c in rd:scan("ducklake_column", { table_id = row.table_id }) do
-          if c.parent_column == nil or c.parent_column == NULL then cols[#cols + 1] = c end
+          if c.parent_column == nil or c.parent_column == NULL then
+            local CK = { "table_id", "column_id", "begin_snapshot" }
+            need("ducklake_column", c, CK, "column_id", "tell the table's columns apart")
+            need("ducklake_column", c, CK, "column_order", "order the table's columns")
+            cols[#cols + 1] = c
+          end
         end
         table.sort(cols, function(a, b) return a.column_order < b.column_order end)
         for _, c in ipairs(cols) do
@@ -858,7 +876,11 @@ end
 --   reverse: "Existing object v is of type View, trying to replace with type
 --   Table"), EINVAL (a statement moraine has no verb for yet; DROP TABLE of a
 --   view or DROP VIEW of a table: "Existing object ... trying to drop type ..."),
---   and every error of the verbs it runs (docs/verbs.md). Statements
+--   and every error of the verbs it runs (docs/verbs.md); EINVAL naming the
+--   row ("ducklake_column row (table_id=1, column_id=NULL, begin_snapshot=1)
+--   has NULL column_id: cannot ...") when a top-level column of a table has a
+--   NULL column_id or column_order (the statements need them). A NULL schema,
+--   table or column name matches no name in a statement. Statements
 --   committed before the failing one stay committed.
 function M.exec(db, sql, opts)
   if type(sql) ~= "string" then error("bad argument #1 to 'exec' (string expected, got " .. type(sql) .. ")", 2) end
@@ -877,7 +899,8 @@ function M.exec(db, sql, opts)
     for k, v in pairs(opts) do if k ~= "data" then txopts[k] = v end end
   end
   local function unit(list)
-    local m = load_model(db)
+    local okm, m = pcall(load_model, db)
+    if not okm then raise(m) end
     local okr, snap = pcall(db.transaction, db, function(tx)
       for _, st in ipairs(list) do run(m, tx, st, on_data) end
     end, txopts)

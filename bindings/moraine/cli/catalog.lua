@@ -9,6 +9,7 @@ local errors = require "moraine.cli.errors"
 local util = require "moraine.cli.util"
 
 local ALL = moraine.ALL
+local NULL = moraine.null
 local concat = table.concat
 local fail, with_hint = errors.fail, errors.with_hint
 local istr, key, is_null, num, exists, is_dir = util.istr, util.key, util.is_null, util.num, util.exists, util.is_dir
@@ -152,7 +153,8 @@ end
 --- The tables visible at a snapshot, sorted by schema and name.
 -- @param rd a read transaction
 -- @param S the snapshot
--- @treturn {table,...} each `{schema = name, name = table_name, id = table_id, row = ducklake_table row, srow = ducklake_schema row}`
+-- @treturn {table,...} each `{schema = name, name = table_name, id = table_id, row = ducklake_table row, srow = ducklake_schema row}`;
+--   a NULL schema_name or table_name stays `moraine.null` (shown as NULL; it matches no TABLE name)
 function M.tables_at(rd, S)
   local schemas = schemas_at(rd, S)
   local list = {}
@@ -162,8 +164,9 @@ function M.tables_at(rd, S)
       name = row.table_name, id = row.table_id, row = row, srow = srow }
   end
   table.sort(list, function(a, b)
-    if a.schema ~= b.schema then return a.schema < b.schema end
-    return a.name < b.name
+    if a.schema ~= b.schema then return tostring(a.schema) < tostring(b.schema) end
+    if a.name ~= b.name then return tostring(a.name) < tostring(b.name) end
+    return key(a.id) < key(b.id)
   end)
   return list
 end
@@ -171,7 +174,7 @@ end
 --- "schema.name" of a table of `tables_at`.
 -- @tparam table t the table
 -- @treturn string
-function M.qualified(t) return t.schema .. "." .. t.name end
+function M.qualified(t) return tostring(t.schema) .. "." .. tostring(t.name) end
 
 local function list_names(tabs)
   local names = {}
@@ -374,7 +377,7 @@ function M.partition_sql(spec, ...)
 end
 
 local function sort_key_sql(e)
-  local parts = { e.expression }
+  local parts = { tostring(e.expression) } -- a NULL expression shows as NULL
   if not is_null(e.sort_direction) then parts[#parts + 1] = e.sort_direction end
   if not is_null(e.null_order) then parts[#parts + 1] = e.null_order end
   return concat(parts, " ")
@@ -419,7 +422,7 @@ end
 
 --- The lake's DATA_PATH (ducklake_metadata).
 -- @param rd a read transaction
--- @treturn string "" when it is not set
+-- @treturn string "" when it is not set, `moraine.null` when its value is NULL
 function M.data_path(rd)
   for row in rd:scan("ducklake_metadata") do
     if row.key == "data_path" and is_null(row.scope) then return row.value end
@@ -428,10 +431,11 @@ function M.data_path(rd)
 end
 
 --- The path of a schema, table or file row under `base`.
--- @tparam string base the path it is relative to
+-- @tparam string base the path it is relative to (`moraine.null`: unknown)
 -- @tparam table row the row (path, path_is_relative)
--- @treturn string
+-- @treturn string the path; `moraine.null` when `base` is NULL and the row's path is relative (unknown)
 function M.join_path(base, row)
+  if is_null(base) then return NULL end
   if is_null(row.path) then return base end
   if row.path_is_relative == false then return row.path end
   return base .. row.path

@@ -76,6 +76,16 @@ history, diff and the layout reports print heading lines around their
 tables; files puts a file's partition values in one cell, joined by ", ".
 --json is exact too.
 
+NULL in the catalog (DuckLake allows it in most columns; rows are kept as
+written): a value a command shows prints as NULL; a sum over a NULL is
+NULL, not the sum of the rest (history's rows and bytes, with a note); a
+NULL table or schema name matches no TABLE (give #ID). A NULL a command
+cannot work without (an id or key index, a spec's transform, a column's
+name, order or type where it computes with them, the record_count layout
+and clustering weigh files by) is refused: EINVAL naming the table, the
+row's key and the column ("ducklake_column row (table_id=1, column_id=3,
+begin_snapshot=1) has NULL column_name: cannot ..."), exit 1.
+
   moraine help COMMAND     help for one command (or: moraine COMMAND --help)
   moraine --version        the version
 ]])

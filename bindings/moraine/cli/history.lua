@@ -9,6 +9,7 @@ local output = require "moraine.cli.output"
 local catalog = require "moraine.cli.catalog"
 local catalog_version = require "moraine.catalog_version"
 local layout_cmd = require "moraine.cli.layout"
+local tf = require "moraine.tablefiles"
 
 local NULL = moraine.null
 local ALL = moraine.ALL
@@ -55,7 +56,12 @@ the timeline and in the layout alike. A partition spec with no keys reads
 for each partition spec that live files still use, the number of files,
 their rows (sum of record_count) and bytes (sum of file_size_bytes); files
 written with no spec (partition_id NULL) are one "unpartitioned" group,
-counted apart from the specs. Files of an old spec can only be pruned at
+counted apart from the specs. A file whose record_count or file_size_bytes
+is NULL (unknown) makes its group's rows or bytes NULL (and the shares of
+rows "unknown"), not a sum of the known ones; a note counts such files
+(--json: unknown_record_count_files, unknown_file_size_files). A NULL
+partition_key_index or sort_key_index is refused (EINVAL naming the row).
+Files of an old spec can only be pruned at
 that spec's granularity until they are rewritten or expire.
 TABLE is "name", "schema.name" or "#ID" (a table_id; or --table-id ID).
 With --at S, TABLE is the table so named at S, the timeline is as known
@@ -158,6 +164,11 @@ local function history(ctx, tname)
     end
     for p, ch in rd:scan("ducklake_partition_info", { at = ALL, table_id = T }) do
       p.columns = ch.ducklake_partition_column or {}
+      for _, c in ipairs(p.columns) do
+        c.partition_id, c.table_id = c.partition_id or p.partition_id, c.table_id or T
+        tf.need("ducklake_partition_column", c, { "partition_id", "table_id", "partition_key_index" },
+          "partition_key_index", "order the spec's keys")
+      end
       table.sort(p.columns, function(a, b) return num(a.partition_key_index) < num(b.partition_key_index) end)
       if seen_by(p) then
         pspecs[#pspecs + 1] = { partition_id = p.partition_id, begin_snapshot = p.begin_snapshot,
@@ -167,6 +178,11 @@ local function history(ctx, tname)
     end
     for s, ch in catalog_version.scan_if_present(rd, "ducklake_sort_info", { at = ALL, table_id = T }) do
       s.expressions = ch.ducklake_sort_expression or {}
+      for _, e in ipairs(s.expressions) do
+        e.sort_id, e.table_id = e.sort_id or s.sort_id, e.table_id or T
+        tf.need("ducklake_sort_expression", e, { "sort_id", "table_id", "sort_key_index" }, "sort_key_index",
+          "order the spec's keys")
+      end
       table.sort(s.expressions, function(a, b) return num(a.sort_key_index) < num(b.sort_key_index) end)
       if seen_by(s) then
         sspecs[#sspecs + 1] = { sort_id = s.sort_id, begin_snapshot = s.begin_snapshot, end_snapshot = s.end_snapshot,
@@ -207,13 +223,18 @@ local function history(ctx, tname)
       local k = key(f.partition_id)
       local g = groups[k]
       if not g then
-        g = { partition_id = f.partition_id, files = 0, rows = 0, bytes = 0 }
+        g = { partition_id = f.partition_id, files = 0, rows = 0, bytes = 0, unknown_rows = 0, unknown_bytes = 0 }
         groups[k] = g
         order[#order + 1] = g
       end
-      g.files, g.rows, g.bytes = g.files + 1, g.rows + num(f.record_count), g.bytes + num(f.file_size_bytes)
+      g.files = g.files + 1
+      -- a NULL count is unknown: the group's sum is unknown (NULL), not a sum of the known ones
+      if is_null(f.record_count) then g.unknown_rows = g.unknown_rows + 1 else g.rows = g.rows + num(f.record_count) end
+      if is_null(f.file_size_bytes) then g.unknown_bytes = g.unknown_bytes + 1 else g.bytes = g.bytes + num(f.file_size_bytes) end
     end
     for _, g in ipairs(order) do
+      if g.unknown_rows > 0 then g.rows = NULL end
+      if g.unknown_bytes > 0 then g.bytes = NULL end
       if is_null(g.partition_id) then
         g.keys, g.partition_state, g.state = NULL, "none", "no spec (written unpartitioned)"
       else
@@ -242,8 +263,11 @@ local function history(ctx, tname)
   -- the layout's groups: files under each partition spec, and the files
   -- written with no spec (partition_id NULL), counted apart
   local spec_groups, total_files, total_rows, unpart_files = 0, 0, 0, 0
+  local unknown_rows, unknown_bytes = 0, 0
   for _, g in ipairs(layout) do
-    total_files, total_rows = total_files + g.files, total_rows + g.rows
+    total_files = total_files + g.files
+    unknown_rows, unknown_bytes = unknown_rows + g.unknown_rows, unknown_bytes + g.unknown_bytes
+    if not is_null(total_rows) then total_rows = is_null(g.rows) and NULL or total_rows + g.rows end
     if is_null(g.partition_id) then unpart_files = unpart_files + g.files else spec_groups = spec_groups + 1 end
   end
   if ctx.json then
@@ -253,10 +277,12 @@ local function history(ctx, tname)
       return a
     end
     return print_json(obj({ "schema", "table", "table_id", "last_snapshot", "layout_snapshot", "partition_specs",
-      "sort_specs", "layout", "layout_files", "layout_specs", "unpartitioned_files" },
+      "sort_specs", "layout", "layout_files", "layout_specs", "unpartitioned_files", "unknown_record_count_files",
+      "unknown_file_size_files" },
       { schema = t.schema, table = t.name, table_id = t.id, last_snapshot = as_of or last, layout_snapshot = at_layout,
         partition_specs = arr(pspecs, PSPEC_COLS), sort_specs = arr(sspecs, SSPEC_COLS), layout = arr(layout, LAYOUT_COLS),
-        layout_files = total_files, layout_specs = spec_groups, unpartitioned_files = unpart_files }))
+        layout_files = total_files, layout_specs = spec_groups, unpartitioned_files = unpart_files,
+        unknown_record_count_files = unknown_rows, unknown_file_size_files = unknown_bytes }))
   end
   local out = io.stdout
   local function timeline(rows)
@@ -294,7 +320,8 @@ local function history(ctx, tname)
     for _, g in ipairs(layout) do
       if g.partition_state == "none" then g.keys = PART_NONE_TEXT
       elseif g.partition_state == "reset" then g.keys = PART_RESET_TEXT end
-      g.share = total_rows > 0 and string.format("%.1f%%", g.rows * 100 / total_rows) or "-"
+      if is_null(total_rows) then g.share = "unknown"
+      else g.share = total_rows > 0 and string.format("%.1f%%", g.rows * 100 / total_rows) or "-" end
       if is_null(g.partition_id) then g.partition_id = NULL end
     end
     print_table({ { key = "partition_id" }, { key = "keys" }, { key = "state" }, { key = "files" },
@@ -302,6 +329,10 @@ local function history(ctx, tname)
       { indent = "  " })
     if #layout > 1 then
       out:write("  (files of older specs are pruned only at their own granularity until rewritten or expired)\n")
+    end
+    if unknown_rows > 0 or unknown_bytes > 0 then
+      out:write("  (unknown: ", unknown_rows, " file", unknown_rows == 1 and "" or "s", " with a NULL record_count, ",
+        unknown_bytes, " with a NULL file_size_bytes; a group's rows or bytes with one reads NULL, not the sum of the others)\n")
     end
   end
 end

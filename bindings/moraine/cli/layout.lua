@@ -128,7 +128,7 @@ local function cmd_audit(ctx, db, tname)
       #rep.tables, " table", #rep.tables == 1 and "" or "s", ": ", rep.ok, " ok, ", rep.violations, " with violations, ",
       rep.unchecked, " unchecked\n")
     for _, t in ipairs(rep.tables) do
-      out:write("\n", t.schema, ".", t.table, " (table_id ", t.table_id, "): ", t.files, " files: ", t.ok, " ok, ",
+      out:write("\n", tostring(t.schema), ".", tostring(t.table), " (table_id ", t.table_id, "): ", t.files, " files: ", t.ok, " ok, ",
         t.violations, " with violations, ", t.unchecked, " unchecked, ", t.unpartitioned, " written unpartitioned\n")
       if #t.findings > 0 then
         local rows = {}
@@ -156,7 +156,7 @@ local function cmd_layout(ctx, db, tname)
     return 0
   end
   local out = io.stdout
-  out:write(rep.schema, ".", rep.table, " at snapshot ", rep.snapshot, ", where ", rep.where, "\n\n")
+  out:write(tostring(rep.schema), ".", tostring(rep.table), " at snapshot ", rep.snapshot, ", where ", rep.where, "\n\n")
   local rows = {}
   for i, e in ipairs(rep.eras) do
     rows[i] = { spec = e.partition_id or NULL, keys = e.keys or "unpartitioned", live = e.live and "live" or "",
@@ -209,7 +209,7 @@ local function cmd_clustering(ctx, db, tname, columns)
   end
   local out = io.stdout
   local t = rep.table_result
-  out:write(rep.schema, ".", rep.table, " at snapshot ", rep.snapshot, ": ", t.files, " files, ", t.rows, " rows; columns ",
+  out:write(tostring(rep.schema), ".", tostring(rep.table), " at snapshot ", rep.snapshot, ": ", t.files, " files, ", t.rows, " rows; columns ",
     table.concat(rep.columns, ", "), " (", rep.columns_from, "); a range selecting s = ", tostring(rep.share), "\n\n")
   local rows = {}
   local function add(scope, r)

@@ -59,14 +59,23 @@ unfinished statement at the end), else 0, as with sqlite3.]],
   },
 }
 
+-- tostring(v), or, when v's __tostring raises (or returns no string), a
+-- description saying so: a value or error object the user made must not
+-- end the repl
+local function safe_tostring(v)
+  local ok, s = pcall(tostring, v)
+  if ok and type(s) == "string" then return s end
+  return "(a " .. type(v) .. " whose __tostring failed: " .. (type(s) == "string" and s or type(s)) .. ")"
+end
+
 local function pretty(v, depth, seen)
   depth, seen = depth or 0, seen or {}
   local t = type(v)
   if v == NULL then return "NULL" end
   if t == "string" then return (string.format("%q", v):gsub("\\\n", "\\n")) end
   if t == "number" or t == "cdata" then return istr(v) end
-  if t ~= "table" then return tostring(v) end
-  if getmetatable(v) and getmetatable(v).__tostring then return tostring(v) end
+  if t ~= "table" then return safe_tostring(v) end
+  if getmetatable(v) and getmetatable(v).__tostring then return safe_tostring(v) end
   if seen[v] then return "<cycle>" end
   if depth > 3 then return "{...}" end
   seen[v] = true
@@ -197,8 +206,8 @@ local function repl(ctx)
   local function report(e)
     failed = failed + 1
     if type(e) == "table" and errors.is_cli(e) then e = e.message
-    elseif moraine.is_error(e) then e = e.code .. ": " .. tostring(e.message) end
-    io.stderr:write("error: ", tostring(e), "\n")
+    elseif moraine.is_error(e) then e = e.code .. ": " .. safe_tostring(e.message) end
+    io.stderr:write("error: ", safe_tostring(e), "\n")
   end
   if interactive then
     io.stdout:write("moraine ", moraine.version, " repl on ", ctx.dir, " (last snapshot ", istr(db:last_snapshot()),

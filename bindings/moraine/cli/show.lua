@@ -6,6 +6,7 @@ local moraine = require "moraine"
 local util = require "moraine.cli.util"
 local output = require "moraine.cli.output"
 local catalog = require "moraine.cli.catalog"
+local tf = require "moraine.tablefiles"
 
 local NULL = moraine.null
 local istr = util.istr
@@ -70,7 +71,11 @@ local function show(ctx, tname)
     local S = snapshot_arg(ctx, rd)
     local t = resolve_table(rd, tname, S, " --at " .. istr(S))
     local cols = {}
-    for c in rd:scan("ducklake_column", { at = S, table_id = t.id }) do cols[#cols + 1] = c end
+    for c in rd:scan("ducklake_column", { at = S, table_id = t.id }) do
+      -- show lists the columns in their order: it cannot place one whose order is unknown
+      tf.need("ducklake_column", c, { "table_id", "column_id", "begin_snapshot" }, "column_order", "place the column")
+      cols[#cols + 1] = c
+    end
     table.sort(cols, function(a, b) return num(a.column_order) < num(b.column_order) end)
     -- STRUCT fields (parent_column set) nest under their parent column
     local names, byid, crow = catalog.column_names(rd, t.id, S), {}, {}
@@ -151,7 +156,8 @@ local function show(ctx, tname)
     for _, r in ipairs(rows) do
       local x = {}
       for k, v in pairs(r) do x[k] = v end
-      x.name = string.rep("  ", depth) .. r.name -- escaped by print_table
+      -- escaped by print_table; a NULL name stays NULL
+      x.name = is_null(r.name) and NULL or string.rep("  ", depth) .. r.name
       flat[#flat + 1] = x
       walk(r.children, depth + 1)
     end
