@@ -213,6 +213,25 @@ describe("a malformed DuckLake catalog", function()
     end
   end
 
+  it("a source without any snapshot row (every file or table empty): moraine import and moraine sync refuse it, "
+    .. "nothing is written and no catalog directory is left", function()
+    local src = s1_copy()
+    for _, name in ipairs(support.tables_of(src)) do support.write(src .. "/" .. name .. ".ndjson", "") end
+    local file = sqlite_copy()
+    local names = {}
+    local p = assert(io.popen("sqlite3 " .. q(file) .. " \"SELECT name FROM sqlite_master WHERE type = 'table'\""))
+    for name in p:lines() do names[#names + 1] = "DELETE FROM " .. name .. ";" end
+    p:close()
+    assert.is_true(support.sh("sqlite3 " .. q(file) .. " " .. q(table.concat(names, " "))))
+    for _, c in ipairs({ { "import", src }, { "sync", src }, { "import", file } }) do
+      local dir = support.tmpdir("empty")
+      local r = run({ "-c", dir, c[1], c[2] })
+      assert.are.equal(1, r.code, r.show)
+      assert.is_truthy(r.err:find("moraine: EINVAL: sync: " .. c[2] .. " holds no ducklake_snapshot row", 1, true), r.show)
+      assert.is_false(exists(dir), r.show)
+    end
+  end)
+
   it("a column DuckLake added after the catalog's version may be missing (an old catalog imports as it is); one "
     .. "of its version may not", function()
     for _, c in ipairs({
