@@ -481,7 +481,7 @@ version of every row, exactly, and prints each row one side has and the
 other lacks: table, side ("catalog" or "source"), how many copies, the row
 as JSON. Row order is not compared. Exit status 0 when there is no
 difference ("no differences"), 1 when there are.]],
-    options = {},
+    options = { { "--json", "one JSON object {differences = [{table, side, count, columns, row}], truncated}" } },
     json = true,
     example = "moraine -c replica.moraine compare 'postgres:host=db1 dbname=lake user=reader'",
     flags = {},
