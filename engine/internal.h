@@ -199,6 +199,14 @@ moraine_coltype mr_known_coltype(const mr_known_table *kt, const char *col);
  * each and the array); returns their number, 0 for NULL, (size_t)-1 on ENOMEM */
 size_t mr_known_columns(const mr_known_table *kt, char ***out);
 unsigned mr_known_colflags(const mr_known_table *kt, const char *col); /* MORAINE_COL_SECRET or 0 */
+/* The DuckLake release whose columns every catalog of @version has (1 = 0.1,
+ * 2 = 0.2, 3 = 0.3, 4 = 0.4, 5 = 1.0; a dev version: the release before it;
+ * an unknown version or NULL: 1). */
+int mr_known_release(const char *version);
+/* The release (as mr_known_release) since which DuckLake's table @table has
+ * column @col: 1 for a column the table always had (or one moraine does not
+ * list as added later). */
+int mr_known_column_since(const char *table, const char *col);
 
 /* ---- store.c: handle and relation descriptors ---- */
 #define MR_MAX_KEYCOLS 4

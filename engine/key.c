@@ -100,7 +100,9 @@ int mr_key_next(const uint8_t **pp, const uint8_t *end, moraine_value *out, mr_b
     }
 }
 
-/* Human-readable rendering of a key for error messages, e.g. C(7,1,42). */
+/* Human-readable rendering of a key for error messages, e.g. C(7,1,42); an
+ * empty key is "(empty key)", a subspace byte that is not printable ASCII
+ * \xNN (a damaged store). */
 void mr_key_describe(const uint8_t *k, size_t n, char *out, size_t outlen)
 {
     size_t o = 0;
@@ -108,7 +110,13 @@ void mr_key_describe(const uint8_t *k, size_t n, char *out, size_t outlen)
     mr_buf scratch = {0};
     if (outlen == 0) return;
     out[0] = 0;
-    if (p < end) o += (size_t)snprintf(out + o, outlen - o, "%c(", *p++);
+    if (n == 0) {
+        snprintf(out, outlen, "(empty key)");
+        return;
+    }
+    if (*p > 0x20 && *p < 0x7F && *p != '\\') o += (size_t)snprintf(out + o, outlen - o, "%c(", *p);
+    else o += (size_t)snprintf(out + o, outlen - o, "\\x%02x(", *p);
+    p++;
     int first = 1;
     while (p < end && o < outlen) {
         moraine_value v;

@@ -395,10 +395,11 @@ static int json_to_value(json_t *j, moraine_value *v, char **owned)
 /* Appends the row @vals (t->ncols values) to t->data. A slim table (a check
  * that never replays) stores only the columns the plan reads (keys, parent
  * keys, snapshot columns, the ids its references name), the others as NULL:
- * the bulk of a catalog (paths, stats, uuids) is checked and let go. */
+ * the bulk of a catalog (paths, stats, uuids) is checked and let go.
+ * ducklake_metadata (a few rows) is kept whole: the plan reads its version. */
 static int encode_row(table *t, const moraine_value *vals)
 {
-    if (!t->slim || !t->rel || t->ncols > 256) return mr_encode_row(&t->data, (int64_t)t->nrows, vals, t->ncols);
+    if (!t->slim || !t->rel || t->ncols > 256 || strcmp(t->name, "ducklake_metadata") == 0) return mr_encode_row(&t->data, (int64_t)t->nrows, vals, t->ncols);
     if (!t->keep) {
         static const char *const ids[] = {"table_id", "data_file_id", "schema_id", "snapshot_id", "begin_snapshot",
                                           "end_snapshot", NULL};
@@ -909,6 +910,25 @@ static int add_values(table *t, const moraine_value *vals, size_t rowno)
         char m[600];
         snprintf(m, sizeof m, "%s", moraine_errmsg());
         return mr_err(rc, "%s row %zu: %s", t->name, rowno, m);
+    }
+    /* text of a VARCHAR column DuckLake defines that is not UTF-8: DuckLake
+     * never writes one (its strings are UTF-8), an NDJSON import cannot hold
+     * one (its JSON parser refuses it) and the catalog's exports cannot carry
+     * it (verbs refuse it for that reason): refused, so that every import
+     * takes the same catalogs. Columns moraine does not know (an inlined data
+     * table's BLOB, say) keep their bytes (docs/import-export.md). */
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (t->rel->types[c] != MORAINE_COL_VARCHAR || v[c].type != MORAINE_STR || mr_utf8_valid(v[c].s, v[c].len)) continue;
+        char shown[200];
+        size_t o = 0;
+        for (size_t i = 0; i < v[c].len && i < 40 && o + 5 < sizeof shown; i++) {
+            unsigned char ch = (unsigned char)v[c].s[i];
+            o += (size_t)snprintf(shown + o, sizeof shown - o, ch >= 0x20 && ch < 0x7F && ch != '\\' ? "%c" : "\\x%02x", ch);
+        }
+        shown[o] = 0;
+        return mr_err(MORAINE_EINVAL, "%s row %zu: column '%s' holds '%s%s', bytes that are not valid UTF-8, which the "
+                      "catalog's exports (NDJSON, SQL, JSON) need (an NDJSON import refuses them too)",
+                      t->name, rowno, t->cols[c], shown, v[c].len > 40 ? "..." : "");
     }
     if (t->nrows == t->caprows) {
         size_t cap = t->caprows ? t->caprows * 2 : 64;

@@ -347,6 +347,51 @@ static int check_tables_have_columns(tables *ts, mr_buf *kb)
     return rc;
 }
 
+/* A whole catalog's tables have the columns DuckLake gives them in its
+ * version (ducklake_metadata's 'version' row): a column moraine knows for a
+ * table (engine/tables.c) that the table lacks is refused, unless DuckLake
+ * added it in a later version than the catalog's (an old catalog is imported
+ * as it is: docs/upgrade.md). A column left out of every row of an export, or
+ * dropped from a SQLite table, would otherwise be read as NULL everywhere. */
+static int check_columns_present(tables *ts)
+{
+    if (!whole_catalog(ts)) return 0;
+    table *mt = mr_nd_find_table(ts, "ducklake_metadata");
+    char version[64] = "";
+    int kc = col_index(mt, "key"), vc = col_index(mt, "value"), sc = col_index(mt, "scope");
+    for (size_t i = 0; mt->rel && kc >= 0 && vc >= 0 && i < mt->nrows; i++) {
+        moraine_value *v;
+        int64_t ord;
+        int rc = mr_nd_row_at(ts, mt, i, &v, &ord);
+        if (rc) return rc;
+        if (v[kc].type == MORAINE_STR && v[kc].len == 7 && memcmp(v[kc].s, "version", 7) == 0 &&
+            (sc < 0 || v[sc].type == MORAINE_NULL) && v[vc].type == MORAINE_STR && v[vc].len < sizeof version) {
+            memcpy(version, v[vc].s, v[vc].len);
+            version[v[vc].len] = 0;
+        }
+    }
+    int release = mr_known_release(version[0] ? version : NULL);
+    for (size_t ti = 0; ti < ts->n; ti++) {
+        table *t = &ts->t[ti];
+        const mr_known_table *kt = mr_known(t->name);
+        if (!kt || !t->ncols) continue; /* (an unknown table; an empty one moraine has no columns for) */
+        char **cols;
+        size_t n = mr_known_columns(kt, &cols);
+        if (n == (size_t)-1) return mr_err(MORAINE_ENOMEM, "out of memory");
+        int rc = 0;
+        for (size_t c = 0; !rc && c < n; c++) {
+            if (col_index(t, cols[c]) >= 0 || mr_known_column_since(t->name, cols[c]) > release) continue;
+            rc = mr_err(MORAINE_EINVAL, "%s%s: column '%s' is missing (%s): a DuckLake catalog of version %s has it",
+                        t->name, ts->from_files ? ".ndjson" : "", cols[c],
+                        ts->from_files ? "no row has it" : "the table has no such column", version[0] ? version : "(unknown)");
+        }
+        for (size_t c = 0; c < n; c++) free(cols[c]);
+        free(cols);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 static int check_references(tables *ts, const keymap *maps, mr_buf *kb)
 {
     int rc = check_tables_have_columns(ts, kb);
@@ -404,6 +449,10 @@ int mr_nd_plan(tables *ts, ops *o)
      * commit would have no ducklake_snapshot row, and a catalog's last
      * snapshot must have one) */
     int64_t snap_max = INT64_MAX;
+    if ((rc = check_columns_present(ts))) {
+        free(maps);
+        return rc;
+    }
     table *stab = mr_nd_find_table(ts, "ducklake_snapshot");
     if (stab && stab->nrows == 0) {
         /* a DuckLake catalog with rows has at least one snapshot: without one

@@ -590,8 +590,26 @@ static mr_env *env_find(const char *path)
     return NULL;
 }
 
-/* Opens a new environment for @path and registers it (reg_mu held). */
-static int env_open(const char *path, const moraine_options *o, mr_env **out)
+/* Removes what a failed mdb_env_open left in @path that was not there before
+ * (@had_data, @had_lock: data.mdb, lock.mdb existed). lock.mdb goes when
+ * this open made the directory (@made_dir) or data.mdb is not an LMDB file
+ * (@mrc MDB_INVALID, MDB_VERSION_MISMATCH: no other process can be using
+ * it); data.mdb only when this open made the directory (else another process
+ * may be creating the same catalog); the directory last (rmdir: only if
+ * empty). A file that was there before is never removed. */
+static void env_open_undo(const char *path, int mrc, int made_dir, int had_data, int had_lock)
+{
+    char f[4096];
+    int foreign = mrc == MDB_INVALID || mrc == MDB_VERSION_MISMATCH;
+    if (!had_lock && (made_dir || foreign) && snprintf(f, sizeof f, "%s/lock.mdb", path) < (int)sizeof f) (void)unlink(f);
+    if (!had_data && made_dir && snprintf(f, sizeof f, "%s/data.mdb", path) < (int)sizeof f) (void)unlink(f);
+    if (made_dir) (void)rmdir(path);
+}
+
+/* Opens a new environment for @path and registers it (reg_mu held); on a
+ * failure, removes what the attempt created (env_open_undo; @made_dir: the
+ * caller created the directory @path). */
+static int env_open(const char *path, const moraine_options *o, int made_dir, mr_env **out)
 {
     mr_env *e = calloc(1, sizeof *e);
     if (!e) return mr_err(MORAINE_ENOMEM, "out of memory");
@@ -614,9 +632,16 @@ static int env_open(const char *path, const moraine_options *o, mr_env **out)
                           path);
         }
     }
-    if (!mrc) mrc = mdb_env_open(e->env, path, flags, 0600); /* new data.mdb and lock.mdb: owner only (docs/security.md) */
-    int fd;
+    char probe[4096];
     struct stat st;
+    int had_data = snprintf(probe, sizeof probe, "%s/data.mdb", path) >= (int)sizeof probe || stat(probe, &st) == 0;
+    int had_lock = snprintf(probe, sizeof probe, "%s/lock.mdb", path) >= (int)sizeof probe || stat(probe, &st) == 0;
+    int opened = 0;
+    if (!mrc) {
+        mrc = mdb_env_open(e->env, path, flags, 0600); /* new data.mdb and lock.mdb: owner only (docs/security.md) */
+        opened = 1;
+    }
+    int fd;
     if (!mrc && !(mrc = mdb_env_get_fd(e->env, &fd)) && fstat(fd, &st) != 0) mrc = errno;
     if (mrc) {
         int rc;
@@ -629,6 +654,7 @@ static int env_open(const char *path, const moraine_options *o, mr_env **out)
             rc = mrc == ENOENT ? mr_err(MORAINE_EIO, "%s: cannot open catalog: %s", path, mdb_strerror(mrc)) : mr_lmdb_err(mrc, path);
         if (e->env) mdb_env_close(e->env);
         free(e);
+        if (opened) env_open_undo(path, mrc, made_dir, had_data, had_lock);
         return rc;
     }
     /* A data.mdb shorter than the pages its meta page counts (an interrupted
@@ -689,12 +715,14 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     if (!o.max_map_size) o.max_map_size = DEFAULT_MAX_MAP;
     if (o.max_map_size < o.map_size) o.max_map_size = o.map_size;
     struct stat st;
+    int made_dir = 0;
     if (stat(path, &st) != 0) {
         if (o.read_only || !o.create) return mr_err(MORAINE_EIO, "%s: no such catalog directory", path);
         /* private, as PostgreSQL's data directory: the store may hold encryption keys */
         /* another process may create it between stat and mkdir (two imports or
          * syncs started at once): a directory that exists now is fine */
-        if (mkdir(path, 0700) != 0 && !(errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+        if (mkdir(path, 0700) == 0) made_dir = 1;
+        else if (!(errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
             return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", path, strerror(errno));
     } else if (!S_ISDIR(st.st_mode)) {
         return mr_err(MORAINE_EIO, "%s: not a directory (a moraine catalog is a directory)", path);
@@ -716,7 +744,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         }
         sh->refs++;
     } else {
-        if ((rc = env_open(path, &o, &sh))) {
+        if ((rc = env_open(path, &o, made_dir, &sh))) {
             pthread_mutex_unlock(&reg_mu);
             goto fail;
         }

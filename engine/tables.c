@@ -136,3 +136,54 @@ unsigned mr_known_colflags(const mr_known_table *kt, const char *col)
 {
     return known_letter(kt, col) == 'K' ? MORAINE_COL_SECRET : 0u;
 }
+
+/* Columns DuckLake added to a table after the table first appeared (its
+ * migrations, docs/upgrade.md and bindings/moraine/upgrade.lua), with the
+ * release that has them: 2 = 0.2, 3 = 0.3, 4 = 0.4, 6 = 1.1. Every other
+ * column moraine knows is in every version of its table. */
+static const struct {
+    const char *table, *col;
+    int since;
+} added[] = {
+    {"ducklake_schema", "path", 2},
+    {"ducklake_schema", "path_is_relative", 2},
+    {"ducklake_table", "path", 2},
+    {"ducklake_table", "path_is_relative", 2},
+    {"ducklake_metadata", "scope", 2},
+    {"ducklake_metadata", "scope_id", 2},
+    {"ducklake_data_file", "mapping_id", 2},
+    {"ducklake_name_mapping", "is_partition", 3},
+    {"ducklake_snapshot_changes", "author", 3},
+    {"ducklake_snapshot_changes", "commit_message", 3},
+    {"ducklake_snapshot_changes", "commit_extra_info", 3},
+    {"ducklake_file_column_stats", "extra_stats", 3},
+    {"ducklake_table_column_stats", "extra_stats", 3},
+    {"ducklake_column", "default_value_type", 4},
+    {"ducklake_column", "default_value_dialect", 4},
+    {"ducklake_schema_versions", "table_id", 4},
+    {"ducklake_data_file", "partial_max", 4},
+    {"ducklake_delete_file", "partial_max", 4},
+    {"ducklake_data_file", "row_group_count", 6},
+    {"ducklake_delete_file", "row_group_count", 6},
+};
+
+int mr_known_release(const char *version)
+{
+    /* a dev version may be in the middle of the step to its release (DuckLake
+     * reruns it): it is sure to have the columns of the release before */
+    static const struct {
+        const char *v;
+        int r;
+    } ladder[] = {{"0.1", 1}, {"0.2", 2}, {"0.3-dev1", 2}, {"0.3", 3}, {"0.4-dev1", 3},
+                  {"0.4", 4}, {"1.0", 5},  {"1.1-dev1", 5}};
+    for (size_t i = 0; version && i < sizeof ladder / sizeof ladder[0]; i++)
+        if (strcmp(ladder[i].v, version) == 0) return ladder[i].r;
+    return 1;
+}
+
+int mr_known_column_since(const char *table, const char *col)
+{
+    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++)
+        if (strcmp(added[i].table, table) == 0 && strcmp(added[i].col, col) == 0) return added[i].since;
+    return 1;
+}

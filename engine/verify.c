@@ -187,6 +187,8 @@ static int verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_pr
     int have_format = 0, stopped = 0;
     mr_counts met = {0}, stored = {0}; /* entries per counted range: found, and as the catalog counted them */
     MDB_val k, val;
+    char prevkey[sizeof v.key]; /* the last key that was not empty, described */
+    prevkey[0] = 0;
     for (mrc = mdb_cursor_get(c, &k, &val, MDB_FIRST); mrc == 0; mrc = mdb_cursor_get(c, &k, &val, MDB_NEXT)) {
         done++;
         if (progress && done % 4096 == 0 && progress(pud, done, ms.ms_entries)) {
@@ -206,12 +208,16 @@ static int verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_pr
             break;
         }
         const uint8_t *kp = k.mv_data, *kend = kp + k.mv_size;
-        mr_key_describe(kp, k.mv_size, v.key, sizeof v.key);
-        if (where) memcpy(where, v.key, WHERE_LEN);
         if (k.mv_size == 0) {
+            /* (a damaged page): located by the key before it */
+            snprintf(v.key, sizeof v.key, "(empty key, after %.200s)", prevkey[0] ? prevkey : "the start");
+            if (where) memcpy(where, v.key, WHERE_LEN);
             violation(&v, "empty key");
             continue;
         }
+        mr_key_describe(kp, k.mv_size, v.key, sizeof v.key);
+        memcpy(prevkey, v.key, sizeof prevkey);
+        if (where) memcpy(where, v.key, WHERE_LEN);
         uint8_t sub = *kp++;
         if (sub == MR_SUB_META) {
             moraine_value name = {0};

@@ -125,6 +125,18 @@ describe("moraine command", function()
       end
     end)
 
+    it("every command that takes --json (moraine --help lists them) lists it among its options", function()
+      local list = assert(ok_run({ "--help" }).out:gsub("%s+", " "):match("%-%-json %(([^)]+)%)"))
+      local n = 0
+      for c in list:gmatch("[%w_]+") do
+        n = n + 1
+        local out = ok_run({ c, "--help" }).out
+        local options = assert(out:match("\noptions:\n(.-)\nexample:"), c)
+        assert.truthy(options:find("^  %-%-json ") or options:find("\n  %-%-json "), c .. ": --json not among:\n" .. options)
+      end
+      assert.truthy(n >= 15, list)
+    end)
+
     it("help of the read commands names --json, --at where it applies", function()
       for _, c in ipairs({ "snapshots", "tables", "show", "files", "history", "diff", "verify", "stats" }) do
         assert.truthy(ok_run({ c, "--help" }).out:find("--json", 1, true), c)

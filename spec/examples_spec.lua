@@ -72,6 +72,16 @@ describe("verb examples", function()
     end)
   end
 
+  for _, name in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values" }) do
+    it("scenarios/" .. name .. ".lua run without a directory: builds under $TMPDIR and removes it", function()
+      local ok, out, left = run_example("scenarios/" .. name .. ".lua")
+      assert(ok, out)
+      assert.equal("", left, "temporary directory left behind")
+      has(out, "catalog built (last snapshot ")
+      has(out, "removed as this example ends")
+    end)
+  end
+
   it("repartition_day_to_hour.lua: old files keep the day spec, new ones the hour spec", function()
     local ok, out, left = run_example("repartition_day_to_hour.lua")
     assert(ok, out)

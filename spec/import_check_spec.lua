@@ -31,6 +31,24 @@ local function edit_line(dir, file, n, fn)
   support.write(path, table.concat(lines, "\n") .. "\n")
 end
 
+-- removes key @key (and its value, an integer or null) from every row of @dir/@file
+local function drop_key(dir, file, key)
+  local path = dir .. "/" .. file
+  local text, n = support.read(path):gsub('"' .. key .. '":%-?[%dnul]+,', "")
+  local m
+  text, m = text:gsub(',"' .. key .. '":%-?[%dnul]+}', "}")
+  assert(n + m > 0, "no " .. key .. " in " .. path)
+  support.write(path, text)
+end
+
+-- sets the catalog version of the copy @dir (its ducklake_metadata 'version' row)
+local function set_version(dir, v)
+  local path = dir .. "/ducklake_metadata.ndjson"
+  local text, n = support.read(path):gsub('"key":"version","value":"[^"]*"', '"key":"version","value":"' .. v .. '"')
+  assert(n == 1, text)
+  support.write(path, text)
+end
+
 -- the fifth data file row (data file 4 of table 1, begun at snapshot 3):
 -- @from replaced by @to, which must occur once
 local function file4(from, to)
@@ -105,6 +123,12 @@ local CASES = {
       .. "data_file_id=4000)" },
     sql_needles = { "ducklake_file_column_stats row 1:", "no ducklake_data_file row has this row's (table_id=1, "
       .. "data_file_id=4000)" } },
+  { what = "record_count left out of every data file row (a dropped column)", edit = function(dir)
+      drop_key(dir, "ducklake_data_file.ndjson", "record_count")
+    end, sql = "ALTER TABLE ducklake_data_file DROP COLUMN record_count",
+    needles = { "ducklake_data_file.ndjson: column 'record_count' is missing (no row has it): a DuckLake catalog of "
+      .. "version 1.1-dev1 has it" },
+    sql_needles = { "ducklake_data_file: column 'record_count' is missing (the table has no such column)" } },
 }
 
 local function run(args)
@@ -188,6 +212,54 @@ describe("a malformed DuckLake catalog", function()
       end)
     end
   end
+
+  it("a source without any snapshot row (every file or table empty): moraine import and moraine sync refuse it, "
+    .. "nothing is written and no catalog directory is left", function()
+    local src = s1_copy()
+    for _, name in ipairs(support.tables_of(src)) do support.write(src .. "/" .. name .. ".ndjson", "") end
+    local file = sqlite_copy()
+    local names = {}
+    local p = assert(io.popen("sqlite3 " .. q(file) .. " \"SELECT name FROM sqlite_master WHERE type = 'table'\""))
+    for name in p:lines() do names[#names + 1] = "DELETE FROM " .. name .. ";" end
+    p:close()
+    assert.is_true(support.sh("sqlite3 " .. q(file) .. " " .. q(table.concat(names, " "))))
+    for _, c in ipairs({ { "import", src }, { "sync", src }, { "import", file } }) do
+      local dir = support.tmpdir("empty")
+      local r = run({ "-c", dir, c[1], c[2] })
+      assert.are.equal(1, r.code, r.show)
+      assert.is_truthy(r.err:find("moraine: EINVAL: sync: " .. c[2] .. " holds no ducklake_snapshot row", 1, true), r.show)
+      assert.is_false(exists(dir), r.show)
+    end
+  end)
+
+  it("a column DuckLake added after the catalog's version may be missing (an old catalog imports as it is); one "
+    .. "of its version may not", function()
+    for _, c in ipairs({
+      { version = "0.1", key = "mapping_id", ok = true },
+      { version = "0.3-dev1", key = "partial_max", ok = true },
+      { version = "1.0", key = "row_group_count", ok = true },
+      { version = "1.1-dev1", key = "row_group_count", ok = true }, -- (a dev version: the step may be half done)
+      { version = "0.2", key = "mapping_id", ok = false },
+      { version = "1.0", key = "partial_max", ok = false },
+      { version = "9.9", key = "mapping_id", ok = true }, -- (an unknown version: only what 0.1 had is required)
+      { version = "9.9", key = "record_count", ok = false },
+    }) do
+      local src = s1_copy()
+      set_version(src, c.version)
+      drop_key(src, "ducklake_data_file.ndjson", c.key)
+      local db = moraine.open(support.tmpdir("ver"), { create = true })
+      if c.ok then
+        db:import_ndjson(src)
+        assert.are.equal(20, db:last_snapshot())
+        for _, col in ipairs(db:relation("ducklake_data_file").columns) do assert.are_not.equal(c.key, col) end
+      else
+        support.expect_err("EINVAL", { "ducklake_data_file.ndjson: column '" .. c.key .. "' is missing",
+          "version " .. c.version .. " has it" }, db.import_ndjson, db, src)
+        assert.is_nil(db:last_snapshot())
+      end
+      db:close()
+    end
+  end)
 
   it("into a directory the user had: it stays, without what the import created; a catalog that was there is "
     .. "unchanged", function()

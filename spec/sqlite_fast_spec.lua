@@ -179,9 +179,30 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
     fast:close()
   end)
 
-  it("a string that is not UTF-8 or an infinite REAL: not taken (nil, nothing written); the CLI imports it the staged way", function()
+  it("a string that is not UTF-8 in a column DuckLake defines: not taken (nil, nothing written); the CLI refuses it "
+    .. "as the NDJSON import would, naming table, row and column, and leaves no catalog", function()
+    for _, bad in ipairs({ "CAST(X'ff00fe' AS TEXT)", "X'ff00fe'" }) do
+      local file = sqlite_of_sql(EDGE .. "INSERT INTO ducklake_tag VALUES (7, 3, NULL, 'bad', " .. bad .. ");")
+      local fast = open_new("fast")
+      local src = sync.source(file)
+      local tmp = support.tmpdir("fasttmp")
+      assert.is_nil(sync.import_sqlite(fast, src, tmp))
+      src:close()
+      assert.is_nil(fast:last_snapshot())
+      assert.are.equal(0, #fast:relations())
+      fast:close()
+      local dir = support.tmpdir("cli")
+      local r = support.moraine({ "-c", dir, "import", file })
+      assert.are.equal(1, r.code, r.show)
+      assert.is_truthy(r.err:find("ducklake_tag row 4: column 'value' holds '\\xff\\x00\\xfe', bytes that are not valid UTF-8",
+        1, true), r.show)
+      assert.is_false(support.sh("test -e " .. support.q(dir)))
+    end
+  end)
+
+  it("a string that is not UTF-8 in a column moraine does not know, an infinite REAL: not taken (nil, nothing "
+    .. "written); the CLI imports it the staged way", function()
     for _, extra in ipairs({
-      "INSERT INTO ducklake_tag VALUES (7, 3, NULL, 'bad', CAST(X'ff00fe' AS TEXT));",
       "INSERT INTO ducklake_inlined_data_1_1 VALUES (4, 3, NULL, 1, 'inf', 9e999, NULL, NULL);",
       "INSERT INTO ducklake_inlined_data_1_1 VALUES (4, 3, NULL, 1, 'blob', 1, NULL, X'80');",
     }) do

@@ -522,6 +522,13 @@ function M.sync(db, source, opts)
       -- the newest); ids at or below L equal to the catalog's means no expiry
       -- (DuckLake never adds a snapshot below its newest)
       local newest, n_src, sum_src = src:snapshot_stats(from)
+      if from == nil and newest == nil then
+        -- a DuckLake catalog has a snapshot from its creation on: without one
+        -- the catalog made would have no snapshot to build on (every command
+        -- would find it empty), and nothing would be imported
+        raise("EINVAL", "sync: %s holds no ducklake_snapshot row: a DuckLake catalog has at least one snapshot; "
+          .. "nothing to import", src.label)
+      end
       local ids
       if from ~= nil and newest ~= nil and same_int(newest, from) then ids = {} else ids = src:commit_ids(from) end
       local expected = from
@@ -692,8 +699,12 @@ function M.import_sqlite(db, src, tmpdir, opts)
   local okb = pcall(src.begin, src)
   if not okb then return nil end
   local ok, tables = pcall(src.tables, src)
+  -- a source without a snapshot row goes the staged way, which refuses it
+  -- before anything is written
+  local okn, newest = true, nil
+  if ok then okn, newest = pcall(src.snapshot_stats, src, nil) end
   pcall(src.finish, src)
-  if not ok then return nil end
+  if not ok or not okn or newest == nil then return nil end
   local commits = db:import_sqlite(src.label, tmpdir, tables, { progress = opts.progress, int_reals = math.type == nil })
   if not commits then return nil end
   local to = catalog_last(db)

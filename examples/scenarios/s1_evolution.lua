@@ -9,6 +9,7 @@
 -- DuckLake's own rows in the fixture.
 --
 -- Usage: sh scripts/run-lua.sh lua5.4 build examples/scenarios/s1_evolution.lua [NEW_CATALOG_DIR]
+-- (without NEW_CATALOG_DIR: built in a new directory under $TMPDIR, else /tmp, removed at the end)
 -- Loaded with dofile, the script returns build(dir, log) (examples/scenarios/scenario.lua), which builds the catalog in the
 -- new directory dir, reports each statement through log (default print) and returns the open db.
 local S = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "scenario.lua")

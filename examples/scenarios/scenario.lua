@@ -46,8 +46,8 @@ end
 
 --- The scenario @name (its file is NAME.lua): @body(run, db) states it, calling
 -- run(sql, fn, opts) for each statement (fn(tx) writes it as verbs in one transaction; a refusal
--- is logged and returned as nil, err). Run as a script, builds into the directory given (or a new
--- temporary one) and prints where; loaded with dofile, returns build(dir, log), which builds into
+-- is logged and returned as nil, err). Run as a script, builds into the directory given and prints
+-- where (none given: into a new directory under $TMPDIR, removed at the end); loaded with dofile, returns build(dir, log), which builds into
 -- the new directory dir, logs each statement through log (default print) and returns the open db.
 function M.main(name, body)
   local function build(dir, logger)
@@ -68,10 +68,25 @@ function M.main(name, body)
   end
   if arg and arg[0] and arg[0]:match(name .. "%.lua$") then
     local dir = arg[1]
-    if not dir then dir = os.tmpname(); os.remove(dir); dir = dir .. ".moraine" end -- a unique name, the file gone
-    os.remove(dir)
-    build(dir):close()
-    print("catalog written to " .. dir)
+    if dir then
+      -- the directory given: the catalog stays there
+      os.remove(dir)
+      build(dir):close()
+      print("catalog written to " .. dir)
+    else
+      -- none given: a fresh directory under $TMPDIR (else /tmp), removed at the end
+      local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/moraine-' .. name .. '.XXXXXX"'))
+      local work = assert(p:read("l"), "mktemp failed")
+      p:close()
+      local ok, err = pcall(function()
+        local db = build(work .. "/catalog.moraine")
+        print(("catalog built (last snapshot %s) in %s/catalog.moraine, removed as this example ends: give a "
+          .. "directory to keep it"):format(tostring(db:last_snapshot()), work))
+        db:close()
+      end)
+      os.execute("rm -rf '" .. work:gsub("'", "'\\''") .. "'")
+      if not ok then error(err, 0) end
+    end
   end
   return build
 end

@@ -750,6 +750,20 @@ static void test_describe(void)
     mr_key_describe(copy, sizeof corrupt, out, sizeof out);
     CHECK(strstr(out, "<corrupt>") != NULL, "a truncated key is described as '%s'", out);
     free(copy);
+
+    /* an empty key (LMDB hands one back from a damaged page) is named as
+     * such, not ")"; a subspace byte that is not printable is shown as \xNN */
+    uint8_t *none = malloc(1);
+    memset(out, 'x', sizeof out);
+    mr_key_describe(none, 0, out, sizeof out);
+    CHECK(strcmp(out, "(empty key)") == 0, "an empty key is described as '%s'", out);
+    free(none);
+    static const uint8_t odd[] = {0x01, 0x14, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07};
+    copy = malloc(sizeof odd);
+    memcpy(copy, odd, sizeof odd);
+    mr_key_describe(copy, sizeof odd, out, sizeof out);
+    CHECK(strcmp(out, "\\x01(7)") == 0, "a key with subspace byte 0x01 is described as '%s'", out);
+    free(copy);
     mr_buf_free(&k);
 }
 

@@ -331,6 +331,42 @@ static void test_open_close(void)
     mdb_env_close(env);
     CHECK(ok, "setting up a foreign LMDB environment");
     CHECK_RC(moraine_open(q, NULL, &db), MORAINE_ECORRUPT);
+
+    /* a data.mdb that is not LMDB: opening it (read-only or not) fails and
+     * leaves nothing behind (LMDB creates lock.mdb first); a lock.mdb that
+     * was there stays */
+    char f[4200];
+    path_of(q, sizeof q, "notlmdb");
+    static const char foreign[] = "this is not an LMDB file, only text long enough to be read as one\n";
+    write_file(q, "data.mdb", foreign);
+    for (int ro = 1; ro >= 0; ro--) {
+        memset(&o, 0, sizeof o);
+        o.read_only = ro;
+        CHECK(moraine_open(q, &o, &db) != 0, "a data.mdb that is not LMDB was opened (read_only %d)", ro);
+        snprintf(f, sizeof f, "%s/lock.mdb", q);
+        CHECK(stat(f, &st) != 0, "a failed open (read_only %d) of a foreign data.mdb left %s", ro, f);
+        snprintf(f, sizeof f, "%s/data.mdb", q);
+        CHECK(stat(f, &st) == 0 && (size_t)st.st_size == strlen(foreign), "a failed open (read_only %d) changed or removed %s", ro, f);
+    }
+    write_file(q, "lock.mdb", "mine\n");
+    CHECK(moraine_open(q, NULL, &db) != 0, "a data.mdb that is not LMDB was opened");
+    snprintf(f, sizeof f, "%s/lock.mdb", q);
+    CHECK(stat(f, &st) == 0, "a failed open removed the lock.mdb that was there before");
+
+    /* a map LMDB cannot have (ENOMEM): a directory the open created is
+     * removed with what it put in it; one that was there stays, with what it
+     * held */
+    path_of(q, sizeof q, "hugemap");
+    memset(&o, 0, sizeof o);
+    o.create = 1;
+    o.map_size = (size_t)1 << 62;
+    o.max_map_size = o.map_size;
+    CHECK(moraine_open(q, &o, &db) != 0, "a map of 2^62 bytes was opened");
+    CHECK(stat(q, &st) != 0, "a failed open left the directory %s it created", q);
+    write_file(q, "notes.txt", "mine\n");
+    CHECK(moraine_open(q, &o, &db) != 0, "a map of 2^62 bytes was opened");
+    snprintf(f, sizeof f, "%s/notes.txt", q);
+    CHECK(stat(q, &st) == 0 && stat(f, &st) == 0, "a failed open removed a directory, or a file, that was there");
 }
 
 /* The first @n bytes of @src/data.mdb as @dst/data.mdb (@dst created). */

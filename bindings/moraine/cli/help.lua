@@ -98,7 +98,13 @@ function M.command(h, out)
   out:write("usage: ", h.synopsis, "\n\n", h.summary, ".\n\n", h.text, "\n")
   out:write("\noptions:\n")
   local opts = {}
-  for _, o in ipairs(h.options) do opts[#opts + 1] = o end
+  local json_listed = false
+  for _, o in ipairs(h.options) do
+    opts[#opts + 1] = o
+    json_listed = json_listed or o[1] == "--json"
+  end
+  -- a command that takes --json lists it, if its entry forgot to
+  if h.json and not json_listed then opts[#opts + 1] = { "--json", "one JSON document on stdout" } end
   opts[#opts + 1] = { "-c, --catalog DIR", "the catalog directory (default $MORAINE_CATALOG or ./catalog.moraine)" }
   if h.progress then opts[#opts + 1] = { "--progress", "show progress on stderr even when it is not a terminal" } end
   opts[#opts + 1] = { "-h, --help", "this help" }

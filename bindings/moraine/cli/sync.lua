@@ -418,9 +418,9 @@ whole source is read and checked before anything is written, with the
 checks of db:import_ndjson (docs/import-export.md): a malformed source (a
 value of the wrong kind, a column missing, a begin or end snapshot that
 does not fit, a child row without its parent, an id naming no row, a
-table left out) is refused, naming file or table, row and column, and a
-catalog directory the import created is removed (one you had stays, as
-it was). Each snapshot is then one transaction; if the import is killed,
+table left out, text that is not UTF-8 in a column DuckLake defines) is
+refused, naming file or table, row and column, and a catalog directory
+the import created is removed (one you had stays, as it was). Each snapshot is then one transaction; if the import is killed,
 the snapshots before stay and running the same import again continues
 where it stopped. A SQLite file imported into a new catalog is read in C
 and imported by the engine (the same catalog, several times faster, through
@@ -485,7 +485,7 @@ version of every row, exactly, and prints each row one side has and the
 other lacks: table, side ("catalog" or "source"), how many copies, the row
 as JSON. Row order is not compared. Exit status 0 when there is no
 difference ("no differences"), 1 when there are.]],
-    options = {},
+    options = { { "--json", "one JSON object {differences = [{table, side, count, columns, row}], truncated}" } },
     json = true,
     example = "moraine -c replica.moraine compare 'postgres:host=db1 dbname=lake user=reader'",
     flags = {},

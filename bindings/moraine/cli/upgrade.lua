@@ -20,9 +20,11 @@ positions turned into field ids, per-table schema versions, the version
 row. No snapshot is added. The migrated catalog is built beside the old one
 and swapped in by renames: a kill leaves the old catalog or the new one,
 and a kill in the middle of the swap is finished by the next upgrade.
-Refused on a catalog that is already current, of an unknown version, or in
-the middle of a sync round (finish it with moraine sync first). No other
-process may have the catalog open meanwhile. docs/upgrade.md.]],
+On a catalog that is already current: it says "nothing to do" and exits 0,
+changing nothing (--json: "current":true). Refused on a catalog of an
+unknown version, or in the middle of a sync round (finish it with moraine
+sync first). No other process may have the catalog open meanwhile.
+docs/upgrade.md.]],
   options = { { "--dry-run", "check that the catalog can be migrated and say what would be done; change nothing" },
     { "--json", "the result as one JSON object: from, to, tables, dry_run, current (already at the current version)" } },
   example = "moraine -c old.moraine upgrade --dry-run && moraine -c old.moraine upgrade",
