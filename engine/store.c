@@ -670,6 +670,7 @@ static int env_open(const char *path, const moraine_options *o, int made_dir, mr
                         ((unsigned long long)ei.me_last_pgno + 1) * ms.ms_psize);
         mdb_env_close(e->env);
         free(e);
+        env_open_undo(path, MDB_INVALID, made_dir, had_data, had_lock); /* a lock.mdb this open made goes */
         return rc;
     }
     /* Reader slots left by processes that died in a read: clear them. */

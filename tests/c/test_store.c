@@ -428,6 +428,8 @@ static void test_truncated_store(void)
         snprintf(f, sizeof f, "%s/data.mdb", q);
         struct stat cst;
         CHECK(stat(f, &cst) == 0 && cst.st_size == cuts[i], "the open changed the cut file (%lld bytes)", (long long)cst.st_size);
+        snprintf(f, sizeof f, "%s/lock.mdb", q);
+        CHECK(stat(f, &cst) != 0, "the refused open left %s", f);
     }
     /* the whole file still opens */
     CHECK_RC(moraine_open(p, NULL, &db), 0);
