@@ -8,26 +8,10 @@
 local moraine = require "moraine"
 local support = require "support"
 
-local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
 local S1 = support.FIXTURES .. "/s1_evolution/catalog"
-local ROOT = os.getenv("PWD") or "."
-local q = support.q
 
--- Runs `moraine ARGS...`; returns {out, err, code, show}.
-local function run(args, stdin)
-  local dir = support.tmpdir("run")
-  support.mkdir(dir)
-  support.write(dir .. "/stdin", stdin or "")
-  local qargs = {}
-  for i, a in ipairs(args) do qargs[i] = q(a) end
-  os.execute(string.format("cd %s && MORAINE_CATALOG= MORAINE_FORCE_TTY= MORAINE_LUA=%s sh %s %s >%s 2>%s <%s; echo $? >%s",
-    q(ROOT), RUNTIME, q(ROOT .. "/scripts/moraine-dev"), table.concat(qargs, " "), q(dir .. "/out"), q(dir .. "/err"),
-    q(dir .. "/stdin"), q(dir .. "/rc")))
-  local r = { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
-    code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
-  r.show = "exit " .. tostring(r.code) .. "\n--- stdout:\n" .. r.out:sub(1, 3000) .. "\n--- stderr:\n" .. r.err
-  return r
-end
+-- Runs `moraine ARGS...` with @stdin; returns {out, err, code, show}.
+local run = support.moraine
 
 -- A catalog imported from a copy of s1_evolution whose ducklake_TBL.ndjson
 -- has COL set to null in its line number LINE (nil: every line).

@@ -30,6 +30,20 @@ local function sqlite_of_fixture(name)
   return file
 end
 
+-- Asserts the fast import does not take @file: sync.import_sqlite gives nil
+-- and writes nothing to a new catalog. Returns the temporary directory it was given.
+local function not_taken(file)
+  local fast = open_new("fast")
+  local src = sync.source(file)
+  local tmp = support.tmpdir("fasttmp")
+  assert.is_nil(sync.import_sqlite(fast, src, tmp))
+  src:close()
+  assert.is_nil(fast:last_snapshot())
+  assert.are.equal(0, #fast:relations())
+  fast:close()
+  return tmp
+end
+
 -- `moraine -c DIR ARGS...` as a subprocess ({out, err, code, show})
 local function moraine_in(dir, args)
   local a = { "-c", dir }
@@ -183,14 +197,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
     .. "as the NDJSON import would, naming table, row and column, and leaves no catalog", function()
     for _, bad in ipairs({ "CAST(X'ff00fe' AS TEXT)", "X'ff00fe'" }) do
       local file = sqlite_of_sql(EDGE .. "INSERT INTO ducklake_tag VALUES (7, 3, NULL, 'bad', " .. bad .. ");")
-      local fast = open_new("fast")
-      local src = sync.source(file)
-      local tmp = support.tmpdir("fasttmp")
-      assert.is_nil(sync.import_sqlite(fast, src, tmp))
-      src:close()
-      assert.is_nil(fast:last_snapshot())
-      assert.are.equal(0, #fast:relations())
-      fast:close()
+      not_taken(file)
       local dir = support.tmpdir("cli")
       local r = support.moraine({ "-c", dir, "import", file })
       assert.are.equal(1, r.code, r.show)
@@ -207,15 +214,8 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
       "INSERT INTO ducklake_inlined_data_1_1 VALUES (4, 3, NULL, 1, 'blob', 1, NULL, X'80');",
     }) do
       local file = sqlite_of_sql(EDGE .. extra)
-      local fast = open_new("fast")
-      local src = sync.source(file)
-      local tmp = support.tmpdir("fasttmp")
-      assert.is_nil(sync.import_sqlite(fast, src, tmp))
-      src:close()
-      assert.is_nil(fast:last_snapshot())
-      assert.are.equal(0, #fast:relations())
+      local tmp = not_taken(file)
       assert.is_false(support.sh("test -e " .. support.q(tmp)))
-      fast:close()
       local staged = open_new("staged")
       sync.sync(staged, file)
       local dir = support.tmpdir("cli")

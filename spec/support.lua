@@ -49,14 +49,15 @@ function support.moraine_cmd(args)
     .. support.q(ROOT .. "/scripts/moraine-dev") .. " " .. table.concat(qargs, " ")
 end
 
---- Runs `moraine ARGS` to its end, stdin empty. Returns {out, err, code, show}:
--- stdout and stderr as text, the exit status, and a summary for assertion
--- messages.
-function support.moraine(args)
+--- Runs `moraine ARGS` to its end, with @stdin (a string; default empty) as
+-- its standard input. Returns {out, err, code, show}: stdout and stderr as
+-- text, the exit status, and a summary for assertion messages.
+function support.moraine(args, stdin)
   local dir = support.tmpdir("run")
   support.mkdir(dir)
+  support.write(dir .. "/stdin", stdin or "")
   os.execute(support.moraine_cmd(args) .. " >" .. support.q(dir .. "/out") .. " 2>" .. support.q(dir .. "/err")
-    .. " </dev/null; echo $? >" .. support.q(dir .. "/rc"))
+    .. " <" .. support.q(dir .. "/stdin") .. "; echo $? >" .. support.q(dir .. "/rc"))
   local r = { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
     code = tonumber((support.read(dir .. "/rc"):match("%d+"))) }
   r.show = "exit " .. tostring(r.code) .. "\n--- stdout:\n" .. r.out:sub(1, 3000) .. "\n--- stderr:\n" .. r.err
