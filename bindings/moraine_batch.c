@@ -357,7 +357,7 @@ int l_read_files_batch(lua_State *L)
     } sts[MB_MAX_STATS];
     int nst = 0;
     size_t n = 0;
-    moraine_row row, kid, del;
+    moraine_row row, del;
     int hd = dc ? moraine_cursor_next(dc, &del) : 0;
     int bad = 0; /* an error to raise once the cursors are closed */
     const char *badmsg = NULL;
@@ -365,47 +365,55 @@ int l_read_files_batch(lua_State *L)
         mb_reserve(L, b, n + 1);
         for (int i = 0; i < ncols; i++)
             mb_put(L, &b->arr[i][n], &row.vals[i]);
-        size_t which;
-        int kr;
-        while ((kr = moraine_cursor_child(fc, &which, &kid)) == 1) {
-            if ((int)which == pv_kid) {
-                if (kid.vals[0].type != MORAINE_INT || kid.vals[0].i < 0 || kid.vals[0].i >= MB_MAX_PV) {
-                    bad = MORAINE_EINVAL;
-                    badmsg = "files_batch: partition_key_index outside 0..63";
-                    break;
-                }
-                int k = (int)kid.vals[0].i;
-                while (npv <= k) /* a new key index: its array, absent before */
-                    pvarr[npv++] = mb_add(L, b);
-                mb_cell *c = &b->arr[pvarr[k]][n];
-                if (c->type == MB_ABSENT) /* a key index twice in one file: the first wins */
-                    mb_put(L, c, &kid.vals[1]);
-            } else if ((int)which == st_kid) {
-                if (kid.vals[0].type != MORAINE_INT) {
-                    bad = MORAINE_EINVAL;
-                    badmsg = "files_batch: a column stats row without an integer column_id";
-                    break;
-                }
-                int j = 0;
-                while (j < nst && sts[j].key != kid.vals[0].i)
-                    j++;
-                if (j == nst) {
-                    if (nst == MB_MAX_STATS) {
+        /* each child projection's rows in one call (moraine_cursor_child_rows) */
+        int kr = 0;
+        for (size_t g = 0; g < nkids && !bad && kr >= 0; g++) {
+            const moraine_value *kv;
+            size_t nkr;
+            if ((kr = moraine_cursor_child_rows(fc, g, &kv, NULL, &nkr)) < 0)
+                break;
+            const size_t w = kids[g].ncolumns;
+            for (size_t j = 0; j < nkr && !bad; j++) {
+                const moraine_value *kid = kv + j * w;
+                if ((int)g == pv_kid) {
+                    if (kid[0].type != MORAINE_INT || kid[0].i < 0 || kid[0].i >= MB_MAX_PV) {
                         bad = MORAINE_EINVAL;
-                        badmsg = "files_batch: stats of more than 256 columns: name the ones wanted";
+                        badmsg = "files_batch: partition_key_index outside 0..63";
                         break;
                     }
-                    sts[nst].key = kid.vals[0].i;
-                    sts[nst].arr = b->narr;
+                    int k = (int)kid[0].i;
+                    while (npv <= k) /* a new key index: its array, absent before */
+                        pvarr[npv++] = mb_add(L, b);
+                    mb_cell *c = &b->arr[pvarr[k]][n];
+                    if (c->type == MB_ABSENT) /* a key index twice in one file: the first wins */
+                        mb_put(L, c, &kid[1]);
+                } else if ((int)g == st_kid) {
+                    if (kid[0].type != MORAINE_INT) {
+                        bad = MORAINE_EINVAL;
+                        badmsg = "files_batch: a column stats row without an integer column_id";
+                        break;
+                    }
+                    int t = 0;
+                    while (t < nst && sts[t].key != kid[0].i)
+                        t++;
+                    if (t == nst) {
+                        if (nst == MB_MAX_STATS) {
+                            bad = MORAINE_EINVAL;
+                            badmsg = "files_batch: stats of more than 256 columns: name the ones wanted";
+                            break;
+                        }
+                        sts[nst].key = kid[0].i;
+                        sts[nst].arr = b->narr;
+                        for (int c = 0; c < nstc; c++)
+                            mb_add(L, b);
+                        nst++;
+                    }
+                    /* a second stats row of one column in one file: the first wins */
+                    if (nstc > 0 && b->arr[sts[t].arr][n].type != MB_ABSENT)
+                        continue;
                     for (int c = 0; c < nstc; c++)
-                        mb_add(L, b);
-                    nst++;
+                        mb_put(L, &b->arr[sts[t].arr + c][n], &kid[stpos[c]]);
                 }
-                /* a second stats row of one column in one file: the first wins */
-                if (nstc > 0 && b->arr[sts[j].arr][n].type != MB_ABSENT)
-                    continue;
-                for (int c = 0; c < nstc; c++)
-                    mb_put(L, &b->arr[sts[j].arr + c][n], &kid.vals[stpos[c]]);
             }
         }
         if (bad)

@@ -387,11 +387,18 @@ typedef struct mr_proj {
     size_t kcap;
     /* child walk of the last row */
     const uint8_t *kp, *kend, *gend;
+    const uint8_t *kstart; /* where the last row's children start */
     uint64_t kleft;
     int64_t kprev;       /* ord of the group's row before the next (0 at its start) */
     int kwhich;          /* index in kids of the group walked, -1 between groups */
+    /* mr_proj_group_rows: one group's rows, decoded */
+    moraine_value *gvals;
+    size_t gcap;
+    int64_t *gords;
+    size_t gocap;
 } mr_proj;
 int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_proj **out);
+int mr_proj_group_rows(mr_proj *p, moraine_db *db, const uint8_t *children, size_t len, size_t which, size_t *n);
 void mr_proj_free(mr_proj *p);
 /* one relation's projection (the body of mr_proj_build, for a parent or a
  * child): @cols NULL is every column; @match_col names the column rows are

@@ -632,6 +632,27 @@ int moraine_scan_project(moraine_read *rd, const char *name, int64_t scope, int6
 int moraine_cursor_child(moraine_cursor *cur, size_t *which, moraine_row *child);
 
 /**
+ * moraine_cursor_child_rows - every projected row of child projection
+ * @which (an index into proj->children) of the row the cursor returned
+ * last, decoded in one pass: *vals receives *nrows × the child projection's
+ * ncolumns values, row k's at (*vals)[k * ncolumns], in the child
+ * projection's column order; *ords (if @ords is not NULL) each row's ord.
+ * Rows come in stored order (the group's key order), those failing the
+ * child's match_column filter left out; groups of other relations are
+ * skipped by their byte length. The same rows moraine_cursor_child returns
+ * for @which, without a call per row; it does not move moraine_cursor_child's
+ * walk, and the two may be mixed. Values are valid until the next
+ * moraine_cursor_child_rows or moraine_cursor_next on @cur (strings point
+ * into the read's pages, valid while the read is open).
+ * Returns 0 (*nrows may be 0: the row has no such child rows);
+ * MORAINE_ECORRUPT (a damaged group: the message names the parent's key;
+ * *nrows is 0); MORAINE_EINVAL (NULL @cur, @vals or @nrows, not a projected
+ * cursor, no row returned yet, @which past the child projections);
+ * MORAINE_ETXN (the cursor is closed); MORAINE_ENOMEM.
+ */
+int moraine_cursor_child_rows(moraine_cursor *cur, size_t which, const moraine_value **vals, const int64_t **ords, size_t *nrows);
+
+/**
  * moraine_partition_spec_at - the partition spec (ducklake_partition_info row,
  * partition columns embedded) in force for table @table_id at @snapshot.
  * Returns 1 and fills @row, 0 if the table has no spec then, or an error.

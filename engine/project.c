@@ -91,6 +91,8 @@ void mr_proj_free(mr_proj *p)
     for (size_t i = 0; i < p->nkids; i++) mr_proj_rel_free(&p->kids[i]);
     free(p->kids);
     free(p->kvals);
+    free(p->gvals);
+    free(p->gords);
     free(p);
 }
 
@@ -507,7 +509,7 @@ int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t 
 
 void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len)
 {
-    p->kp = children;
+    p->kp = p->kstart = children;
     p->kend = children + len;
     p->gend = children;
     p->kleft = 0;
@@ -523,8 +525,17 @@ static __attribute__((noinline)) int next_group(mr_proj *p, moraine_db *db)
     for (;;) {
         p->kp = p->gend; /* a group ends where its nbytes say */
         if (p->kp >= p->kend) return 0;
-        uint64_t id, nrows;
-        if ((rc = mr_group_head(&p->kp, p->kend, &id, &nrows, &p->gend))) return rc;
+        uint64_t id, nrows, nbytes;
+        const uint8_t *q = p->kp;
+        /* the head's three varints by the fast pass; mr_group_head decides
+         * (and words) anything it does not take */
+        if ((q = fast_uv(q, p->kend, &id)) && (q = fast_uv(q, p->kend, &nrows)) && (q = fast_uv(q, p->kend, &nbytes)) &&
+            nbytes <= (uint64_t)(p->kend - q)) {
+            p->kp = q;
+            p->gend = q + nbytes;
+        } else if ((rc = mr_group_head(&p->kp, p->kend, &id, &nrows, &p->gend))) {
+            return rc;
+        }
         p->kwhich = -1;
         for (size_t i = 0; i < p->nkids; i++)
             if (p->kids[i].rel->info.id == id) p->kwhich = (int)i;
@@ -592,4 +603,82 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
         *which = (size_t)p->kwhich;
         return 1;
     }
+}
+
+/* The rows of child projection @which of the row whose children are
+ * @children (@len bytes), in one pass: groups of other relations are skipped
+ * by their length, rows failing the child's match filter dropped, the others
+ * decoded into p->gvals (grown as needed; row k's values at k * nout, each
+ * row's spare slot the next row's first, so the buffer holds one more) and
+ * their ords into p->gords. The sequential walk (mr_proj_children_next) is
+ * left where it was. *n the rows kept; 0, or MORAINE_ECORRUPT / ENOMEM. */
+int mr_proj_group_rows(mr_proj *p, moraine_db *db, const uint8_t *children, size_t len, size_t which, size_t *n)
+{
+    const mr_proj_rel *pr = &p->kids[which];
+    const uint8_t *q = children, *end = children + len;
+    const uint64_t want = pr->rel->info.id;
+    size_t nout = pr->nout;
+    *n = 0;
+    while (q < end) {
+        uint64_t id, nrows, nbytes;
+        const uint8_t *gend, *h = q;
+        int rc;
+        if ((h = fast_uv(h, end, &id)) && (h = fast_uv(h, end, &nrows)) && (h = fast_uv(h, end, &nbytes)) && nbytes <= (uint64_t)(end - h)) {
+            q = h;
+            gend = q + nbytes;
+        } else if ((rc = mr_group_head(&q, end, &id, &nrows, &gend))) {
+            return rc;
+        } else {
+            nbytes = (uint64_t)(gend - q);
+        }
+        if (id != want) {
+            if (!mr_rel_by_id(db, id)) return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
+            q = gend;
+            continue;
+        }
+        /* each row takes one byte at least (its length): more rows than
+         * bytes is a damaged head, found before any allocation */
+        if (nrows > nbytes) return mr_err(MORAINE_ECORRUPT, "value: child group of %s says %llu rows in %llu bytes", pr->rel->info.name,
+                                          (unsigned long long)nrows, (unsigned long long)nbytes);
+        size_t need = (size_t)nrows * nout + 1;
+        if (need > p->gcap) {
+            moraine_value *v = realloc(p->gvals, need * sizeof *v);
+            if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
+            p->gvals = v;
+            p->gcap = need;
+        }
+        if ((size_t)nrows > p->gocap) {
+            int64_t *o = realloc(p->gords, (size_t)nrows * sizeof *o);
+            if (!o) return mr_err(MORAINE_ENOMEM, "out of memory");
+            p->gords = o;
+            p->gocap = (size_t)nrows;
+        }
+        moraine_value m, *mx = pr->match_col >= 0 ? &m : NULL;
+        int64_t prev = 0;
+        size_t k = 0;
+        for (uint64_t r = 0; r < nrows; r++) {
+            uint64_t rl;
+            const uint8_t *rend, *rs = fast_uv(q, gend, &rl);
+            if (rs && rl <= (uint64_t)(gend - rs)) {
+                q = rs;
+                rend = rs + rl;
+            } else if ((rc = mr_child_row_span(&q, gend, &rend)) < 0) {
+                return rc;
+            }
+            rs = q;
+            moraine_value *out = p->gvals + k * nout;
+            int f = fast_row(pr, &q, rend, &p->gords[k], out, mx, 1, prev);
+            if (f < 0 && (f = row_ref(pr, &q, rend, &p->gords[k], out, mx, 1, prev)) < 0) return f;
+            if (q != rend)
+                return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", pr->rel->info.name,
+                              (size_t)(q - rs), (size_t)(rend - rs));
+            prev = p->gords[k];
+            k += (size_t)f;
+        }
+        if (q != gend) return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its %llu rows", pr->rel->info.name,
+                                     (unsigned long long)nrows);
+        *n = k;
+        return 0;
+    }
+    return 0;
 }

@@ -575,6 +575,25 @@ int moraine_cursor_child(moraine_cursor *c, size_t *which, moraine_row *child)
     return rc;
 }
 
+int moraine_cursor_child_rows(moraine_cursor *c, size_t which, const moraine_value **vals, const int64_t **ords, size_t *nrows)
+{
+    if (!c || !vals || !nrows) return mr_err(MORAINE_EINVAL, "moraine_cursor_child_rows: NULL argument");
+    if (c->closed) return mr_err(MORAINE_ETXN, "the cursor is closed");
+    if (!c->proj) return mr_err(MORAINE_EINVAL, "moraine_cursor_child_rows: the cursor was not opened by moraine_scan_project");
+    if (!c->have_row) return mr_err(MORAINE_EINVAL, "moraine_cursor_child_rows: no row returned yet");
+    if (which >= c->proj->nkids)
+        return mr_err(MORAINE_EINVAL, "moraine_cursor_child_rows: child projection %zu of %zu", which, c->proj->nkids);
+    mr_proj *p = c->proj;
+    int rc = mr_proj_group_rows(p, c->rd->db, p->kstart, (size_t)(p->kend - p->kstart), which, nrows);
+    if (rc < 0) {
+        *nrows = 0;
+        return rc == MORAINE_ENOMEM ? rc : corrupt_at(&c->lastk, c->rel);
+    }
+    *vals = p->gvals;
+    if (ords) *ords = p->gords;
+    return 0;
+}
+
 /* Next entry of the main range (current/snapshot/rows), peeked into c->ck/cv. */
 static int peek_main(moraine_cursor *c)
 {

@@ -514,7 +514,11 @@ static int walk_match(moraine_db *db, int projected, const int64_t *match, size_
     while (!rc && (rc = moraine_cursor_next(c, &row)) == 1) {
         int kr;
         size_t which;
-        if (projected) {
+        if (projected == 2) { /* a group in one call */
+            const moraine_value *kv;
+            size_t nr;
+            if ((kr = moraine_cursor_child_rows(c, 0, &kv, NULL, &nr)) == 0) kids += (int)nr;
+        } else if (projected) {
             while ((kr = moraine_cursor_child(c, &which, &kid)) == 1) kids++;
         } else {
             moraine_children it;
@@ -577,9 +581,10 @@ static void test_damaged_length(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK_RC(poke(path, id, cases[i].damage), 0);
         CHECK_RC(moraine_open(path, NULL, &db), 0);
-        for (int proj = 0; proj < 2; proj++) {
+        for (int proj = 0; proj < 3; proj++) {
             int rc = walk(db, proj, msg, sizeof msg);
-            CHECK(rc == MORAINE_ECORRUPT, "%s, %s walk: %d (%s)", cases[i].what, proj ? "projected" : "plain", rc, msg);
+            static const char *const how[] = {"plain", "projected", "projected, moraine_cursor_child_rows"};
+            CHECK(rc == MORAINE_ECORRUPT, "%s, %s walk: %d (%s)", cases[i].what, how[proj], rc, msg);
             if (cases[i].says) CHECK(strstr(msg, cases[i].says) != NULL, "%s: message '%s'", cases[i].what, msg);
         }
         /* filtered on column_id: the damaged row (column_id 2) asked for is
@@ -587,12 +592,17 @@ static void test_damaged_length(void)
          * value's checksum vouches for the bytes: docs/codec.md, Projected
          * reads), so only verify and the reads that decode it see it */
         static const int64_t damaged_col[] = {2}, other_col[] = {4};
-        int rc = walk_match(db, 1, damaged_col, 1, msg, sizeof msg);
-        CHECK(rc == MORAINE_ECORRUPT, "%s, filtered on its column_id: %d (%s)", cases[i].what, rc, msg);
-        if (cases[i].damage == longer || cases[i].damage == fewer_cells) CHECK_INT(walk_match(db, 1, other_col, 1, msg, sizeof msg), 1);
+        int rc;
+        for (int proj = 1; proj < 3; proj++) {
+            rc = walk_match(db, proj, damaged_col, 1, msg, sizeof msg);
+            CHECK(rc == MORAINE_ECORRUPT, "%s, filtered on its column_id (%d): %d (%s)", cases[i].what, proj, rc, msg);
+            if (cases[i].damage == longer || cases[i].damage == fewer_cells) CHECK_INT(walk_match(db, proj, other_col, 1, msg, sizeof msg), 1);
+            if (cases[i].damage == overlong_dord || cases[i].damage == huge_dord) {
+                rc = walk_match(db, proj, other_col, 1, msg, sizeof msg);
+                CHECK(rc == MORAINE_ECORRUPT, "%s, filtered past it (%d): %d (%s)", cases[i].what, proj, rc, msg);
+            }
+        }
         if (cases[i].damage == overlong_dord || cases[i].damage == huge_dord) { /* the ord of every later row hangs on it */
-            rc = walk_match(db, 1, other_col, 1, msg, sizeof msg);
-            CHECK(rc == MORAINE_ECORRUPT, "%s, filtered past it: %d (%s)", cases[i].what, rc, msg);
             /* a commit adding a row to the group needs the last row's ord: refused, nothing written */
             moraine_txn *tx;
             moraine_value pc3[5] = {vint(3), vint(1), vint(2), vint(5), vnull()};
@@ -689,6 +699,16 @@ static void test_rows_within_group(void)
     CHECK_RC(moraine_children_next(&it, &kid), MORAINE_ECORRUPT);
     CHECK(strstr(moraine_errmsg(), "ends before") != NULL, "the second row of the group is refused as past its group: '%s'", moraine_errmsg());
     moraine_children_free(&it);
+    moraine_cursor_close(c);
+    /* the group's rows in one call: refused too, the stats group's head not read as a row */
+    moraine_child_projection kp = {"ducklake_file_partition_value", NULL, 0, NULL, NULL, 0};
+    moraine_projection p = {NULL, 0, &kp, 1};
+    const moraine_value *kv;
+    size_t nr = 99;
+    CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &p, &c), 0);
+    CHECK_RC(moraine_cursor_next(c, &row), 1);
+    CHECK_RC(moraine_cursor_child_rows(c, 0, &kv, NULL, &nr), MORAINE_ECORRUPT);
+    CHECK(nr == 0, "no rows handed out with the error (%zu)", nr);
     moraine_read_end(rd);
     moraine_close(db);
     /* the first group back to its one row, then claiming none: its row's bytes
@@ -712,6 +732,14 @@ static void test_rows_within_group(void)
     CHECK(before == after, "the refused commit wrote (txnid %llu -> %llu)", (unsigned long long)before, (unsigned long long)after);
     int nv = 0;
     CHECK(moraine_verify(db, count_stray, &nv, NULL, NULL) >= 1 && nv == 1, "verify reports the stray bytes (%d violations)", nv);
+    /* the group's rows in one call: the bytes after its rows are refused, not passed over */
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &p, &c), 0);
+    CHECK_RC(moraine_cursor_next(c, &row), 1);
+    CHECK_RC(moraine_cursor_child_rows(c, 0, &kv, NULL, &nr), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "bytes after its 0 rows") != NULL && strstr(moraine_errmsg(), "ducklake_data_file") != NULL,
+          "names the group and the parent: '%s'", moraine_errmsg());
+    moraine_read_end(rd);
     moraine_close(db);
 }
 

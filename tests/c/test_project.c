@@ -75,7 +75,7 @@ static int matches(const kid_t *k, const moraine_row *row)
 
 /* the oracle: the full read, keeping the named columns */
 static int oracle(moraine_read *rd, const char *rel, int64_t scope, int64_t s, const char *const *cols, size_t ncols, const kid_t *kids,
-                  size_t nkids, sbuf *out)
+                  size_t nkids, int grouped, sbuf *out)
 {
     moraine_cursor *c;
     int rc = moraine_scan_open(rd, rel, scope, s, &c);
@@ -84,27 +84,36 @@ static int oracle(moraine_read *rd, const char *rel, int64_t scope, int64_t s, c
     while ((rc = moraine_cursor_next(c, &row)) == 1) {
         put(out, "\nrow", 4);
         for (size_t i = 0; i < (cols ? ncols : row.ncols); i++) put_val(out, &row.vals[cols ? moraine_column_index(row.rel, cols[i]) : (int)i]);
-        moraine_children ch;
-        moraine_row_children(rd, &row, &ch);
-        int kr;
-        while ((kr = moraine_children_next(&ch, &k)) == 1) {
-            for (size_t j = 0; j < nkids; j++) {
-                if (strcmp(kids[j].rel, k.rel->name) || !matches(&kids[j], &k)) continue;
-                char t[32];
-                put(out, t, (size_t)snprintf(t, sizeof t, "\n kid %zu", j));
-                for (size_t i = 0; i < (kids[j].all_cols ? k.ncols : kids[j].ncols); i++)
-                    put_val(out, &k.vals[kids[j].all_cols ? (int)i : moraine_column_index(k.rel, kids[j].cols[i])]);
+        /* in stored order, or (@grouped) each child projection's rows in turn */
+        for (size_t g = 0; g < (grouped ? nkids : 1); g++) {
+            moraine_children ch;
+            moraine_row_children(rd, &row, &ch);
+            int kr;
+            while ((kr = moraine_children_next(&ch, &k)) == 1) {
+                for (size_t j = grouped ? g : 0; j < (grouped ? g + 1 : nkids); j++) {
+                    if (strcmp(kids[j].rel, k.rel->name) || !matches(&kids[j], &k)) continue;
+                    char t[32];
+                    put(out, t, (size_t)snprintf(t, sizeof t, "\n kid %zu", j));
+                    for (size_t i = 0; i < (kids[j].all_cols ? k.ncols : kids[j].ncols); i++)
+                        put_val(out, &k.vals[kids[j].all_cols ? (int)i : moraine_column_index(k.rel, kids[j].cols[i])]);
+                }
             }
+            moraine_children_free(&ch);
+            if (kr < 0) return kr;
         }
-        moraine_children_free(&ch);
-        if (kr < 0) return kr;
     }
     moraine_cursor_close(c);
     return rc;
 }
 
+static moraine_db *cur_db; /* the catalog compare() reads (the width of a child projection of every column) */
+
+/* the projected read; @grouped: the child rows by moraine_cursor_child_rows,
+ * a child projection a call (in a random order of calls, written in
+ * projection order), then moraine_cursor_child's walk must still give as
+ * many rows (the two do not disturb each other) */
 static int projected(moraine_read *rd, const char *rel, int64_t scope, int64_t s, const char *const *cols, size_t ncols, const kid_t *kids,
-                     size_t nkids, sbuf *out)
+                     size_t nkids, int grouped, sbuf *out)
 {
     moraine_child_projection kp[8];
     for (size_t j = 0; j < nkids; j++) {
@@ -121,6 +130,44 @@ static int projected(moraine_read *rd, const char *rel, int64_t scope, int64_t s
         for (size_t i = 0; i < row.ncols; i++) put_val(out, &row.vals[i]);
         size_t which;
         int kr;
+        if (grouped) {
+            sbuf part[8] = {{0}};
+            size_t total = 0, order[8];
+            for (size_t j = 0; j < nkids; j++) order[j] = j;
+            for (size_t j = nkids; j > 1; j--) {
+                size_t x = check_below(j), t = order[j - 1];
+                order[j - 1] = order[x];
+                order[x] = t;
+            }
+            for (size_t o = 0; o < nkids; o++) {
+                size_t j = order[o];
+                const moraine_value *kv;
+                const int64_t *ords;
+                size_t nr, w = kp[j].columns ? kp[j].ncolumns : 0;
+                if (!kp[j].columns) {
+                    moraine_relation_info ki;
+                    if ((kr = moraine_relation(cur_db, kids[j].rel, &ki))) return kr;
+                    w = ki.ncols;
+                }
+                if ((kr = moraine_cursor_child_rows(c, j, &kv, &ords, &nr)) < 0) return kr;
+                total += nr;
+                for (size_t r = 0; r < nr; r++) {
+                    char t[32];
+                    put(&part[j], t, (size_t)snprintf(t, sizeof t, "\n kid %zu", j));
+                    for (size_t i = 0; i < w; i++) put_val(&part[j], &kv[r * w + i]);
+                }
+            }
+            for (size_t j = 0; j < nkids; j++) {
+                if (part[j].len) put(out, part[j].p, part[j].len);
+                free(part[j].p);
+            }
+            size_t walked = 0;
+            while ((kr = moraine_cursor_child(c, &which, &k)) == 1) walked++;
+            if (kr < 0) return kr;
+            CHECK(walked == total, "%s at %" PRId64 ": moraine_cursor_child walked %zu child rows after moraine_cursor_child_rows gave %zu", rel,
+                  s, walked, total);
+            continue;
+        }
         while ((kr = moraine_cursor_child(c, &which, &k)) == 1) {
             char t[32];
             put(out, t, (size_t)snprintf(t, sizeof t, "\n kid %zu", which));
@@ -152,22 +199,25 @@ static unsigned long compared;
 static void compare(moraine_read *rd, const char *rel, int64_t scope, int64_t s, const char *const *cols, size_t ncols, const kid_t *kids,
                     size_t nkids)
 {
-    sbuf a = {0}, b = {0};
-    int ra = oracle(rd, rel, scope, s, cols, ncols, kids, nkids, &a);
-    int rb = projected(rd, rel, scope, s, cols, ncols, kids, nkids, &b);
-    put(&a, "", 0);
-    put(&b, "", 0);
-    int same = ra == rb && a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
-    CHECK(same, "%s scope %" PRId64 " at %" PRId64 ": projected read differs from the full read (rc %d/%d, %zu/%zu bytes): %s", rel, scope, s,
-          ra, rb, a.len, b.len, moraine_errmsg());
-    compared++;
-    free(a.p);
-    free(b.p);
+    for (int grouped = 0; grouped < 2; grouped++) {
+        sbuf a = {0}, b = {0};
+        int ra = oracle(rd, rel, scope, s, cols, ncols, kids, nkids, grouped, &a);
+        int rb = projected(rd, rel, scope, s, cols, ncols, kids, nkids, grouped, &b);
+        put(&a, "", 0);
+        put(&b, "", 0);
+        int same = ra == rb && a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+        CHECK(same, "%s scope %" PRId64 " at %" PRId64 ": projected read%s differs from the full read (rc %d/%d, %zu/%zu bytes): %s", rel, scope,
+              s, grouped ? " (moraine_cursor_child_rows)" : "", ra, rb, a.len, b.len, moraine_errmsg());
+        compared++;
+        free(a.p);
+        free(b.p);
+    }
 }
 
 /* random projections of the data files of every table (and of all) at every snapshot */
 static void files_everywhere(moraine_db *db, int rounds)
 {
+    cur_db = db;
     moraine_relation_info df, pv, st;
     if (moraine_relation(db, "ducklake_data_file", &df) || df.ncols == 0) return;
     int have_pv = moraine_relation(db, "ducklake_file_partition_value", &pv) == 0 && pv.ncols > 0;
@@ -217,6 +267,7 @@ static void files_everywhere(moraine_db *db, int rounds)
 /* every relation that is not a child, every column, every child relation: what ATTACH reads */
 static void whole_catalog(moraine_db *db)
 {
+    cur_db = db;
     int64_t last = 0;
     if (moraine_last_snapshot(db, &last) != 1) return;
     moraine_read *rd;
@@ -272,6 +323,29 @@ static void errors(moraine_db *db)
     moraine_cursor_close(c);
     CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, 1, &p, &c), 0);
     CHECK_RC(moraine_cursor_child(c, &which, &row), MORAINE_EINVAL);
+    moraine_cursor_close(c);
+    /* moraine_cursor_child_rows: the same, and a child projection that exists */
+    const moraine_value *kv;
+    size_t nr = 99;
+    CHECK_RC(moraine_scan_open(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c), 0);
+    CHECK_RC(moraine_cursor_child_rows(c, 0, &kv, NULL, &nr), MORAINE_EINVAL);
+    CHECK(strstr(moraine_errmsg(), "moraine_scan_project") != NULL, "names what is wrong: %s", moraine_errmsg());
+    moraine_cursor_close(c);
+    k = (moraine_child_projection){"ducklake_file_partition_value", NULL, 0, NULL, NULL, 0};
+    p = (moraine_projection){NULL, 0, &k, 1};
+    CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &p, &c), 0);
+    CHECK_RC(moraine_cursor_child_rows(c, 0, &kv, NULL, &nr), MORAINE_EINVAL);
+    CHECK(strstr(moraine_errmsg(), "no row returned yet") != NULL, "names what is wrong: %s", moraine_errmsg());
+    CHECK_RC(moraine_cursor_child_rows(NULL, 0, &kv, NULL, &nr), MORAINE_EINVAL);
+    int got = moraine_cursor_next(c, &row);
+    CHECK(got == 1, "the catalog has a data file (%d)", got);
+    if (got == 1) {
+        CHECK_RC(moraine_cursor_child_rows(c, 0, NULL, NULL, &nr), MORAINE_EINVAL);
+        CHECK_RC(moraine_cursor_child_rows(c, 0, &kv, NULL, NULL), MORAINE_EINVAL);
+        CHECK_RC(moraine_cursor_child_rows(c, 1, &kv, NULL, &nr), MORAINE_EINVAL);
+        CHECK(strstr(moraine_errmsg(), "child projection 1 of 1") != NULL, "names what is wrong: %s", moraine_errmsg());
+        CHECK_RC(moraine_cursor_child_rows(c, 0, &kv, NULL, &nr), 0);
+    }
     moraine_cursor_close(c);
     moraine_read_end(rd);
 }
