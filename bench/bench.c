@@ -356,6 +356,7 @@ typedef struct {
     const int64_t *stats_ids; /* NULL: every column's stats */
     size_t nstats;            /* 0 with stats_ids set: no stats */
     uint64_t sink, children, deletes;
+    int group_rows; /* the child rows by moraine_cursor_child_rows, a group a call */
 } pctx;
 
 static uint64_t m_files_proj(void *p)
@@ -379,13 +380,23 @@ static uint64_t m_files_proj(void *p)
     while ((rc = moraine_cursor_next(df, &r)) == 1) {
         n++;
         h += touch(r.vals, r.ncols);
-        size_t which;
-        int kr;
-        while ((kr = moraine_cursor_child(df, &which, &k)) == 1) {
-            h += touch(k.vals, k.ncols) + which;
-            kids_n++;
+        if (c->group_rows) {
+            for (size_t g = 0; g < nkids; g++) {
+                const moraine_value *kv;
+                size_t nr;
+                mcheck(moraine_cursor_child_rows(df, g, &kv, NULL, &nr), "child rows");
+                h += touch(kv, nr * kids[g].ncolumns) + g * nr;
+                kids_n += nr;
+            }
+        } else {
+            size_t which;
+            int kr;
+            while ((kr = moraine_cursor_child(df, &which, &k)) == 1) {
+                h += touch(k.vals, k.ncols) + which;
+                kids_n++;
+            }
+            mcheck(kr, "children");
         }
-        mcheck(kr, "children");
         int64_t id = r.vals[0].i;
         while (hd == 1 && d.vals[0].i < id) hd = moraine_cursor_next(del, &d);
         while (hd == 1 && d.vals[0].i == id) {
@@ -821,6 +832,135 @@ static uint64_t f_files_crc(void *p)
         memcpy(seek, pre, np);
         size_t ns = np + kint(seek + np, c->S + 1);
         m += walk_crc(cu, pre, np, seek, ns, &c->sink);
+        if (r == 0) n = m;
+    }
+    mdb_cursor_close(cu);
+    mdb_txn_abort(txn);
+    return n;
+}
+
+/* The floor with CRC plus the least a reader of moraine's value format
+ * (docs/codec.md) must do to hand out what a shape asks for: every cell of
+ * the row walked and summed (as `touch` sums what moraine hands out),
+ * begin_snapshot compared with S, the partition-value group's rows walked,
+ * the stats group skipped by its length (pv), filtered on column_id (1col)
+ * or walked whole (all). No API, no projection map, no bounds checks and no
+ * shortest-form checks (it trusts the bytes once their CRC matched): a lower
+ * bound for the format, not a reader moraine could ship. */
+typedef struct {
+    fctx *f;
+    uint32_t rel_pv, rel_st;
+    int stats;       /* 0: none, 1: column_id 1 only, 2: every column */
+    int st_col;      /* index of column_id in a stats row */
+    int begin_col;   /* index of begin_snapshot in the data file row */
+    uint64_t sink;
+} cfctx;
+
+static inline const uint8_t *fmt_uv(const uint8_t *p, uint64_t *out)
+{
+    uint64_t u = 0;
+    unsigned sh = 0;
+    while (*p & 0x80) {
+        u |= (uint64_t)(*p++ & 0x7F) << sh;
+        sh += 7;
+    }
+    *out = u | (uint64_t)*p++ << sh;
+    return p;
+}
+
+static inline const uint8_t *fmt_cell(const uint8_t *p, uint64_t *h, int64_t *iv)
+{
+    uint8_t t = *p++;
+    uint64_t u;
+    if (t == 1) {
+        p = fmt_uv(p, &u);
+        *iv = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+        *h += (uint64_t)*iv;
+    } else if (t == 2 || t == 6) {
+        p = fmt_uv(p, &u);
+        *h += u + (u ? p[0] : 0);
+        p += u;
+    } else if (t == 5) {
+        *h += p[7];
+        p += 8;
+    } else {
+        *h += t == 4;
+    }
+    return p;
+}
+
+static uint64_t walk_cells(cfctx *c, MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, int files)
+{
+    MDB_val k = {nseek, (void *)seek}, v;
+    uint64_t n = 0, h = 0;
+    uintptr_t pf = 0;
+    int rc = mdb_cursor_get(cu, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && k.mv_size >= npre && memcmp(k.mv_data, pre, npre) == 0) {
+        const uint8_t *vb = v.mv_data, *end = vb + v.mv_size;
+        uintptr_t pg = (uintptr_t)vb & ~(uintptr_t)4095;
+        if (pg != pf) {
+            pf = pg;
+            for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a);
+        }
+        if (mr_crc32c_update(mr_crc32c_update(0, k.mv_data, k.mv_size), vb + 5, v.mv_size - 5) != ((uint32_t)vb[1] | (uint32_t)vb[2] << 8 | (uint32_t)vb[3] << 16 | (uint32_t)vb[4] << 24))
+            die("format floor: checksum mismatch");
+        const uint8_t *p = vb + 5;
+        uint64_t ord, nc;
+        int64_t iv = 0, begin = 0;
+        p = fmt_uv(fmt_uv(p, &ord), &nc);
+        for (uint64_t i = 0; i < nc; i++) {
+            p = fmt_cell(p, &h, &iv);
+            if ((int)i == c->begin_col) begin = iv;
+        }
+        rc = mdb_cursor_get(cu, &k, &v, MDB_NEXT);
+        if (files && begin > c->f->S) continue;
+        n++;
+        while (p < end) { /* child groups */
+            uint64_t id, nrows, nbytes;
+            p = fmt_uv(fmt_uv(fmt_uv(p, &id), &nrows), &nbytes);
+            const uint8_t *gend = p + nbytes;
+            if (id == c->rel_pv || (id == c->rel_st && c->stats)) {
+                int one = id == c->rel_st && c->stats == 1;
+                for (uint64_t r = 0; r < nrows; r++) {
+                    uint64_t len, d;
+                    p = fmt_uv(p, &len);
+                    const uint8_t *rend = p + len;
+                    p = fmt_uv(p, &d);
+                    h += d;
+                    for (int i = 0; p < rend; i++) {
+                        p = fmt_cell(p, &h, &iv);
+                        if (one && i == c->st_col && iv != 1) p = rend;
+                    }
+                }
+            }
+            p = gend;
+        }
+    }
+    if (rc && rc != MDB_NOTFOUND) die("lmdb: %s", mdb_strerror(rc));
+    c->sink += h;
+    return n;
+}
+
+static uint64_t f_files_cells(void *p)
+{
+    cfctx *c = p;
+    MDB_txn *txn;
+    MDB_cursor *cu;
+    if (mdb_txn_begin(c->f->env, NULL, MDB_RDONLY, &txn)) die("txn");
+    mdb_cursor_open(txn, c->f->dbi, &cu);
+    uint64_t n = 0;
+    uint32_t rels[2] = {c->f->rel_df, c->f->rel_del};
+    for (int r = 0; r < 2; r++) {
+        uint8_t pre[32], seek[40];
+        size_t np = 0;
+        pre[np++] = 'C';
+        np += kint(pre + np, rels[r]);
+        np += kint(pre + np, M.T);
+        uint64_t m = walk_cells(c, cu, pre, np, pre, np, r == 0);
+        pre[0] = 'H';
+        memcpy(seek, pre, np);
+        size_t ns = np + kint(seek + np, c->f->S + 1);
+        m += walk_cells(c, cu, pre, np, seek, ns, r == 0);
         if (r == 0) n = m;
     }
     mdb_cursor_close(cu);
@@ -1483,16 +1623,35 @@ static void run_interleave(void)
     sqcheck(NULL, sqlite3_open_v2(sq_path(), &sdb, SQLITE_OPEN_READONLY, NULL), "open indexed SQLite (run `bench sqlite WORK indexed` first)");
     static const int64_t one[] = {1};
     mctx mc = {db, M.last, 0, 0, 0};
-    pctx p_all = {db, M.last, NULL, 0, 0, 0, 0}, p_pv = {db, M.last, one, 0, 0, 0, 0}, p_1 = {db, M.last, one, 1, 0, 0, 0};
+    pctx p_all = {db, M.last, NULL, 0, 0, 0, 0, 0}, p_pv = {db, M.last, one, 0, 0, 0, 0, 0}, p_1 = {db, M.last, one, 1, 0, 0, 0, 0};
+    pctx g_all = p_all, g_pv = p_pv, g_1 = p_1;
+    g_all.group_rows = g_pv.group_rows = g_1.group_rows = 1;
     sqctx s_all = {sdb, NULL, 0, 0, 0}, s_pv = s_all, s_1 = s_all, s_d = s_all;
     s_d.st = sql_file("sqlite", "d", &s_d.n);
     s_all.st = sql_file("sqlite", "a", &s_all.n);
     s_pv.st = sql_file("sqlite", "a_pv", &s_pv.n);
     s_1.st = sql_file("sqlite", "a_1col", &s_1.n);
+    cfctx cf[3];
+    {
+        moraine_relation_info pvi, sti, dfi;
+        mcheck(moraine_relation(db, "ducklake_file_partition_value", &pvi), "rel");
+        mcheck(moraine_relation(db, "ducklake_file_column_stats", &sti), "rel");
+        mcheck(moraine_relation(db, "ducklake_data_file", &dfi), "rel");
+        for (int i = 0; i < 3; i++) {
+            cf[i] = (cfctx){&fc, pvi.id, sti.id, i, moraine_column_index(&sti, "column_id"), dfi.begin_col, 0};
+            if (cf[i].st_col < 0 || cf[i].begin_col < 0) die("format floor: no column_id or begin_snapshot");
+        }
+    }
     ient E[] = {
         {"floor", "walk", f_files, &fc, NULL, 0},
         {"floor_crc", "walk", f_files_crc, &fc, NULL, 0},
+        {"floor_format", "pv", f_files_cells, &cf[0], NULL, 0},
+        {"floor_format", "1col", f_files_cells, &cf[1], NULL, 0},
+        {"floor_format", "all", f_files_cells, &cf[2], NULL, 0},
         {"moraine_c_proj", "pv", m_files_proj, &p_pv, NULL, 0},
+        {"moraine_c_groups", "pv", m_files_proj, &g_pv, NULL, 0},
+        {"moraine_c_groups", "1col", m_files_proj, &g_1, NULL, 0},
+        {"moraine_c_groups", "all", m_files_proj, &g_all, NULL, 0},
         {"sqlite_indexed", "pv", sq_query, &s_pv, NULL, 0},
         {"moraine_c_proj", "1col", m_files_proj, &p_1, NULL, 0},
         {"sqlite_indexed", "1col", sq_query, &s_1, NULL, 0},
@@ -1549,20 +1708,23 @@ static void run_interleave(void)
         fmt_s(b, sizeof b, median(E[1].t, R));
         fprintf(f, "The floor walks the keys and touches each value's first and last byte; the floor with CRC also runs the CRC-32C\n"
                    "moraine verifies over every key and value, prefetching each page as moraine's cursor does (%s / %s, %.2f× the floor):\n"
-                   "the least a verifying reader does.\n\n",
+                   "the least a verifying reader does. The format floor adds the least a reader of moraine's value format\n"
+                   "does to hand out what the shape asks (bench.c, walk_cells: every cell walked and summed, the stats group\n"
+                   "skipped, filtered or walked; no API, no checks past the CRC): a lower bound for this format.\n\n",
                 a, b, median(E[1].t, R) / median(E[0].t, R));
     }
-    fprintf(f, "| shape | floor (raw LMDB) | moraine C, projected | moraine C, row at a time | SQLite indexed | C proj ÷ floor | C proj ÷ floor with CRC | SQLite idx ÷ C proj |\n");
-    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "| shape | floor (raw LMDB) | format floor | moraine C, projected | moraine C, row at a time | SQLite indexed | C proj ÷ floor | C proj ÷ floor with CRC | C proj ÷ format floor | SQLite idx ÷ C proj |\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     static const char *shapes[] = {"pv", "1col", "all"};
     static const char *shape_names[] = {"partition values, no stats", "partition values + min/max of one column",
                                         "partition values + min/max of every column"};
     double fl = median(E[0].t, R);
     for (size_t s = 0; s < 3; s++) {
-        const ient *pj = NULL, *rows = NULL, *sq = NULL;
+        const ient *pj = NULL, *rows = NULL, *sq = NULL, *ff = NULL;
         for (size_t i = 0; i < ne; i++) {
             if (strcmp(E[i].shape, shapes[s])) continue;
             if (!strcmp(E[i].peer, "moraine_c_proj")) pj = &E[i];
+            if (!strcmp(E[i].peer, "floor_format")) ff = &E[i];
             if (!strcmp(E[i].peer, "moraine_c_rows")) rows = &E[i];
             if (!strcmp(E[i].peer, "sqlite_indexed")) sq = &E[i];
         }
@@ -1575,9 +1737,12 @@ static void run_interleave(void)
         fmt_s(g2, sizeof g2, rows ? median(rows->t, R) : 0);
         fmt_s(d1, sizeof d1, minv(sq->t, R));
         fmt_s(d2, sizeof d2, median(sq->t, R));
-        fprintf(f, "| %s | %s / %s | %s / %s | %s%s%s%s | %s / %s | %.2f× | %.2f× | %.1f× |\n", shape_names[s], a, b, c1, c2, rows ? g1 : "—",
-                rows ? " / " : "", rows ? g2 : "", "", d1, d2, median(pj->t, R) / fl, median(pj->t, R) / median(E[1].t, R),
-                median(sq->t, R) / median(pj->t, R));
+        char h1[32], h2[32];
+        fmt_s(h1, sizeof h1, minv(ff->t, R));
+        fmt_s(h2, sizeof h2, median(ff->t, R));
+        fprintf(f, "| %s | %s / %s | %s / %s | %s / %s | %s%s%s%s | %s / %s | %.2f× | %.2f× | %.2f× | %.1f× |\n", shape_names[s], a, b, h1, h2, c1, c2,
+                rows ? g1 : "—", rows ? " / " : "", rows ? g2 : "", "", d1, d2, median(pj->t, R) / fl, median(pj->t, R) / median(E[1].t, R),
+                median(pj->t, R) / median(ff->t, R), median(sq->t, R) / median(pj->t, R));
     }
     {
         /* (d): the whole catalog at S, as ATTACH reads it */
@@ -1648,26 +1813,38 @@ static double cpu_since(const struct timespec *c0)
 
 /* `bench loop WORK SHAPE N`: one (a) shape of moraine C, N times, for a
  * profiler (perf record, valgrind --tool=callgrind): pv, 1col, all (the
- * projected reads), rows (row at a time) or floor (the raw LMDB walk).
+ * projected reads), rows (row at a time), floor (the raw LMDB walk) or
+ * format-pv, format-1col, format-all (the format floor, walk_cells).
  * BENCH_LOOP_COLD (above) runs each with the caches emptied first. */
 static void run_loop(const char *shape, int n)
 {
     cold_init();
-    if (!strcmp(shape, "floor")) { /* the raw LMDB walk, no moraine handle (one env per file per process) */
+    int format = !strncmp(shape, "format-", 7); /* the format floor (walk_cells) of shape pv, 1col or all */
+    if (!strcmp(shape, "floor") || format) { /* the raw LMDB walk, no moraine handle (one env per file per process) */
         fctx fc;
         memset(&fc, 0, sizeof fc);
         moraine_options o = {0};
         o.read_only = 1;
         moraine_db *db;
         mcheck(moraine_open(store_dir("moraine"), &o, &db), "open moraine store");
-        moraine_relation_info ri;
+        moraine_relation_info ri, pvi, sti;
         mcheck(moraine_relation(db, "ducklake_data_file", &ri), "rel");
         fc.rel_df = ri.id;
+        cfctx cf = {&fc, 0, 0, 0, 0, ri.begin_col, 0};
         mcheck(moraine_relation(db, "ducklake_delete_file", &ri), "rel");
         fc.rel_del = ri.id;
+        mcheck(moraine_relation(db, "ducklake_file_partition_value", &pvi), "rel");
+        mcheck(moraine_relation(db, "ducklake_file_column_stats", &sti), "rel");
+        cf.rel_pv = pvi.id;
+        cf.rel_st = sti.id;
+        cf.st_col = moraine_column_index(&sti, "column_id");
+        if (format && !strcmp(shape + 7, "pv")) cf.stats = 0;
+        else if (format && !strcmp(shape + 7, "1col")) cf.stats = 1;
+        else if (format && !strcmp(shape + 7, "all")) cf.stats = 2;
+        else if (format) die("loop: unknown shape %s (format-pv, format-1col, format-all)", shape);
         moraine_close(db);
         lmdb_check(mdb_env_create(&fc.env), "env");
-        mdb_env_set_mapsize(fc.env, (size_t)64 << 30);
+        /* the map size the store was written with (its meta page): one that valgrind can map */
         lmdb_check(mdb_env_open(fc.env, store_dir("moraine"), MDB_RDONLY, 0644), "open store");
         MDB_txn *txn;
         lmdb_check(mdb_txn_begin(fc.env, NULL, MDB_RDONLY, &txn), "txn");
@@ -1681,12 +1858,12 @@ static void run_loop(const char *shape, int n)
             double t0 = now();
             clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
             cold_evict(&t0, &c0);
-            files += f_files(&fc);
+            files += format ? f_files_cells(&cf) : f_files(&fc);
             t += now() - t0;
             cpu += cpu_since(&c0);
         }
         if (n < 1) n = 1;
-        fprintf(stderr, "loop floor: %d runs, %" PRIu64 " files each, %.3f ms per run (%.3f ms of CPU time)\n", n, files / (uint64_t)n, t * 1e3 / n,
+        fprintf(stderr, "loop %s: %d runs, %" PRIu64 " files each, %.3f ms per run (%.3f ms of CPU time)\n", shape, n, files / (uint64_t)n, t * 1e3 / n,
                 cpu * 1e3 / n);
         mdb_env_close(fc.env);
         return;
@@ -1697,7 +1874,8 @@ static void run_loop(const char *shape, int n)
     mcheck(moraine_open(store_dir("moraine"), &o, &db), "open moraine store (run `bench moraine` first)");
     static const int64_t one[] = {1};
     mctx mc = {db, M.last, 0, 0, 0};
-    pctx pc = {db, M.last, NULL, 0, 0, 0, 0};
+    pctx pc = {db, M.last, NULL, 0, 0, 0, 0, 0};
+    pc.group_rows = getenv("BENCH_LOOP_GROUPS") && atoi(getenv("BENCH_LOOP_GROUPS")); /* moraine_cursor_child_rows */
     if (!strcmp(shape, "pv")) pc.stats_ids = one;
     else if (!strcmp(shape, "1col")) pc.stats_ids = one, pc.nstats = 1;
     else if (strcmp(shape, "all") && strcmp(shape, "rows")) die("loop: unknown shape %s (pv, 1col, all, rows)", shape);

@@ -210,6 +210,12 @@ if (existsSync(inter)) {
   out("|---|---:|---|");
   for (const l of ti) out(l);
   out();
+  const ff = (shape) => ratio(m("floor_format", shape), fl);
+  if (m("floor_format", "pv") !== undefined)
+    out(`The format floor (bench.c walk_cells: the least a reader of moraine's value format does, no API and no checks past the CRC) is ` +
+      `${ff("pv")} the floor for partition values and ${ff("1col")} with one column's stats; moraine's projected read is ` +
+      `${ratio(m("moraine_c_proj", "pv"), m("floor_format", "pv"))} and ${ratio(m("moraine_c_proj", "1col"), m("floor_format", "1col"))} the format floor.`);
+  out();
 }
 const text = lines.join("\n");
 console.log(text);
