@@ -1713,17 +1713,21 @@ static void run_interleave(void)
                    "skipped, filtered or walked; no API, no checks past the CRC): a lower bound for this format.\n\n",
                 a, b, median(E[1].t, R) / median(E[0].t, R));
     }
-    fprintf(f, "| shape | floor (raw LMDB) | format floor | moraine C, projected | moraine C, row at a time | SQLite indexed | C proj ÷ floor | C proj ÷ floor with CRC | C proj ÷ format floor | SQLite idx ÷ C proj |\n");
-    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "moraine C, projected: moraine_scan_project, the child rows a group a call (moraine_cursor_child_rows); child by child:\n"
+               "the same with moraine_cursor_child, a call a child row; row at a time: moraine_scan_open, every column and child row.\n\n");
+    fprintf(f, "| shape | floor (raw LMDB) | format floor | moraine C, projected | moraine C, projected, child by child | moraine C, row at a time | SQLite indexed | "
+               "C proj ÷ floor | C proj ÷ floor with CRC | C proj ÷ format floor | SQLite idx ÷ C proj | SQLite idx ÷ C child by child |\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     static const char *shapes[] = {"pv", "1col", "all"};
     static const char *shape_names[] = {"partition values, no stats", "partition values + min/max of one column",
                                         "partition values + min/max of every column"};
     double fl = median(E[0].t, R);
     for (size_t s = 0; s < 3; s++) {
-        const ient *pj = NULL, *rows = NULL, *sq = NULL, *ff = NULL;
+        const ient *pj = NULL, *kc = NULL, *rows = NULL, *sq = NULL, *ff = NULL;
         for (size_t i = 0; i < ne; i++) {
             if (strcmp(E[i].shape, shapes[s])) continue;
-            if (!strcmp(E[i].peer, "moraine_c_proj")) pj = &E[i];
+            if (!strcmp(E[i].peer, "moraine_c_groups")) pj = &E[i];
+            if (!strcmp(E[i].peer, "moraine_c_proj")) kc = &E[i];
             if (!strcmp(E[i].peer, "floor_format")) ff = &E[i];
             if (!strcmp(E[i].peer, "moraine_c_rows")) rows = &E[i];
             if (!strcmp(E[i].peer, "sqlite_indexed")) sq = &E[i];
@@ -1737,12 +1741,15 @@ static void run_interleave(void)
         fmt_s(g2, sizeof g2, rows ? median(rows->t, R) : 0);
         fmt_s(d1, sizeof d1, minv(sq->t, R));
         fmt_s(d2, sizeof d2, median(sq->t, R));
-        char h1[32], h2[32];
+        char h1[32], h2[32], k1[32], k2[32];
         fmt_s(h1, sizeof h1, minv(ff->t, R));
         fmt_s(h2, sizeof h2, median(ff->t, R));
-        fprintf(f, "| %s | %s / %s | %s / %s | %s / %s | %s%s%s%s | %s / %s | %.2f× | %.2f× | %.2f× | %.1f× |\n", shape_names[s], a, b, h1, h2, c1, c2,
-                rows ? g1 : "—", rows ? " / " : "", rows ? g2 : "", "", d1, d2, median(pj->t, R) / fl, median(pj->t, R) / median(E[1].t, R),
-                median(pj->t, R) / median(ff->t, R), median(sq->t, R) / median(pj->t, R));
+        fmt_s(k1, sizeof k1, minv(kc->t, R));
+        fmt_s(k2, sizeof k2, median(kc->t, R));
+        fprintf(f, "| %s | %s / %s | %s / %s | %s / %s | %s / %s | %s%s%s%s | %s / %s | %.2f× | %.2f× | %.2f× | %.1f× | %.1f× |\n", shape_names[s], a, b, h1,
+                h2, c1, c2, k1, k2, rows ? g1 : "—", rows ? " / " : "", rows ? g2 : "", "", d1, d2, median(pj->t, R) / fl,
+                median(pj->t, R) / median(E[1].t, R), median(pj->t, R) / median(ff->t, R), median(sq->t, R) / median(pj->t, R),
+                median(sq->t, R) / median(kc->t, R));
     }
     {
         /* (d): the whole catalog at S, as ATTACH reads it */
