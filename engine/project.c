@@ -667,8 +667,18 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, const uint8_t *children, size
             }
             rs = q;
             moraine_value *out = p->gvals + k * nout;
-            int f = fast_row(pr, &q, rend, &p->gords[k], out, mx, 1, prev);
-            if (f < 0 && (f = row_ref(pr, &q, rend, &p->gords[k], out, mx, 1, prev)) < 0) return f;
+            int f;
+            const uint8_t *e;
+            uint64_t d;
+            if (!mx && (e = fast_uv(q, rend, &d)) && (e = fast_steps(pr->steps, 0, pr->nsteps, e, rend, out)) &&
+                (!pr->tail || (e = fast_skip(e, rend, pr->tail))) && e == rend) { /* no filter: fast_row's pass, its branches hoisted */
+                p->gords[k] = mr_child_ord(prev, d);
+                q = e;
+                f = 1;
+            } else if ((f = fast_row(pr, &q, rend, &p->gords[k], out, mx, 1, prev)) < 0 &&
+                       (f = row_ref(pr, &q, rend, &p->gords[k], out, mx, 1, prev)) < 0) {
+                return f;
+            }
             if (q != rend)
                 return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", pr->rel->info.name,
                               (size_t)(q - rs), (size_t)(rend - rs));

@@ -131,9 +131,16 @@ int moraine_read_last_snapshot(moraine_read *rd, int64_t *out) { return mr_meta_
 
 /* ---- decoding ---- */
 
-static int ensure_vals(moraine_value **vals, size_t *cap, size_t n)
+static int grow_vals(moraine_value **vals, size_t *cap, size_t n);
+/* room for @n values in *vals (*cap of them): the check inline, the growth out of line */
+static inline int ensure_vals(moraine_value **vals, size_t *cap, size_t n)
 {
-    if (*cap >= n && *vals) return 0;
+    if (__builtin_expect(*cap >= n && *vals != NULL, 1)) return 0;
+    return grow_vals(vals, cap, n);
+}
+
+static int grow_vals(moraine_value **vals, size_t *cap, size_t n)
+{
     moraine_value *v = realloc(*vals, (n ? n : 1) * sizeof *v);
     if (!v) return mr_err(MORAINE_ENOMEM, "out of memory");
     *vals = v;
