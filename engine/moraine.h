@@ -644,7 +644,8 @@ int moraine_cursor_child(moraine_cursor *cur, size_t *which, moraine_row *child)
  * walk, and the two may be mixed. Values are valid until the next
  * moraine_cursor_child_rows or moraine_cursor_next on @cur (strings point
  * into the read's pages, valid while the read is open).
- * Returns 0 (*nrows may be 0: the row has no such child rows);
+ * Returns 0 (*nrows may be 0: the row has no such child rows, and *vals
+ * and *ords are then not to be read);
  * MORAINE_ECORRUPT (a damaged group: the message names the parent's key;
  * *nrows is 0); MORAINE_EINVAL (NULL @cur, @vals or @nrows, not a projected
  * cursor, no row returned yet, @which past the child projections);
