@@ -97,6 +97,56 @@ describe("moraine sync and compare", function()
       assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
     end)
 
+  it("compare shows a column DROP COLUMN ended (its ducklake_column row's end_snapshot), on either side", function()
+    local function note(end_snapshot)
+      return '{"column_id":5,"begin_snapshot":19,"end_snapshot":' .. end_snapshot .. ',"table_id":1,"column_order":5,'
+        .. '"column_name":"note","column_type":"varchar","initial_default":"n/a","default_value":"n/a",'
+        .. '"nulls_allowed":true,"parent_column":null,"default_value_type":"literal","default_value_dialect":"duckdb"}'
+    end
+    -- the catalog dropped the column (snapshot 21), the source did not
+    local dropped = support.tmpdir("dropped")
+    ok_run({ "-c", dropped, "sync", S1 })
+    assert.are.equal("committed; the newest snapshot is 21\n",
+      ok_run({ "-c", dropped, "sql", "ALTER TABLE events DROP COLUMN note" }).out)
+    local r = run({ "-c", dropped, "compare", S1 })
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.out:find("ducklake_column\tcatalog\t1\t" .. note("21") .. "\n", 1, true), r.show)
+    assert.truthy(r.out:find("ducklake_column\tsource\t1\t" .. note("null") .. "\n", 1, true), r.show)
+    -- the reverse: the source dropped it (the first catalog exported), the catalog did not
+    local exported = support.tmpdir("dropped-export")
+    ok_run({ "-c", dropped, "export", exported })
+    local kept = support.tmpdir("kept")
+    ok_run({ "-c", kept, "sync", S1 })
+    r = run({ "-c", kept, "compare", exported })
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.out:find("ducklake_column\tsource\t1\t" .. note("21") .. "\n", 1, true), r.show)
+    assert.truthy(r.out:find("ducklake_column\tcatalog\t1\t" .. note("null") .. "\n", 1, true), r.show)
+    -- the end alone differs (the same snapshots: a past DuckLake rewrote): those two rows are the whole answer
+    local ended = support.tmpdir("ended")
+    support.mkdir(ended)
+    for _, f in ipairs(support.tables_of(S1)) do
+      local text = support.read(S1 .. "/" .. f .. ".ndjson")
+      if f == "ducklake_column" then
+        local n
+        text, n = text:gsub(note("null"):gsub("%p", "%%%0"), note("20"))
+        assert.are.equal(1, n)
+      end
+      support.write(ended .. "/" .. f .. ".ndjson", text)
+    end
+    r = run({ "-c", kept, "compare", ended })
+    assert.are.equal(1, r.code, r.show)
+    assert.are.equal("ducklake_column\tsource\t1\t" .. note("20") .. "\nducklake_column\tcatalog\t1\t" .. note("null")
+      .. "\n", r.out)
+    r = run({ "-c", kept, "compare", ended, "--json" })
+    assert.are.equal(1, r.code, r.show)
+    local doc = moraine.json_decode(r.out)
+    assert.are.equal(2, #doc.differences, r.show)
+    assert.are.equal("source", doc.differences[1].side)
+    assert.are.equal(20, doc.differences[1].row.end_snapshot)
+    assert.are.equal("catalog", doc.differences[2].side)
+    assert.are.equal(moraine.null, doc.differences[2].row.end_snapshot)
+  end)
+
   it("two syncs (or imports) at once, five times: each ends with success or ECONFLICT, running sync again converges",
     function()
       for round = 1, 5 do
