@@ -97,6 +97,112 @@ describe("moraine sync and compare", function()
       assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
     end)
 
+  it("compare shows a column DROP COLUMN ended (its ducklake_column row's end_snapshot), on either side", function()
+    local function note(end_snapshot)
+      return '{"column_id":5,"begin_snapshot":19,"end_snapshot":' .. end_snapshot .. ',"table_id":1,"column_order":5,'
+        .. '"column_name":"note","column_type":"varchar","initial_default":"n/a","default_value":"n/a",'
+        .. '"nulls_allowed":true,"parent_column":null,"default_value_type":"literal","default_value_dialect":"duckdb"}'
+    end
+    -- the catalog dropped the column (snapshot 21), the source did not
+    local dropped = support.tmpdir("dropped")
+    ok_run({ "-c", dropped, "sync", S1 })
+    assert.are.equal("committed; the newest snapshot is 21\n",
+      ok_run({ "-c", dropped, "sql", "ALTER TABLE events DROP COLUMN note" }).out)
+    local r = run({ "-c", dropped, "compare", S1 })
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.out:find("ducklake_column\tcatalog\t1\t" .. note("21") .. "\n", 1, true), r.show)
+    assert.truthy(r.out:find("ducklake_column\tsource\t1\t" .. note("null") .. "\n", 1, true), r.show)
+    -- the reverse: the source dropped it (the first catalog exported), the catalog did not
+    local exported = support.tmpdir("dropped-export")
+    ok_run({ "-c", dropped, "export", exported })
+    local kept = support.tmpdir("kept")
+    ok_run({ "-c", kept, "sync", S1 })
+    r = run({ "-c", kept, "compare", exported })
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.out:find("ducklake_column\tsource\t1\t" .. note("21") .. "\n", 1, true), r.show)
+    assert.truthy(r.out:find("ducklake_column\tcatalog\t1\t" .. note("null") .. "\n", 1, true), r.show)
+    -- the end alone differs (the same snapshots: a past DuckLake rewrote): those two rows are the whole answer
+    local ended = support.tmpdir("ended")
+    support.mkdir(ended)
+    for _, f in ipairs(support.tables_of(S1)) do
+      local text = support.read(S1 .. "/" .. f .. ".ndjson")
+      if f == "ducklake_column" then
+        local n
+        text, n = text:gsub(note("null"):gsub("%p", "%%%0"), note("20"))
+        assert.are.equal(1, n)
+      end
+      support.write(ended .. "/" .. f .. ".ndjson", text)
+    end
+    r = run({ "-c", kept, "compare", ended })
+    assert.are.equal(1, r.code, r.show)
+    assert.are.equal("ducklake_column\tsource\t1\t" .. note("20") .. "\nducklake_column\tcatalog\t1\t" .. note("null")
+      .. "\n", r.out)
+    r = run({ "-c", kept, "compare", ended, "--json" })
+    assert.are.equal(1, r.code, r.show)
+    local doc = moraine.json_decode(r.out)
+    assert.are.equal(2, #doc.differences, r.show)
+    assert.are.equal("source", doc.differences[1].side)
+    assert.are.equal(20, doc.differences[1].row.end_snapshot)
+    assert.are.equal("catalog", doc.differences[2].side)
+    assert.are.equal(moraine.null, doc.differences[2].row.end_snapshot)
+  end)
+
+  it("compare shows a column of a DuckLake table one side has and the other lacks (sync refuses such a source), "
+    .. "then the rows on the columns both have", function()
+    local dir = support.tmpdir("cols")
+    ok_run({ "-c", dir, "sync", S1 })
+    -- the source's ducklake_column lost column_type and has a column "extra" the catalog lacks (NULL in every row)
+    local src = support.tmpdir("cols-src")
+    support.mkdir(src)
+    for _, f in ipairs(support.tables_of(S1)) do
+      local text = support.read(S1 .. "/" .. f .. ".ndjson")
+      if f == "ducklake_column" then
+        local n1, n2
+        text, n1 = text:gsub(',"column_type":"[^"]*"', "")
+        text, n2 = text:gsub("}\n", ',"extra":null}\n')
+        assert.are.equal(6, n1)
+        assert.are.equal(6, n2)
+      end
+      support.write(src .. "/" .. f .. ".ndjson", text)
+    end
+    local r = run({ "-c", dir, "sync", src })
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.err:find("^moraine: EINVAL: sync: table ducklake_column has columns %("), r.show)
+    r = run({ "-c", dir, "compare", src })
+    assert.are.equal(1, r.code, r.show)
+    assert.are.equal('ducklake_column\tcatalog\t(the other side has no column "column_type")\n'
+      .. 'ducklake_column\tsource\t(the other side has no column "extra")\n', r.out)
+    r = run({ "-c", dir, "compare", src, "--json" })
+    assert.are.equal(1, r.code, r.show)
+    assert.are.equal('{"differences":[{"table":"ducklake_column","side":"catalog","column":"column_type","count":1,'
+      .. '"row":null},{"table":"ducklake_column","side":"source","column":"extra","count":1,"row":null}],'
+      .. '"truncated":false}\n', r.out)
+    -- a row that differs besides: shown as well, with the columns both sides have
+    local text = support.read(src .. "/ducklake_column.ndjson")
+    support.write(src .. "/ducklake_column.ndjson", (text:gsub('"column_name":"note"', '"column_name":"memo"')))
+    r = run({ "-c", dir, "compare", src })
+    assert.are.equal(1, r.code, r.show)
+    local lines = {}
+    for line in r.out:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    assert.are.equal(4, #lines, r.show)
+    assert.are.equal('ducklake_column\tcatalog\t(the other side has no column "column_type")', lines[1])
+    assert.are.equal('ducklake_column\tsource\t(the other side has no column "extra")', lines[2])
+    local shared = '"table_id":1,"column_order":5,"column_name":"%s","initial_default":"n/a","default_value":"n/a",'
+      .. '"nulls_allowed":true,"parent_column":null,"default_value_type":"literal","default_value_dialect":"duckdb"}'
+    assert.are.equal('ducklake_column\tsource\t1\t{"column_id":5,"begin_snapshot":19,"end_snapshot":null,'
+      .. shared:format("memo"), lines[3])
+    assert.are.equal('ducklake_column\tcatalog\t1\t{"column_id":5,"begin_snapshot":19,"end_snapshot":null,'
+      .. shared:format("note"), lines[4])
+    -- a SQLite source whose ducklake_column lost a column (ALTER TABLE ... DROP COLUMN in SQLite)
+    local script = support.tmpdir("cols-sql") .. ".sql"
+    ok_run({ "-c", dir, "export", script })
+    support.write(script, support.read(script) .. "\nALTER TABLE ducklake_column DROP COLUMN column_type;\n")
+    local file = support.sqlite_from_script(script)
+    r = run({ "-c", dir, "compare", file })
+    assert.are.equal(1, r.code, r.show)
+    assert.are.equal('ducklake_column\tcatalog\t(the other side has no column "column_type")\n', r.out)
+  end)
+
   it("two syncs (or imports) at once, five times: each ends with success or ECONFLICT, running sync again converges",
     function()
       for round = 1, 5 do

@@ -30,7 +30,8 @@ local function describe_diffs(d)
   local out = {}
   for i = 1, math.min(#d, 10) do
     out[#out + 1] = d[i].table .. " " .. d[i].side .. " "
-      .. (d[i].row and sync.row_form(d[i].row, { "begin_snapshot", "end_snapshot", "snapshot_id" }) or "(table)")
+      .. (d[i].row and sync.row_form(d[i].row, { "begin_snapshot", "end_snapshot", "snapshot_id" })
+        or d[i].missing_column and ("(column " .. d[i].column .. ")") or "(table)")
   end
   return #d .. " differences: " .. table.concat(out, "; ")
 end
@@ -157,6 +158,42 @@ describe("moraine.sync", function()
       assert.is_true(sides.catalog and sides.source)
       db:close()
     end)
+
+    it("compare names a column of a table one side has and the other lacks, then compares rows on the columns both have",
+      function()
+        local db = open_new("cmpcol")
+        sync.sync(db, cat("s1_evolution"))
+        local src = support.tmpdir("cmpcol-src")
+        support.mkdir(src)
+        for _, f in ipairs(support.tables_of(cat("s1_evolution"))) do
+          local text = support.read(cat("s1_evolution") .. "/" .. f .. ".ndjson")
+          if f == "ducklake_column" then text = text:gsub(',"column_type":"[^"]*"', "") end
+          if f == "ducklake_table" then text = text:gsub("}\n", ',"owner":"x"}\n') end
+          support.write(src .. "/" .. f .. ".ndjson", text)
+        end
+        local d = sync.compare(db, src)
+        assert.are.same({
+          { table = "ducklake_column", side = "catalog", column = "column_type", missing_column = true },
+          { table = "ducklake_table", side = "source", column = "owner", missing_column = true },
+        }, d)
+        -- the one difference left when only the columns differ is a row's: compared without column_type
+        local text = support.read(src .. "/ducklake_column.ndjson")
+        support.write(src .. "/ducklake_column.ndjson", (text:gsub('"column_name":"note"', '"column_name":"memo"')))
+        d = sync.compare(db, src)
+        assert.are.equal(4, #d, describe_diffs(d))
+        assert.are.equal("column_type", d[1].column)
+        for i, side in ipairs({ "source", "catalog" }) do
+          local x = d[i + 1]
+          assert.are.equal("ducklake_column", x.table)
+          assert.are.equal(side, x.side)
+          assert.are.equal(i == 1 and "memo" or "note", x.row.column_name)
+          assert.are.equal(1, x.count)
+          for _, c in ipairs(x.columns) do assert.are_not.equal("column_type", c) end
+          assert.are.equal(12, #x.columns)
+        end
+        assert.are.equal("owner", d[4].column)
+        db:close()
+      end)
 
     it("refuses an unknown option, and a source that is neither a directory nor SQLite", function()
       local db = open_new("bad")

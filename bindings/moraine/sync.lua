@@ -728,11 +728,35 @@ end
 
 -- ---- compare ------------------------------------------------------------------------
 
+-- The columns of table @name both the catalog (@mine) and the source
+-- (@theirs) have, in the source's order; each column one side has and the
+-- other lacks is passed to @add first (the catalog's in its order, then the
+-- source's), as `sync` refuses such a source (`check_columns`).
+local function shared_columns(name, mine, theirs, add)
+  local in_mine, in_theirs = {}, {}
+  for _, c in ipairs(mine) do in_mine[c] = true end
+  for _, c in ipairs(theirs) do in_theirs[c] = true end
+  for _, c in ipairs(mine) do
+    if not in_theirs[c] then add({ table = name, side = "catalog", column = c, missing_column = true }) end
+  end
+  local both = {}
+  for _, c in ipairs(theirs) do
+    if in_mine[c] then
+      both[#both + 1] = c
+    else
+      add({ table = name, side = "source", column = c, missing_column = true })
+    end
+  end
+  return both
+end
+
 --- The differences between the catalog and a source, table by table, row by
 -- row: every version of every row (live and ended, children and loose rows
 -- included) of each table the source or the catalog has, compared as
 -- multisets of rows (`row_form`: exact values, column by column; row order
--- is not compared). Reads the source in one round (one read transaction) and
+-- is not compared) on the columns both sides have: a column one side has and
+-- the other lacks (a source `sync` refuses, EINVAL) is a difference of its
+-- own. Reads the source in one round (one read transaction) and
 -- the catalog in one read transaction; holds one table of each side in memory
 -- at a time.
 -- @param db a catalog handle
@@ -742,9 +766,15 @@ end
 -- @return an array of `{table = name, side = "source"|"catalog", row = row,
 --   count = n, columns = {...}}` (`side` says which side has the row and the
 --   other lacks; `count` how many copies more; `columns` the table's columns
---   in order) in table name order, then rows' forms; an
---   empty array when the two are equal. A table present on one side only
---   gives `{table = name, side = ..., missing_table = true}` first.
+--   in order, the source's, those both sides have) in table name order, then
+--   rows' forms; an empty array when the two are equal. A table present on
+--   one side only gives `{table = name, side = ..., missing_table = true}`
+--   first. A column of a table both sides have that one side has and the
+--   other lacks gives `{table = name, side = ..., column = name,
+--   missing_column = true}` (`side` has it) before the table's rows: the
+--   catalog's such columns in its order, then the source's in theirs. The
+--   columns are not compared when one side knows none (an empty NDJSON file
+--   of a table moraine does not know).
 -- @raise the errors of `source` and of the source's queries; `db:scan`'s
 function M.compare(db, source, opts)
   opts = opts or {}
@@ -785,6 +815,9 @@ function M.compare(db, source, opts)
             add({ table = name, side = "source", missing_table = true })
           end
           local cols = (t and t.columns) or rel.columns
+          if t and rel and #t.columns > 0 and #rel.columns > 0 then
+            cols = shared_columns(name, rel.columns, t.columns, add)
+          end
           local counts, rows = {}, {}
           if rel then
             for row in rd:scan(name, { at = moraine.ALL }) do

@@ -361,6 +361,10 @@ function run.import(ctx, source)
       or (" (continued after snapshot " .. util.istr(r.from) .. ")")))
 end
 
+-- the keys of a difference in compare's --json: a row's (or a table's, row
+-- null), a column's
+local ROW_KEYS, COLUMN_KEYS = { "table", "side", "count", "row" }, { "table", "side", "column", "count", "row" }
+
 function run.compare(ctx, source)
   local db = open_catalog(ctx, false)
   local ok, d = pcall(sync.compare, db, source)
@@ -385,14 +389,17 @@ function run.compare(ctx, source)
   if ctx.json then
     local list = {}
     for i, x in ipairs(d) do
-      list[i] = output.obj({ "table", "side", "count", "row" }, { table = x.table, side = x.side, count = x.count or 1,
-        row = x.row and output.obj(x.columns, x.row) or moraine.null })
+      list[i] = output.obj(x.missing_column and COLUMN_KEYS or ROW_KEYS, { table = x.table, side = x.side,
+        column = x.column, count = x.count or 1, row = x.row and output.obj(x.columns, x.row) or moraine.null })
     end
     output.print_json(output.obj({ "differences", "truncated" }, { differences = list, truncated = d.truncated == true }))
   else
     for _, x in ipairs(d) do
       if x.missing_table then
         io.stdout:write(x.table, "\t", x.side, "\t(the other side has no such table)\n")
+      elseif x.missing_column then
+        io.stdout:write(x.table, "\t", x.side, "\t(the other side has no column ", moraine.json_encode({ x.column }):sub(2, -2),
+          ")\n")
       else
         io.stdout:write(x.table, "\t", x.side, "\t", tostring(x.count), "\t", row_json(x.row, x.columns), "\n")
       end
@@ -483,9 +490,13 @@ X-Moraine-Lag and /health.]],
 Compares every table of the catalog with SOURCE (as for sync), every
 version of every row, exactly, and prints each row one side has and the
 other lacks: table, side ("catalog" or "source"), how many copies, the row
-as JSON. Row order is not compared. Exit status 0 when there is no
-difference ("no differences"), 1 when there are.]],
-    options = { { "--json", "one JSON object {differences = [{table, side, count, columns, row}], truncated}" } },
+as JSON. Row order is not compared. A table one side lacks prints as "(the
+other side has no such table)"; a column of a table that one side has and
+the other lacks (a source sync refuses) as "(the other side has no column
+"NAME")", side the one that has it, and the table's rows are compared on
+the columns both have. Exit status 0 when there is no difference ("no
+differences"), 1 when there are.]],
+    options = { { "--json", "one JSON object {differences = [{table, side, [column,] count, row}], truncated}" } },
     json = true,
     example = "moraine -c replica.moraine compare 'postgres:host=db1 dbname=lake user=reader'",
     flags = {},
