@@ -8,8 +8,6 @@ local moraine = require "moraine"
 local support = require "support"
 local compact = require "moraine.compact"
 
-local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
-local ROOT = os.getenv("PWD") or "."
 local q = support.q
 
 local run, spawn = support.moraine, support.spawn_moraine
@@ -19,33 +17,8 @@ local function exists(p)
   return ok ~= nil or code ~= 2
 end
 
--- Starts a process that opens the catalog at `dir` read-only and holds it
--- open; returns release(), which tells it to close and waits until it has
--- exited. The holder gives up by itself after 60 s (a failed test never
--- leaves it behind).
-local function hold(dir)
-  local h = support.tmpdir("holder")
-  support.mkdir(h)
-  support.write(h .. "/hold.lua", [[
-local m = require "moraine"
-local db = m.open(arg[1], { read_only = true })
-io.open(arg[2] .. "/ready", "w"):close()
-for _ = 1, 3000 do
-  local f = io.open(arg[2] .. "/go")
-  if f then f:close() break end
-  os.execute("sleep 0.02")
-end
-db:close()
-]])
-  os.execute("(sh " .. q(ROOT .. "/scripts/run-lua.sh") .. " " .. RUNTIME .. " " .. q(os.getenv("MORAINE_BUILD") or "build")
-    .. " " .. q(h .. "/hold.lua") .. " " .. q(dir) .. " " .. q(h) .. " >/dev/null 2>&1 </dev/null; touch " .. q(h .. "/done")
-    .. ") &")
-  while not exists(h .. "/ready") do os.execute("sleep 0.02") end
-  return function()
-    support.write(h .. "/go", "")
-    while not exists(h .. "/done") do os.execute("sleep 0.02") end
-  end
-end
+-- a process holding the catalog open (support.hold_open)
+local hold = support.hold_open
 
 local function size(path)
   local f = assert(io.open(path, "rb"))

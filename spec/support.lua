@@ -89,6 +89,40 @@ function support.spawn_moraine(args)
   end }
 end
 
+--- Starts another process that opens catalog @dir read-only and holds it
+-- open; returns once it has. Returns release(), which makes the process close
+-- the catalog and returns once it has exited. The holder gives up by itself
+-- after 60 s (a failed test never leaves it behind).
+function support.hold_open(dir)
+  local q = support.q
+  local h = support.tmpdir("holder")
+  support.mkdir(h)
+  support.write(h .. "/hold.lua", [[
+local m = require "moraine"
+local db = m.open(arg[1], { read_only = true })
+io.open(arg[2] .. "/ready", "w"):close()
+for _ = 1, 3000 do
+  local f = io.open(arg[2] .. "/go")
+  if f then f:close() break end
+  os.execute("sleep 0.02")
+end
+db:close()
+]])
+  local function exists(p)
+    local f = io.open(p)
+    if f then f:close() end
+    return f ~= nil
+  end
+  os.execute("(sh " .. q(ROOT .. "/scripts/run-lua.sh") .. " " .. RUNTIME .. " " .. q(os.getenv("MORAINE_BUILD") or "build")
+    .. " " .. q(h .. "/hold.lua") .. " " .. q(dir) .. " " .. q(h) .. " >/dev/null 2>&1 </dev/null; touch " .. q(h .. "/done")
+    .. ") &")
+  while not exists(h .. "/ready") do os.execute("sleep 0.02") end
+  return function()
+    support.write(h .. "/go", "")
+    while not exists(h .. "/done") do os.execute("sleep 0.02") end
+  end
+end
+
 --- Calls fn(...) expecting it to raise a moraine error (moraine.is_error) with
 -- code @code (a string such as "EINVAL"); @needles is nil, one string, or a list
 -- of strings that must each occur in the error's message (plain find). Also

@@ -222,6 +222,27 @@ describe("moraine sync and compare", function()
       end
     end)
 
+  it("a failed first sync or import removes nothing when another writer may have committed (catalog.others_there)",
+    function()
+      -- what decides whether `moraine sync`/`import` removes the catalog it
+      -- created after failing: the test below races a writer against an
+      -- import, this one pins the decision down
+      local cat = require "moraine.cli.catalog"
+      local dir = support.tmpdir("others")
+      local db = moraine.open(dir)
+      db:commit(1, function(tx) tx:define("t", { "a" }) end)
+      local esnap = support.expect_err("ESNAPSHOT", nil, db.commit, db, 1, function(tx) tx:define("u", { "a" }) end)
+      local plain = support.expect_err("ENOTFOUND", nil, db.scan, db, "no_such_table")
+      assert.is_false(cat.others_there(db, plain))
+      assert.is_false(cat.others_there(db, "a Lua error"))
+      assert.is_true(cat.others_there(db, esnap))
+      local release = support.hold_open(dir)
+      assert.is_true(cat.others_there(db, plain))
+      release()
+      assert.is_false(cat.others_there(db, plain))
+      db:close()
+    end)
+
   it("a verb writer committing while an import runs: every acknowledged snapshot of the writer stays", function()
     local dir = support.tmpdir("verbrace")
     local script = support.tmpdir("writer") .. ".lua"

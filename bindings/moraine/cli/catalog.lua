@@ -61,6 +61,22 @@ function M.refuse_unfinished_import(dir)
   end
 end
 
+--- Whether another process may have written to the catalog while a command
+-- that failed ran, so that what the command created is not its own alone:
+-- it failed on another writer's snapshots (ECONFLICT, ESNAPSHOT), or a
+-- process other than this one has the catalog open now (`db:open_elsewhere`;
+-- when that cannot be told, as if one had). A failed first `moraine sync` or
+-- `moraine import` then removes nothing of what it created: a concurrent
+-- writer's acknowledged commits are data. Call it before `db:close()`.
+-- @param db the open catalog
+-- @param err the error the command failed with (a moraine error or any value)
+-- @treturn boolean
+function M.others_there(db, err)
+  if moraine.is_error(err) and (err.code == "ECONFLICT" or err.code == "ESNAPSHOT") then return true end
+  local ok, pid = pcall(db.open_elsewhere, db)
+  return not ok or pid ~= false
+end
+
 --- Opens the catalog read-only.
 -- @tparam string dir the catalog directory
 -- @return the catalog (moraine.open)

@@ -180,6 +180,7 @@ function run.sync(ctx, source)
   finish(ok)
   if not ok then
     local last = db:last_snapshot()
+    local others = catalog.others_there(db, r)
     db:close()
     if moraine.is_error(r) then
       local retry = RETRYABLE[r.code]
@@ -187,12 +188,14 @@ function run.sync(ctx, source)
         .. "); " .. (retry and "run the same command again to continue"
           or "running it again fails the same way until the source is fixed")
       if last == before then hint = "nothing was changed" end
-      if before == nil and not (had and had["data.mdb"]) then
+      if before == nil and not (had and had["data.mdb"]) and not others then
         -- a first sync into a catalog it created: what it created goes
         local removed = undo_created(ctx.dir, had)
         hint = "nothing was synced" .. (removed and (" (" .. removed .. ")") or "")
       end
-      if r.code == "ECONFLICT" then hint = "another writer committed to the catalog; nothing of it was removed" end
+      if r.code == "ECONFLICT" or others then
+        hint = "another writer committed to the catalog, or has it open; nothing of it was removed"
+      end
       if r.code == "EIO" then hint = hint .. "; " .. HINT end
       errors.fail(r.code .. ": " .. r.message, hint)
     end
@@ -310,6 +313,7 @@ function run.import(ctx, source)
   src:close()
   if not ok then
     local last = db:last_snapshot()
+    local others = catalog.others_there(db, r)
     db:close()
     if moraine.is_error(r) then
       if r.code == "ECONFLICT" and r.message:find("no longer follows", 1, true) then
@@ -323,6 +327,12 @@ function run.import(ctx, source)
         -- (robust) a duplicate live key in the source: the message names the table and the row
         fix = source .. " holds two rows with the same key (the message names the table and the row): fix the source "
           .. "and retry"
+      end
+      if others then
+        -- another writer's commits may be in it: they stay, and so does what
+        -- this import committed (running it again continues or refuses)
+        errors.fail(r.code .. ": " .. r.message, "another writer committed to the catalog, or has it open: nothing "
+          .. "was removed (last snapshot " .. (last and util.istr(last) or "none") .. "); " .. fix)
       end
       if before == nil and not (had and had["data.mdb"]) then
         -- a fresh import into a catalog it created: what it created goes (a
