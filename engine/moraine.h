@@ -172,10 +172,14 @@ typedef struct {
  * moraine_open creates is made 0700, and data.mdb and lock.mdb, when LMDB
  * creates them, 0600 (the catalog may hold encryption keys,
  * MORAINE_COL_SECRET). Existing files keep their modes.
- * When LMDB cannot open the environment (a data.mdb that is not LMDB, a map
- * it cannot have: ENOMEM), what the attempt created goes: the lock.mdb LMDB
- * made beside a foreign data.mdb, and a directory moraine_open created with
- * the files in it. A file or directory that was there before is never removed.
+ * A failed open removes what it created, whichever step failed (LMDB cannot
+ * open the environment: a data.mdb that is not LMDB, a map it cannot have,
+ * ENOMEM; or a later step: a full disk at a new catalog's first commit): a
+ * directory moraine_open created goes with the files in it; in a directory
+ * that was there, the lock.mdb LMDB made beside a data.mdb that is not LMDB
+ * or is cut short goes, and the data.mdb and lock.mdb LMDB made otherwise
+ * stay (another process may be creating the same catalog). A file or
+ * directory that was there before is never removed.
  * Returns 0, or MORAINE_EIO (path missing and not creating), MORAINE_ELMDB,
  * MORAINE_ECORRUPT (the directory holds an LMDB file that is not a moraine
  * catalog, or a damaged table descriptor), MORAINE_EFORMAT (a catalog of

@@ -590,29 +590,40 @@ static mr_env *env_find(const char *path)
     return NULL;
 }
 
-/* Removes what a failed mdb_env_open left in @path that was not there before
- * (@had_data, @had_lock: data.mdb, lock.mdb existed). lock.mdb goes when
- * this open made the directory (@made_dir) or data.mdb is not an LMDB file
- * (@mrc MDB_INVALID, MDB_VERSION_MISMATCH: no other process can be using
- * it); data.mdb only when this open made the directory (else another process
+/* What one moraine_open call created, for its failure to remove (open_undo).
+ * had_data, had_lock: data.mdb, lock.mdb were there before the call's
+ * mdb_env_open. Both 1 (not the call's) unless env_open probed them just
+ * before its mdb_env_open, and again when another handle shares the
+ * environment by the time of the failure. */
+typedef struct {
+    int made_dir; /* the call made the directory (mkdir) */
+    int had_data, had_lock;
+    int foreign;  /* data.mdb is not an LMDB file (MDB_INVALID, MDB_VERSION_MISMATCH) or is cut short: no process can be using it */
+} open_made;
+
+/* Removes what a failed moraine_open created in @path (@m), reg_mu held and
+ * the environment closed. lock.mdb goes when the call created it and made
+ * the directory or found data.mdb foreign; data.mdb only when the call
+ * created it in a directory it made (in one that was there, another process
  * may be creating the same catalog); the directory last (rmdir: only if
- * empty). A file that was there before is never removed. */
-static void env_open_undo(const char *path, int mrc, int made_dir, int had_data, int had_lock)
+ * empty). A file or directory that was there before is never removed. */
+static void open_undo(const char *path, const open_made *m)
 {
     char f[4096];
-    int foreign = mrc == MDB_INVALID || mrc == MDB_VERSION_MISMATCH;
-    if (!had_lock && (made_dir || foreign) && snprintf(f, sizeof f, "%s/lock.mdb", path) < (int)sizeof f) (void)unlink(f);
-    if (!had_data && made_dir && snprintf(f, sizeof f, "%s/data.mdb", path) < (int)sizeof f) (void)unlink(f);
-    if (made_dir) (void)rmdir(path);
+    if (!m->had_lock && (m->made_dir || m->foreign) && snprintf(f, sizeof f, "%s/lock.mdb", path) < (int)sizeof f) (void)unlink(f);
+    if (!m->had_data && m->made_dir && snprintf(f, sizeof f, "%s/data.mdb", path) < (int)sizeof f) (void)unlink(f);
+    if (m->made_dir) (void)rmdir(path);
 }
 
-/* Opens a new environment for @path and registers it (reg_mu held); on a
- * failure, removes what the attempt created (env_open_undo; @made_dir: the
- * caller created the directory @path). */
-static int env_open(const char *path, const moraine_options *o, int made_dir, mr_env **out)
+/* Opens a new environment for @path and registers it (reg_mu held). Sets
+ * @m's had_data, had_lock before mdb_env_open runs, and foreign when
+ * data.mdb is not a usable LMDB file; on a failure closes what it opened and
+ * leaves the files to the caller (open_undo). */
+static int env_open(const char *path, const moraine_options *o, open_made *m, mr_env **out)
 {
     mr_env *e = calloc(1, sizeof *e);
     if (!e) return mr_err(MORAINE_ENOMEM, "out of memory");
+    int rc = 0;
     int mrc = mdb_env_create(&e->env);
     if (!mrc) mrc = mdb_env_set_mapsize(e->env, o->map_size);
     if (!mrc) mrc = mdb_env_set_maxreaders(e->env, 512);
@@ -625,26 +636,23 @@ static int env_open(const char *path, const moraine_options *o, int made_dir, mr
         struct stat dst;
         if (snprintf(dpath, sizeof dpath, "%s/data.mdb", path) < (int)sizeof dpath && stat(dpath, &dst) == 0 &&
             dst.st_size == 0) {
-            mdb_env_close(e->env);
-            free(e);
-            return mr_err(MORAINE_EIO, "%s: cannot open catalog read-only: its data.mdb is empty (the process that "
-                          "created it stopped before anything was committed); a write (init, import, sync) sets it up",
-                          path);
+            rc = mr_err(MORAINE_EIO, "%s: cannot open catalog read-only: its data.mdb is empty (the process that "
+                        "created it stopped before anything was committed); a write (init, import, sync) sets it up",
+                        path);
+            goto fail;
         }
     }
-    char probe[4096];
     struct stat st;
-    int had_data = snprintf(probe, sizeof probe, "%s/data.mdb", path) >= (int)sizeof probe || stat(probe, &st) == 0;
-    int had_lock = snprintf(probe, sizeof probe, "%s/lock.mdb", path) >= (int)sizeof probe || stat(probe, &st) == 0;
-    int opened = 0;
     if (!mrc) {
+        char probe[4096];
+        m->had_data = snprintf(probe, sizeof probe, "%s/data.mdb", path) >= (int)sizeof probe || stat(probe, &st) == 0;
+        m->had_lock = snprintf(probe, sizeof probe, "%s/lock.mdb", path) >= (int)sizeof probe || stat(probe, &st) == 0;
         mrc = mdb_env_open(e->env, path, flags, 0600); /* new data.mdb and lock.mdb: owner only (docs/security.md) */
-        opened = 1;
     }
     int fd;
     if (!mrc && !(mrc = mdb_env_get_fd(e->env, &fd)) && fstat(fd, &st) != 0) mrc = errno;
     if (mrc) {
-        int rc;
+        m->foreign = mrc == MDB_INVALID || mrc == MDB_VERSION_MISMATCH;
         if (mrc == EACCES)
             /* LMDB opens lock.mdb for writing even to read, and data.mdb for writing to write */
             rc = mr_err(MORAINE_EIO, "%s: cannot open catalog: permission denied: %s needs %s/lock.mdb writable%s, and the "
@@ -652,10 +660,7 @@ static int env_open(const char *path, const moraine_options *o, int made_dir, mr
                         o->read_only ? " (LMDB's reader table) and data.mdb readable" : " and data.mdb writable");
         else
             rc = mrc == ENOENT ? mr_err(MORAINE_EIO, "%s: cannot open catalog: %s", path, mdb_strerror(mrc)) : mr_lmdb_err(mrc, path);
-        if (e->env) mdb_env_close(e->env);
-        free(e);
-        if (opened) env_open_undo(path, mrc, made_dir, had_data, had_lock);
-        return rc;
+        goto fail;
     }
     /* A data.mdb shorter than the pages its meta page counts (an interrupted
      * copy, a truncated file): reading the missing pages through the map
@@ -665,13 +670,11 @@ static int env_open(const char *path, const moraine_options *o, int made_dir, mr
     MDB_stat ms;
     if (!mdb_env_info(e->env, &ei) && !mdb_env_stat(e->env, &ms) && ms.ms_psize &&
         (uint64_t)st.st_size < ((uint64_t)ei.me_last_pgno + 1) * ms.ms_psize) {
-        int rc = mr_err(MORAINE_ECORRUPT, "%s: data.mdb is %llu bytes, but its pages reach byte %llu: the file was cut short "
-                        "(an interrupted copy?); restore it from a whole copy", path, (unsigned long long)st.st_size,
-                        ((unsigned long long)ei.me_last_pgno + 1) * ms.ms_psize);
-        mdb_env_close(e->env);
-        free(e);
-        env_open_undo(path, MDB_INVALID, made_dir, had_data, had_lock); /* a lock.mdb this open made goes */
-        return rc;
+        rc = mr_err(MORAINE_ECORRUPT, "%s: data.mdb is %llu bytes, but its pages reach byte %llu: the file was cut short "
+                    "(an interrupted copy?); restore it from a whole copy", path, (unsigned long long)st.st_size,
+                    ((unsigned long long)ei.me_last_pgno + 1) * ms.ms_psize);
+        m->foreign = 1; /* a lock.mdb this open made goes */
+        goto fail;
     }
     /* Reader slots left by processes that died in a read: clear them. */
     if (!o->read_only) mdb_reader_check(e->env, NULL);
@@ -686,23 +689,39 @@ static int env_open(const char *path, const moraine_options *o, int made_dir, mr
     reg_head = e;
     *out = e;
     return 0;
+fail:
+    if (e->env) mdb_env_close(e->env);
+    free(e);
+    return rc;
+}
+
+/* Drops one handle's share of @e (reg_mu held); the last one takes it out of
+ * the registry and returns 1: the caller then closes it (env_free). */
+static int env_unref(mr_env *e)
+{
+    if (--e->refs != 0) return 0;
+    for (mr_env **pp = &reg_head; *pp; pp = &(*pp)->next)
+        if (*pp == e) {
+            *pp = e->next;
+            break;
+        }
+    return 1;
+}
+
+/* Closes environment @e, out of the registry (env_unref returned 1). */
+static void env_free(mr_env *e)
+{
+    mdb_env_close(e->env);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
 }
 
 static void env_release(mr_env *e)
 {
     pthread_mutex_lock(&reg_mu);
-    int last = --e->refs == 0;
-    if (last)
-        for (mr_env **pp = &reg_head; *pp; pp = &(*pp)->next)
-            if (*pp == e) {
-                *pp = e->next;
-                break;
-            }
+    int last = env_unref(e);
     pthread_mutex_unlock(&reg_mu);
-    if (!last) return;
-    mdb_env_close(e->env);
-    pthread_mutex_destroy(&e->mu);
-    free(e);
+    if (last) env_free(e);
 }
 
 int moraine_open(const char *path, const moraine_options *opts, moraine_db **out)
@@ -716,42 +735,42 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     if (!o.max_map_size) o.max_map_size = DEFAULT_MAX_MAP;
     if (o.max_map_size < o.map_size) o.max_map_size = o.map_size;
     struct stat st;
-    int made_dir = 0;
-    if (stat(path, &st) != 0) {
-        if (o.read_only || !o.create) return mr_err(MORAINE_EIO, "%s: no such catalog directory", path);
-        /* private, as PostgreSQL's data directory: the store may hold encryption keys */
-        /* another process may create it between stat and mkdir (two imports or
-         * syncs started at once): a directory that exists now is fine */
-        if (mkdir(path, 0700) == 0) made_dir = 1;
-        else if (!(errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
-            return mr_err(MORAINE_EIO, "%s: cannot create directory: %s", path, strerror(errno));
-    } else if (!S_ISDIR(st.st_mode)) {
-        return mr_err(MORAINE_EIO, "%s: not a directory (a moraine catalog is a directory)", path);
-    }
+    int exists = stat(path, &st) == 0;
+    if (!exists && (o.read_only || !o.create)) return mr_err(MORAINE_EIO, "%s: no such catalog directory", path);
+    if (exists && !S_ISDIR(st.st_mode)) return mr_err(MORAINE_EIO, "%s: not a directory (a moraine catalog is a directory)", path);
     moraine_db *db = calloc(1, sizeof *db);
     if (!db) return mr_err(MORAINE_ENOMEM, "out of memory");
     db->opts = o;
     db->pid = getpid();
     pthread_mutex_init(&db->mu, NULL);
+    /* From here every failure goes through fail: what this call created
+     * (made) goes, nothing that was there before (open_undo). */
+    open_made made = {0, 1, 1, 0};
     int rc = 0, mrc;
+    if (!exists) {
+        /* private, as PostgreSQL's data directory: the store may hold encryption keys */
+        /* another process may create it between stat and mkdir (two imports or
+         * syncs started at once): a directory that exists now is fine */
+        if (mkdir(path, 0700) == 0) made.made_dir = 1;
+        else if (!(errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+            rc = mr_err(MORAINE_EIO, "%s: cannot create directory: %s", path, strerror(errno));
+            goto fail;
+        }
+    }
     pthread_mutex_lock(&reg_mu);
     mr_env *sh = env_find(path);
     if (sh) {
         if (sh->read_only && !o.read_only) {
-            pthread_mutex_unlock(&reg_mu);
             rc = mr_err(MORAINE_EREADONLY, "%s: the catalog is already open read-only in this process; close that handle first, or open the "
                         "catalog for writing first (one process shares one LMDB environment per catalog)", path);
-            goto fail;
+            goto fail_locked;
         }
         sh->refs++;
-    } else {
-        if ((rc = env_open(path, &o, made_dir, &sh))) {
-            pthread_mutex_unlock(&reg_mu);
-            goto fail;
-        }
+    } else if ((rc = env_open(path, &o, &made, &sh))) {
+        goto fail_locked;
     }
-    pthread_mutex_unlock(&reg_mu);
     db->sh = sh;
+    pthread_mutex_unlock(&reg_mu);
     db->env = sh->env;
     /* A larger map may have been set by another process or handle: adopt it. */
     MDB_envinfo ei;
@@ -807,7 +826,16 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     *out = db;
     return 0;
 fail:
-    if (db->sh) env_release(db->sh);
+    pthread_mutex_lock(&reg_mu);
+fail_locked:
+    /* reg_mu held from the environment's release to open_undo: no handle of
+     * this process can open the files in between */
+    if (db->sh) {
+        if (env_unref(db->sh)) env_free(db->sh);
+        else made.had_data = made.had_lock = 1; /* another handle shares the environment now: its files stay */
+    }
+    open_undo(path, &made);
+    pthread_mutex_unlock(&reg_mu);
     rels_clear(db);
     pthread_mutex_destroy(&db->mu);
     free(db);

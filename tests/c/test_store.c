@@ -2,7 +2,8 @@
  * test_store.c — the catalog through its public contract (moraine.h) only:
  * open/close, staged commits of partition specs, temporal reads, the refusals
  * (each must leave the store exactly as it was), read-only handles, NDJSON
- * import errors, and a value damaged on disk.
+ * import errors, a value damaged on disk, and opens that fail on a full disk
+ * (a small tmpfs mounted in a child process's own mount namespace).
  *
  * The one place that goes around moraine is the damage: the catalog is closed,
  * its LMDB environment opened directly, and a live row's value overwritten with
@@ -20,9 +21,11 @@
 #include <dirent.h>
 #include <ftw.h>
 #include <lmdb.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -437,6 +440,122 @@ static void test_truncated_store(void)
     CHECK_RC(moraine_last_snapshot(db, &last), 1);
     CHECK_INT(last, 60);
     moraine_close(db);
+}
+
+/* ---- a full disk ------------------------------------------------------------------ */
+
+/* Writes @text to the file @path (of /proc); 0 or -1. */
+static int write_proc(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY);
+    if (fd < 0) return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Mounts a tmpfs of @pages pages at @mnt in a mount namespace of this
+ * (child) process's own: no other process sees it, and it goes when the
+ * process ends. As root, CLONE_NEWNS; else an unprivileged user namespace
+ * (the caller mapped to root in it). Returns 0, or -1 when this machine
+ * allows neither. */
+static int mount_small_tmpfs(const char *mnt, long pages)
+{
+    if (unshare(CLONE_NEWNS) != 0) {
+        char map[64];
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return -1;
+        snprintf(map, sizeof map, "0 %lu 1", (unsigned long)uid);
+        if (write_proc("/proc/self/uid_map", map) != 0) return -1;
+        snprintf(map, sizeof map, "0 %lu 1", (unsigned long)gid);
+        if (write_proc("/proc/self/setgroups", "deny") != 0 || write_proc("/proc/self/gid_map", map) != 0) return -1;
+    }
+    /* the mount must not reach the machine's own mounts (a shared / propagates) */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return -1;
+    char opt[64];
+    snprintf(opt, sizeof opt, "size=%ld,mode=0700", pages * sysconf(_SC_PAGESIZE));
+    return mount("tmpfs", mnt, "tmpfs", 0, opt);
+}
+
+enum { FULL_REFUSED, FULL_OPENED, FULL_CHECK_FAILED, FULL_NO_MOUNT };
+
+/* Run in a child: moraine_open of a new catalog directory in a tmpfs of
+ * @pages pages at @mnt (@existing: of a directory that was there, holding a
+ * file, in @pages more). Returns FULL_REFUSED (the open failed, ENOSPC, and
+ * left what it should), FULL_OPENED, FULL_CHECK_FAILED (printed) or
+ * FULL_NO_MOUNT. */
+static int full_disk_open(const char *mnt, long pages, int existing)
+{
+    if (mount_small_tmpfs(mnt, pages + existing) != 0) return FULL_NO_MOUNT;
+    char p[4200], f[4300];
+    snprintf(p, sizeof p, "%s/%s", mnt, existing ? "keep" : "new");
+    snprintf(f, sizeof f, "%s/notes.txt", p);
+    if (existing) write_file(p, "notes.txt", "mine\n");
+    moraine_db *db = NULL;
+    int rc = moraine_open(p, NULL, &db);
+    struct stat st;
+    int ok = 1;
+    if (rc == 0) {
+        moraine_close(db);
+    } else if (!strstr(moraine_errmsg(), strerror(ENOSPC))) {
+        fprintf(stderr, "a tmpfs of %ld pages: the open failed, but not for want of space: %d '%s'\n", pages, rc, moraine_errmsg());
+        ok = 0;
+    } else if (!existing && stat(p, &st) == 0) {
+        fprintf(stderr, "a tmpfs of %ld pages: the failed open left the directory %s it created\n", pages, p);
+        ok = 0;
+    }
+    if (existing && (stat(p, &st) != 0 || stat(f, &st) != 0 || st.st_size != 5)) {
+        fprintf(stderr, "a tmpfs of %ld pages: the open (rc %d) removed the directory %s that was there, or its file\n", pages, rc, p);
+        ok = 0;
+    }
+    return !ok ? FULL_CHECK_FAILED : rc == 0 ? FULL_OPENED : FULL_REFUSED;
+}
+
+/* A new catalog on a full disk: every open that fails removes the directory
+ * it created, with what LMDB put in it, whichever step failed; a directory
+ * that was there stays with its file. A tmpfs of 1, 2, 3, ... pages until
+ * the open succeeds: with LMDB 0.9 (pages of the OS page size) 1 and 2 pages
+ * fail in mdb_env_open (the two meta pages of data.mdb do not fit beside
+ * lock.mdb's first page), 3 at the first commit (the page of the format
+ * marker: it left data.mdb and lock.mdb in the directory), 4 opens. */
+static void test_open_full_disk(void)
+{
+    char mnt[4096];
+    path_of(mnt, sizeof mnt, "full");
+    mkdir(mnt, 0700);
+    for (int existing = 0; existing < 2; existing++) {
+        int refused = 0, opened = 0;
+        for (long pages = 1; pages <= 32 && !opened; pages++) {
+            fflush(stdout);
+            fflush(stderr);
+            pid_t pid = fork();
+            if (pid == 0) _exit(full_disk_open(mnt, pages, existing));
+            int status = 0;
+            int waited = pid > 0 && waitpid(pid, &status, 0) == pid;
+            CHECK(waited, "fork: %s", strerror(errno));
+            CHECK(!waited || WIFEXITED(status), "a tmpfs of %ld pages: the process opening the catalog died (signal %d)", pages,
+                  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+            if (!waited || !WIFEXITED(status)) break;
+            int code = WEXITSTATUS(status);
+            if (code == FULL_NO_MOUNT) {
+                /* neither root nor a user namespace: a skip, a failure where the setup should allow it */
+                const char *ci = getenv("CI"), *strict = getenv("MORAINE_NO_SKIP");
+                int must = (ci && strcmp(ci, "true") == 0) || (strict && strcmp(strict, "1") == 0);
+                CHECK(!must, "cannot mount a small tmpfs (needs root or user namespaces)");
+                if (!must) fprintf(stderr, "test_store: a full disk not tested: cannot mount a small tmpfs (needs root or user namespaces)\n");
+                rmdir(mnt);
+                return;
+            }
+            CHECK(code == FULL_REFUSED || code == FULL_OPENED, "a tmpfs of %ld pages (%s directory): see above", pages,
+                  existing ? "an existing" : "a new");
+            refused += code == FULL_REFUSED;
+            opened = code == FULL_OPENED;
+        }
+        CHECK(refused > 0 && opened, "%s directory: %d sizes refused, then %s", existing ? "an existing" : "a new", refused,
+              opened ? "one opened" : "none of up to 32 pages opened");
+    }
+    CHECK(rmdir(mnt) == 0, "the mount point %s: %s", mnt, strerror(errno));
 }
 
 /* ---- commits and reads ------------------------------------------------------------- */
@@ -1380,6 +1499,7 @@ int main(void)
 
     test_open_close();
     test_truncated_store();
+    test_open_full_disk();
 
     moraine_db *db = NULL;
     CHECK_RC(moraine_open(path, NULL, &db), 0);
