@@ -30,7 +30,8 @@
 -- the commit ids advance: each table is read once per round whatever the
 -- number of ids (a batch's query reads the whole table, SQLite's DuckLake
 -- tables having no index on the snapshot columns), and memory holds one
--- commit id's rows. Each commit id is one staged commit (`db:commit`, one LMDB
+-- commit id's rows (a round after the first reads its new rows once more
+-- before, for their text: see below). Each commit id is one staged commit (`db:commit`, one LMDB
 -- write transaction; one whose snapshot DuckLake expired, so that it has no
 -- ducklake_snapshot row, is committed with `{partial = true}`, allowed for
 -- every commit of a round but its last), in the order `moraine_import_ndjson` uses
@@ -48,6 +49,18 @@
 -- naming both snapshots and nothing of that commit is written. What was
 -- committed before stays: every commit is a whole source snapshot. Running
 -- sync again continues from the catalog's last snapshot.
+--
+-- ## Text that is not UTF-8
+--
+-- A round into an empty catalog checks the whole source first (`check`),
+-- which refuses a string that is not valid UTF-8 in a column moraine types
+-- VARCHAR (the text columns DuckLake defines; the catalog's exports could not
+-- write it). Every later round refuses it too, in what it writes, before its
+-- first commit: the rows it replays (read once more for this), every row of
+-- the non-versioned tables, the versions it inserts into the past. EINVAL
+-- names the table, the row and the column, as a first round does, and
+-- nothing of the round is written. Columns moraine does not know (an inlined
+-- data table's) keep their bytes in every round.
 --
 -- ## How sync replays the past
 --
@@ -102,6 +115,7 @@
 -- @module moraine.sync
 
 local moraine = require "moraine"
+local sqlite = require "moraine.sqlite"
 local sync_source = require "moraine.sync_source"
 local rewrite = require "moraine.sync_rewrite"
 
@@ -169,6 +183,123 @@ function M.check(src, tables)
     if k > 0 then checker:add(name, cols, chunk) end
   end
   return checker:finish()
+end
+
+-- ---- text that is not UTF-8, in a later round -------------------------------------------
+
+-- The columns of table @name among @cols that moraine types VARCHAR
+-- (`core.column_type`, engine/tables.c: DuckLake's text columns), in order.
+local function text_columns(name, cols)
+  local out = {}
+  for _, c in ipairs(cols) do
+    if core.column_type(name, c) == "varchar" then out[#out + 1] = c end
+  end
+  return out
+end
+
+-- The bytes of @s as the engine shows them in its refusal (engine/ndjson.c,
+-- add_values): the first 40, printable ASCII but '\' as is, any other byte as
+-- \xNN, "..." after a longer string.
+local function shown(s)
+  local head = s:sub(1, 40):gsub(".", function(ch)
+    local b = ch:byte()
+    if b >= 0x20 and b < 0x7F and b ~= 0x5C then return ch end
+    return string.format("\\x%02x", b)
+  end)
+  return head .. (#s > 40 and "..." or "")
+end
+
+-- Refuses text that is not valid UTF-8 in the rows a round after the first
+-- writes, before it writes anything: what a first round's `check` (the
+-- engine's `moraine_import_check_*`, engine/ndjson.c add_values) refuses in
+-- the whole source. The rows checked: those `sync` replays from the source,
+-- read once more (the versions that begin above @from and up to the round's
+-- last commit id, the ducklake_snapshot rows in that range, the children of
+-- the parents that begin in it), then every row of the non-versioned tables (the round's last commit makes them equal to
+-- the source's) and the versions, with their children, the round inserts
+-- into the past (@rewrites, `sync_rewrite.plan_rewrites`). A column is
+-- checked when moraine types it VARCHAR (`core.column_type`: the text
+-- columns DuckLake defines); the columns it does not know (an inlined data
+-- table's, say) keep their bytes, as in a first import.
+-- @param src the source, its round begun
+-- @tparam table tables `src:tables()`
+-- @param from the catalog's last snapshot (not nil)
+-- @tparam table ids the round's commit ids, sorted (may be empty)
+-- @tparam table rewrites `plan_rewrites`' result
+-- @return nothing
+-- @raise EINVAL "sync: <table> row <n>: column '<c>' holds '<bytes>', bytes
+--   that are not valid UTF-8, ..." (n: the row's position in the source plus
+--   one: a SQLite row's rowid, its 1-based place in a table without gaps, as
+--   `check` numbers rows; a source without positions,
+--   PostgreSQL, names the row by its first three integer columns that are
+--   ids or its begin_snapshot: "row (data_file_id=39, table_id=1,
+--   begin_snapshot=14)"); the errors of
+--   the source's queries
+local function check_round_text(src, tables, from, ids, rewrites)
+  local valid = sqlite.valid_utf8
+  local cols_of = {}
+  local function text_of(name, cols)
+    local l = cols_of[name]
+    if not l then
+      l = text_columns(name, cols)
+      cols_of[name] = l
+    end
+    return l
+  end
+  local function check_row(name, cols, row, pos)
+    for _, c in ipairs(cols) do
+      local v = row[c]
+      if type(v) == "string" and not valid(v) then
+        local which
+        if pos ~= nil and not ilt(pos, 0) then
+          which = "row " .. inum(pos + 1)
+        else
+          local l = {}
+          for _, k in ipairs(tables[name] and tables[name].columns or {}) do
+            local x = row[k]
+            if #l < 3 and x ~= nil and x ~= NULL and (k:find("_id$") or k == "begin_snapshot")
+              and core.column_type(name, k) == "bigint" then
+              l[#l + 1] = k .. "=" .. inum(x)
+            end
+          end
+          which = "row (" .. table.concat(l, ", ") .. ")"
+        end
+        raise("EINVAL", "sync: %s %s: column '%s' holds '%s', bytes that are not valid UTF-8, which the catalog's "
+          .. "exports (NDJSON, SQL, JSON) need (an NDJSON import refuses them too); the round is refused, nothing of "
+          .. "it written (the catalog stays at snapshot %s)", name, which, c, shown(v), inum(from))
+      end
+    end
+  end
+  local hi = ids[#ids]
+  for _, t in ipairs(tables) do
+    local cols = text_of(t.name, t.columns)
+    local f
+    if #cols == 0 then
+      f = false
+    elseif t.placement == "rows" then
+      f = nil
+    elseif hi == nil then
+      f = false
+    elseif t.placement == "snapshot" then
+      f = { kind = "id", column = "snapshot_id", lo = from, hi = hi }
+    elseif t.placement == "temporal" then
+      f = { kind = "id", column = "begin_snapshot", lo = from, hi = hi }
+    else
+      local c = CHILD[t.name]
+      f = false
+      if c and tables[c.parent] then
+        f = { kind = "child", parent = c.parent, keys = c.keys, lo = from, hi = hi,
+          parent_column = c.parent == "ducklake_snapshot" and "snapshot_id" or "begin_snapshot" }
+      end
+    end
+    if f ~= false then
+      for row, pos in src:select(t, f) do check_row(t.name, cols, row, pos) end
+    end
+  end
+  for _, e in ipairs(rewrites.inserts) do
+    check_row(e.name, text_of(e.name, tables[e.name].columns), e.row, e.ord)
+    for _, k in ipairs(e.children or {}) do check_row(k.name, text_of(k.name, tables[k.name].columns), k.row, k.ord) end
+  end
 end
 
 -- ---- sync -----------------------------------------------------------------------------
@@ -486,6 +617,11 @@ end
 --   not migrated: v0.1's ducklake_partition_column.column_id stays a position)
 -- @raise the errors of `check` (a round into an empty catalog, or with
 --   `check`: a malformed source is refused before anything is written),
+--   EINVAL from a later round, before it writes anything: "sync: <table> row
+--   <n>: column '<c>' holds '<bytes>', bytes that are not valid UTF-8, ...;
+--   the round is refused, nothing of it written" (text that is not UTF-8 in
+--   a row the round would write, in a column moraine types VARCHAR, as
+--   `check` refuses it in a first round; see "Text that is not UTF-8"),
 --   ECONFLICT (another writer committed to the catalog during the round:
 --   "sync: the catalog's last snapshot is X, expected Y ... source snapshot Z
 --   not written"; or before it: the catalog's last snapshot is not the
@@ -563,6 +699,9 @@ function M.sync(db, source, opts)
         result.history_compared = l
       end
       local rewrites = rewrite.plan_rewrites(db, src, tables, from, scope)
+      -- a later round refuses text that is not UTF-8 in what it writes before
+      -- it writes anything, as a first round's check (or opts.check's) does
+      if from ~= nil and not opts.check then check_round_text(src, tables, from, ids, rewrites) end
       result.history_deleted, result.history_inserted = #rewrites.deletes, #rewrites.inserts
       local rewrites_pending = #rewrites.deletes + #rewrites.inserts > 0
       -- defines the source's tables the catalog lacks; returns the set of
