@@ -265,6 +265,7 @@ int l_db_import_rows(lua_State *L);
 int l_db_import_sqlite(lua_State *L);
 int l_import_ndjson_check(lua_State *L);
 int l_import_check_new(lua_State *L);
+int l_column_type(lua_State *L);
 int l_import_check_add(lua_State *L);
 int l_import_check_finish(lua_State *L);
 int l_import_check_gc(lua_State *L);

@@ -106,6 +106,7 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"rename_exchange", l_rename_exchange},
                                         {"import_ndjson_check", l_import_ndjson_check},
                                         {"import_check", l_import_check_new},
+                                        {"column_type", l_column_type},
                                         {NULL, NULL}};
 
 static const luaL_Reg import_check_methods[] = {{"add", l_import_check_add},

@@ -632,6 +632,21 @@ int l_import_check_gc(lua_State *L)
     return 0;
 }
 
+/* core.column_type(table, column) -> "bigint" | "varchar" | "boolean" | "any":
+ * moraine_known_column_type, the type moraine gives column @column of
+ * DuckLake's table @table ("any": a table or column it does not know) */
+int l_column_type(lua_State *L)
+{
+    const char *table = luaL_checkstring(L, 1), *column = luaL_checkstring(L, 2);
+    switch (moraine_known_column_type(table, column)) {
+    case MORAINE_COL_BIGINT: lua_pushliteral(L, "bigint"); break;
+    case MORAINE_COL_VARCHAR: lua_pushliteral(L, "varchar"); break;
+    case MORAINE_COL_BOOLEAN: lua_pushliteral(L, "boolean"); break;
+    default: lua_pushliteral(L, "any"); break;
+    }
+    return 1;
+}
+
 /* verify/stats callbacks run inside the engine: the Lua work they do is
  * protected (lua_pcall), so no error can longjmp through engine frames. */
 typedef struct {

@@ -267,6 +267,18 @@ int moraine_relation_at(moraine_db *db, size_t i, moraine_relation_info *out);
  */
 int moraine_column_index(const moraine_relation_info *rel, const char *col);
 
+/**
+ * moraine_known_column_type - the type moraine gives column @column of
+ * DuckLake's table @table (DuckLake v1.0 and 1.1-dev1's column types,
+ * engine/tables.c), with no catalog: the type a relation defined with that
+ * column has (moraine_relation_info.coltypes) and the one the imports check
+ * (a string that is not valid UTF-8 is refused in a MORAINE_COL_VARCHAR
+ * column, kept in a MORAINE_COL_ANY one).
+ * Returns the type; MORAINE_COL_ANY for a table or a column moraine does not
+ * know (an inlined data table's columns, say) and for a NULL argument.
+ */
+moraine_coltype moraine_known_column_type(const char *table, const char *column);
+
 /* ---- staged commits (the write path DuckLake's own rows take) ----------------- */
 typedef struct moraine_txn moraine_txn;
 

@@ -132,6 +132,12 @@ moraine_coltype mr_known_coltype(const mr_known_table *kt, const char *col)
     }
 }
 
+moraine_coltype moraine_known_column_type(const char *table, const char *column)
+{
+    if (!table || !column) return MORAINE_COL_ANY;
+    return mr_known_coltype(mr_known(table), column);
+}
+
 unsigned mr_known_colflags(const mr_known_table *kt, const char *col)
 {
     return known_letter(kt, col) == 'K' ? MORAINE_COL_SECRET : 0u;

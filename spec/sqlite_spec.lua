@@ -110,6 +110,23 @@ local STATS_COLS = { "table_id", "record_count", "next_row_id", "file_size_bytes
 after_each(function() support.cleanup() end)
 
 -- ---- the round trip through SQLite ------------------------------------------------
+describe("sqlite.valid_utf8", function()
+  -- each runtime's answer (Lua 5.4: utf8.len; LuaJIT: the byte loop) on the
+  -- edges of UTF-8: what PostgreSQL and the catalog's exports accept
+  it("accepts UTF-8 up to U+10FFFF and NUL; refuses overlong forms, surrogates, beyond U+10FFFF, stray and "
+    .. "missing continuation bytes", function()
+    for _, s in ipairs({ "", "abc", "a\0b", "\xC2\x80", "\xDF\xBF", "\xE0\xA0\x80", "\xED\x9F\xBF", "\xEE\x80\x80",
+      "\xEF\xBF\xBF", "\xF0\x90\x80\x80", "\xF4\x8F\xBF\xBF", "caf\xC3\xA9" }) do
+      assert.is_true(sqlite.valid_utf8(s), ("%q"):format(s))
+    end
+    for _, s in ipairs({ "\x80", "\xBF", "\xC0\x80", "\xC1\xBF", "\xC2", "\xC2\x41", "\xE0\x9F\xBF", "\xED\xA0\x80",
+      "\xED\xBF\xBF", "\xE1\x80", "\xF0\x8F\xBF\xBF", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xF8\x88\x80\x80\x80",
+      "\xFE", "\xFF\x41\xFE", "ok\xC3" }) do
+      assert.is_false(sqlite.valid_utf8(s), ("%q"):format(s))
+    end
+  end)
+end)
+
 describe("moraine.sqlite round trip", function()
   for _, scenario in ipairs(support.SCENARIOS) do
     it(scenario .. ": NDJSON -> export_sql -> sqlite3 -> sqlite.import gives back every file byte for byte",

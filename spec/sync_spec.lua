@@ -292,6 +292,225 @@ describe("moraine.sync", function()
         ref:close()
         db:close()
       end)
+
+    -- runs @sql on the SQLite file @file (sqlite3 -bail)
+    local function sqlite_exec(file, sql)
+      assert.is_true(support.sh("sqlite3 -bail " .. support.q(file) .. " " .. support.q(sql)), sql)
+    end
+
+    -- bytes that are not UTF-8 (0xFF, 0xFE never are), as SQLite TEXT
+    local BAD = "CAST(X'FF41FE' AS TEXT)"
+
+    -- each: the table and column given bytes that are not UTF-8, the SQL that
+    -- puts them in a row a later round (above snapshot 9) brings, and what
+    -- that round would do with it: insert a version that begins above 9, a
+    -- ducklake_snapshot row, a child row of each kind of parent, a row of a
+    -- non-versioned table (made equal in the round's last commit); then the
+    -- commit id the round refuses (the row's snapshot: the version's begin,
+    -- the snapshot row's id, the child's parent's begin, the round's last)
+    local LATER = {
+      { "ducklake_data_file", "path", "UPDATE ducklake_data_file SET path = " .. BAD .. " WHERE data_file_id = 39", 14 },
+      { "ducklake_table", "table_name", "INSERT INTO ducklake_table VALUES (99, 'b5b0e7b6-0000-4000-8000-000000000099', "
+        .. "14, NULL, 0, " .. BAD .. ", 'x/', 1)", 14 },
+      { "ducklake_snapshot", "snapshot_time", "UPDATE ducklake_snapshot SET snapshot_time = " .. BAD
+        .. " WHERE snapshot_id = 15", 15 },
+      { "ducklake_snapshot_changes", "changes_made", "UPDATE ducklake_snapshot_changes SET changes_made = " .. BAD
+        .. " WHERE snapshot_id = 12", 12 },
+      { "ducklake_file_column_stats", "max_value", "UPDATE ducklake_file_column_stats SET max_value = " .. BAD
+        .. " WHERE rowid = (SELECT min(rowid) FROM ducklake_file_column_stats WHERE data_file_id = 40)", 17 },
+      { "ducklake_metadata", "value", "UPDATE ducklake_metadata SET value = " .. BAD .. " WHERE key = 'created_by'", 20 },
+    }
+
+    -- the message of sync.sync(db, file)'s EINVAL, which names @tbl, @col and
+    -- the bytes as @holds shows them (default: BAD's)
+    local function utf8_refusal(db, file, tbl, col, holds)
+      local e = support.expect_err("EINVAL", { tbl .. " row ", "column '" .. col .. "' holds '"
+        .. (holds or "\\xffA\\xfe") .. "'", "bytes that are not valid UTF-8" }, sync.sync, db, file)
+      return e.message
+    end
+
+    -- the first import's message @m1, up to "UTF-8", follows "sync: " at the
+    -- start of the later round's @m2 (the same row named the same way: the file's rows have no gaps, a
+    -- row's number is its rowid), whose tail says that source snapshot
+    -- @refused is not written and the catalog stays at @stays
+    local function same_refusal(m1, m2, refused, stays)
+      local head = m1:match("^(.-bytes that are not valid UTF%-8)")
+      assert.is_truthy(head, m1)
+      assert.are.equal("sync: " .. head, m2:sub(1, #head + 6), m2 .. "\n  does not begin as the first import's\n" .. m1)
+      assert.is_truthy(m2:find("; source snapshot " .. refused .. " is refused, not written, nor any after it "
+        .. "(the catalog stays at snapshot " .. stays .. ")", 1, true), m2)
+    end
+
+    -- the rows of the non-versioned tables of @db, as a sorted list of row forms
+    local function loose_rows(db)
+      local out = {}
+      db:read(function(rd)
+        for _, rel in ipairs(db:relations()) do
+          if rel.placement == "rows" then
+            for row in rd:scan(rel.name, { at = moraine.ALL }) do
+              out[#out + 1] = rel.name .. ":" .. sync.row_form(row, rel.columns)
+            end
+          end
+        end
+      end)
+      table.sort(out)
+      return table.concat(out, "\n")
+    end
+
+    -- whether a row of @tbl in the catalog @db holds BAD's bytes in @col
+    local function holds_bad(db, tbl, col)
+      if not db:relation(tbl) then return false end
+      for _, row in ipairs(support.rows_of(db, tbl, { at = moraine.ALL })) do
+        if row[col] == "\255A\254" then return true end
+      end
+      return false
+    end
+
+    for _, case in ipairs(LATER) do
+      local tbl, col, sql, refused = case[1], case[2], case[3], case[4]
+      it("a later round that brings text that is not UTF-8 (" .. tbl .. "." .. col .. ") refuses it as the first "
+        .. "import does, naming table, row and column, before the commit of snapshot " .. refused .. ": the "
+        .. "snapshots before it stay", function()
+        local part, pref = sqlite_of("s1_evolution", 9)
+        local whole, wref = sqlite_of("s1_evolution")
+        sqlite_exec(whole, sql)
+        -- the first import of that source refuses it
+        local first = open_new("utf8-first")
+        local m1 = utf8_refusal(first, whole, tbl, col)
+        assert.is_nil(first:last_snapshot())
+        -- a catalog that follows the source's first snapshots refuses the
+        -- commit that would write it; the round's commits before it stay
+        -- (s1_evolution has every snapshot: the one before is refused - 1)
+        local db = open_new("utf8-later")
+        assert.are.equal(9, sync.sync(db, part).to)
+        local loose = loose_rows(db)
+        local m2 = utf8_refusal(db, whole, tbl, col)
+        same_refusal(m1, m2, refused, refused - 1)
+        assert.are.equal(refused - 1, db:last_snapshot())
+        assert.is_false(holds_bad(db, tbl, col))
+        -- what stays is the source's snapshots up to refused - 1 (the
+        -- non-versioned rows as the round to 9 left them: the round's last
+        -- commit, never made, would have made them the source's)
+        local _, uref = sqlite_of("s1_evolution", refused - 1)
+        assert.are.equal(state_at(uref, refused - 1), state_at(db, refused - 1))
+        assert.are.equal(loose, loose_rows(db))
+        -- once the source is mended the same catalog follows it from there
+        sqlite_exec(whole, "UPDATE " .. tbl .. " SET " .. col .. " = 'ok' WHERE CAST(" .. col .. " AS BLOB) = X'FF41FE'")
+        local r = sync.sync(db, whole)
+        assert.are.equal(refused - 1, r.from)
+        assert.are.equal(20, r.to)
+        assert_same(db, whole)
+        pref:close()
+        wref:close()
+        uref:close()
+        first:close()
+        db:close()
+      end)
+    end
+
+    it("a later round shows the bytes as the first import does: 40 at most, a backslash as \\x5c", function()
+      local part, pref = sqlite_of("s1_evolution", 9)
+      local whole, wref = sqlite_of("s1_evolution")
+      sqlite_exec(whole, "UPDATE ducklake_metadata SET value = CAST(X'5C41FF' || '" .. string.rep("0123456789", 5)
+        .. "' AS TEXT) WHERE key = 'created_by'")
+      local holds = "\\x5cA\\xff" .. ("0123456789"):rep(4):sub(1, 37) .. "..."
+      local first = open_new("utf8-shown-first")
+      local m1 = utf8_refusal(first, whole, "ducklake_metadata", "value", holds)
+      local db = open_new("utf8-shown")
+      assert.are.equal(9, sync.sync(db, part).to)
+      local m2 = utf8_refusal(db, whole, "ducklake_metadata", "value", holds)
+      -- refused in the round's last commit, which makes the non-versioned tables the source's
+      same_refusal(m1, m2, 20, 19)
+      assert.are.equal(19, db:last_snapshot())
+      pref:close()
+      wref:close()
+      first:close()
+      db:close()
+    end)
+
+    it("a later round keeps bytes that are not UTF-8 in a column moraine does not know (an inlined data table's), "
+      .. "as a first import does", function()
+      local part, pref = sqlite_of("s1_evolution", 9)
+      local whole, wref = sqlite_of("s1_evolution")
+      sqlite_exec(whole, "CREATE TABLE ducklake_inlined_data_1_9 (row_id BIGINT, begin_snapshot BIGINT, "
+        .. "end_snapshot BIGINT, x VARCHAR); INSERT INTO ducklake_inlined_data_1_9 VALUES (0, 14, NULL, " .. BAD .. ")")
+      local first = open_new("utf8-unknown-first")
+      assert.are.equal(20, sync.sync(first, whole).to)
+      local db = open_new("utf8-unknown")
+      assert.are.equal(9, sync.sync(db, part).to)
+      assert.are.equal(20, sync.sync(db, whole).to)
+      assert.are.equal("\255A\254", support.rows_of(db, "ducklake_inlined_data_1_9")[1].x)
+      assert_same(db, whole)
+      pref:close()
+      wref:close()
+      first:close()
+      db:close()
+    end)
+
+    it("a round without a new snapshot that brings text that is not UTF-8 in a non-versioned table refuses it; "
+      .. "nothing is written", function()
+      local whole, wref = sqlite_of("s1_evolution")
+      local db = open_new("utf8-rows")
+      assert.are.equal(20, sync.sync(db, whole).to)
+      local before = support.dump(db)
+      sqlite_exec(whole, "UPDATE ducklake_files_scheduled_for_deletion SET path = " .. BAD)
+      local m = utf8_refusal(db, whole, "ducklake_files_scheduled_for_deletion", "path")
+      assert.is_truthy(m:find("; the round writes nothing (the catalog stays at snapshot 20)", 1, true), m)
+      assert.are.equal(before, support.dump(db))
+      wref:close()
+      db:close()
+    end)
+
+    it("a round that rewrites the past (snapshots expired at the source) refuses a version it would insert whose "
+      .. "text is not UTF-8; nothing is written", function()
+      local whole, wref = sqlite_of("s1_evolution")
+      local db = open_new("utf8-rewrite")
+      assert.are.equal(20, sync.sync(db, whole).to)
+      local before = support.dump(db)
+      -- snapshot 2 expired: the round compares every version at or below 20
+      -- and would replace data file 39's version by the source's
+      sqlite_exec(whole, "DELETE FROM ducklake_snapshot_changes WHERE snapshot_id = 2; "
+        .. "DELETE FROM ducklake_snapshot WHERE snapshot_id = 2; "
+        .. "UPDATE ducklake_data_file SET path = " .. BAD .. " WHERE data_file_id = 39")
+      local m = utf8_refusal(db, whole, "ducklake_data_file", "path")
+      assert.is_truthy(m:find("; the round writes nothing (the catalog stays at snapshot 20)", 1, true), m)
+      assert.are.equal(before, support.dump(db))
+      -- mended, the same round goes through (the refusal was the text's)
+      sqlite_exec(whole, "UPDATE ducklake_data_file SET path = 'ok' WHERE data_file_id = 39")
+      local r = sync.sync(db, whole)
+      assert.are.same({ 2 }, r.expired_at_source)
+      assert.is_true(r.history_inserted >= 1)
+      assert_same(db, whole)
+      wref:close()
+      db:close()
+    end)
+
+    it("a round with new snapshots that rewrites the past refuses a version it would insert whose text is not "
+      .. "UTF-8 before its first commit, which writes the rewrites", function()
+      local part, pref = sqlite_of("s1_evolution", 9)
+      local whole, wref = sqlite_of("s1_evolution")
+      local db = open_new("utf8-rewrite-new")
+      assert.are.equal(9, sync.sync(db, part).to)
+      local before = support.dump(db)
+      -- snapshot 2 expired: the round compares every version at or below 9
+      -- and would replace data file 0's version (snapshot 3) by the source's
+      sqlite_exec(whole, "DELETE FROM ducklake_snapshot_changes WHERE snapshot_id = 2; "
+        .. "DELETE FROM ducklake_snapshot WHERE snapshot_id = 2; "
+        .. "UPDATE ducklake_data_file SET path = " .. BAD .. " WHERE data_file_id = 0")
+      local m = utf8_refusal(db, whole, "ducklake_data_file", "path")
+      assert.is_truthy(m:find("; source snapshot 10 is refused, not written, nor any after it (the catalog stays "
+        .. "at snapshot 9)", 1, true), m)
+      assert.are.equal(before, support.dump(db))
+      sqlite_exec(whole, "UPDATE ducklake_data_file SET path = 'ok' WHERE data_file_id = 0")
+      local r = sync.sync(db, whole)
+      assert.are.same({ 2 }, r.expired_at_source)
+      assert.is_true(r.history_inserted >= 1)
+      assert.are.equal(20, r.to)
+      assert_same(db, whole)
+      pref:close()
+      wref:close()
+      db:close()
+    end)
   end)
 
   describe("with other writers", function()
@@ -435,6 +654,47 @@ describe("moraine.sync", function()
         for row in rd:scan("ducklake_snapshot", { at = moraine.ALL }) do assert.is_true(row.snapshot_id ~= 1 and row.snapshot_id ~= 2) end
       end)
       db:close()
+    end)
+
+    it("a later round that brings text that is not UTF-8 (a SQL_ASCII database holds any bytes) refuses it, naming "
+      .. "the row by its integer columns (PostgreSQL rows have no position), before the commit of its snapshot: the "
+      .. "snapshots before it stay", function()
+      pg.exec(c, "CREATE DATABASE moraine_ascii ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+      local conninfo = server.conninfo:gsub("dbname=postgres", "dbname=moraine_ascii")
+      local c2 = pg.connect(conninfo)
+      local ok, err = pcall(function()
+        local conn = "postgres:" .. conninfo
+        pg.load(c2, cat("s1_evolution"), 9)
+        local db = open_new("pg-utf8")
+        assert.are.equal(9, sync.sync(db, conn).to)
+        pg.load(c2, cat("s1_evolution"), nil)
+        pg.exec(c2, "UPDATE ducklake_data_file SET path = E'\\xffA\\xfe' WHERE data_file_id = 39")
+        support.expect_err("EINVAL", { "sync: ducklake_data_file row (data_file_id=39, table_id=1, begin_snapshot=14): "
+          .. "column 'path' holds '\\xffA\\xfe', bytes that are not valid UTF-8",
+          "; source snapshot 14 is refused, not written, nor any after it (the catalog stays at snapshot 13)" },
+          sync.sync, db, conn)
+        -- snapshots 10 to 13 stay; data file 39 (which begins at 14) is absent
+        assert.are.equal(13, db:last_snapshot())
+        for _, row in ipairs(support.rows_of(db, "ducklake_data_file", { at = moraine.ALL })) do
+          assert.are_not.equal(39, tonumber(row.data_file_id))
+        end
+        -- the first import of the same source refuses it too (numbering the
+        -- row by its place in PostgreSQL's order, which the UPDATE changed)
+        local first = open_new("pg-utf8-first")
+        support.expect_err("EINVAL", { "ducklake_data_file row ", ": column 'path' holds '\\xffA\\xfe'" }, sync.sync,
+          first, conn)
+        assert.is_nil(first:last_snapshot())
+        pg.exec(c2, "UPDATE ducklake_data_file SET path = 'ok' WHERE data_file_id = 39")
+        local r = sync.sync(db, conn)
+        assert.are.equal(13, r.from)
+        assert.are.equal(20, r.to)
+        assert_same(db, conn)
+        first:close()
+        db:close()
+      end)
+      c2:close()
+      pg.exec(c, "DROP DATABASE moraine_ascii")
+      if not ok then error(err, 0) end
     end)
 
     it("a server that is not there: EIO naming the connection", function()

@@ -49,6 +49,25 @@
 -- committed before stays: every commit is a whole source snapshot. Running
 -- sync again continues from the catalog's last snapshot.
 --
+-- ## Text that is not UTF-8
+--
+-- A round into an empty catalog checks the whole source first (`check`),
+-- which refuses a string that is not valid UTF-8 in a column moraine types
+-- VARCHAR (the text columns DuckLake defines; the catalog's exports could not
+-- write it). Every later round refuses it too, as it reads the rows it
+-- writes (the source is read once): a commit id's rows (its snapshot row,
+-- the versions that begin at it, their children) before that commit id's
+-- commit, the versions it inserts into the past before its first commit,
+-- the non-versioned tables' rows in the commit that makes them equal to the
+-- source's (the round's last; in a round without a new snapshot, the
+-- comparison that decides whether to commit reads and checks them first).
+-- EINVAL names the table, the row and the column, as a first round does,
+-- and the refused commit is not written, nor any after it: the catalog stays
+-- at the round's last commit before it (every commit being a whole source
+-- snapshot, as above), and a round run on a mended source continues from
+-- there. Columns moraine does not know (an inlined data table's) keep their
+-- bytes in every round.
+--
 -- ## How sync replays the past
 --
 -- DuckLake also changes rows at or below a catalog's last snapshot:
@@ -102,6 +121,7 @@
 -- @module moraine.sync
 
 local moraine = require "moraine"
+local sqlite = require "moraine.sqlite"
 local sync_source = require "moraine.sync_source"
 local rewrite = require "moraine.sync_rewrite"
 
@@ -171,6 +191,90 @@ function M.check(src, tables)
   return checker:finish()
 end
 
+-- ---- text that is not UTF-8, in a later round -------------------------------------------
+
+-- The columns of table @name among @cols that moraine types VARCHAR
+-- (`core.column_type`, engine/tables.c: DuckLake's text columns), in order.
+local function text_columns(name, cols)
+  local out = {}
+  for _, c in ipairs(cols) do
+    if core.column_type(name, c) == "varchar" then out[#out + 1] = c end
+  end
+  return out
+end
+
+-- The bytes of @s as the engine shows them in its refusal (engine/ndjson.c,
+-- add_values): the first 40, printable ASCII but '\' as is, any other byte as
+-- \xNN, "..." after a longer string.
+local function shown(s)
+  local head = s:sub(1, 40):gsub(".", function(ch)
+    local b = ch:byte()
+    if b >= 0x20 and b < 0x7F and b ~= 0x5C then return ch end
+    return string.format("\\x%02x", b)
+  end)
+  return head .. (#s > 40 and "..." or "")
+end
+
+-- The check a round after the first makes of the text it writes, as it reads
+-- it (see "Text that is not UTF-8"): what a first round's `check` (the
+-- engine's `moraine_import_check_*`, engine/ndjson.c add_values) refuses in
+-- the whole source. A column is checked when moraine types it VARCHAR
+-- (`core.column_type`: the text columns DuckLake defines); the columns it
+-- does not know (an inlined data table's, say) keep their bytes, as in a
+-- first import.
+-- @tparam table tables `src:tables()`
+-- @return `check(name, row, pos, id, stays)`: returns nothing when every
+--   VARCHAR column of @row (a row of table @name, at position @pos of the
+--   source, nil or negative when it has none) holds nil, NULL or valid
+--   UTF-8; @id is the commit id whose commit would write the row (nil: the
+--   round's commit without a snapshot), @stays the catalog's last snapshot
+--   (the round's last commit, or the catalog's last before the round)
+-- @raise (from `check`) EINVAL "sync: <table> row <n>: column '<c>' holds
+--   '<bytes>', bytes that are not valid UTF-8, ...; source snapshot <id> is
+--   refused, not written, nor any after it (the catalog stays at snapshot
+--   <stays>)" (without a commit id: "...; the round writes nothing (the
+--   catalog stays at snapshot <stays>)"); n: the row's position in the
+--   source plus one (a SQLite row's rowid, its 1-based place in a table
+--   without gaps, as `check` numbers rows); a source without positions,
+--   PostgreSQL, names the row by its first three integer columns that are
+--   ids or its begin_snapshot: "row (data_file_id=39, table_id=1,
+--   begin_snapshot=14)"; the bytes shown as the engine shows them (`shown`)
+local function text_check(tables)
+  local valid = sqlite.valid_utf8
+  local cols_of = {}
+  return function(name, row, pos, id, stays)
+    local cols = cols_of[name]
+    if not cols then
+      cols = text_columns(name, tables[name] and tables[name].columns or {})
+      cols_of[name] = cols
+    end
+    for _, c in ipairs(cols) do
+      local v = row[c]
+      if type(v) == "string" and not valid(v) then
+        local which
+        if pos ~= nil and not ilt(pos, 0) then
+          which = "row " .. inum(pos + 1)
+        else
+          local l = {}
+          for _, k in ipairs(tables[name] and tables[name].columns or {}) do
+            local x = row[k]
+            if #l < 3 and x ~= nil and x ~= NULL and (k:find("_id$") or k == "begin_snapshot")
+              and core.column_type(name, k) == "bigint" then
+              l[#l + 1] = k .. "=" .. inum(x)
+            end
+          end
+          which = "row (" .. table.concat(l, ", ") .. ")"
+        end
+        local refused = id == nil and "the round writes nothing"
+          or string.format("source snapshot %s is refused, not written, nor any after it", inum(id))
+        raise("EINVAL", "sync: %s %s: column '%s' holds '%s', bytes that are not valid UTF-8, which the catalog's "
+          .. "exports (NDJSON, SQL, JSON) need (an NDJSON import refuses them too); %s (the catalog stays at "
+          .. "snapshot %s)", name, which, c, shown(v), refused, stays == nil and "none" or inum(stays))
+      end
+    end
+  end
+end
+
 -- ---- sync -----------------------------------------------------------------------------
 
 local function catalog_last(db)
@@ -197,8 +301,11 @@ end
 
 -- Makes the non-versioned tables of the catalog equal the source's (inside
 -- commit tx). @existed: the relations the catalog had before this commit
--- (the others have no rows yet). Returns the number of rows put and deleted.
-local function reconcile_rows(db, tx, src, tables, existed)
+-- (the others have no rows yet). @check (nil: none) is called with (table
+-- name, row, position) for each source row read, before anything is put or
+-- deleted in its table (it raises to refuse the row: the commit is not
+-- written). Returns the number of rows put and deleted.
+local function reconcile_rows(db, tx, src, tables, existed, check)
   local changed = 0
   local plans = db:read(function(rd)
     local out = {}
@@ -220,6 +327,7 @@ local function reconcile_rows(db, tx, src, tables, existed)
     local nextord = p.maxord
     local adds = {}
     for row, pos in src:select(t, nil) do
+      if check then check(t.name, row, pos) end
       local k = M.row_form(row, t.columns)
       local l = have[k]
       if l and #l > 0 then
@@ -251,14 +359,17 @@ local function reconcile_rows(db, tx, src, tables, existed)
   return changed
 end
 
--- Whether the non-versioned tables differ (to decide on a snapshot-less commit)
-local function rows_differ(db, src, tables)
+-- Whether the non-versioned tables differ (to decide on a snapshot-less
+-- commit); @check (nil: none) is called with (table name, row, position) for
+-- each source row read (it raises to refuse the row)
+local function rows_differ(db, src, tables, check)
   return db:read(function(rd)
     for _, t in ipairs(tables) do
       if t.placement == "rows" then
         if not db:relation(t.name) then return true end
         local have = catalog_rows(rd, t.name, t.columns)
-        for row in src:select(t, nil) do
+        for row, pos in src:select(t, nil) do
+          if check then check(t.name, row, pos) end
           local k = M.row_form(row, t.columns)
           local l = have[k]
           if not l or #l == 0 then return true end
@@ -486,6 +597,14 @@ end
 --   not migrated: v0.1's ducklake_partition_column.column_id stays a position)
 -- @raise the errors of `check` (a round into an empty catalog, or with
 --   `check`: a malformed source is refused before anything is written),
+--   EINVAL from a later round, before the commit that would write the row:
+--   "sync: <table> row <n>: column '<c>' holds '<bytes>', bytes that are not
+--   valid UTF-8, ...; source snapshot <id> is refused, not written, nor any
+--   after it (the catalog stays at snapshot <s>)" (or "...; the round writes
+--   nothing (...)" in a round without a new snapshot: text that is not UTF-8
+--   in a row the round would write, in a column moraine types VARCHAR, as
+--   `check` refuses it in a first round; the commits before stay, <s> the
+--   last of them; see "Text that is not UTF-8"),
 --   ECONFLICT (another writer committed to the catalog during the round:
 --   "sync: the catalog's last snapshot is X, expected Y ... source snapshot Z
 --   not written"; or before it: the catalog's last snapshot is not the
@@ -563,6 +682,17 @@ function M.sync(db, source, opts)
         result.history_compared = l
       end
       local rewrites = rewrite.plan_rewrites(db, src, tables, from, scope)
+      -- a later round refuses text that is not UTF-8 in what it writes, as it
+      -- reads it, before the commit that would write it (a first round's
+      -- check, or opts.check's, has checked the whole source)
+      local text = from ~= nil and not opts.check and text_check(tables) or nil
+      if text then
+        -- the versions inserted into the past go in with the first commit
+        for _, e in ipairs(rewrites.inserts) do
+          text(e.name, e.row, e.ord, ids[1], from)
+          for _, k in ipairs(e.children or {}) do text(k.name, k.row, k.ord, ids[1], from) end
+        end
+      end
       result.history_deleted, result.history_inserted = #rewrites.deletes, #rewrites.inserts
       local rewrites_pending = #rewrites.deletes + #rewrites.inserts > 0
       -- defines the source's tables the catalog lacks; returns the set of
@@ -605,6 +735,13 @@ function M.sync(db, source, opts)
         for n = i, j do
           local id = ids[n]
           local p = stream and stream(id) or plan[inum(id)] or { ends = {}, snaps = {}, inserts = {}, children = {} }
+          if text then
+            -- the rows this commit writes (those it ends are the catalog's)
+            for _, l in ipairs({ p.snaps, p.inserts, p.children }) do
+              for _, e in ipairs(l) do text(e.t.name, e.row, e.pos, id, expected) end
+            end
+          end
+          local function text_rows(name, row, pos) text(name, row, pos, id, expected) end
           if opts.before_commit then opts.before_commit(id) end
           -- a commit id whose snapshot DuckLake expired has no ducklake_snapshot
           -- row: allowed for every commit of the round but its last
@@ -617,7 +754,9 @@ function M.sync(db, source, opts)
             for _, e in ipairs(p.snaps) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.inserts) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.children) do tx:insert(e.t.name, e.row, e.pos) end
-            if n == #ids then result.rows_changed = reconcile_rows(db, tx, src, tables, existed) end
+            if n == #ids then
+              result.rows_changed = reconcile_rows(db, tx, src, tables, existed, text and text_rows)
+            end
           end, partial and { partial = true } or nil)
           rewrites_pending = false
           expected = id
@@ -637,12 +776,14 @@ function M.sync(db, source, opts)
         for _, t in ipairs(tables) do
           if not db:relation(t.name) then need_define = true end
         end
-        if need_define or rewrites_pending or rows_differ(db, src, tables) then
+        local function text_rows(name, row, pos) text(name, row, pos, nil, from) end
+        local check = text and text_rows
+        if need_define or rewrites_pending or rows_differ(db, src, tables, check) then
           commit(nil, function(tx)
             check_expected(nil)
             local existed = define_all(tx)
             if rewrites_pending then rewrite.apply_rewrites(tx, rewrites) end
-            result.rows_changed = reconcile_rows(db, tx, src, tables, existed)
+            result.rows_changed = reconcile_rows(db, tx, src, tables, existed, check)
           end)
         end
       end

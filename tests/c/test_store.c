@@ -610,6 +610,23 @@ static void check_relations(moraine_db *db)
     CHECK(moraine_relation_at(db, 0, &first) == 1 && strcmp(first.name, PI) == 0, "relation 0 is not %s", PI);
     CHECK(moraine_relation_at(db, 1, &first) == 1 && strcmp(first.name, PC) == 0, "relation 1 is not %s", PC);
     CHECK(moraine_relation_at(db, 2, &first) == 0, "a third relation");
+    /* moraine_known_column_type: a defined relation's types, without a catalog */
+    const moraine_relation_info *rels[] = {&pi, &pc};
+    int same = 1;
+    for (size_t r = 0; r < 2; r++)
+        for (size_t i = 0; i < rels[r]->ncols; i++) same &= moraine_known_column_type(rels[r]->name, rels[r]->colnames[i]) == rels[r]->coltypes[i];
+    CHECK(same, "moraine_known_column_type differs from a defined relation's coltypes");
+    CHECK(moraine_known_column_type("ducklake_data_file", "path") == MORAINE_COL_VARCHAR &&
+              moraine_known_column_type("ducklake_data_file", "encryption_key") == MORAINE_COL_VARCHAR &&
+              moraine_known_column_type("ducklake_data_file", "path_is_relative") == MORAINE_COL_BOOLEAN &&
+              moraine_known_column_type("ducklake_data_file", "data_file_id") == MORAINE_COL_BIGINT &&
+              moraine_known_column_type("ducklake_snapshot", "snapshot_time") == MORAINE_COL_VARCHAR,
+          "moraine_known_column_type of known columns");
+    CHECK(moraine_known_column_type("ducklake_data_file", "no_such_column") == MORAINE_COL_ANY &&
+              moraine_known_column_type("ducklake_inlined_data_1_1", "x") == MORAINE_COL_ANY &&
+              moraine_known_column_type(NULL, "path") == MORAINE_COL_ANY &&
+              moraine_known_column_type("ducklake_data_file", NULL) == MORAINE_COL_ANY,
+          "moraine_known_column_type of what moraine does not know");
 }
 
 static void check_reads(moraine_db *db)

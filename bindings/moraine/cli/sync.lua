@@ -469,8 +469,11 @@ catalog. The catalog (created if missing) must be empty or hold what an
 earlier sync of the same SOURCE wrote: a catalog whose last snapshot is not
 SOURCE's is refused (ECONFLICT), and so is a round during which another
 writer commits; every snapshot already replayed stays, nothing another
-writer committed is removed. Interrupted at any point, running the same
-command again finishes the job. Rows SOURCE deleted or changed at or below
+writer committed is removed. Text that is not UTF-8 in a column DuckLake
+defines is refused in every round, as import refuses it, naming table,
+row and column, before the commit of the snapshot that holds it (the
+snapshots committed before stay). Interrupted at any
+point, running the same command again finishes the job. Rows SOURCE deleted or changed at or below
 the catalog's last snapshot (expiry, merge of adjacent files, a replaced
 delete file, cleanup) are replayed too (docs/sync.md). With --follow, sync runs again
 every --interval (default 1 second) until it is stopped, printing one line
