@@ -388,7 +388,7 @@ typedef struct mr_proj {
     /* child walk of the last row */
     const uint8_t *kp, *kend, *gend;
     const uint8_t *kstart; /* where the last row's children start */
-    uint64_t kleft;
+    uint64_t kleft, knrows; /* rows left in the group walked, and its row count */
     int64_t kprev;       /* ord of the group's row before the next (0 at its start) */
     int kwhich;          /* index in kids of the group walked, -1 between groups */
     /* mr_proj_group_rows: one group's rows, decoded */

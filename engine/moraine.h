@@ -569,7 +569,7 @@ void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_chil
  * child->rel->name. Each row is read within its group's byte count and must
  * take exactly its own length (docs/codec.md). Returns 1, 0 when done,
  * MORAINE_ECORRUPT (a group or row that does not decode, a row running past
- * its group, a group of an unknown relation).
+ * its group, bytes after a group's last row, a group of an unknown relation).
  */
 int moraine_children_next(moraine_children *it, moraine_row *child);
 
@@ -641,9 +641,9 @@ int moraine_scan_project(moraine_read *rd, const char *name, int64_t scope, int6
  * child->vals are its projected columns (child->ncols of them, in the
  * child projection's order). Values are valid until the next
  * moraine_cursor_child or moraine_cursor_next on @cur.
- * Returns 1, 0 when the row has no more, MORAINE_ECORRUPT (a damaged group:
- * the message names the parent's key), MORAINE_EINVAL (not a projected
- * cursor, or no row returned yet).
+ * Returns 1, 0 when the row has no more, MORAINE_ECORRUPT (a damaged group,
+ * bytes after a group's last row among them: the message names the parent's
+ * key), MORAINE_EINVAL (not a projected cursor, or no row returned yet).
  */
 int moraine_cursor_child(moraine_cursor *cur, size_t *which, moraine_row *child);
 

@@ -544,7 +544,9 @@ static __attribute__((noinline)) int next_group(mr_proj *p, moraine_db *db)
                 return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
             continue; /* not asked for: skipped by its length */
         }
-        p->kleft = nrows;
+        if (nrows == 0 && p->kp != p->gend) /* as mr_proj_group_rows refuses it */
+            return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its 0 rows", p->kids[p->kwhich].rel->info.name);
+        p->kleft = p->knrows = nrows;
         p->kprev = 0;
         return 1;
     }
@@ -590,6 +592,9 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
             left--;
         } while (!f && left);
         p->kp = kp;
+        if (!left && kp != gend) /* the group's rows end before its nbytes: as mr_proj_group_rows refuses it */
+            return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its %llu rows", pr->rel->info.name,
+                          (unsigned long long)p->knrows);
         p->kleft = left;
         p->kprev = prev;
         if (!f) continue;

@@ -269,7 +269,8 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
         it->rel = &r->info;
         it->left = nrows;
         it->prev_ord = 0;
-        if (nrows == 0) it->p = it->gend;
+        if (nrows == 0 && it->p != it->gend)
+            return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its 0 rows", it->rel->name);
     }
     if ((rc = ensure_vals(&it->vals, &it->cap, it->rel->ncols))) return rc;
     const uint8_t *rend;
@@ -280,7 +281,10 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
     if ((rc = mr_decode_child_row(&it->p, rend, it->rel->name, it->prev_ord, &child->ord, it->vals, it->rel->ncols, &child->raw))) return rc;
     child->raw_len = (size_t)(it->p - child->raw);
     it->prev_ord = child->ord;
-    it->left--;
+    /* the group's last row must end where its nbytes say, or the bytes after
+     * it would be read as the next group's head */
+    if (--it->left == 0 && it->p != it->gend)
+        return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its rows", it->rel->name);
     child->rel = it->rel;
     child->ncols = it->rel->ncols;
     child->vals = it->vals;

@@ -545,6 +545,8 @@ static void count_violation(void *ud, const char *key, const char *problem)
     if (strstr(problem, PC)) ++*(int *)ud;
 }
 
+static void fewer_rows(mr_buf *v);
+
 static void test_damaged_length(void)
 {
     char path[4096];
@@ -624,6 +626,18 @@ static void test_damaged_length(void)
         CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
         moraine_close(db);
     }
+    /* the group says one row fewer than it holds (its nbytes right, the
+     * checksum computed again): the second row's bytes lie after the last row
+     * the group counts. Every walk refuses them, none reads them as the next
+     * group's head nor passes over them */
+    CHECK_RC(poke(path, id, fewer_rows), 0);
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    for (int proj = 0; proj < 3; proj++) {
+        int rc = walk(db, proj, msg, sizeof msg);
+        CHECK(rc == MORAINE_ECORRUPT && strstr(msg, "bytes after its") != NULL, "a group of 2 rows saying 1, walk %d: %d (%s)", proj, rc, msg);
+    }
+    moraine_close(db);
+    CHECK_RC(poke(path, id, restore), 0);
     /* a dord that is a sound varint but gives a position no commit gave
      * (below 0, or at or past the table's ord counter): the reads cannot
      * tell (the checksum was computed again), verify reports it */
@@ -732,6 +746,21 @@ static void test_rows_within_group(void)
     CHECK(before == after, "the refused commit wrote (txnid %llu -> %llu)", (unsigned long long)before, (unsigned long long)after);
     int nv = 0;
     CHECK(moraine_verify(db, count_stray, &nv, NULL, NULL) >= 1 && nv == 1, "verify reports the stray bytes (%d violations)", nv);
+    /* the plain walk and the projected walk a row a call refuse them too */
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    CHECK_RC(moraine_scan_open(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c), 0);
+    CHECK_RC(moraine_cursor_next(c, &row), 1);
+    moraine_row_children(rd, &row, &it);
+    CHECK_RC(moraine_children_next(&it, &kid), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "bytes after its 0 rows") != NULL, "the plain walk names the stray bytes: '%s'", moraine_errmsg());
+    moraine_children_free(&it);
+    moraine_cursor_close(c);
+    CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &p, &c), 0);
+    CHECK_RC(moraine_cursor_next(c, &row), 1);
+    size_t which;
+    CHECK_RC(moraine_cursor_child(c, &which, &kid), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "bytes after its 0 rows") != NULL, "the projected walk names the stray bytes: '%s'", moraine_errmsg());
+    moraine_read_end(rd);
     /* the group's rows in one call: the bytes after its rows are refused, not passed over */
     CHECK_RC(moraine_read_begin(db, &rd), 0);
     CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &p, &c), 0);
