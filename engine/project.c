@@ -516,6 +516,38 @@ void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len)
     p->kwhich = -1;
 }
 
+/* The head of the child group at *pp (docs/codec.md): its rel_id, row
+ * count and end (*gend, from its nbytes), *pp past the head. The three
+ * varints by the fast pass; mr_group_head decides (and words) anything it
+ * does not take. 0 or MORAINE_ECORRUPT. */
+static inline __attribute__((always_inline)) int group_head(const uint8_t **pp, const uint8_t *end, uint64_t *id, uint64_t *nrows,
+                                                            const uint8_t **gend)
+{
+    uint64_t nbytes;
+    const uint8_t *q = *pp;
+    if ((q = fast_uv(q, end, id)) && (q = fast_uv(q, end, nrows)) && (q = fast_uv(q, end, &nbytes)) && nbytes <= (uint64_t)(end - q)) {
+        *pp = q;
+        *gend = q + nbytes;
+        return 0;
+    }
+    return mr_group_head(pp, end, id, nrows, gend);
+}
+
+/* The child row at *pp within its group (ending at @gend): *pp past its
+ * length, *rend where it ends. The length by the fast pass, else
+ * mr_child_row_span. 0 or MORAINE_ECORRUPT. */
+static inline __attribute__((always_inline)) int row_span(const uint8_t **pp, const uint8_t *gend, const uint8_t **rend)
+{
+    uint64_t len;
+    const uint8_t *q = fast_uv(*pp, gend, &len);
+    if (q && len <= (uint64_t)(gend - q)) {
+        *pp = q;
+        *rend = q + len;
+        return 0;
+    }
+    return mr_child_row_span(pp, gend, rend);
+}
+
 /* Past the child groups not asked for, to the next one asked for: 1 (its
  * rows in p->kleft, maybe none), 0 at the end of the children, or an error.
  * Out of line: once per group, and it keeps the row loop's registers free. */
@@ -525,17 +557,8 @@ static __attribute__((noinline)) int next_group(mr_proj *p, moraine_db *db)
     for (;;) {
         p->kp = p->gend; /* a group ends where its nbytes say */
         if (p->kp >= p->kend) return 0;
-        uint64_t id, nrows, nbytes;
-        const uint8_t *q = p->kp;
-        /* the head's three varints by the fast pass; mr_group_head decides
-         * (and words) anything it does not take */
-        if ((q = fast_uv(q, p->kend, &id)) && (q = fast_uv(q, p->kend, &nrows)) && (q = fast_uv(q, p->kend, &nbytes)) &&
-            nbytes <= (uint64_t)(p->kend - q)) {
-            p->kp = q;
-            p->gend = q + nbytes;
-        } else if ((rc = mr_group_head(&p->kp, p->kend, &id, &nrows, &p->gend))) {
-            return rc;
-        }
+        uint64_t id, nrows;
+        if ((rc = group_head(&p->kp, p->kend, &id, &nrows, &p->gend))) return rc;
         p->kwhich = -1;
         for (size_t i = 0; i < p->nkids; i++)
             if (p->kids[i].rel->info.id == id) p->kwhich = (int)i;
@@ -568,12 +591,7 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
         int f;
         const uint8_t *rend, *rs;
         do { /* the rows of the group, those filtered out skipped by their length */
-            uint64_t len;
-            const uint8_t *q = fast_uv(kp, gend, &len);
-            if (q && len <= (uint64_t)(gend - q)) {
-                kp = q;
-                rend = q + len;
-            } else if ((f = mr_child_row_span(&kp, gend, &rend)) < 0) {
+            if ((f = row_span(&kp, gend, &rend)) < 0) {
                 p->kp = kp;
                 return f;
             }
@@ -625,17 +643,11 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, const uint8_t *children, size
     size_t nout = pr->nout;
     *n = 0;
     while (q < end) {
-        uint64_t id, nrows, nbytes;
-        const uint8_t *gend, *h = q;
+        uint64_t id, nrows;
+        const uint8_t *gend;
         int rc;
-        if ((h = fast_uv(h, end, &id)) && (h = fast_uv(h, end, &nrows)) && (h = fast_uv(h, end, &nbytes)) && nbytes <= (uint64_t)(end - h)) {
-            q = h;
-            gend = q + nbytes;
-        } else if ((rc = mr_group_head(&q, end, &id, &nrows, &gend))) {
-            return rc;
-        } else {
-            nbytes = (uint64_t)(gend - q);
-        }
+        if ((rc = group_head(&q, end, &id, &nrows, &gend))) return rc;
+        const uint64_t nbytes = (uint64_t)(gend - q);
         if (id != want) {
             if (!mr_rel_by_id(db, id)) return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
             q = gend;
@@ -662,15 +674,9 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, const uint8_t *children, size
         int64_t prev = 0;
         size_t k = 0;
         for (uint64_t r = 0; r < nrows; r++) {
-            uint64_t rl;
-            const uint8_t *rend, *rs = fast_uv(q, gend, &rl);
-            if (rs && rl <= (uint64_t)(gend - rs)) {
-                q = rs;
-                rend = rs + rl;
-            } else if ((rc = mr_child_row_span(&q, gend, &rend)) < 0) {
-                return rc;
-            }
-            rs = q;
+            const uint8_t *rend;
+            if ((rc = row_span(&q, gend, &rend)) < 0) return rc;
+            const uint8_t *rs = q;
             moraine_value *out = p->gvals + k * nout;
             int f;
             const uint8_t *e;
