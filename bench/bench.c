@@ -812,32 +812,47 @@ static uint64_t walk_crc(MDB_cursor *cu, const uint8_t *pre, size_t npre, const 
     return n;
 }
 
-static uint64_t f_files_crc(void *p)
+/* One range walk of bench's floors: the entries with key prefix @pre
+ * starting at @seek (docs/keyspace.md); @files: the range holds data files
+ * (not delete files). Returns the entries it counts. */
+typedef uint64_t (*range_walk)(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, int files);
+
+/* The key ranges a read of table M.T's files at S walks, each through @w:
+ * the current data files and the history tail ending after S, then the
+ * same of the delete files. Returns the data files @w counted. */
+static uint64_t files_ranges(fctx *f, range_walk w, void *ctx)
 {
-    fctx *c = p;
     MDB_txn *txn;
     MDB_cursor *cu;
-    if (mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn)) die("txn");
-    mdb_cursor_open(txn, c->dbi, &cu);
+    if (mdb_txn_begin(f->env, NULL, MDB_RDONLY, &txn)) die("txn");
+    mdb_cursor_open(txn, f->dbi, &cu);
     uint64_t n = 0;
-    uint32_t rels[2] = {c->rel_df, c->rel_del};
+    uint32_t rels[2] = {f->rel_df, f->rel_del};
     for (int r = 0; r < 2; r++) {
         uint8_t pre[32], seek[40];
         size_t np = 0;
         pre[np++] = 'C';
         np += kint(pre + np, rels[r]);
         np += kint(pre + np, M.T);
-        uint64_t m = walk_crc(cu, pre, np, pre, np, &c->sink);
+        uint64_t m = w(ctx, cu, pre, np, pre, np, r == 0);
         pre[0] = 'H';
         memcpy(seek, pre, np);
-        size_t ns = np + kint(seek + np, c->S + 1);
-        m += walk_crc(cu, pre, np, seek, ns, &c->sink);
+        size_t ns = np + kint(seek + np, f->S + 1);
+        m += w(ctx, cu, pre, np, seek, ns, r == 0);
         if (r == 0) n = m;
     }
     mdb_cursor_close(cu);
     mdb_txn_abort(txn);
     return n;
 }
+
+static uint64_t walk_crc_range(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, int files)
+{
+    (void)files;
+    return walk_crc(cu, pre, npre, seek, nseek, &((fctx *)ctx)->sink);
+}
+
+static uint64_t f_files_crc(void *p) { return files_ranges(p, walk_crc_range, p); }
 
 /* The floor with CRC plus the least a reader of moraine's value format
  * (docs/codec.md) must do to hand out what a shape asks for: every cell of
@@ -941,32 +956,12 @@ static uint64_t walk_cells(cfctx *c, MDB_cursor *cu, const uint8_t *pre, size_t 
     return n;
 }
 
-static uint64_t f_files_cells(void *p)
+static uint64_t walk_cells_range(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, int files)
 {
-    cfctx *c = p;
-    MDB_txn *txn;
-    MDB_cursor *cu;
-    if (mdb_txn_begin(c->f->env, NULL, MDB_RDONLY, &txn)) die("txn");
-    mdb_cursor_open(txn, c->f->dbi, &cu);
-    uint64_t n = 0;
-    uint32_t rels[2] = {c->f->rel_df, c->f->rel_del};
-    for (int r = 0; r < 2; r++) {
-        uint8_t pre[32], seek[40];
-        size_t np = 0;
-        pre[np++] = 'C';
-        np += kint(pre + np, rels[r]);
-        np += kint(pre + np, M.T);
-        uint64_t m = walk_cells(c, cu, pre, np, pre, np, r == 0);
-        pre[0] = 'H';
-        memcpy(seek, pre, np);
-        size_t ns = np + kint(seek + np, c->f->S + 1);
-        m += walk_cells(c, cu, pre, np, seek, ns, r == 0);
-        if (r == 0) n = m;
-    }
-    mdb_cursor_close(cu);
-    mdb_txn_abort(txn);
-    return n;
+    return walk_cells(ctx, cu, pre, npre, seek, nseek, files);
 }
+
+static uint64_t f_files_cells(void *p) { return files_ranges(((cfctx *)p)->f, walk_cells_range, p); }
 
 static uint64_t f_specs(void *p)
 {
