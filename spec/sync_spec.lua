@@ -329,6 +329,27 @@ describe("moraine.sync", function()
       return e.message
     end
 
+    -- expires snapshot 2 at SQLite source @src (a later round then compares
+    -- the catalog's past with the source's and rewrites it) and puts BAD in
+    -- data file @id's path
+    local function expire_with_bad_path(src, id)
+      sqlite_exec(src, "DELETE FROM ducklake_snapshot_changes WHERE snapshot_id = 2; "
+        .. "DELETE FROM ducklake_snapshot WHERE snapshot_id = 2; "
+        .. "UPDATE ducklake_data_file SET path = " .. BAD .. " WHERE data_file_id = " .. id)
+    end
+
+    -- mends data file @id's path at @src and syncs: the round rewrites the
+    -- past (snapshot 2 expired) and the catalog equals the source; returns
+    -- sync's result
+    local function mended_round(db, src, id)
+      sqlite_exec(src, "UPDATE ducklake_data_file SET path = 'ok' WHERE data_file_id = " .. id)
+      local r = sync.sync(db, src)
+      assert.are.same({ 2 }, r.expired_at_source)
+      assert.is_true(r.history_inserted >= 1)
+      assert_same(db, src)
+      return r
+    end
+
     -- the first import's message @m1, up to "UTF-8", follows "sync: " at the
     -- start of the later round's @m2 (the same row named the same way: the file's rows have no gaps, a
     -- row's number is its rowid), whose tail says that source snapshot
@@ -469,18 +490,12 @@ describe("moraine.sync", function()
       local before = support.dump(db)
       -- snapshot 2 expired: the round compares every version at or below 20
       -- and would replace data file 39's version by the source's
-      sqlite_exec(whole, "DELETE FROM ducklake_snapshot_changes WHERE snapshot_id = 2; "
-        .. "DELETE FROM ducklake_snapshot WHERE snapshot_id = 2; "
-        .. "UPDATE ducklake_data_file SET path = " .. BAD .. " WHERE data_file_id = 39")
+      expire_with_bad_path(whole, 39)
       local m = utf8_refusal(db, whole, "ducklake_data_file", "path")
       assert.is_truthy(m:find("; the round writes nothing (the catalog stays at snapshot 20)", 1, true), m)
       assert.are.equal(before, support.dump(db))
       -- mended, the same round goes through (the refusal was the text's)
-      sqlite_exec(whole, "UPDATE ducklake_data_file SET path = 'ok' WHERE data_file_id = 39")
-      local r = sync.sync(db, whole)
-      assert.are.same({ 2 }, r.expired_at_source)
-      assert.is_true(r.history_inserted >= 1)
-      assert_same(db, whole)
+      mended_round(db, whole, 39)
       wref:close()
       db:close()
     end)
@@ -494,19 +509,12 @@ describe("moraine.sync", function()
       local before = support.dump(db)
       -- snapshot 2 expired: the round compares every version at or below 9
       -- and would replace data file 0's version (snapshot 3) by the source's
-      sqlite_exec(whole, "DELETE FROM ducklake_snapshot_changes WHERE snapshot_id = 2; "
-        .. "DELETE FROM ducklake_snapshot WHERE snapshot_id = 2; "
-        .. "UPDATE ducklake_data_file SET path = " .. BAD .. " WHERE data_file_id = 0")
+      expire_with_bad_path(whole, 0)
       local m = utf8_refusal(db, whole, "ducklake_data_file", "path")
       assert.is_truthy(m:find("; source snapshot 10 is refused, not written, nor any after it (the catalog stays "
         .. "at snapshot 9)", 1, true), m)
       assert.are.equal(before, support.dump(db))
-      sqlite_exec(whole, "UPDATE ducklake_data_file SET path = 'ok' WHERE data_file_id = 0")
-      local r = sync.sync(db, whole)
-      assert.are.same({ 2 }, r.expired_at_source)
-      assert.is_true(r.history_inserted >= 1)
-      assert.are.equal(20, r.to)
-      assert_same(db, whole)
+      assert.are.equal(20, mended_round(db, whole, 0).to)
       pref:close()
       wref:close()
       db:close()
