@@ -662,6 +662,14 @@ static void count_stray(void *ud, const char *key, const char *problem)
     if (strstr(problem, "stray bytes")) ++*(int *)ud;
 }
 
+/* the group says it holds 127 rows (a one-byte varint) */
+static void many_rows(mr_buf *v)
+{
+    size_t nb;
+    first_len_at(v, &nb);
+    v->p[nb - 1] = 0x7F;
+}
+
 /* the group says it holds one row fewer than it does */
 static void fewer_rows(mr_buf *v)
 {
@@ -768,6 +776,22 @@ static void test_rows_within_group(void)
     CHECK_RC(moraine_cursor_child_rows(c, 0, &kv, NULL, &nr), MORAINE_ECORRUPT);
     CHECK(strstr(moraine_errmsg(), "bytes after its 0 rows") != NULL && strstr(moraine_errmsg(), "ducklake_data_file") != NULL,
           "names the group and the parent: '%s'", moraine_errmsg());
+    moraine_read_end(rd);
+    moraine_close(db);
+    /* the group says 127 rows in its few bytes: refused before the rows are
+     * made room for (each takes a byte at least), by every walk */
+    CHECK_RC(poke(path, id, many_rows), 0);
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    if (!db) return;
+    CHECK_RC(moraine_read_begin(db, &rd), 0);
+    CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &p, &c), 0);
+    CHECK_RC(moraine_cursor_next(c, &row), 1);
+    nr = 99;
+    CHECK_RC(moraine_cursor_child_rows(c, 0, &kv, NULL, &nr), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "says 127 rows in") != NULL && nr == 0, "a head claiming more rows than bytes: '%s' (%zu rows)",
+          moraine_errmsg(), nr);
+    CHECK_RC(moraine_cursor_child(c, &which, &kid), 1); /* the one row there is, then the next runs past the group */
+    CHECK_RC(moraine_cursor_child(c, &which, &kid), MORAINE_ECORRUPT);
     moraine_read_end(rd);
     moraine_close(db);
 }
