@@ -8,15 +8,18 @@
  *             | FALSE(3) | TRUE(4) | REAL(5) 8 bytes little-endian IEEE-754
  *             | JSON(6) len:uvarint bytes
  *   group  := rel_id:uvarint nrows:uvarint nbytes:uvarint child{nrows}
- *   child  := len:uvarint dord:uvarint cell{ncols of the child relation}
+ *   child  := len:uvarint dord:uvarint cell{ncols of the child relation
+ *             less its parent-key columns}
  *             dord: zigzag of the row's ord less the ord of the row before
  *             it in the group (0 for the first)
  *
- * Format 4 (this build): a child row is preceded by its byte length, so a
+ * Format 5 (this build): a child row is preceded by its byte length, so a
  * reader skips a child row it does not want without walking its cells (format
- * 3), and carries neither its column count (its relation's) nor its whole ord.
- * Format 3 wrote child rows as `len row`, format 2 as `row`; mr_upgrade_value
- * rewrites a value of either as format 4 (moraine_compact).
+ * 3), carries neither its column count (its relation's) nor its whole ord
+ * (format 4), nor the cells of its parent-key columns, which are its parent's
+ * key cells (mr_keymap). Format 4 stored those cells, format 3 wrote child
+ * rows as `len row`, format 2 as `row`; mr_upgrade_value rewrites a value of
+ * any of them as format 5 (moraine_compact).
  *
  * Groups hold a parent's embedded children (docs/keyspace.md). The decoder
  * checks every length against the end of the buffer and never reads past it;
@@ -83,8 +86,11 @@ static int64_t unzigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 
  * string's bytes, added to the reservation when the string comes (@most
  * bounds what the row can take so far; b->len moves only at the end, so a
  * failure appends nothing). */
-static int encode(mr_buf *b, const uint64_t *head, size_t nhead, const moraine_value *vals, size_t n)
+static int encode(mr_buf *b, const uint64_t *head, size_t nhead, const moraine_value *vals, size_t n, const mr_keymap *km)
 {
+    /* the next column not stored (a parent-key column of an embedded child row) */
+    int kj = 0;
+    size_t skip = km && km->n ? (size_t)km->ccol[0] : SIZE_MAX;
     if (n > (SIZE_MAX / 4) / 11) return mr_err(MORAINE_ENOMEM, "out of memory (a row of %zu cells)", n);
     size_t most = 20 + 11 * n;
     int rc = mr_buf_reserve(b, most);
@@ -93,6 +99,10 @@ static int encode(mr_buf *b, const uint64_t *head, size_t nhead, const moraine_v
     for (size_t i = 0; i < nhead; i++) p += put_uvarint_at(p, head[i]); /* at most two: within the 20 bytes */
     for (size_t i = 0; i < n; i++) {
         const moraine_value *v = &vals[i];
+        if (__builtin_expect(i == skip, 0)) {
+            skip = ++kj < km->n ? (size_t)km->ccol[kj] : SIZE_MAX;
+            continue;
+        }
         switch (v->type) {
         case MORAINE_NULL: *p++ = MR_T_NULL; break;
         case MORAINE_INT:
@@ -131,17 +141,17 @@ static int encode(mr_buf *b, const uint64_t *head, size_t nhead, const moraine_v
 int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n)
 {
     const uint64_t head[2] = {(uint64_t)ord, n};
-    return encode(b, head, 2, vals, n);
+    return encode(b, head, 2, vals, n, NULL);
 }
 
-int mr_encode_child_row(mr_buf *b, int64_t prev, int64_t ord, const moraine_value *vals, size_t n)
+int mr_encode_child_row(mr_buf *b, int64_t prev, int64_t ord, const moraine_value *vals, size_t n, const mr_keymap *km)
 {
     size_t at = b->len;
     int rc = mr_buf_reserve(b, 1);
     if (rc) return rc;
     b->len++; /* room for a one-byte length, the usual case */
     const uint64_t dord[1] = {zigzag((int64_t)((uint64_t)ord - (uint64_t)prev))};
-    if ((rc = encode(b, dord, 1, vals, n))) {
+    if ((rc = encode(b, dord, 1, vals, n, km))) {
         b->len = at;
         return rc;
     }
@@ -254,20 +264,71 @@ int mr_decode_row(const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_
 }
 
 int mr_decode_child_row(const uint8_t **pp, const uint8_t *rend, const char *rel, int64_t prev, int64_t *ord, moraine_value *vals, size_t n,
-                        const uint8_t **cells)
+                        const mr_keymap *km, const moraine_value *pkey, const uint8_t **cells)
 {
     const uint8_t *p = *pp, *start = p;
     uint64_t u;
     int rc;
     if ((rc = mr_get_uvarint(&p, rend, &u))) return rc;
     const uint8_t *c = p;
-    if ((rc = mr_decode_cells(&p, rend, vals, n))) return rc;
+    if ((rc = mr_decode_child_cells(&p, rend, vals, n, km, pkey))) return rc;
     if (p != rend)
         return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", rel, (size_t)(p - start),
                       (size_t)(rend - start));
     *ord = mr_child_ord(prev, u);
     if (cells) *cells = c;
     *pp = p;
+    return 0;
+}
+
+int mr_decode_child_cells(const uint8_t **pp, const uint8_t *end, moraine_value *vals, size_t n, const mr_keymap *km, const moraine_value *pkey)
+{
+    size_t at = 0;
+    int rc;
+    for (int j = 0; km && j < km->n; j++) { /* the stored cells before each column not stored, then its parent's value */
+        size_t c = (size_t)km->ccol[j];
+        if (c >= n) break;
+        if ((rc = mr_decode_cells(pp, end, vals + at, c - at))) return rc;
+        vals[c] = pkey[j];
+        at = c + 1;
+    }
+    return mr_decode_cells(pp, end, vals + at, n - at);
+}
+
+int mr_child_keymap(const mr_rel *child, const mr_rel *parent, mr_keymap *km)
+{
+    km->n = 0;
+    if (!parent || child->info.placement != MORAINE_PLACE_CHILD || !child->info.parent || strcmp(child->info.parent, parent->info.name) != 0)
+        return mr_err(MORAINE_ECORRUPT, "value: rows of %s embedded in a %s row, which is not their parent table", child->info.name,
+                      parent ? parent->info.name : "(unknown)");
+    if (child->nkey != parent->nkey)
+        return mr_err(MORAINE_ECORRUPT, "%s has %d parent-key columns where its parent %s has %d key columns", child->info.name, child->nkey,
+                      parent->info.name, parent->nkey);
+    for (int j = 0; j < child->nkey; j++) { /* insertion sort by child column */
+        int k = km->n++;
+        while (k > 0 && km->ccol[k - 1] > child->parentkey[j]) {
+            km->ccol[k] = km->ccol[k - 1];
+            km->pcol[k] = km->pcol[k - 1];
+            k--;
+        }
+        km->ccol[k] = child->parentkey[j];
+        km->pcol[k] = parent->keycols[j];
+    }
+    return 0;
+}
+
+int mr_pick_cells(const uint8_t *raw, size_t len, const int *cols, int n, moraine_value *out)
+{
+    const uint8_t *p = raw, *end = raw + len;
+    int last = -1, rc;
+    for (int j = 0; j < n; j++)
+        if (cols[j] > last) last = cols[j];
+    moraine_value v;
+    for (int i = 0; i <= last; i++) {
+        if ((rc = mr_decode_cells(&p, end, &v, 1))) return rc;
+        for (int j = 0; j < n; j++)
+            if (cols[j] == i) out[j] = v;
+    }
     return 0;
 }
 
@@ -317,77 +378,124 @@ int mr_decode_cells(const uint8_t **pp, const uint8_t *end, moraine_value *vals,
     return 0;
 }
 
+/* Past the cell at *pp, checked as mr_decode_cells checks it (column @i
+ * for the message); 0 or MORAINE_ECORRUPT. */
+static int skip_cell(const uint8_t **pp, const uint8_t *end, uint64_t i)
+{
+    const uint8_t *p = *pp;
+    uint64_t u;
+    int rc;
+    if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated at column %llu", (unsigned long long)i);
+    uint8_t tag = *p++;
+    switch (tag) {
+    case MR_T_NULL:
+    case MR_T_FALSE:
+    case MR_T_TRUE: break;
+    case MR_T_INT:
+        if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
+        break;
+    case MR_T_STR:
+    case MR_T_JSON:
+        if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
+        if (u > (uint64_t)(end - p)) return mr_err(MORAINE_ECORRUPT, "value: string of %llu bytes runs past the end at column %llu", (unsigned long long)u, (unsigned long long)i);
+        p += u;
+        break;
+    case MR_T_REAL:
+        if (end - p < 8) return mr_err(MORAINE_ECORRUPT, "value: truncated double at column %llu", (unsigned long long)i);
+        p += 8;
+        break;
+    default: return mr_err(MORAINE_ECORRUPT, "value: unknown cell tag 0x%02x at column %llu", tag, (unsigned long long)i);
+    }
+    *pp = p;
+    return 0;
+}
+
 /* Past the row at *pp (ord, ncols, cells), each cell checked as
  * mr_decode_row checks it: its *ord, *ncols and where its *cells begin;
  * MORAINE_ECORRUPT as mr_decode_row. */
 static int skip_row(const uint8_t **pp, const uint8_t *end, uint64_t *ord, uint64_t *ncols, const uint8_t **cells)
 {
     const uint8_t *p = *pp;
-    uint64_t u, n;
+    uint64_t n;
     int rc;
     if ((rc = mr_get_uvarint(&p, end, ord)) || (rc = mr_get_uvarint(&p, end, &n))) return rc;
     *ncols = n;
     *cells = p;
-    for (uint64_t i = 0; i < n; i++) {
-        if (p >= end) return mr_err(MORAINE_ECORRUPT, "value: truncated at column %llu", (unsigned long long)i);
-        uint8_t tag = *p++;
-        switch (tag) {
-        case MR_T_NULL:
-        case MR_T_FALSE:
-        case MR_T_TRUE: break;
-        case MR_T_INT:
-            if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
-            break;
-        case MR_T_STR:
-        case MR_T_JSON:
-            if ((rc = mr_get_uvarint(&p, end, &u))) return rc;
-            if (u > (uint64_t)(end - p)) return mr_err(MORAINE_ECORRUPT, "value: string of %llu bytes runs past the end at column %llu", (unsigned long long)u, (unsigned long long)i);
-            p += u;
-            break;
-        case MR_T_REAL:
-            if (end - p < 8) return mr_err(MORAINE_ECORRUPT, "value: truncated double at column %llu", (unsigned long long)i);
-            p += 8;
-            break;
-        default: return mr_err(MORAINE_ECORRUPT, "value: unknown cell tag 0x%02x at column %llu", tag, (unsigned long long)i);
-        }
-    }
+    for (uint64_t i = 0; i < n; i++)
+        if ((rc = skip_cell(&p, end, i))) return rc;
     *pp = p;
     return 0;
 }
 
-/* One child row of a format-2 or format-3 group at *pp (format 3: after its
- * length, the row must end where the length says) appended to @rows as
- * format 4 writes it: its length, the zigzag of its ord less *prev, its
- * cells as they are (checked, and as many as @rel has columns). */
-static int upgrade_child_row(const uint8_t **pp, const uint8_t *gend, int ver, const mr_rel *rel, int64_t *prev, mr_buf *rows)
+/* A cell's bytes: where it starts and how long it is. */
+typedef struct {
+    const uint8_t *p;
+    size_t len;
+} cell_span;
+
+/* One child row of a format-2, -3 or -4 group at *pp (formats 3 and 4:
+ * after its length, the row must end where the length says; format 4 has no
+ * ord or count, but the difference from *prev) appended to @rows as format 5
+ * writes it: its length, the zigzag of its ord less *prev, its cells as they
+ * are (checked, as many as @rel has columns) but those of @km's columns,
+ * which must be the bytes of the parent's key cells @pkey. */
+static int upgrade_child_row(const uint8_t **pp, const uint8_t *gend, int ver, const mr_rel *rel, const mr_keymap *km, const cell_span *pkey,
+                             int64_t *prev, mr_buf *rows)
 {
     const uint8_t *p = *pp, *rend = gend, *cells;
-    uint64_t ord, n;
+    uint64_t ord, n, u;
     int rc;
-    if (ver == 3 && (rc = mr_child_row_span(&p, gend, &rend))) return rc;
-    if ((rc = skip_row(&p, rend, &ord, &n, &cells))) return rc;
-    if (ver == 3 && p != rend)
-        return mr_err(MORAINE_ECORRUPT, "value: child row of %s ends %zu bytes before its length says", rel->info.name, (size_t)(rend - p));
+    if (ver >= 3 && (rc = mr_child_row_span(&p, gend, &rend))) return rc;
+    if (ver == 4) {
+        if ((rc = mr_get_uvarint(&p, rend, &u))) return rc;
+        ord = (uint64_t)mr_child_ord(*prev, u);
+        n = rel->info.ncols;
+    } else if ((rc = skip_row(&p, rend, &ord, &n, &cells))) {
+        return rc;
+    } else {
+        p = cells;
+    }
     if (n != rel->info.ncols)
         return mr_err(MORAINE_ECORRUPT, "value: child row of %s has %llu columns, expected %zu", rel->info.name, (unsigned long long)n,
                       rel->info.ncols);
     uint64_t d = zigzag((int64_t)(ord - (uint64_t)*prev));
-    size_t len = 0;
-    for (uint64_t x = d;; x >>= 7) { /* the uvarint's length */
-        len++;
-        if (x < 0x80) break;
+    size_t at = rows->len, kj = 0;
+    if ((rc = mr_buf_reserve(rows, 1))) return rc;
+    rows->len++; /* the length, one byte for now */
+    if ((rc = mr_put_uvarint(rows, d))) return rc;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint8_t *c = p;
+        if ((rc = skip_cell(&p, rend, i))) return rc;
+        if (kj < (size_t)km->n && (uint64_t)km->ccol[kj] == i) {
+            if ((size_t)(p - c) != pkey[kj].len || memcmp(c, pkey[kj].p, pkey[kj].len) != 0)
+                return mr_err(MORAINE_ECORRUPT, "value: child row of %s names another parent in column '%s'", rel->info.name,
+                              rel->names[i]);
+            kj++;
+            continue;
+        }
+        if ((rc = mr_buf_put(rows, c, (size_t)(p - c)))) return rc;
     }
-    len += (size_t)(p - cells);
-    if ((rc = mr_put_uvarint(rows, len)) || (rc = mr_put_uvarint(rows, d)) || (rc = mr_buf_put(rows, cells, (size_t)(p - cells)))) return rc;
+    if (ver >= 3 && p != rend)
+        return mr_err(MORAINE_ECORRUPT, "value: child row of %s ends %zu bytes before its length says", rel->info.name, (size_t)(rend - p));
+    size_t len = rows->len - at - 1;
+    uint8_t head[10];
+    size_t k = put_uvarint_at(head, len);
+    if (k > 1) {
+        if ((rc = mr_buf_reserve(rows, k - 1))) return rc;
+        memmove(rows->p + at + k, rows->p + at + 1, len);
+        rows->len += k - 1;
+    }
+    memcpy(rows->p + at, head, k);
     *prev = (int64_t)ord;
     *pp = p;
     return 0;
 }
 
-/* Format 2 or 3 to 4: the header and the parent row as they are (the
+/* Format 2, 3 or 4 to 5: the header and the parent row as they are (the
  * checksum does not cover the version byte, but is computed again all the
- * same), each child group's rows as format 4 writes them and its nbytes
- * counted again. A format-4 record is sealed again as it is. */
+ * same), each child group's rows as format 5 writes them (without their
+ * parent-key cells, checked equal to the parent's) and its nbytes counted
+ * again. A format-5 record is sealed again as it is. */
 int mr_upgrade_value(moraine_db *db, mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *key, size_t keylen)
 {
     const uint8_t *p = v, *end = v + vlen;
@@ -410,9 +518,23 @@ int mr_upgrade_value(moraine_db *db, mr_buf *out, const uint8_t *v, size_t vlen,
                 rc = mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
                 break;
             }
+            /* the parent's key cells, which the child rows name and format 5 leaves out */
+            mr_keymap km;
+            cell_span pkey[MR_MAX_KEYCOLS];
+            if ((rc = mr_child_keymap(rel, rel->info.parent ? mr_rel_by_name(db, rel->info.parent) : NULL, &km))) break;
+            const uint8_t *c = cells;
+            for (uint64_t i = 0; !rc && i < n; i++) {
+                const uint8_t *at = c;
+                if ((rc = skip_cell(&c, end, i))) break;
+                for (int j = 0; j < km.n; j++)
+                    if ((uint64_t)km.pcol[j] == i) pkey[j] = (cell_span){at, (size_t)(c - at)};
+            }
+            for (int j = 0; !rc && j < km.n; j++)
+                if ((uint64_t)km.pcol[j] >= n) rc = mr_err(MORAINE_ECORRUPT, "value: the parent row has %llu columns, its key column is %d", (unsigned long long)n, km.pcol[j]);
+            if (rc) break;
             rows.len = 0;
             int64_t prev = 0;
-            for (uint64_t r = 0; !rc && r < nrows; r++) rc = upgrade_child_row(&p, gend, ver, rel, &prev, &rows);
+            for (uint64_t r = 0; !rc && r < nrows; r++) rc = upgrade_child_row(&p, gend, ver, rel, &km, pkey, &prev, &rows);
             if (!rc && p != gend) rc = mr_err(MORAINE_ECORRUPT, "value: child group has %lld stray bytes", (long long)(gend - p));
             if (!rc && !(rc = mr_put_uvarint(out, id)) && !(rc = mr_put_uvarint(out, nrows)) && !(rc = mr_put_uvarint(out, rows.len)))
                 rc = mr_buf_put(out, rows.p, rows.len);

@@ -239,7 +239,9 @@ static int encode_children(moraine_txn *txn, mr_rel *r, const moraine_value *row
             memset(grp, 0, sizeof *grp);
             grp->rel = cr;
         }
-        rc = mr_encode_child_row(&grp->bytes, grp->nrows ? grp->last_ord : 0, ord, c->row, c->ncols);
+        mr_keymap km;
+        if ((rc = mr_child_keymap(cr, r, &km))) break;
+        rc = mr_encode_child_row(&grp->bytes, grp->nrows ? grp->last_ord : 0, ord, c->row, c->ncols, &km);
         grp->nrows++;
         grp->last_ord = ord;
     }

@@ -79,21 +79,23 @@ int mr_count_sum(MDB_txn *t, MDB_dbi dbi, const uint8_t *prefix, size_t plen, co
 int mr_count_mismatch(const uint8_t *prefix, size_t plen, int64_t met, int64_t counted); /* the ECORRUPT error */
 
 /* ---- codec.c: record values (docs/codec.md) ---- */
-/* 4: a child row carries no column count and its ord as the difference from
- * the row before it in the group; 3: child rows carry their byte length; 2:
- * without it; 1: the value checksum covered the value only (docs/codec.md,
- * Versioning) */
-#define MR_FORMAT_VERSION 4
+/* 5: an embedded child row does not store its parent-key columns (they are
+ * its parent's); 4: a child row carries no column count and its ord as the
+ * difference from the row before it in the group; 3: child rows carry their
+ * byte length; 2: without it; 1: the value checksum covered the value only
+ * (docs/codec.md, Versioning) */
+#define MR_FORMAT_VERSION 5
 #define MR_FORMAT_OLDEST 2 /* the oldest format moraine_compact rewrites */
 enum { MR_T_NULL = 0, MR_T_INT = 1, MR_T_STR = 2, MR_T_FALSE = 3, MR_T_TRUE = 4, MR_T_REAL = 5, MR_T_JSON = 6 };
 int mr_put_uvarint(mr_buf *b, uint64_t v);
 int mr_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
+typedef struct mr_keymap mr_keymap; /* below, with mr_rel */
 /* a child row as a group holds it: its byte length, the zigzag of @ord less
  * @prev (the ord of the row before it in the group, 0 for the first), then
- * its @n cells, no count (the relation's column count); on error nothing is
- * appended */
-int mr_encode_child_row(mr_buf *b, int64_t prev, int64_t ord, const moraine_value *vals, size_t n);
+ * its @n cells but those of @km's columns (NULL: all), no count (the
+ * relation's column count); on error nothing is appended */
+int mr_encode_child_row(mr_buf *b, int64_t prev, int64_t ord, const moraine_value *vals, size_t n, const mr_keymap *km);
 /* the ord a child row's stored difference @u gives after @prev (wrapping, as
  * mr_encode_child_row took the difference) */
 static inline int64_t mr_child_ord(int64_t prev, uint64_t u)
@@ -143,13 +145,17 @@ static inline const uint8_t *mr_row_cells(const uint8_t *row) { return mr_past_u
 /* decodes @n cells at *p into vals (the cells of a row after its head) with
  * mr_decode_row's checks; 0 or MORAINE_ECORRUPT */
 int mr_decode_cells(const uint8_t **p, const uint8_t *end, moraine_value *vals, size_t n);
-/* decodes the child row of @n cells at *p, which ends at @rend (its length
+/* decodes the child row of @n columns at *p, which ends at @rend (its length
  * read by mr_child_row_span), after the row of ord @prev (0: the first of
- * its group): *ord, the cells, and in *cells (may be NULL) where they begin;
- * MORAINE_ECORRUPT (naming @rel) when a cell is damaged or the cells do not
- * end exactly at @rend */
+ * its group): *ord, the values (those of @km's columns, not stored, from
+ * @pkey[j]; @km NULL: every column stored), and in *cells (may be NULL) where
+ * the stored cells begin; MORAINE_ECORRUPT (naming @rel) when a cell is
+ * damaged or the cells do not end exactly at @rend */
 int mr_decode_child_row(const uint8_t **p, const uint8_t *rend, const char *rel, int64_t prev, int64_t *ord, moraine_value *vals, size_t n,
-                        const uint8_t **cells);
+                        const mr_keymap *km, const moraine_value *pkey, const uint8_t **cells);
+/* the @n values of a child row whose stored cells are at *p (@km's columns
+ * not stored: from @pkey) into vals, with mr_decode_cells' checks */
+int mr_decode_child_cells(const uint8_t **p, const uint8_t *end, moraine_value *vals, size_t n, const mr_keymap *km, const moraine_value *pkey);
 /* value header: version byte and CRC-32C of the key, then of the rest of the
  * value (docs/codec.md): a value is bound to the key it is stored under */
 #define MR_HEADER_LEN 5
@@ -222,6 +228,28 @@ typedef struct mr_rel {
     int parentkey[MR_MAX_KEYCOLS]; /* child columns giving the parent's key, in parent key order */
     int nchildren;           /* number of child relations (for parents) */
 } mr_rel;
+
+/* Format 5: the columns of an embedded child row that are not stored, its
+ * parent-key columns, whose values are its parent's key cells (a child is
+ * embedded under the parent its key cells name, so they are equal: NULL, an
+ * integer or a string each; docs/codec.md). @n of them (0: every column is
+ * stored), child column @ccol[j] the value of parent column @pcol[j], in
+ * ascending @ccol. */
+struct mr_keymap {
+    int n;
+    int ccol[MR_MAX_KEYCOLS];
+    int pcol[MR_MAX_KEYCOLS];
+};
+/* The keymap of child relation @child embedded in rows of @parent; 0, or
+ * MORAINE_ECORRUPT when @child is not a child relation of @parent or their
+ * key columns do not pair up (a damaged group's relation id, or a catalog
+ * whose tables disagree). */
+int mr_child_keymap(const mr_rel *child, const mr_rel *parent, mr_keymap *km);
+/* The cells of columns @cols[0..n) (any order, each < the row's count) of
+ * the parent row whose cells are @raw (@len bytes, moraine_row.raw) into
+ * out[0..n); 0 or MORAINE_ECORRUPT (a cell that does not decode, or fewer
+ * cells than asked). */
+int mr_pick_cells(const uint8_t *raw, size_t len, const int *cols, int n, moraine_value *out);
 
 /* One LMDB environment per catalog file per process, shared by the handles
  * that open it (store.c; registry guarded by a global mutex). */
@@ -362,10 +390,10 @@ int mr_txn_take_ord(moraine_txn *txn, mr_rel *r, int64_t ord, int64_t *out); /* 
 /* ---- project.c: projected decoding (moraine_scan_project) ---- */
 typedef struct {
     mr_rel *rel;
-    int *map;          /* per stored column: output slot, MR_PROJ_SKIP (skipped by its length) or MR_PROJ_EXTRA */
-    size_t ncols, nout;
-    int extra_col;     /* the column the reader itself needs (begin_snapshot, snapshot_id, the match column), or -1 */
-    int match_col;     /* children: the column rows are filtered on, or -1 */
+    int *map;          /* per stored cell: output slot, MR_PROJ_SKIP (skipped by its length) or MR_PROJ_EXTRA */
+    size_t ncols, nout; /* ncols: the cells a row stores (a child's columns less its parent-key columns) */
+    int extra_col;     /* the stored cell the reader itself needs (begin_snapshot, snapshot_id, the match column), or -1 */
+    int match_col;     /* children: the stored cell rows are filtered on, or -1 */
     int64_t *match;    /* sorted */
     size_t nmatch;
     /* the map as steps for the fast pass (project.c): skip `skip` cells, then
@@ -378,6 +406,16 @@ typedef struct {
     size_t nsteps, tail;
     int match_step;    /* the step of match_col, or -1 */
     int extra_slot;    /* where the fast pass leaves extra_col's cell (nout when not projected), or -1 */
+    /* children (store format 5): the columns a row does not store (km), those
+     * asked for (nfill: fill[i].slot gets the parent's key cell fill[i].j),
+     * and the parent-key column rows are filtered on (match_key, its index
+     * in km; match_col is then -1), or -1 */
+    mr_keymap km;
+    int nfill;
+    struct {
+        int32_t slot, j;
+    } fill[MR_MAX_KEYCOLS];
+    int match_key;
 } mr_proj_rel;
 typedef struct mr_proj {
     mr_proj_rel row;
@@ -391,6 +429,9 @@ typedef struct mr_proj {
     uint64_t kleft, knrows; /* rows left in the group walked, and its row count */
     int64_t kprev;       /* ord of the group's row before the next (0 at its start) */
     int kwhich;          /* index in kids of the group walked, -1 between groups */
+    const uint8_t *praw; /* the last row's cells, whose key cells its children leave out */
+    size_t praw_len;
+    moraine_value pkey[MR_MAX_KEYCOLS]; /* the key cells of the group walked (when its projection asks for them) */
     /* mr_proj_group_rows: one group's rows, decoded */
     moraine_value *gvals;
     size_t gcap;
@@ -398,15 +439,16 @@ typedef struct mr_proj {
     size_t gocap;
 } mr_proj;
 int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_proj **out);
-int mr_proj_group_rows(mr_proj *p, moraine_db *db, const uint8_t *children, size_t len, size_t which, size_t *n);
+int mr_proj_group_rows(mr_proj *p, moraine_db *db, size_t which, size_t *n);
 void mr_proj_free(mr_proj *p);
 /* one relation's projection (the body of mr_proj_build, for a parent or a
  * child): @cols NULL is every column; @match_col names the column rows are
  * filtered on (its values @match), else @extra_col is the column copied to
- * the decoders' *extra; ENOTFOUND / EINVAL / ENOMEM; free with mr_proj_rel_free
+ * the decoders' *extra; @km (children, NULL for a parent) the columns a row
+ * does not store; ENOTFOUND / EINVAL / ENOMEM; free with mr_proj_rel_free
  * (also after a failure) */
 int mr_proj_rel_build(mr_rel *r, const char *const *cols, size_t ncols, const char *match_col, const int64_t *match, size_t nmatch,
-                      int extra_col, mr_proj_rel *out);
+                      int extra_col, const mr_keymap *km, mr_proj_rel *out);
 void mr_proj_rel_free(mr_proj_rel *pr);
 /* the row at *pp (ord ncols cell*) as the projection decodes it, *pp moved
  * past it (@out has room for nout + 1 values: the last is scratch): 1 when
@@ -434,7 +476,8 @@ int mr_proj_child_row_ref(const mr_proj_rel *pr, const uint8_t **pp, const uint8
  * there is no extra column) */
 int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t *end, int64_t *ord, moraine_value *out,
                        moraine_value *extra);
-void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len);
+/* the children of the row just decoded (@row: its raw cells and children) */
+void mr_proj_children_start(mr_proj *p, const moraine_row *row);
 int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row *child);
 
 struct moraine_read {

@@ -510,9 +510,16 @@ typedef struct {
     /* the row's own encoded cells (docs/codec.md: a tag and its payload
      * each), one for every column of rel (rel->ncols, also from a projected
      * read, whose ncols counts only the columns asked), without the row's
-     * head (its ord and count, or a child row's length and ord difference) */
+     * head (its ord and count, or a child row's length and ord difference);
+     * for a child row embedded in its parent's value, every column but its
+     * parent-key columns (store format 5: their values are the parent's key
+     * cells, whose row's cells are parent_raw) */
     const uint8_t *raw;
     size_t raw_len;
+    /* an embedded child row: its parent row's encoded cells (the parent's
+     * raw); NULL for any other row */
+    const uint8_t *parent_raw;
+    size_t parent_raw_len;
 } moraine_row;
 
 #define MORAINE_ALL_VERSIONS INT64_MIN /* snapshot argument: every version, live and ended */
@@ -544,7 +551,7 @@ int moraine_cursor_next(moraine_cursor *cur, moraine_row *row);
 /** moraine_cursor_close - free a cursor (also freed by moraine_read_end). NULL ok. */
 void moraine_cursor_close(moraine_cursor *cur);
 
-/** Iterator over the embedded children of a row. */
+/** Iterator over the embedded children of a row (fields private). */
 typedef struct {
     const uint8_t *p, *end;
     const uint8_t *gend;              /* where the group being walked ends (its nbytes) */
@@ -554,6 +561,16 @@ typedef struct {
     moraine_value *vals;              /* decode buffer (owned by the iterator) */
     size_t cap;
     moraine_db *db;
+    /* the parent row: its cells (raw) and relation id; the group's
+     * parent-key columns (kcol, ascending), the parent's column of each
+     * (pcol) and its value (pkey), which a child row does not store (store
+     * format 5, docs/codec.md) */
+    const uint8_t *praw;
+    size_t praw_len;
+    uint32_t prel_id;
+    int nkey;
+    int kcol[4], pcol[4];
+    moraine_value pkey[4];
 } moraine_children;
 
 /**

@@ -19,7 +19,8 @@ typedef struct {
     int64_t ord;
     uint64_t seq;
     const uint8_t *raw;
-    size_t len;
+    const uint8_t *praw; /* an embedded child row: its parent's cells (moraine_row.parent_raw), else NULL */
+    uint32_t len, plen;
 } ent;
 
 static int ent_cmp(const void *a, const void *b)
@@ -68,7 +69,11 @@ static int export_table(moraine_read *rd, const mr_rel *r, const char *dir, int 
                 }
                 es = p;
             }
-            es[n] = (ent){row.ord, n, row.raw, row.raw_len};
+            if (row.raw_len > UINT32_MAX || row.parent_raw_len > UINT32_MAX) {
+                rc = mr_err(MORAINE_ENOMEM, "%s: a row of more than 4 GiB", r->info.name);
+                break;
+            }
+            es[n] = (ent){row.ord, n, row.raw, row.parent_raw, (uint32_t)row.raw_len, (uint32_t)row.parent_raw_len};
             n++;
             rc = 0;
         }
@@ -80,10 +85,20 @@ static int export_table(moraine_read *rd, const mr_rel *r, const char *dir, int 
     moraine_value *vals = calloc(r->info.ncols ? r->info.ncols : 1, sizeof *vals);
     if (!vals) rc = mr_err(MORAINE_ENOMEM, "out of memory");
     mr_buf line = {0};
+    mr_keymap km = {0};
+    int km_ok = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         const uint8_t *p = es[i].raw; /* the row's cells (moraine_row.raw), as the cursor read them */
         int64_t ord = es[i].ord;
-        if ((rc = mr_decode_cells(&p, es[i].raw + es[i].len, vals, r->info.ncols))) break;
+        if (es[i].praw) { /* an embedded child row: its parent-key columns are its parent's key cells */
+            moraine_value pkey[MR_MAX_KEYCOLS];
+            if (!km_ok && (rc = mr_child_keymap(r, mr_rel_by_name(rd->db, r->info.parent), &km))) break;
+            km_ok = 1;
+            if ((rc = mr_pick_cells(es[i].praw, es[i].plen, km.pcol, km.n, pkey))) break;
+            if ((rc = mr_decode_child_cells(&p, es[i].raw + es[i].len, vals, r->info.ncols, &km, pkey))) break;
+        } else if ((rc = mr_decode_cells(&p, es[i].raw + es[i].len, vals, r->info.ncols))) {
+            break;
+        }
         line.len = 0;
         rc = mr_json_row(&line, &r->info, vals, r->info.ncols, 0, 1); /* an export carries secrets exactly */
         if (rc == MORAINE_EINVAL) {

@@ -25,22 +25,26 @@ static int i64cmp(const void *a, const void *b)
 }
 
 int mr_proj_rel_build(mr_rel *r, const char *const *cols, size_t ncols, const char *match_col, const int64_t *match, size_t nmatch,
-                      int extra_col, mr_proj_rel *out)
+                      int extra_col, const mr_keymap *km, mr_proj_rel *out)
 {
     memset(out, 0, sizeof *out);
     out->rel = r;
     out->match_col = -1;
     out->extra_col = -1;
-    out->ncols = r->info.ncols;
-    out->map = malloc((r->info.ncols ? r->info.ncols : 1) * sizeof *out->map);
+    out->match_key = -1;
+    if (km) out->km = *km;
+    const size_t nall = r->info.ncols;
+    out->ncols = nall - (size_t)out->km.n;
+    out->map = malloc((nall ? nall : 1) * sizeof *out->map);
     if (!out->map) return mr_err(MORAINE_ENOMEM, "out of memory");
-    for (size_t i = 0; i < r->info.ncols; i++) out->map[i] = cols ? MR_PROJ_SKIP : (int)i;
-    out->nout = cols ? ncols : r->info.ncols;
+    int *map = out->map; /* by column first; by stored cell below */
+    for (size_t i = 0; i < nall; i++) map[i] = cols ? MR_PROJ_SKIP : (int)i;
+    out->nout = cols ? ncols : nall;
     for (size_t i = 0; cols && i < ncols; i++) {
         int c = cols[i] ? moraine_column_index(&r->info, cols[i]) : -1;
         if (c < 0) return mr_err(MORAINE_ENOTFOUND, "%s has no column '%s'", r->info.name, cols[i] ? cols[i] : "(NULL)");
-        if (out->map[c] >= 0) return mr_err(MORAINE_EINVAL, "%s: column '%s' named twice in a projection", r->info.name, cols[i]);
-        out->map[c] = (int)i;
+        if (map[c] >= 0) return mr_err(MORAINE_EINVAL, "%s: column '%s' named twice in a projection", r->info.name, cols[i]);
+        map[c] = (int)i;
     }
     if (match_col) {
         out->match_col = moraine_column_index(&r->info, match_col);
@@ -52,25 +56,49 @@ int mr_proj_rel_build(mr_rel *r, const char *const *cols, size_t ncols, const ch
         qsort(out->match, nmatch, sizeof *out->match, i64cmp);
         extra_col = out->match_col;
     }
-    if (extra_col >= 0 && (size_t)extra_col < r->info.ncols) {
+    /* the columns a child row does not store: asked ones are filled from the
+     * parent's key cells, a filter on one is decided once per group; the
+     * map and the extra and match columns then count stored cells */
+    if (out->km.n) {
+        size_t at = 0;
+        int kj = 0;
+        for (size_t i = 0; i < nall; i++) {
+            if (kj < out->km.n && (size_t)out->km.ccol[kj] == i) {
+                if (map[i] >= 0) {
+                    out->fill[out->nfill].slot = map[i];
+                    out->fill[out->nfill++].j = kj;
+                }
+                if ((int)i == out->match_col) out->match_key = kj;
+                if ((int)i == extra_col) extra_col = -1;
+                kj++;
+                continue;
+            }
+            if ((int)i == out->match_col) out->match_col = (int)at;
+            if ((int)i == extra_col) extra_col = (int)at;
+            map[at++] = map[i];
+        }
+        if (out->match_key >= 0) out->match_col = -1;
+    }
+    const size_t n = out->ncols;
+    if (extra_col >= 0 && (size_t)extra_col < n) {
         out->extra_col = extra_col;
-        if (out->map[extra_col] == MR_PROJ_SKIP) out->map[extra_col] = MR_PROJ_EXTRA;
+        if (map[extra_col] == MR_PROJ_SKIP) map[extra_col] = MR_PROJ_EXTRA;
     }
     /* the cell of a column decoded only for the reader (MR_PROJ_EXTRA) goes to
      * out[nout], the spare slot past the projected ones */
-    out->extra_slot = out->extra_col < 0 ? -1 : out->map[out->extra_col] == MR_PROJ_EXTRA ? (int)out->nout : out->map[out->extra_col];
+    out->extra_slot = out->extra_col < 0 ? -1 : map[out->extra_col] == MR_PROJ_EXTRA ? (int)out->nout : map[out->extra_col];
     out->match_step = -1;
-    out->steps = malloc((r->info.ncols ? r->info.ncols : 1) * sizeof *out->steps);
+    out->steps = malloc((n ? n : 1) * sizeof *out->steps);
     if (!out->steps) return mr_err(MORAINE_ENOMEM, "out of memory");
     uint32_t skip = 0;
-    for (size_t i = 0; i < r->info.ncols; i++) {
-        if (out->map[i] == MR_PROJ_SKIP) {
+    for (size_t i = 0; i < n; i++) {
+        if (map[i] == MR_PROJ_SKIP) {
             skip++;
             continue;
         }
         if ((int)i == out->match_col) out->match_step = (int)out->nsteps;
         out->steps[out->nsteps].skip = skip;
-        out->steps[out->nsteps++].slot = out->map[i] == MR_PROJ_EXTRA ? (int32_t)out->nout : out->map[i];
+        out->steps[out->nsteps++].slot = map[i] == MR_PROJ_EXTRA ? (int32_t)out->nout : map[i];
         skip = 0;
     }
     out->tail = skip;
@@ -108,7 +136,7 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
         vcol = moraine_column_index(&r->info, "snapshot_id");
         if (vcol < 0) vcol = 0;
     }
-    int rc = mr_proj_rel_build(r, p->columns, p->ncolumns, NULL, NULL, 0, vcol, &pj->row);
+    int rc = mr_proj_rel_build(r, p->columns, p->ncolumns, NULL, NULL, 0, vcol, NULL, &pj->row);
     if (!rc && p->nchildren) {
         pj->kids = calloc(p->nchildren, sizeof *pj->kids);
         if (!pj->kids) rc = mr_err(MORAINE_ENOMEM, "out of memory");
@@ -124,7 +152,9 @@ int mr_proj_build(moraine_db *db, mr_rel *r, const moraine_projection *p, mr_pro
         }
         for (size_t j = 0; j < i; j++)
             if (pj->kids[j].rel == k) rc = mr_err(MORAINE_EINVAL, "child relation '%s' named twice in a projection", c->relation);
-        if (!rc) rc = mr_proj_rel_build(k, c->columns, c->ncolumns, c->match_column, c->match_values, c->nmatch, -1, &pj->kids[i]);
+        mr_keymap km;
+        if (!rc) rc = mr_child_keymap(k, r, &km);
+        if (!rc) rc = mr_proj_rel_build(k, c->columns, c->ncolumns, c->match_column, c->match_values, c->nmatch, -1, &km, &pj->kids[i]);
         pj->nkids = i + 1;
     }
     if (!rc && pj->nkids) {
@@ -507,11 +537,13 @@ int mr_proj_decode_row(const mr_proj_rel *pr, const uint8_t **pp, const uint8_t 
     return rc < 0 ? rc : 0;
 }
 
-void mr_proj_children_start(mr_proj *p, const uint8_t *children, size_t len)
+void mr_proj_children_start(mr_proj *p, const moraine_row *row)
 {
-    p->kp = p->kstart = children;
-    p->kend = children + len;
-    p->gend = children;
+    p->kp = p->kstart = row->children;
+    p->kend = row->children + row->children_len;
+    p->praw = row->raw;
+    p->praw_len = row->raw_len;
+    p->gend = row->children;
     p->kleft = 0;
     p->kwhich = -1;
 }
@@ -548,6 +580,26 @@ static inline __attribute__((always_inline)) int row_span(const uint8_t **pp, co
     return mr_child_row_span(pp, gend, rend);
 }
 
+/* For a group of child projection @pr: the parent's key cells its rows
+ * leave out into p->pkey when the projection asks for one or filters on one
+ * (store format 5); 1 when the group's rows are wanted, 0 when its filter on
+ * a parent-key column drops them all, or MORAINE_ECORRUPT. */
+static int group_keys(mr_proj *p, const mr_proj_rel *pr)
+{
+    if (!pr->nfill && pr->match_key < 0) return 1;
+    int rc = mr_pick_cells(p->praw, p->praw_len, pr->km.pcol, pr->km.n, p->pkey);
+    if (rc) return rc;
+    if (pr->match_key < 0) return 1;
+    const moraine_value *v = &p->pkey[pr->match_key];
+    return v->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, v->i);
+}
+
+/* The parent's key cells asked for into the slots of row @out. */
+static inline void fill_keys(const mr_proj *p, const mr_proj_rel *pr, moraine_value *out)
+{
+    for (int i = 0; i < pr->nfill; i++) out[pr->fill[i].slot] = p->pkey[pr->fill[i].j];
+}
+
 /* Past the child groups not asked for, to the next one asked for: 1 (its
  * rows in p->kleft, maybe none), 0 at the end of the children, or an error.
  * Out of line: once per group, and it keeps the row loop's registers free. */
@@ -569,6 +621,8 @@ static __attribute__((noinline)) int next_group(mr_proj *p, moraine_db *db)
         }
         if (nrows == 0 && p->kp != p->gend) /* as mr_proj_group_rows refuses it */
             return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its 0 rows", p->kids[p->kwhich].rel->info.name);
+        if ((rc = group_keys(p, &p->kids[p->kwhich])) < 0) return rc;
+        if (!rc) continue; /* filtered out whole on a parent-key column */
         p->kleft = p->knrows = nrows;
         p->kprev = 0;
         return 1;
@@ -616,8 +670,11 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
         p->kleft = left;
         p->kprev = prev;
         if (!f) continue;
+        fill_keys(p, pr, p->kvals);
         child->raw = mr_past_uvarint(rs); /* the cells, past the ord difference the row was decoded with */
         child->raw_len = (size_t)(kp - child->raw);
+        child->parent_raw = p->praw;
+        child->parent_raw_len = p->praw_len;
         child->rel = &pr->rel->info;
         child->ncols = pr->nout;
         child->vals = p->kvals;
@@ -628,17 +685,17 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
     }
 }
 
-/* The rows of child projection @which of the row whose children are
- * @children (@len bytes), in one pass: groups of other relations are skipped
+/* The rows of child projection @which of the row last decoded
+ * (mr_proj_children_start), in one pass: groups of other relations are skipped
  * by their length, rows failing the child's match filter dropped, the others
  * decoded into p->gvals (grown as needed; row k's values at k * nout, each
  * row's spare slot the next row's first, so the buffer holds one more) and
  * their ords into p->gords. The sequential walk (mr_proj_children_next) is
  * left where it was. *n the rows kept; 0, or MORAINE_ECORRUPT / ENOMEM. */
-int mr_proj_group_rows(mr_proj *p, moraine_db *db, const uint8_t *children, size_t len, size_t which, size_t *n)
+int mr_proj_group_rows(mr_proj *p, moraine_db *db, size_t which, size_t *n)
 {
     const mr_proj_rel *pr = &p->kids[which];
-    const uint8_t *q = children, *end = children + len;
+    const uint8_t *q = p->kstart, *end = p->kend;
     const uint64_t want = pr->rel->info.id;
     size_t nout = pr->nout;
     *n = 0;
@@ -670,6 +727,7 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, const uint8_t *children, size
             p->gords = o;
             p->gocap = (size_t)nrows;
         }
+        if ((rc = group_keys(p, pr)) <= 0) return rc; /* < 0: damaged; 0: filtered out whole on a parent-key column */
         moraine_value m, *mx = pr->match_col >= 0 ? &m : NULL;
         int64_t prev = 0;
         size_t k = 0;
@@ -694,6 +752,7 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, const uint8_t *children, size
                 return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", pr->rel->info.name,
                               (size_t)(q - rs), (size_t)(rend - rs));
             prev = p->gords[k];
+            if (pr->nfill && f) fill_keys(p, pr, out);
             k += (size_t)f;
         }
         if (q != gend) return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its %llu rows", pr->rel->info.name,

@@ -182,6 +182,8 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
     row->vals = *vals;
     row->children = p;
     row->children_len = (size_t)(end - p);
+    row->parent_raw = NULL;
+    row->parent_raw_len = 0;
     return 0;
 }
 
@@ -244,10 +246,14 @@ static int decode_projected(const mr_bounds *b, const MDB_val *k, const MDB_val 
     row->vals = *vals;
     row->children = p;
     row->children_len = (size_t)(end - p);
+    row->parent_raw = NULL;
+    row->parent_raw_len = 0;
     return 0;
 }
 
 /* ---- children ---- */
+
+_Static_assert(MR_MAX_KEYCOLS == sizeof ((moraine_children *)0)->kcol / sizeof(int), "moraine_children holds MR_MAX_KEYCOLS key columns");
 
 void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_children *it)
 {
@@ -255,6 +261,31 @@ void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_chil
     it->p = row->children;
     it->end = row->children + row->children_len;
     it->db = rd->db;
+    it->praw = row->raw;
+    it->praw_len = row->raw_len;
+    it->prel_id = row->rel ? row->rel->id : UINT32_MAX;
+}
+
+/* The head of the group at it->p: its relation, rows, and the parent's key
+ * cells its rows leave out (store format 5). 0 or MORAINE_ECORRUPT. */
+static int children_group(moraine_children *it)
+{
+    uint64_t id, nrows;
+    int rc;
+    if ((rc = mr_group_head(&it->p, it->end, &id, &nrows, &it->gend))) return rc;
+    mr_rel *r = mr_rel_by_id(it->db, id);
+    if (!r) return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
+    mr_keymap km;
+    if ((rc = mr_child_keymap(r, mr_rel_by_id(it->db, it->prel_id), &km))) return rc;
+    if (km.n && (rc = mr_pick_cells(it->praw, it->praw_len, km.pcol, km.n, it->pkey))) return rc;
+    it->nkey = km.n;
+    memcpy(it->kcol, km.ccol, sizeof km.ccol);
+    memcpy(it->pcol, km.pcol, sizeof km.pcol);
+    it->rel = &r->info;
+    it->left = nrows;
+    it->prev_ord = 0;
+    if (nrows == 0 && it->p != it->gend) return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its 0 rows", it->rel->name);
+    return 0;
 }
 
 int moraine_children_next(moraine_children *it, moraine_row *child)
@@ -262,15 +293,7 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
     int rc;
     while (it->left == 0) {
         if (it->p >= it->end) return 0;
-        uint64_t id, nrows;
-        if ((rc = mr_group_head(&it->p, it->end, &id, &nrows, &it->gend))) return rc;
-        mr_rel *r = mr_rel_by_id(it->db, id);
-        if (!r) return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
-        it->rel = &r->info;
-        it->left = nrows;
-        it->prev_ord = 0;
-        if (nrows == 0 && it->p != it->gend)
-            return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its 0 rows", it->rel->name);
+        if ((rc = children_group(it))) return rc;
     }
     if ((rc = ensure_vals(&it->vals, &it->cap, it->rel->ncols))) return rc;
     const uint8_t *rend;
@@ -278,7 +301,11 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
     if (it->p >= it->gend)
         return mr_err(MORAINE_ECORRUPT, "value: child group of %s ends before its %llu rows", it->rel->name, (unsigned long long)it->left);
     if ((rc = mr_child_row_span(&it->p, it->gend, &rend))) return rc;
-    if ((rc = mr_decode_child_row(&it->p, rend, it->rel->name, it->prev_ord, &child->ord, it->vals, it->rel->ncols, &child->raw))) return rc;
+    mr_keymap km = {.n = it->nkey};
+    memcpy(km.ccol, it->kcol, sizeof km.ccol);
+    memcpy(km.pcol, it->pcol, sizeof km.pcol);
+    if ((rc = mr_decode_child_row(&it->p, rend, it->rel->name, it->prev_ord, &child->ord, it->vals, it->rel->ncols, &km, it->pkey, &child->raw)))
+        return rc;
     child->raw_len = (size_t)(it->p - child->raw);
     it->prev_ord = child->ord;
     /* the group's last row must end where its nbytes say, or the bytes after
@@ -290,6 +317,8 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
     child->vals = it->vals;
     child->children = NULL;
     child->children_len = 0;
+    child->parent_raw = it->praw;
+    child->parent_raw_len = it->praw_len;
     return 1;
 }
 
@@ -595,7 +624,7 @@ int moraine_cursor_child_rows(moraine_cursor *c, size_t which, const moraine_val
     if (which >= c->proj->nkids)
         return mr_err(MORAINE_EINVAL, "moraine_cursor_child_rows: child projection %zu of %zu", which, c->proj->nkids);
     mr_proj *p = c->proj;
-    int rc = mr_proj_group_rows(p, c->rd->db, p->kstart, (size_t)(p->kend - p->kstart), which, nrows);
+    int rc = mr_proj_group_rows(p, c->rd->db, which, nrows);
     if (rc < 0) {
         *nrows = 0;
         return rc == MORAINE_ENOMEM ? rc : corrupt_at(&c->lastk, c->rel);
@@ -671,7 +700,7 @@ static int next_plain(moraine_cursor *c, moraine_row *row)
             int visible = 0;
             if ((rc = decode_projected(&c->rd->bounds, &k, &v, r, c->proj, &c->vals, &c->cap, c->snapshot, row, &visible))) return rc;
             if (!use_hist && !visible) continue;
-            mr_proj_children_start(c->proj, row->children, row->children_len);
+            mr_proj_children_start(c->proj, row);
             c->have_row = 1;
             return 1;
         }

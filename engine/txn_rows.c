@@ -303,18 +303,32 @@ static void parent_remember(moraine_txn *txn, const mr_rel *child, const moraine
     txn->pc_nlist = txn->nlist;
 }
 
+static int values_equal(const moraine_value *a, const moraine_value *b);
+
+/* Appends child row @row (@n values, position @ord) to @parent's group of
+ * @child, without its parent-key cells (format 5, docs/codec.md), which must
+ * equal the parent's key cells: they are how the parent was found, so a
+ * difference is a fault of this build, refused (MORAINE_EINVAL) rather than
+ * stored as a row it would read back changed. */
 static int append_child(pending *parent, mr_rel *child, const moraine_value *row, size_t n, int64_t ord)
 {
+    mr_keymap km;
+    int rc = mr_child_keymap(child, parent->rel, &km);
+    if (rc) return rc;
+    for (int j = 0; j < km.n; j++)
+        if ((size_t)km.ccol[j] >= n || (size_t)km.pcol[j] >= parent->ncols || !values_equal(&row[km.ccol[j]], &parent->vals[km.pcol[j]]))
+            return mr_err(MORAINE_EINVAL, "%s: a row embedded in a %s row of another key (column '%s')", child->info.name,
+                          parent->rel->info.name, child->names[km.ccol[j]]);
     group *g = NULL;
     for (size_t i = 0; i < parent->ngroups; i++)
         if (parent->groups[i].rel_id == child->info.id) g = &parent->groups[i];
     if (!g) {
         if (!(g = group_add(parent))) return mr_err(MORAINE_ENOMEM, "out of memory");
         g->rel_id = child->info.id;
-        int rc = mr_buf_reserve(&g->bytes, 256); /* a file's partition values or stats at once */
+        rc = mr_buf_reserve(&g->bytes, 256); /* a file's partition values or stats at once */
         if (rc) return rc;
     }
-    int rc = mr_encode_child_row(&g->bytes, g->nrows ? g->last_ord : 0, ord, row, n);
+    rc = mr_encode_child_row(&g->bytes, g->nrows ? g->last_ord : 0, ord, row, n, &km);
     if (rc) return rc;
     g->nrows++;
     g->last_ord = ord;

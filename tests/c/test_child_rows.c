@@ -90,14 +90,29 @@ static void test_encode(void)
         case 2: ord = (int64_t)check_rand(); break;
         default: ord = round % 8 == 3 ? INT64_MAX : INT64_MIN + (int64_t)check_below(5); prev = -prev; break;
         }
+        /* up to two parent-key columns (format 5), anywhere in the row: not
+         * written, read back from the parent's key cells */
+        mr_keymap km = {0};
+        moraine_value pkey[MR_MAX_KEYCOLS], kept[8];
+        for (size_t c = 0; c < n && km.n < 2; c++)
+            if (check_below(3) == 0) {
+                km.ccol[km.n] = (int)c;
+                km.pcol[km.n] = (int)check_below(6);
+                pkey[km.n++] = v[c];
+            }
+        size_t nkept = 0;
+        for (size_t c = 0, j = 0; c < n; c++) {
+            if (j < (size_t)km.n && (size_t)km.ccol[j] == c) j++;
+            else kept[nkept++] = v[c];
+        }
         mr_buf plain = {0}, child = {0};
         mr_buf_put(&child, "junk", 4); /* what the buffer held before stays */
-        if (mr_encode_row(&plain, ord, v, n) || mr_encode_child_row(&child, prev, ord, v, n)) abort();
+        if (mr_encode_row(&plain, ord, kept, nkept) || mr_encode_child_row(&child, prev, ord, v, n, &km)) abort();
         const uint8_t *p = child.p + 4, *rend = NULL;
         int rc = mr_child_row_span(&p, child.p + child.len, &rend);
         size_t head = (size_t)(p - child.p) - 4;
         if (head < 4) lens[head]++;
-        /* the row: the zigzag of the difference, then the cells as mr_encode_row writes them */
+        /* the row: the zigzag of the difference, then the cells as mr_encode_row writes them, but the key columns' */
         uint64_t diff = (uint64_t)ord - (uint64_t)prev, zz = diff << 1 ^ (uint64_t)((int64_t)diff >> 63);
         mr_buf want = {0};
         const uint8_t *cells = mr_row_cells(plain.p);
@@ -108,12 +123,16 @@ static void test_encode(void)
         /* the row decodes within its span, to its end, to the same ord */
         moraine_value out[8];
         int64_t o;
-        if (!rc && (mr_decode_child_row(&p, rend, "t", prev, &o, out, n, NULL) || p != rend || o != ord)) bad++;
+        if (!rc && (mr_decode_child_row(&p, rend, "t", prev, &o, out, n, &km, pkey, NULL) || p != rend || o != ord)) bad++;
+        for (size_t c = 0; !rc && c < n; c++)
+            if (out[c].type != v[c].type || (v[c].type == MORAINE_INT && out[c].i != v[c].i) ||
+                (v[c].type == MORAINE_STR && (out[c].len != v[c].len || memcmp(out[c].s, v[c].s, v[c].len) != 0)))
+                bad++;
         mr_buf_free(&want);
         mr_buf_free(&plain);
         mr_buf_free(&child);
     }
-    CHECK(bad == 0, "%d child rows not written as their length, their ord's difference and their cells", bad);
+    CHECK(bad == 0, "%d child rows not written as their length, their ord's difference and their cells but the parent-key ones", bad);
     CHECK(lens[1] > 0 && lens[2] > 0 && lens[3] > 0, "lengths of 1, 2 and 3 bytes all tried (%d, %d, %d)", lens[1], lens[2], lens[3]);
 
     /* a length running past the end, and a damaged length varint */
@@ -137,9 +156,10 @@ static int64_t (*build_ords)[4];
  * ids @ids with @nr[g] rows each (rows[g][r], @ncols[g] cells, ords
  * build_ords[g][r] or 3r + 1), sealed under @key. Format 2 writes the rows
  * bare, format 3 each after its length, format 4 as mr_encode_child_row
- * does. */
+ * does with every cell, format 5 as it does without the parent-key cells
+ * (@kms[g]). */
 static void build_value(mr_buf *b, int version, const uint8_t *key, size_t klen, const moraine_value *pv, size_t npv, size_t ng,
-                        const uint64_t *ids, const size_t *nr, moraine_value rows[][4][8], const size_t *ncols)
+                        const uint64_t *ids, const size_t *nr, moraine_value rows[][4][8], const size_t *ncols, const mr_keymap *kms)
 {
     b->len = 0;
     if (mr_value_begin(b) || mr_encode_row(b, 7, pv, npv)) abort();
@@ -150,10 +170,10 @@ static void build_value(mr_buf *b, int version, const uint8_t *key, size_t klen,
             int64_t ord = build_ords ? build_ords[g][r] : (int64_t)(r * 3 + 1);
             int64_t prev = !r ? 0 : build_ords ? build_ords[g][r - 1] : ord - 3;
             row.len = 0;
-            int rc = version == 4 ? mr_encode_child_row(&rb, prev, ord, rows[g][r], ncols[g])
+            int rc = version >= 4 ? mr_encode_child_row(&rb, prev, ord, rows[g][r], ncols[g], version == 5 ? &kms[g] : NULL)
                                   : mr_encode_row(&row, ord, rows[g][r], ncols[g]);
             if (!rc && version == 3) rc = mr_put_uvarint(&rb, row.len);
-            if (!rc && version != 4) rc = mr_buf_put(&rb, row.p, row.len);
+            if (!rc && version < 4) rc = mr_buf_put(&rb, row.p, row.len);
             if (rc) abort();
         }
         if (mr_put_uvarint(b, ids[g]) || mr_put_uvarint(b, nr[g]) || mr_put_uvarint(b, rb.len) || mr_buf_put(b, rb.p, rb.len)) abort();
@@ -167,35 +187,47 @@ static moraine_db *new_catalog(const char *name, char *path, size_t n);
 
 static void test_upgrade_value(void)
 {
-    /* three tables of 3, 5 and 8 columns, for the groups' relation ids and column counts */
-    static const char *const cols[8] = {"a", "b", "c", "d", "e", "f", "g", "h"};
-    static const char *const names[3] = {"codec_a", "codec_b", "codec_c"};
+    /* a data file's three child tables, of 3, 5 and 8 columns, their
+     * parent-key columns (data_file_id, table_id) in different places */
+    static const char *const pcols[4] = {"data_file_id", "table_id", "begin_snapshot", "end_snapshot"};
+    static const char *const kcols[3][8] = {{"c0", "table_id", "data_file_id"},
+                                            {"data_file_id", "table_id", "partition_key_index", "partition_value", "x"},
+                                            {"a", "b", "c", "data_file_id", "d", "table_id", "e", "f"}};
+    static const char *const names[3] = {"ducklake_file_variant_stats", "ducklake_file_partition_value", "ducklake_file_column_stats"};
     const size_t ncols[3] = {3, 5, 8};
     uint64_t ids[3];
+    mr_keymap kms[3];
     char path[4096];
     moraine_db *db = new_catalog("codec", path, sizeof path);
     moraine_txn *txn;
     CHECK_RC(moraine_txn_begin(db, 1, &txn), 0);
-    for (int t = 0; t < 3; t++) CHECK_RC(moraine_txn_define(txn, names[t], ncols[t], cols), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_data_file", 4, pcols), 0);
+    for (int t = 0; t < 3; t++) CHECK_RC(moraine_txn_define(txn, names[t], ncols[t], kcols[t]), 0);
     CHECK_RC(moraine_txn_commit(txn), 0);
     for (int t = 0; t < 3; t++) {
         moraine_relation_info ri;
         CHECK_RC(moraine_relation(db, names[t], &ri), 0);
         ids[t] = ri.id;
+        CHECK_RC(mr_child_keymap(mr_rel_by_name(db, names[t]), mr_rel_by_name(db, "ducklake_data_file"), &kms[t]), 0);
     }
+    CHECK(kms[0].n == 2 && kms[0].ccol[0] == 1 && kms[0].pcol[0] == 1 && kms[0].ccol[1] == 2 && kms[0].pcol[1] == 0 && kms[2].ccol[0] == 3 &&
+              kms[2].pcol[0] == 0 && kms[2].ccol[1] == 5 && kms[2].pcol[1] == 1,
+          "the keymaps list the child's parent-key columns in its column order, each with the parent's column");
     static const uint8_t key[] = {'C', 0x14, 0x80, 0, 0, 0, 0, 0, 0, 0x03, 0x14, 0x80, 0, 0, 0, 0, 0, 0, 0x01};
     static moraine_value rows[3][4][8];
     int bad = 0;
-    mr_buf v2 = {0}, v3 = {0}, v4 = {0}, up = {0};
+    mr_buf v2 = {0}, v3 = {0}, v4 = {0}, v5 = {0}, up = {0};
     for (int round = 0; round < 400; round++) {
         moraine_value pv[8];
         size_t npv = random_row(pv), ng = check_below(4), nr[3];
+        if (npv < 2) pv[npv++] = vnull(); /* the parent row has its two key cells */
         for (size_t g = 0; g < ng; g++) {
             nr[g] = check_below(5);
             for (size_t r = 0; r < nr[g]; r++) {
                 moraine_value tmp[8];
                 size_t n = random_row(tmp);
                 for (size_t c = 0; c < ncols[g]; c++) rows[g][r][c] = c < n ? tmp[c] : vint((int64_t)c);
+                for (int j = 0; j < kms[g].n; j++) rows[g][r][kms[g].ccol[j]] = pv[kms[g].pcol[j]]; /* the parent they are embedded in */
             }
         }
         /* half the rounds: ords that fall, jump and reach both ends of 64 bits
@@ -206,13 +238,14 @@ static void test_upgrade_value(void)
             for (size_t r = 0; r < 4; r++)
                 ords[g][r] = check_below(2) ? edge[check_below(sizeof edge / sizeof edge[0])] : (int64_t)check_rand();
         build_ords = round % 2 ? ords : NULL;
-        build_value(&v2, 2, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
-        build_value(&v3, 3, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
-        build_value(&v4, 4, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols);
-        if (mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
-        if (mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
-        /* and each child row of the upgraded value reads back at the ord it had */
-        const uint8_t *q = up.p + MR_HEADER_LEN, *qend = up.p + up.len;
+        build_value(&v2, 2, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols, kms);
+        build_value(&v3, 3, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols, kms);
+        build_value(&v4, 4, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols, kms);
+        build_value(&v5, 5, key, sizeof key, pv, npv, ng, ids, nr, rows, ncols, kms);
+        if (mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key) || up.len != v5.len || memcmp(up.p, v5.p, v5.len) != 0) bad++;
+        if (mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key) || up.len != v5.len || memcmp(up.p, v5.p, v5.len) != 0) bad++;
+        if (mr_upgrade_value(db, &up, v4.p, v4.len, key, sizeof key) || up.len != v5.len || memcmp(up.p, v5.p, v5.len) != 0) bad++;
+    const uint8_t *q = up.p + MR_HEADER_LEN, *qend = up.p + up.len;
         moraine_value tmp[8];
         int64_t o;
         size_t tn;
@@ -224,33 +257,41 @@ static void test_upgrade_value(void)
             if (mr_group_head(&q, qend, &id, &nrows, &gend) || id != ids[g] || nrows != nr[g]) bad++;
             for (size_t r = 0; r < nr[g] && !bad; r++) {
                 int64_t want = build_ords ? ords[g][r] : (int64_t)(r * 3 + 1);
-                if (mr_child_row_span(&q, gend, &rend) || mr_decode_child_row(&q, rend, "t", prev, &o, tmp, ncols[g], NULL) || o != want) bad++;
+                moraine_value pkey[MR_MAX_KEYCOLS];
+                for (int j = 0; j < kms[g].n; j++) pkey[j] = pv[kms[g].pcol[j]];
+                if (mr_child_row_span(&q, gend, &rend) || mr_decode_child_row(&q, rend, "t", prev, &o, tmp, ncols[g], &kms[g], pkey, NULL) ||
+                    o != want)
+                    bad++;
+                for (size_t c = 0; c < ncols[g] && !bad; c++)
+                    if (tmp[c].type != rows[g][r][c].type || (tmp[c].type == MORAINE_INT && tmp[c].i != rows[g][r][c].i) ||
+                        (tmp[c].type == MORAINE_STR && (tmp[c].len != rows[g][r][c].len || memcmp(tmp[c].s, rows[g][r][c].s, tmp[c].len) != 0)))
+                        bad++;
                 prev = o;
             }
         }
-        /* format 4 is copied as it is */
-        if (mr_upgrade_value(db, &up, v4.p, v4.len, key, sizeof key) || up.len != v4.len || memcmp(up.p, v4.p, v4.len) != 0) bad++;
+        /* format 5 is copied as it is */
+        if (mr_upgrade_value(db, &up, v5.p, v5.len, key, sizeof key) || up.len != v5.len || memcmp(up.p, v5.p, v5.len) != 0) bad++;
         /* under another key the checksum fails */
         if (mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key - 1) != MORAINE_ECORRUPT) bad++;
     }
-    CHECK(bad == 0, "%d format-2 or format-3 values not rewritten as the format-4 encoder writes them", bad);
+    CHECK(bad == 0, "%d format-2, -3 or -4 values not rewritten as the format-5 encoder writes them", bad);
     build_ords = NULL;
 
     /* damaged older values: a flipped bit, a group with a stray byte (the
      * checksum recomputed), a format-3 row whose length says more than it
      * takes, a row with a column more than its table, a group of no table, a
      * version byte of no format this build knows */
-    moraine_value pv[2] = {vint(1), vstr("x", 1)};
+    moraine_value pv[2] = {vnull(), vstr("year", 4)}; /* data_file_id, table_id: as the child row below names them */
     static moraine_value one[3][4][8];
     one[0][0][0] = vint(9);
     one[0][0][1] = vstr("year", 4);
     one[0][0][2] = vnull();
     size_t nr[1] = {1};
-    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, ncols);
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, ncols, kms);
     v2.p[v2.len - 1] ^= 0x01;
     CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
     CHECK(strstr(moraine_errmsg(), "checksum") != NULL, "a flipped bit: '%s'", moraine_errmsg());
-    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, ncols);
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, ncols, kms);
     size_t nbytes_at = v2.len - 12; /* the group: id, nrows, nbytes, then a row of 11 bytes: ord, ncols, INT 9, STR 'year', NULL */
     CHECK(v2.p[nbytes_at] == 11 && v2.p[nbytes_at - 1] == 1, "the hand-built group is where expected");
     v2.p[nbytes_at] = 12;
@@ -258,7 +299,7 @@ static void test_upgrade_value(void)
     mr_value_seal(&v2, 0, key, sizeof key);
     CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
     CHECK(strstr(moraine_errmsg(), "stray") != NULL, "a stray byte: '%s'", moraine_errmsg());
-    build_value(&v3, 3, key, sizeof key, pv, 2, 1, ids, nr, one, ncols);
+    build_value(&v3, 3, key, sizeof key, pv, 2, 1, ids, nr, one, ncols, kms);
     CHECK(v3.p[v3.len - 12] == 11 && v3.p[v3.len - 13] == 12, "the hand-built format-3 row is where expected");
     v3.p[v3.len - 13] = 13; /* the group's nbytes one more, the row's length one more, a byte after it */
     v3.p[v3.len - 12] = 12;
@@ -272,23 +313,40 @@ static void test_upgrade_value(void)
             const size_t count[1] = {nc};
             char says[40];
             snprintf(says, sizeof says, "has %zu columns, expected 3", nc);
-            build_value(&v3, version, key, sizeof key, pv, 2, 1, ids, nr, one, count);
+            build_value(&v3, version, key, sizeof key, pv, 2, 1, ids, nr, one, count, kms);
             CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
             CHECK(strstr(moraine_errmsg(), says) != NULL, "format %d, %zu columns: '%s'", version, nc, moraine_errmsg());
         }
     const uint64_t nowhere[1] = {ids[2] + 1000};
-    build_value(&v3, 3, key, sizeof key, pv, 2, 1, nowhere, nr, one, ncols);
+    build_value(&v3, 3, key, sizeof key, pv, 2, 1, nowhere, nr, one, ncols, kms);
     CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
     CHECK(strstr(moraine_errmsg(), "unknown table id") != NULL, "a group of no table: '%s'", moraine_errmsg());
-    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, ncols);
+    build_value(&v2, 2, key, sizeof key, pv, 2, 1, ids, nr, one, ncols, kms);
     v2.p[0] = 1;
     CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
-    v2.p[0] = 5;
+    v2.p[0] = 6;
     CHECK_RC(mr_upgrade_value(db, &up, v2.p, v2.len, key, sizeof key), MORAINE_ECORRUPT);
-    CHECK(strstr(moraine_errmsg(), "version 5") != NULL, "an unknown version: '%s'", moraine_errmsg());
+    CHECK(strstr(moraine_errmsg(), "version 6") != NULL, "an unknown version: '%s'", moraine_errmsg());
+    /* a child row naming another parent than the one it is stored in (its
+     * table_id cell 'yeas', the parent's 'year'): format 5 would read it back
+     * as the parent's, so the rewrite refuses it, in every older format */
+    one[0][0][1] = vstr("yeas", 4);
+    for (int version = 2; version <= 4; version++) {
+        build_value(&v3, version, key, sizeof key, pv, 2, 1, ids, nr, one, ncols, kms);
+        CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
+        CHECK(strstr(moraine_errmsg(), "names another parent in column 'table_id'") != NULL, "format %d, another parent: '%s'", version,
+              moraine_errmsg());
+    }
+    /* a group of a table that is not a child of the parent's */
+    const uint64_t parent_id[1] = {mr_rel_by_name(db, "ducklake_data_file")->info.id};
+    one[0][0][1] = vstr("year", 4);
+    build_value(&v3, 3, key, sizeof key, pv, 2, 1, parent_id, nr, one, ncols, kms);
+    CHECK_RC(mr_upgrade_value(db, &up, v3.p, v3.len, key, sizeof key), MORAINE_ECORRUPT);
+    CHECK(strstr(moraine_errmsg(), "not their parent table") != NULL, "a group of no child table: '%s'", moraine_errmsg());
     mr_buf_free(&v2);
     mr_buf_free(&v3);
     mr_buf_free(&v4);
+    mr_buf_free(&v5);
     mr_buf_free(&up);
     moraine_close(db);
 }
@@ -296,8 +354,8 @@ static void test_upgrade_value(void)
 /* The worked example of docs/codec.md, byte for byte. */
 static void test_worked_example(void)
 {
-    static const uint8_t want[] = {0x04, 0xf4, 0x56, 0x31, 0x4f, 0x00, 0x04, 0x01, 0x06, 0x01, 0x02, 0x01, 0x08, 0x00, 0x02, 0x01, 0x10,
-                                   0x0f, 0x00, 0x01, 0x06, 0x01, 0x02, 0x01, 0x00, 0x01, 0x04, 0x02, 0x04, 'y',  'e',  'a',  'r'};
+    static const uint8_t want[] = {0x05, 0x9b, 0xe5, 0xbf, 0x6e, 0x00, 0x04, 0x01, 0x06, 0x01, 0x02, 0x01, 0x08, 0x00, 0x02,
+                                   0x01, 0x0c, 0x0b, 0x00, 0x01, 0x00, 0x01, 0x04, 0x02, 0x04, 'y',  'e',  'a',  'r'};
     uint8_t key[28] = {'C'};
     for (int e = 0; e < 3; e++) { /* C(1, 1, 3): each a key int, 0x14 then 8 bytes big-endian with the sign bit flipped */
         key[1 + 9 * e] = 0x14;
@@ -307,7 +365,8 @@ static void test_worked_example(void)
     moraine_value pi[4] = {vint(3), vint(1), vint(4), vnull()};
     moraine_value pc[5] = {vint(3), vint(1), vint(0), vint(2), vstr("year", 4)};
     mr_buf rows = {0}, v = {0};
-    if (mr_encode_child_row(&rows, 0, 0, pc, 5) || mr_value_begin(&v) || mr_encode_row(&v, 0, pi, 4) || mr_put_uvarint(&v, 2) ||
+    const mr_keymap km = {2, {0, 1}, {0, 1}}; /* partition_id and table_id: the parent's */
+    if (mr_encode_child_row(&rows, 0, 0, pc, 5, &km) || mr_value_begin(&v) || mr_encode_row(&v, 0, pi, 4) || mr_put_uvarint(&v, 2) ||
         mr_put_uvarint(&v, 1) || mr_put_uvarint(&v, rows.len) || mr_buf_put(&v, rows.p, rows.len))
         abort();
     mr_value_seal(&v, 0, key, sizeof key);
@@ -576,7 +635,7 @@ static void test_damaged_length(void)
         const char *says;
     } cases[] = {{"a length one byte longer than the row (a cell too many)", longer, "its length says"},
                  {"a length one byte shorter", shorter, NULL},
-                 {"a cell too few, the lengths agreeing", fewer_cells, "truncated at column 4"},
+                 {"a cell too few, the lengths agreeing", fewer_cells, "truncated at column 2"},
                  {"a dord not in its shortest form", overlong_dord, "shortest form"},
                  {"a dord of ten bytes overflowing 64 bits", huge_dord, "overflows"}};
     CHECK_RC(poke(path, id, keep), 0);
@@ -903,7 +962,13 @@ static long raw_child_ords(const char *path, int format, raw_kid *out, long cap)
                     break;
                 }
                 cells = p;
-                if (format == 4) { /* the cells run to the row's end */
+                if (format < 5) { /* past the parent-key cells, which lead in every DuckLake child table and format 5 leaves out */
+                    if (mr_decode_cells(&cells, rend, vals, sub == MR_SUB_SNAPSHOT ? 1 : 2)) {
+                        n = -1;
+                        break;
+                    }
+                }
+                if (format >= 4) { /* the cells run to the row's end */
                     p = rend;
                     ord = mr_child_ord(prev, u);
                 } else {
@@ -970,7 +1035,7 @@ static void test_older_format(int format, const char *name)
     /* every child row of the copy has the ord and the cells it had */
     enum { KCAP = 4096 };
     static raw_kid was[KCAP], now[KCAP];
-    long nwas = raw_child_ords(dir, format, was, KCAP), nnow = raw_child_ords(dest, 4, now, KCAP);
+    long nwas = raw_child_ords(dir, format, was, KCAP), nnow = raw_child_ords(dest, MR_FORMAT_VERSION, now, KCAP);
     CHECK(nwas > 20 && nwas <= KCAP && nnow == nwas, "%s: %ld child rows in the format-%d fixture, %ld in its copy", name, nwas, format, nnow);
     int moved = 0;
     for (long i = 0; i < nwas && i < nnow && i < KCAP; i++)
@@ -1254,11 +1319,14 @@ static int ords_differ(moraine_db *db, int how)
         size_t at = 0, which;
         int kr;
         got[0] = 0;
-        /* each row's raw bytes are its five cells, its partition_key_index among them */
+        /* each row's raw bytes are its three stored cells (format 5: not
+         * partition_id and table_id, its parent's), partition_key_index first;
+         * parent_raw the parent's cells, its key among them */
         moraine_value cells[5];
         const uint8_t *q;
-#define RAW_OK(idx) ((q = kid.raw) != NULL && mr_decode_cells(&q, kid.raw + kid.raw_len, cells, 5) == 0 && q == kid.raw + kid.raw_len && \
-                     cells[2].type == MORAINE_INT && cells[2].i == (idx))
+#define RAW_OK(idx) ((q = kid.raw) != NULL && mr_decode_cells(&q, kid.raw + kid.raw_len, cells, 3) == 0 && q == kid.raw + kid.raw_len && \
+                     cells[0].type == MORAINE_INT && cells[0].i == (idx) && (q = kid.parent_raw) != NULL &&                         \
+                     mr_decode_cells(&q, kid.parent_raw + kid.parent_raw_len, cells, 4) == 0 && cells[0].type == MORAINE_INT && cells[0].i == pid)
         if (how) {
             while ((kr = moraine_cursor_child(c, &which, &kid)) == 1)
                 at += (size_t)snprintf(got + at, at < sizeof got ? sizeof got - at : 0, "%lld:%lld%s ", (long long)kid.ord, (long long)kid.vals[1].i,
@@ -1575,6 +1643,8 @@ int main(int argc, char **argv)
     test_older_format(2, "s3_edge_values");
     test_older_format(3, "s1_evolution");
     test_older_format(3, "s3_edge_values");
+    test_older_format(4, "s1_evolution");
+    test_older_format(4, "s3_edge_values");
     test_format2_damaged();
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

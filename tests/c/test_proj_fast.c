@@ -96,7 +96,7 @@ static int rand_proj(mr_rel *r, mr_proj_rel *pr, int64_t *match, size_t *nmatch)
     } else if (rnd() % 2) {
         extra = (int)(rnd() % NC);
     }
-    return mr_proj_rel_build(r, all ? NULL : cols, all ? 0 : n, mcol, match, *nmatch, extra, pr);
+    return mr_proj_rel_build(r, all ? NULL : cols, all ? 0 : n, mcol, match, *nmatch, extra, NULL, pr);
 }
 
 /* Damages an encoded row: flips, overlong varints, a byte spliced in or out. */

@@ -94,7 +94,7 @@ static void proj_diff(const uint8_t *p, const uint8_t *end, int child, size_t nc
     int match = (s >> 61) & 1;
     mr_proj_rel pr;
     if (mr_proj_rel_build(&r, cols, nc, match ? proj_np[(s >> 8) % n] : NULL, mv, (size_t)((s >> 16) % 4), match ? -1 : (int)((s >> 24) % (n + 1)) - 1,
-                          &pr))
+                          NULL, &pr))
         abort();
     moraine_value of[CAP + 1], orf[CAP + 1], xf, xr;
     memset(of, 0, sizeof of);
@@ -179,7 +179,7 @@ static int child_roundtrip(const uint8_t *at, const uint8_t **p, const uint8_t *
     moraine_value vals[CAP];
     int64_t ord;
     const uint8_t *start = *p;
-    int rc = mr_decode_child_row(p, rend, "f", *prev, &ord, vals, nc, NULL);
+    int rc = mr_decode_child_row(p, rend, "f", *prev, &ord, vals, nc, NULL, NULL, NULL);
     if (rc) {
         if (*p != start) {
             fprintf(stderr, "fuzz_record: mr_decode_child_row failed but moved the cursor\n");
@@ -192,7 +192,7 @@ static int child_roundtrip(const uint8_t *at, const uint8_t **p, const uint8_t *
         abort();
     }
     mr_buf re = {0};
-    if (mr_encode_child_row(&re, *prev, ord, vals, nc)) {
+    if (mr_encode_child_row(&re, *prev, ord, vals, nc, NULL)) {
         fprintf(stderr, "fuzz_record: a decoded child row does not re-encode: %s\n", moraine_errmsg());
         abort();
     }
