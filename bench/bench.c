@@ -904,6 +904,16 @@ static inline const uint8_t *fmt_cell(const uint8_t *p, uint64_t *h, int64_t *iv
     return p;
 }
 
+/* The stored cell of column @name in a row of the data-file child table
+ * @rel: its index less the parent-key columns (data_file_id, table_id)
+ * before it, which an embedded child row leaves out (store format 5,
+ * docs/codec.md); -1 when there is no such column. */
+static int child_cell(const moraine_relation_info *rel, const char *name)
+{
+    int c = moraine_column_index(rel, name), k1 = moraine_column_index(rel, "data_file_id"), k2 = moraine_column_index(rel, "table_id");
+    return c < 0 ? -1 : c - (k1 >= 0 && k1 < c) - (k2 >= 0 && k2 < c);
+}
+
 static uint64_t walk_cells(cfctx *c, MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, int files)
 {
     MDB_val k = {nseek, (void *)seek}, v;
@@ -1633,7 +1643,7 @@ static void run_interleave(void)
         mcheck(moraine_relation(db, "ducklake_file_column_stats", &sti), "rel");
         mcheck(moraine_relation(db, "ducklake_data_file", &dfi), "rel");
         for (int i = 0; i < 3; i++) {
-            cf[i] = (cfctx){&fc, pvi.id, sti.id, i, moraine_column_index(&sti, "column_id"), dfi.begin_col, 0};
+            cf[i] = (cfctx){&fc, pvi.id, sti.id, i, child_cell(&sti, "column_id"), dfi.begin_col, 0};
             if (cf[i].st_col < 0 || cf[i].begin_col < 0) die("format floor: no column_id or begin_snapshot");
         }
     }
@@ -1839,7 +1849,7 @@ static void run_loop(const char *shape, int n)
         mcheck(moraine_relation(db, "ducklake_file_column_stats", &sti), "rel");
         cf.rel_pv = pvi.id;
         cf.rel_st = sti.id;
-        cf.st_col = moraine_column_index(&sti, "column_id");
+        cf.st_col = child_cell(&sti, "column_id");
         if (format && !strcmp(shape + 7, "pv")) cf.stats = 0;
         else if (format && !strcmp(shape + 7, "1col")) cf.stats = 1;
         else if (format && !strcmp(shape + 7, "all")) cf.stats = 2;

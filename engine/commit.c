@@ -220,7 +220,7 @@ int moraine_txn_commit(moraine_txn *txn)
         return mr_err(prc, "%s", moraine_errmsg());
     }
     int rc = txn->failed ? mr_err(txn->failed, "%s", txn->failmsg) : 0;
-    /* a catalog of an older format takes no commit: its records would be mixed with format-4 ones */
+    /* a catalog of an older format takes no commit: its records would be mixed with format-5 ones */
     if (!rc && (rc = mr_format_check(db, txn->t, "writes"))) rc = mr_err(rc, "%s; nothing was written", moraine_errmsg());
     if (!rc) rc = whole_snapshot(txn);
     if (!rc) rc = flush(txn);

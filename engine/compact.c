@@ -51,14 +51,14 @@ int mr_fsync_path(const char *path, int dir)
     return 0;
 }
 
-/* ---- the copy in format 4 ----
- * A catalog of format 2 or 3 (docs/codec.md, Versioning) is rewritten as it
+/* ---- the copy in format 5 ----
+ * A catalog of format 2, 3 or 4 (docs/codec.md, Versioning) is rewritten as it
  * is copied: every record (a value under a C, H, S or R key, or a relation
  * descriptor under M "rel") whose version byte is not 4 is re-encoded by
  * mr_upgrade_value (its checksum verified first, a new one computed), and
  * the format marker says 4. Other entries (meta integers, counts) are the
  * same in every format and copied as they are, as is every record already
- * in format 4. */
+ * in format 5. */
 typedef struct {
     mr_buf fmt_key, rel_prefix; /* M "format"; M "rel" followed by the id */
     mr_buf val;                 /* the re-encoded value */
@@ -69,7 +69,7 @@ typedef struct {
 } upgrade;
 
 /* Sets @u up for copying @db, read in @t: the keys it recognises, the
- * format-4 marker, the map's bounds and the catalog's marker (u->from).
+ * format-5 marker, the map's bounds and the catalog's marker (u->from).
  * Returns 0, MORAINE_ENOMEM, or the error reading the marker (ECORRUPT,
  * ELMDB); free with upgrade_free even on error. */
 static int upgrade_init(upgrade *u, moraine_db *db, MDB_txn *t)
@@ -93,7 +93,7 @@ static void upgrade_free(upgrade *u)
     mr_buf_free(&u->val);
 }
 
-/* @out: the value entry (@k, @v) has in the copy: the format-4 marker for
+/* @out: the value entry (@k, @v) has in the copy: the format-5 marker for
  * M "format"; a record (C, H, S, R, M "rel") whose version byte is not 4
  * rewritten by mr_upgrade_value into u->val (valid until the next call);
  * any other entry as it is. Returns 0, or MORAINE_ECORRUPT (the value lies

@@ -167,13 +167,14 @@ int mr_child_row_span(const uint8_t **p, const uint8_t *end, const uint8_t **ren
  * row count and *gend = where its rows end (its nbytes); MORAINE_ECORRUPT
  * when a varint is damaged or the group runs past @end */
 int mr_group_head(const uint8_t **p, const uint8_t *end, uint64_t *rel_id, uint64_t *nrows, const uint8_t **gend);
-/* mr_decode_header for format 2, 3 or 4 (*version): relation descriptors,
- * which are the same in all three, and moraine_compact's rewrite of an older
+/* mr_decode_header for format 2, 3, 4 or 5 (*version): relation descriptors,
+ * which are the same in all four, and moraine_compact's rewrite of an older
  * catalog */
 int mr_decode_header_any(const uint8_t **p, const uint8_t *end, const uint8_t *key, size_t keylen, int *version);
-/* the stored record @v (format 2, 3 or 4, under @key) as format 4 into @out
+/* the stored record @v (format 2, 3, 4 or 5, under @key) as format 5 into @out
  * (cleared first), sealed under @key: each child row as
- * mr_encode_child_row writes it, its column count checked against its
+ * mr_encode_child_row writes it (without the parent-key cells, which must
+ * be the parent's), its column count checked against its
  * relation in @db; MORAINE_ECORRUPT (and @out undefined) when it does not
  * decode */
 int mr_upgrade_value(moraine_db *db, mr_buf *out, const uint8_t *v, size_t vlen, const uint8_t *key, size_t keylen);

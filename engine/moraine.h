@@ -184,7 +184,7 @@ typedef struct {
  * MORAINE_ECORRUPT (the directory holds an LMDB file that is not a moraine
  * catalog, or a damaged table descriptor), MORAINE_EFORMAT (a catalog of
  * format 1 or of a newer format than this build's), MORAINE_ENOMEM. A
- * catalog of format 2 or 3 opens, for moraine_compact to rewrite it in
+ * catalog of format 2, 3 or 4 opens, for moraine_compact to rewrite it in
  * format 4; reads and commits on it are refused with MORAINE_EFORMAT until
  * then (docs/codec.md, Versioning).
  */
@@ -363,8 +363,8 @@ int moraine_txn_delete_row(moraine_txn *txn, const char *name, int64_t ord);
  * next_file_id are not negative and not below the last snapshot's row;
  * otherwise MORAINE_ESNAPSHOT and nothing is written.
  * Returns 0, the first error any call on @txn returned (nothing written),
- * MORAINE_EFORMAT (a catalog of format 2 or 3, written by an older moraine,
- * takes no commit until `moraine compact` rewrites it in format 4;
+ * MORAINE_EFORMAT (a catalog of format 2, 3 or 4, written by an older moraine,
+ * takes no commit until `moraine compact` rewrites it in format 5;
  * docs/codec.md), MORAINE_ECORRUPT (a stored row the commit loads is damaged),
  * MORAINE_ESNAPSHOT (see above), MORAINE_EMAPFULL (map size exhausted even
  * after growing to max_map_size; nothing written), MORAINE_ELMDB.
@@ -482,8 +482,8 @@ typedef struct moraine_cursor moraine_cursor;
  * moraine_read_begin - open a read transaction (a consistent view of the
  * catalog as of its newest commit). Many may be open at once, from any thread
  * (one per thread at a time). Returns 0, MORAINE_ELMDB, MORAINE_EFORMAT (a
- * catalog of store format 2 or 3, written by an older moraine: `moraine
- * compact` rewrites it in format 4; docs/codec.md, Versioning), MORAINE_ECORRUPT
+ * catalog of store format 2, 3 or 4, written by an older moraine: `moraine
+ * compact` rewrites it in format 5; docs/codec.md, Versioning), MORAINE_ECORRUPT
  * (the format marker does not read), MORAINE_EINVAL (NULL
  * argument), MORAINE_ENOMEM, MORAINE_EFORK.
  */
@@ -845,8 +845,8 @@ typedef struct {
  * (data.mdb and @dest's directory entry) before the call returns. @dest gets
  * the catalog directory's mode and data.mdb's. The copy must hold as many
  * entries as the source counted. Nothing is left at @dest on failure.
- * A catalog of store format 2 or 3 (an older moraine's; it opens, but reads
- * and commits are refused) is copied in format 4: every record of an older
+ * A catalog of store format 2, 3 or 4 (an older moraine's; it opens, but reads
+ * and commits are refused) is copied in format 5: every record of an older
  * version is re-encoded (each child row with its length, its ord as the
  * difference from the row before it, no column count; a child row's column
  * count checked against its table) and sealed again, the format marker says

@@ -280,7 +280,7 @@ int mr_load_relations(moraine_db *db, MDB_txn *t)
             break;
         }
         const uint8_t *p = val.mv_data, *end = p + val.mv_size;
-        int ver; /* a descriptor is the same in formats 2 to 4: an older catalog opens for moraine_compact */
+        int ver; /* a descriptor is the same in formats 2 to 5: an older catalog opens for moraine_compact */
         if ((rc = mr_decode_header_any(&p, end, key.mv_data, key.mv_size, &ver))) {
             char m[400];
             snprintf(m, sizeof m, "%s", moraine_errmsg());

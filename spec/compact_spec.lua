@@ -379,7 +379,7 @@ describe("moraine compact (the command)", function()
   end)
 end)
 
-describe("a catalog of an older store format (2 or 3, an older moraine's) and `moraine compact`", function()
+describe("a catalog of an older store format (2, 3 or 4, an older moraine's) and `moraine compact`", function()
   after_each(support.cleanup)
 
   -- tests/fixtures/format<N>/<scenario>/data.mdb: the fixture imported by the
@@ -393,7 +393,8 @@ describe("a catalog of an older store format (2 or 3, an older moraine's) and `m
   end
   local function format2(scenario) return older(2, scenario) end
 
-  for _, case in ipairs({ { 2, "s1_evolution" }, { 2, "s3_edge_values" }, { 3, "s1_evolution" }, { 3, "s3_edge_values" } }) do
+  for _, case in ipairs({ { 2, "s1_evolution" }, { 2, "s3_edge_values" }, { 3, "s1_evolution" }, { 3, "s3_edge_values" },
+    { 4, "s1_evolution" }, { 4, "s3_edge_values" } }) do
     local format, scenario = case[1], case[2]
     it("format " .. format .. ", " .. scenario .. ": reads and commits are refused with the reason, compact rewrites it, then it "
       .. "exports what a fresh import exports", function()
@@ -411,7 +412,7 @@ describe("a catalog of an older store format (2 or 3, an older moraine's) and `m
       local ok, err = pcall(db.read, db, function() end)
       assert.is_false(ok)
       assert.are.equal("EFORMAT", err.code)
-      assert.matches("`moraine compact` rewrites it in format 4", err.message, 1, true)
+      assert.matches("`moraine compact` rewrites it in format 5", err.message, 1, true)
       ok, err = pcall(db.commit, db, nil, function(tx) tx:define("later", { "a" }) end)
       assert.is_false(ok)
       assert.matches("nothing was written", tostring(err.message or err), 1, true)

@@ -152,7 +152,7 @@ end
 --- Writes the compacted copy of the catalog in directory `path` to the new
 -- directory `dest` and verifies it (the catalog is left as it is; writers
 -- may go on: the copy is the catalog as of the moment it began). A catalog
--- of store format 2 or 3 (an older moraine's) is copied in format 4
+-- of store format 2, 3 or 4 (an older moraine's) is copied in format 5
 -- (docs/codec.md, Versioning).
 -- @tparam string path the catalog directory
 -- @tparam string dest the new catalog directory (must not exist)
@@ -211,8 +211,8 @@ end
 -- they would go on with the old files), checked before the copy and again
 -- under the write lock before and right after the swap (a process that
 -- opened the old catalog meanwhile: the swap is undone), and when another
--- writer committed while the copy was made. A catalog of store format 2 or 3
--- (an older moraine's) is rewritten in format 4 (docs/codec.md, Versioning).
+-- writer committed while the copy was made. A catalog of store format 2, 3 or 4
+-- (an older moraine's) is rewritten in format 5 (docs/codec.md, Versioning).
 -- @tparam string path the catalog directory
 -- @tparam[opt] table opts `progress(done, total)` as for `M.compact_to`
 -- @treturn table `{entries = n, before = bytes of data.mdb before, after =

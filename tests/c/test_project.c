@@ -6,7 +6,9 @@
  * past 2^53, files ended so history is read), at every snapshot, for every
  * table scope and for all tables, random projections (a random subset of the
  * columns in a random order; partition values and column stats with a random
- * subset of their columns; stats filtered on random column_ids) must give
+ * subset of their columns, the parent-key columns format 5 does not store
+ * among them; stats filtered on random column_ids, and either filtered on
+ * their parent-key table_id or data_file_id) must give
  * exactly the values the full read gives for the same names, in the same row
  * and child order. Then the full projection of every relation (what ATTACH
  * reads) and the errors.
@@ -239,6 +241,11 @@ static void files_everywhere(moraine_db *db, int rounds)
                     k->rel = "ducklake_file_partition_value";
                     k->all_cols = check_below(3) == 0;
                     k->ncols = pick_cols(&pv, k->cols, 32);
+                    if (check_below(4) == 0) { /* filtered on a parent-key column, which a row does not store (format 5) */
+                        k->match_col = check_below(2) ? "table_id" : "data_file_id";
+                        k->nmatch = check_below(4);
+                        for (size_t i = 0; i < k->nmatch; i++) k->match[i] = (int64_t)check_below(12);
+                    }
                 }
                 if (have_st && check_below(3)) {
                     kid_t *k = &kids[nk++];
@@ -247,7 +254,7 @@ static void files_everywhere(moraine_db *db, int rounds)
                     k->all_cols = check_below(4) == 0;
                     k->ncols = pick_cols(&st, k->cols, 32);
                     if (check_below(3)) {
-                        k->match_col = "column_id";
+                        k->match_col = check_below(5) ? "column_id" : check_below(2) ? "table_id" : "data_file_id";
                         k->nmatch = check_below(4);
                         for (size_t i = 0; i < k->nmatch; i++) k->match[i] = (int64_t)check_below(12);
                     }

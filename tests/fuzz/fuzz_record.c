@@ -13,7 +13,7 @@
  * Then mr_decode_row (capacity 64) decodes the row, and the child groups
  * are walked: rel_id, nrows, nbytes (mr_get_uvarint), then nrows rows, each
  * after its length (mr_child_row_span), that must take exactly that length
- * and stay within nbytes; a child row (format 4) is its ord's difference and
+ * and stay within nbytes; a child row (format 5, of a table with no parent-key column) is its ord's difference and
  * as many cells as its table has columns, here rel_id % 13.
  *
  * Round trip: every row that decodes is re-encoded with mr_encode_row (a
@@ -244,7 +244,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const uint8_t *gend = p + nbytes;
             uint64_t i;
             int64_t prev = 0;
-            for (i = 0; i < nrows && p < gend; i++) { /* each row after its length (format 4) */
+            for (i = 0; i < nrows && p < gend; i++) { /* each row after its length (format 5) */
                 const uint8_t *rend, *at = p;
                 if (mr_child_row_span(&p, gend, &rend) || child_roundtrip(at, &p, rend, (size_t)(rel % 13), &prev)) break;
             }

@@ -29,8 +29,8 @@ sync, a reader: they would go on with the old files), or when a writer
 committed during the copy (run it again).
 With --to DEST the compacted copy is written to the new directory DEST and
 the catalog is left as it is.
-A catalog written by an older moraine in store format 2 or 3 (which this
-build opens but neither reads nor commits to) is rewritten in format 4 by
+A catalog written by an older moraine in store format 2, 3 or 4 (which this
+build opens but neither reads nor commits to) is rewritten in format 5 by
 the copy: run compact once after upgrading moraine (docs/codec.md,
 Versioning).]],
   options = { { "--to DEST", "write the compacted copy to the new directory DEST; leave the catalog as it is" },
