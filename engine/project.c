@@ -729,6 +729,7 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, size_t which, size_t *n)
         }
         if ((rc = group_keys(p, pr)) <= 0) return rc; /* < 0: damaged; 0: filtered out whole on a parent-key column */
         moraine_value m, *mx = pr->match_col >= 0 ? &m : NULL;
+        const int first_match = pr->match_step == 0 && pr->steps[0].skip == 0; /* the filter's cell leads the row */
         int64_t prev = 0;
         size_t k = 0;
         for (uint64_t r = 0; r < nrows; r++) {
@@ -739,11 +740,19 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, size_t which, size_t *n)
             int f;
             const uint8_t *e;
             uint64_t d;
+            uint64_t u;
             if (!mx && (e = fast_uv(q, rend, &d)) && (e = fast_steps(pr->steps, 0, pr->nsteps, e, rend, out)) &&
                 (!pr->tail || (e = fast_skip(e, rend, pr->tail))) && e == rend) { /* no filter: fast_row's pass, its branches hoisted */
                 p->gords[k] = mr_child_ord(prev, d);
                 q = e;
                 f = 1;
+            } else if (first_match && (e = fast_uv(q, rend, &d)) && e < rend && *e == MR_T_INT && (e = fast_uv(e + 1, rend, &u)) &&
+                       !in_sorted(pr->match, pr->nmatch, unzigzag(u))) {
+                /* filtered on its first stored cell (a stats row's column_id) and
+                 * not asked for: dropped on that cell, nothing stored but its ord */
+                p->gords[k] = mr_child_ord(prev, d);
+                q = rend;
+                f = 0;
             } else if ((f = fast_row(pr, &q, rend, &p->gords[k], out, mx, 1, prev)) < 0 &&
                        (f = row_ref(pr, &q, rend, &p->gords[k], out, mx, 1, prev)) < 0) {
                 return f;
