@@ -18,6 +18,8 @@ typedef struct {
     uint64_t nrows;
     int64_t last_ord; /* the ord of the last row (a child row stores its ord as the difference from the row before) */
     mr_buf bytes;
+    mr_keymap km;     /* the rows' parent-key columns, not stored (format 5), once has_km */
+    int has_km;
 } group;
 
 /* What of a pending entry lives in its commit's arena (freed with the commit). */

@@ -312,13 +312,7 @@ static int values_equal(const moraine_value *a, const moraine_value *b);
  * stored as a row it would read back changed. */
 static int append_child(pending *parent, mr_rel *child, const moraine_value *row, size_t n, int64_t ord)
 {
-    mr_keymap km;
-    int rc = mr_child_keymap(child, parent->rel, &km);
-    if (rc) return rc;
-    for (int j = 0; j < km.n; j++)
-        if ((size_t)km.ccol[j] >= n || (size_t)km.pcol[j] >= parent->ncols || !values_equal(&row[km.ccol[j]], &parent->vals[km.pcol[j]]))
-            return mr_err(MORAINE_EINVAL, "%s: a row embedded in a %s row of another key (column '%s')", child->info.name,
-                          parent->rel->info.name, child->names[km.ccol[j]]);
+    int rc;
     group *g = NULL;
     for (size_t i = 0; i < parent->ngroups; i++)
         if (parent->groups[i].rel_id == child->info.id) g = &parent->groups[i];
@@ -328,7 +322,16 @@ static int append_child(pending *parent, mr_rel *child, const moraine_value *row
         rc = mr_buf_reserve(&g->bytes, 256); /* a file's partition values or stats at once */
         if (rc) return rc;
     }
-    rc = mr_encode_child_row(&g->bytes, g->nrows ? g->last_ord : 0, ord, row, n, &km);
+    if (!g->has_km) { /* once a group (a stored group loaded has none yet) */
+        if ((rc = mr_child_keymap(child, parent->rel, &g->km))) return rc;
+        g->has_km = 1;
+    }
+    const mr_keymap *km = &g->km;
+    for (int j = 0; j < km->n; j++)
+        if ((size_t)km->ccol[j] >= n || (size_t)km->pcol[j] >= parent->ncols || !values_equal(&row[km->ccol[j]], &parent->vals[km->pcol[j]]))
+            return mr_err(MORAINE_EINVAL, "%s: a row embedded in a %s row of another key (column '%s')", child->info.name,
+                          parent->rel->info.name, child->names[km->ccol[j]]);
+    rc = mr_encode_child_row(&g->bytes, g->nrows ? g->last_ord : 0, ord, row, n, km);
     if (rc) return rc;
     g->nrows++;
     g->last_ord = ord;
