@@ -292,13 +292,16 @@ static void test_every_type(void)
               "the header does not hold the CRC-32C of the row (little-endian)");
         /* the CRC-32C check value: "123456789" -> e3069283 */
         CHECK(mr_crc32c((const uint8_t *)"123456789", 9) == 0xE3069283u, "crc32c(123456789) = %08x", mr_crc32c((const uint8_t *)"123456789", 9));
-        /* every length up to 2 KiB, from every start offset mod 8 and a running
-         * CRC: the (three-lane) hardware path equals a plain bitwise CRC-32C */
-        static uint8_t buf[2048 + 8];
+        /* every length up to 400 bytes, then every 37th up to 2 KiB and every
+         * 211th up to 7 KiB (past three lanes of the longest, 3 KiB), from
+         * every start offset mod 8 and a running CRC: each path (the table,
+         * the 64-byte lanes, the lanes as long as the buffer) equals a plain
+         * bitwise CRC-32C */
+        static uint8_t buf[7168 + 8];
         for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)(i * 131u + 7u + (i >> 5));
         int crc_bad = 0;
         for (size_t off = 0; off < 8; off++) {
-            for (size_t len = 0; len <= 2048; len += (len < 400 ? 1 : 37)) {
+            for (size_t len = 0; len <= 7168; len += (len < 400 ? 1 : len < 2048 ? 37 : 211)) {
                 uint32_t init = (uint32_t)(len * 2654435761u + off);
                 uint32_t c = ~init;
                 for (size_t i = 0; i < len; i++) {
@@ -307,6 +310,8 @@ static void test_every_type(void)
                 }
                 c = ~c;
                 if (mr_crc32c_update(init, buf + off, len) != c) crc_bad++;
+                for (int path = 0; path <= mr_crc32c_best(); path++) /* and every path this CPU has */
+                    if (mr_crc32c_path(path, init, buf + off, len) != c) crc_bad++;
             }
         }
         CHECK(crc_bad == 0, "%d lengths where mr_crc32c_update differs from the bitwise CRC-32C", crc_bad);
