@@ -685,6 +685,30 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
     }
 }
 
+/* A child row filtered on its first stored cell (a stats row's column_id)
+ * by the fast pass, from @q (past its length) to @rend: a row not asked for
+ * is dropped on that cell (*kept 0), one asked for decoded into @out (*kept
+ * 1); *d its ord difference; where the row ends, or NULL when a cell is not
+ * one the fast pass takes and the generic passes must decide. */
+static inline __attribute__((always_inline)) const uint8_t *first_match_row(const mr_proj_rel *pr, const uint8_t *q, const uint8_t *rend,
+                                                                            moraine_value *out, uint64_t *d, int *kept)
+{
+    const uint8_t *e = fast_uv(q, rend, d);
+    uint64_t u;
+    if (!e || e >= rend || *e != MR_T_INT || !(e = fast_uv(e + 1, rend, &u))) return NULL;
+    const int64_t v = unzigzag(u);
+    if (!in_sorted(pr->match, pr->nmatch, v)) {
+        *kept = 0;
+        return rend;
+    }
+    moraine_value *m = &out[pr->steps[0].slot];
+    m->type = MORAINE_INT;
+    m->i = v;
+    if (!(e = fast_steps(pr->steps, 1, pr->nsteps, e, rend, out)) || (pr->tail && !(e = fast_skip(e, rend, pr->tail))) || e != rend) return NULL;
+    *kept = 1;
+    return e;
+}
+
 /* The rows of child projection @which of the row last decoded
  * (mr_proj_children_start), in one pass: groups of other relations are skipped
  * by their length, rows failing the child's match filter dropped, the others
@@ -740,19 +764,14 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, size_t which, size_t *n)
             int f;
             const uint8_t *e;
             uint64_t d;
-            uint64_t u;
             if (!mx && (e = fast_uv(q, rend, &d)) && (e = fast_steps(pr->steps, 0, pr->nsteps, e, rend, out)) &&
                 (!pr->tail || (e = fast_skip(e, rend, pr->tail))) && e == rend) { /* no filter: fast_row's pass, its branches hoisted */
                 p->gords[k] = mr_child_ord(prev, d);
                 q = e;
                 f = 1;
-            } else if (first_match && (e = fast_uv(q, rend, &d)) && e < rend && *e == MR_T_INT && (e = fast_uv(e + 1, rend, &u)) &&
-                       !in_sorted(pr->match, pr->nmatch, unzigzag(u))) {
-                /* filtered on its first stored cell (a stats row's column_id) and
-                 * not asked for: dropped on that cell, nothing stored but its ord */
+            } else if (first_match && (e = first_match_row(pr, q, rend, out, &d, &f))) {
                 p->gords[k] = mr_child_ord(prev, d);
-                q = rend;
-                f = 0;
+                q = e;
             } else if ((f = fast_row(pr, &q, rend, &p->gords[k], out, mx, 1, prev)) < 0 &&
                        (f = row_ref(pr, &q, rend, &p->gords[k], out, mx, 1, prev)) < 0) {
                 return f;
