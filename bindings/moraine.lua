@@ -324,7 +324,7 @@ M.is_error = core.is_error
 -- @raise EINVAL (unknown option, or an option of the wrong type),
 --   EIO (path missing and not creating), ELMDB, ECORRUPT (not a moraine
 --   catalog), EFORMAT (a catalog of format 1 or of a newer format than this
---   build's; one of format 2 or 3 opens, for `moraine compact`), ENOMEM.
+--   build's; one of format 2, 3 or 4 opens, for `moraine compact`), ENOMEM.
 -- @function open
 M.open = core.open
 

@@ -54,9 +54,9 @@ int mr_fsync_path(const char *path, int dir)
 /* ---- the copy in format 5 ----
  * A catalog of format 2, 3 or 4 (docs/codec.md, Versioning) is rewritten as it
  * is copied: every record (a value under a C, H, S or R key, or a relation
- * descriptor under M "rel") whose version byte is not 4 is re-encoded by
+ * descriptor under M "rel") whose version byte is not 5 is re-encoded by
  * mr_upgrade_value (its checksum verified first, a new one computed), and
- * the format marker says 4. Other entries (meta integers, counts) are the
+ * the format marker says 5. Other entries (meta integers, counts) are the
  * same in every format and copied as they are, as is every record already
  * in format 5. */
 typedef struct {
@@ -94,7 +94,7 @@ static void upgrade_free(upgrade *u)
 }
 
 /* @out: the value entry (@k, @v) has in the copy: the format-5 marker for
- * M "format"; a record (C, H, S, R, M "rel") whose version byte is not 4
+ * M "format"; a record (C, H, S, R, M "rel") whose version byte is not 5
  * rewritten by mr_upgrade_value into u->val (valid until the next call);
  * any other entry as it is. Returns 0, or MORAINE_ECORRUPT (the value lies
  * outside the map; it does not decode, named by its key), MORAINE_ENOMEM. */

@@ -438,7 +438,7 @@ typedef struct mr_proj {
     int kwhich;          /* index in kids of the group walked, -1 between groups */
     const uint8_t *praw; /* the last row's cells, whose key cells its children leave out */
     size_t praw_len;
-    moraine_value pkey[MR_MAX_KEYCOLS]; /* the key cells of the group walked (when its projection asks for them) */
+    moraine_value pkey[MR_MAX_KEYCOLS]; /* the call-a-row walk's group: its parent-key cells (when its projection asks for them) */
     /* mr_proj_group_rows: one group's rows, decoded */
     moraine_value *gvals;
     size_t gcap;

@@ -185,7 +185,7 @@ typedef struct {
  * catalog, or a damaged table descriptor), MORAINE_EFORMAT (a catalog of
  * format 1 or of a newer format than this build's), MORAINE_ENOMEM. A
  * catalog of format 2, 3 or 4 opens, for moraine_compact to rewrite it in
- * format 4; reads and commits on it are refused with MORAINE_EFORMAT until
+ * format 5; reads and commits on it are refused with MORAINE_EFORMAT until
  * then (docs/codec.md, Versioning).
  */
 int moraine_open(const char *path, const moraine_options *opts, moraine_db **out);

@@ -581,23 +581,26 @@ static inline __attribute__((always_inline)) int row_span(const uint8_t **pp, co
 }
 
 /* For a group of child projection @pr: the parent's key cells its rows
- * leave out into p->pkey when the projection asks for one or filters on one
- * (store format 5); 1 when the group's rows are wanted, 0 when its filter on
- * a parent-key column drops them all, or MORAINE_ECORRUPT. */
-static int group_keys(mr_proj *p, const mr_proj_rel *pr)
+ * leave out, in @pr's keymap order, into @pkey when the projection asks for
+ * one or filters on one (store format 5); 1 when the group's rows are
+ * wanted, 0 when its filter on a parent-key column drops them all, or
+ * MORAINE_ECORRUPT. Each walk keeps its own @pkey: the call-a-row walk's
+ * (p->pkey) must outlive a group read by mr_proj_group_rows between two of
+ * its rows, whose child projection may list the keys in another order. */
+static int group_keys(const mr_proj *p, const mr_proj_rel *pr, moraine_value *pkey)
 {
     if (!pr->nfill && pr->match_key < 0) return 1;
-    int rc = mr_pick_cells(p->praw, p->praw_len, pr->km.pcol, pr->km.n, p->pkey);
+    int rc = mr_pick_cells(p->praw, p->praw_len, pr->km.pcol, pr->km.n, pkey);
     if (rc) return rc;
     if (pr->match_key < 0) return 1;
-    const moraine_value *v = &p->pkey[pr->match_key];
+    const moraine_value *v = &pkey[pr->match_key];
     return v->type == MORAINE_INT && in_sorted(pr->match, pr->nmatch, v->i);
 }
 
-/* The parent's key cells asked for into the slots of row @out. */
-static inline void fill_keys(const mr_proj *p, const mr_proj_rel *pr, moraine_value *out)
+/* The parent's key cells @pkey asked for into the slots of row @out. */
+static inline void fill_keys(const moraine_value *pkey, const mr_proj_rel *pr, moraine_value *out)
 {
-    for (int i = 0; i < pr->nfill; i++) out[pr->fill[i].slot] = p->pkey[pr->fill[i].j];
+    for (int i = 0; i < pr->nfill; i++) out[pr->fill[i].slot] = pkey[pr->fill[i].j];
 }
 
 /* Past the child groups not asked for, to the next one asked for: 1 (its
@@ -621,7 +624,7 @@ static __attribute__((noinline)) int next_group(mr_proj *p, moraine_db *db)
         }
         if (nrows == 0 && p->kp != p->gend) /* as mr_proj_group_rows refuses it */
             return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its 0 rows", p->kids[p->kwhich].rel->info.name);
-        if ((rc = group_keys(p, &p->kids[p->kwhich])) < 0) return rc;
+        if ((rc = group_keys(p, &p->kids[p->kwhich], p->pkey)) < 0) return rc;
         if (!rc) continue; /* filtered out whole on a parent-key column */
         p->kleft = p->knrows = nrows;
         p->kprev = 0;
@@ -670,7 +673,7 @@ int mr_proj_children_next(mr_proj *p, moraine_db *db, size_t *which, moraine_row
         p->kleft = left;
         p->kprev = prev;
         if (!f) continue;
-        fill_keys(p, pr, p->kvals);
+        fill_keys(p->pkey, pr, p->kvals);
         child->raw = mr_past_uvarint(rs); /* the cells, past the ord difference the row was decoded with */
         child->raw_len = (size_t)(kp - child->raw);
         child->parent_raw = p->praw;
@@ -751,7 +754,8 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, size_t which, size_t *n)
             p->gords = o;
             p->gocap = (size_t)nrows;
         }
-        if ((rc = group_keys(p, pr)) <= 0) return rc; /* < 0: damaged; 0: filtered out whole on a parent-key column */
+        moraine_value pkey[MR_MAX_KEYCOLS]; /* this call's own: the call-a-row walk keeps p->pkey */
+        if ((rc = group_keys(p, pr, pkey)) <= 0) return rc; /* < 0: damaged; 0: filtered out whole on a parent-key column */
         moraine_value m, *mx = pr->match_col >= 0 ? &m : NULL;
         const int first_match = pr->match_step == 0 && pr->steps[0].skip == 0; /* the filter's cell leads the row */
         int64_t prev = 0;
@@ -780,7 +784,7 @@ int mr_proj_group_rows(mr_proj *p, moraine_db *db, size_t which, size_t *n)
                 return mr_err(MORAINE_ECORRUPT, "value: child row of %s takes %zu bytes, its length says %zu", pr->rel->info.name,
                               (size_t)(q - rs), (size_t)(rend - rs));
             prev = p->gords[k];
-            if (pr->nfill && f) fill_keys(p, pr, out);
+            if (pr->nfill && f) fill_keys(pkey, pr, out);
             k += (size_t)f;
         }
         if (q != gend) return mr_err(MORAINE_ECORRUPT, "value: child group of %s has bytes after its %llu rows", pr->rel->info.name,

@@ -375,6 +375,67 @@ static void test_worked_example(void)
     mr_buf_free(&v);
 }
 
+/* Two child tables of one parent listing their parent-key columns in
+ * different orders (stats: table_id, data_file_id; partition values:
+ * data_file_id, table_id), both asking for them: a group read in one call
+ * (moraine_cursor_child_rows) between two rows of the call-a-row walk
+ * (moraine_cursor_child) leaves the walk's parent-key values as they were
+ * (they were swapped when both shared one array). */
+static void test_mixed_walks_keys(void)
+{
+    static const char *const df[4] = {"data_file_id", "table_id", "begin_snapshot", "end_snapshot"};
+    static const char *const st[3] = {"table_id", "data_file_id", "column_id"};
+    static const char *const pv[3] = {"data_file_id", "table_id", "partition_value"};
+    char path[4096];
+    moraine_db *db = new_catalog("mixed-keys", path, sizeof path);
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, 1, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_data_file", 4, df), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_file_column_stats", 3, st), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_file_partition_value", 3, pv), 0);
+    moraine_value f[4] = {vint(10), vint(1), vint(1), vnull()};
+    moraine_value s1[3] = {vint(1), vint(10), vint(1)}, s2[3] = {vint(1), vint(10), vint(2)};
+    moraine_value p1[3] = {vint(10), vint(1), vstr("x", 1)};
+    CHECK_RC(moraine_txn_insert(txn, "ducklake_data_file", f, 4, -1), 0);
+    CHECK_RC(moraine_txn_insert(txn, "ducklake_file_column_stats", s1, 3, -1), 0);
+    CHECK_RC(moraine_txn_insert(txn, "ducklake_file_column_stats", s2, 3, -1), 0);
+    CHECK_RC(moraine_txn_insert(txn, "ducklake_file_partition_value", p1, 3, -1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    static const char *const stc[3] = {"table_id", "data_file_id", "column_id"};
+    static const char *const pvc[2] = {"table_id", "data_file_id"};
+    for (int filtered = 0; filtered < 2; filtered++) {
+        static const int64_t tables[1] = {1};
+        moraine_child_projection kids[2] = {{"ducklake_file_column_stats", stc, 3, filtered ? "table_id" : NULL, tables, 1},
+                                            {"ducklake_file_partition_value", pvc, 2, NULL, NULL, 0}};
+        moraine_projection proj = {NULL, 0, kids, 2};
+        moraine_read *rd;
+        moraine_cursor *c;
+        moraine_row row, kid;
+        size_t which, n = 0;
+        const moraine_value *kv;
+        CHECK_RC(moraine_read_begin(db, &rd), 0);
+        CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", MORAINE_ANY_SCOPE, 1, &proj, &c), 0);
+        CHECK_RC(moraine_cursor_next(c, &row), 1);
+        int seen = 0;
+        for (int r = 0; r < 2; r++) {
+            CHECK_RC(moraine_cursor_child(c, &which, &kid), 1);
+            CHECK(which == 0 && kid.vals[0].type == MORAINE_INT && kid.vals[0].i == 1 && kid.vals[1].type == MORAINE_INT &&
+                      kid.vals[1].i == 10 && kid.vals[2].i == r + 1,
+                  "stats row %d (filtered %d): table_id %lld, data_file_id %lld, column_id %lld", r, filtered, (long long)kid.vals[0].i,
+                  (long long)kid.vals[1].i, (long long)kid.vals[2].i);
+            seen++;
+            if (r == 0) { /* the partition values in one call, between the two stats rows */
+                CHECK_RC(moraine_cursor_child_rows(c, 1, &kv, NULL, &n), 0);
+                CHECK(n == 1 && kv[0].i == 1 && kv[1].i == 10, "partition values: %zu rows, table_id %lld, data_file_id %lld", n,
+                      (long long)kv[0].i, (long long)kv[1].i);
+            }
+        }
+        CHECK_INT(seen, 2);
+        moraine_read_end(rd);
+    }
+    moraine_close(db);
+}
+
 /* ---- a stored child row whose length is wrong ---------------------------------- */
 
 static void path_of(char *out, size_t n, const char *name)
@@ -1631,6 +1692,7 @@ int main(int argc, char **argv)
     }
     test_encode();
     test_worked_example();
+    test_mixed_walks_keys();
     test_upgrade_value();
     test_damaged_length();
     test_rows_within_group();

@@ -13,8 +13,11 @@
  * Then mr_decode_row (capacity 64) decodes the row, and the child groups
  * are walked: rel_id, nrows, nbytes (mr_get_uvarint), then nrows rows, each
  * after its length (mr_child_row_span), that must take exactly that length
- * and stay within nbytes; a child row (format 5, of a table with no parent-key column) is its ord's difference and
- * as many cells as its table has columns, here rel_id % 13.
+ * and stay within nbytes; a child row (format 5) is its ord's difference and
+ * as many cells as its table has columns less its parent-key columns, here
+ * rel_id % 13 stored cells and (rel_id / 13) % 3 parent-key columns at a
+ * place rel_id / 39 picks, decoded from fixed parent cells and left out
+ * again when re-encoded.
  *
  * Round trip: every row that decodes is re-encoded with mr_encode_row (a
  * child row, with its length, by mr_encode_child_row after the ord of the row
@@ -173,13 +176,17 @@ static int row_roundtrip(const uint8_t **p, const uint8_t *end)
  * @rend, after its length) of @nc cells, after the row of ord *prev: it
  * decodes to exactly @rend, and re-encoded after *prev it gives back the
  * bytes from @at. Returns 0 (*prev its ord) or the decoder's error. */
-static int child_roundtrip(const uint8_t *at, const uint8_t **p, const uint8_t *rend, size_t nc, int64_t *prev)
+static int child_roundtrip(const uint8_t *at, const uint8_t **p, const uint8_t *rend, size_t nc, int64_t *prev, const mr_keymap *km)
 {
-    proj_diff(*p, rend, 1, nc, *prev);
+    if (!km->n) proj_diff(*p, rend, 1, nc, *prev);
+    /* the parent-key cells @km's columns take (store format 5): not stored */
+    static const moraine_value pkey[MR_MAX_KEYCOLS] = {{.type = MORAINE_INT, .i = -7}, {.type = MORAINE_STR, .s = "k", .len = 1},
+                                                       {.type = MORAINE_NULL}, {.type = MORAINE_INT, .i = INT64_MIN}};
     moraine_value vals[CAP];
     int64_t ord;
     const uint8_t *start = *p;
-    int rc = mr_decode_child_row(p, rend, "f", *prev, &ord, vals, nc, NULL, NULL, NULL);
+    nc += (size_t)km->n;
+    int rc = mr_decode_child_row(p, rend, "f", *prev, &ord, vals, nc, km, pkey, NULL);
     if (rc) {
         if (*p != start) {
             fprintf(stderr, "fuzz_record: mr_decode_child_row failed but moved the cursor\n");
@@ -192,7 +199,12 @@ static int child_roundtrip(const uint8_t *at, const uint8_t **p, const uint8_t *
         abort();
     }
     mr_buf re = {0};
-    if (mr_encode_child_row(&re, *prev, ord, vals, nc, NULL)) {
+    for (int j = 0; j < km->n; j++)
+        if (vals[km->ccol[j]].type != pkey[j].type || vals[km->ccol[j]].i != pkey[j].i) {
+            fprintf(stderr, "fuzz_record: a parent-key column of a decoded child row is not its parent's cell\n");
+            abort();
+        }
+    if (mr_encode_child_row(&re, *prev, ord, vals, nc, km)) {
         fprintf(stderr, "fuzz_record: a decoded child row does not re-encode: %s\n", moraine_errmsg());
         abort();
     }
@@ -244,9 +256,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const uint8_t *gend = p + nbytes;
             uint64_t i;
             int64_t prev = 0;
+            /* rel / 13 picks up to two parent-key columns (store format 5),
+             * anywhere among the row's columns: left out of the stored cells */
+            mr_keymap km = {0};
+            size_t stored = (size_t)(rel % 13), n2 = (size_t)((rel / 13) % 3);
+            for (size_t j = 0; j < n2; j++) { /* adjacent, from any place in the row */
+                km.ccol[km.n] = (int)((rel / 39) % (stored + 1) + j);
+                km.pcol[km.n] = (int)j;
+                km.n++;
+            }
             for (i = 0; i < nrows && p < gend; i++) { /* each row after its length (format 5) */
                 const uint8_t *rend, *at = p;
-                if (mr_child_row_span(&p, gend, &rend) || child_roundtrip(at, &p, rend, (size_t)(rel % 13), &prev)) break;
+                if (mr_child_row_span(&p, gend, &rend) || child_roundtrip(at, &p, rend, stored, &prev, &km)) break;
             }
             if (i < nrows || p != gend) break; /* inconsistent group (moraine_verify reports these) */
         }
