@@ -190,6 +190,7 @@ int l_read_files_batch(lua_State *L)
 {
     lread *r = check_read(L, 1);
     int64_t table_id = check_int(L, 2);
+    check_table_scope(L, table_id, "files_batch");
     int64_t at = lua_isnoneornil(L, 3) ? default_snapshot(L, r) : check_int(L, 3);
     if (!lua_isnoneornil(L, 4))
         luaL_checktype(L, 4, LUA_TTABLE);
@@ -554,6 +555,7 @@ int l_read_scan_columns(lua_State *L)
     lua_getfield(L, opt, "table_id");
     if (!lua_isnil(L, -1) && !to_int64(L, -1, &scope))
         raise_errf(L, MORAINE_EINVAL, "scan_columns: option 'table_id' must be an integer");
+    if (!lua_isnil(L, -1)) check_table_scope(L, scope, "scan_columns");
     lua_pop(L, 1);
     moraine_relation_info ri;
     int rc = moraine_relation(r->owner->db, name, &ri);

@@ -181,6 +181,11 @@ int to_int64(lua_State *L, int idx, int64_t *out);
 int64_t check_int(lua_State *L, int idx);
 int64_t opt_int(lua_State *L, int idx, int64_t def);
 
+/* Raises EINVAL (naming @what) when @table_id is INT64_MIN: the C API reads
+ * that scope as every table (MORAINE_ANY_SCOPE), so it cannot name one table
+ * and a read of it would answer for all of them. */
+void check_table_scope(lua_State *L, int64_t table_id, const char *what);
+
 /* The argument at @idx as a name: a string without NUL bytes (argument error otherwise). */
 const char *check_name(lua_State *L, int idx);
 

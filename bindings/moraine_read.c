@@ -216,6 +216,7 @@ static void scan_opts(lua_State *L, lread *r, int idx, int64_t *scope, int64_t *
         lua_getfield(L, idx, "table_id");
         if (!lua_isnil(L, -1) && !to_int64(L, -1, scope))
             raise_errf(L, MORAINE_EINVAL, "scan: option 'table_id' must be an integer");
+        if (!lua_isnil(L, -1)) check_table_scope(L, *scope, "scan");
         lua_pop(L, 1);
     }
     if (!have_at)
@@ -252,6 +253,7 @@ static int l_read_files(lua_State *L)
 {
     lread *r = check_read(L, 1);
     int64_t scope = opt_int(L, 2, MORAINE_ANY_SCOPE);
+    if (!lua_isnoneornil(L, 2)) check_table_scope(L, scope, "files");
     int64_t at = lua_isnoneornil(L, 3) ? default_snapshot(L, r) : check_int(L, 3);
     lua_settop(L, 3);
     return push_scan(L, r, "ducklake_data_file", scope, at, (lfilter){0});
@@ -349,6 +351,7 @@ static int l_read_scan_json(lua_State *L)
         lua_getfield(L, 3, "table_id");
         if (!lua_isnil(L, -1) && !to_int64(L, -1, &scope))
             raise_errf(L, MORAINE_EINVAL, "scan_json: option 'table_id' must be an integer");
+        if (!lua_isnil(L, -1)) check_table_scope(L, scope, "scan_json");
         lua_getfield(L, 3, "rows");
         if (!lua_isnil(L, -1)) {
             int64_t v;

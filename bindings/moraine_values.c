@@ -217,6 +217,15 @@ int64_t check_int(lua_State *L, int idx)
     return v;
 }
 
+void check_table_scope(lua_State *L, int64_t table_id, const char *what)
+{
+    if (table_id == MORAINE_ANY_SCOPE) {
+        char id[32];
+        snprintf(id, sizeof id, "%lld", (long long)table_id);
+        raise_errf(L, MORAINE_EINVAL, "%s: table_id %s is moraine's 'every table' (MORAINE_ANY_SCOPE) and cannot name one table", what, id);
+    }
+}
+
 int64_t opt_int(lua_State *L, int idx, int64_t def)
 {
     return lua_isnoneornil(L, idx) ? def : check_int(L, idx);

@@ -526,6 +526,14 @@ describe("rd:files_batch", function()
       support.expect_err("EINVAL", "'partition_values' must be a boolean", rd.files_batch, rd, 1, 1, { partition_values = "no" })
       support.expect_err("EINVAL", "options are named", rd.files_batch, rd, 1, 1, { 1 })
       support.expect_err("EINVAL", "options are named", rd.scan_columns, rd, "ducklake_table", { "x" })
+      -- INT64_MIN is moraine's "every table" scope: as a table_id it would answer for all tables, so it is refused
+      local MIN = math.mininteger or require("ffi").new("int64_t", -2 ^ 63)
+      local every = "is moraine's 'every table' (MORAINE_ANY_SCOPE)"
+      support.expect_err("EINVAL", "files_batch: table_id -9223372036854775808 " .. every, rd.files_batch, rd, MIN, 1)
+      support.expect_err("EINVAL", "files: table_id", rd.files, rd, MIN, 1)
+      support.expect_err("EINVAL", "scan: table_id", rd.scan, rd, "ducklake_data_file", { table_id = MIN })
+      support.expect_err("EINVAL", "scan_json: table_id", rd.scan_json, rd, "ducklake_data_file", { table_id = MIN })
+      support.expect_err("EINVAL", "scan_columns: table_id", rd.scan_columns, rd, "ducklake_data_file", { table_id = MIN })
       -- the default snapshot is the newest, the default projection every column
       local b = rd:files_batch(1)
       local n = 0
