@@ -577,6 +577,9 @@ typedef struct {
  * moraine_row_children - start walking @row's embedded children (partition
  * columns of a partition spec, sort expressions of a sort spec, partition
  * values and column/variant stats of a data file, changes of a snapshot).
+ * @row: a row a cursor of @rd returned, used while the walk lasts (its
+ * cells give the child rows their parent-key columns, which store format 5
+ * does not store: docs/codec.md).
  * Call moraine_children_next until it returns 0, then moraine_children_free.
  */
 void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_children *it);
@@ -586,7 +589,10 @@ void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_chil
  * child->rel->name. Each row is read within its group's byte count and must
  * take exactly its own length (docs/codec.md). Returns 1, 0 when done,
  * MORAINE_ECORRUPT (a group or row that does not decode, a row running past
- * its group, bytes after a group's last row, a group of an unknown relation).
+ * its group, bytes after a group's last row, a group of an unknown relation
+ * or of one that is not a child table of the row's relation, a parent row
+ * whose key cells do not decode). Each child row comes whole: its
+ * parent-key columns are the parent row's key cells.
  */
 int moraine_children_next(moraine_children *it, moraine_row *child);
 
