@@ -90,7 +90,7 @@ enum { MR_T_NULL = 0, MR_T_INT = 1, MR_T_STR = 2, MR_T_FALSE = 3, MR_T_TRUE = 4,
 int mr_put_uvarint(mr_buf *b, uint64_t v);
 int mr_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 int mr_encode_row(mr_buf *b, int64_t ord, const moraine_value *vals, size_t n);
-typedef struct mr_keymap mr_keymap; /* below, with mr_rel */
+typedef moraine_parent_keys mr_keymap; /* moraine.h; mr_child_keymap below, with mr_rel */
 /* a child row as a group holds it: its byte length, the zigzag of @ord less
  * @prev (the ord of the row before it in the group, 0 for the first), then
  * its @n cells but those of @km's columns (NULL: all), no count (the
@@ -239,14 +239,9 @@ typedef struct mr_rel {
 /* Format 5: the columns of an embedded child row that are not stored, its
  * parent-key columns, whose values are its parent's key cells (a child is
  * embedded under the parent its key cells name, so they are equal: NULL, an
- * integer or a string each; docs/codec.md). @n of them (0: every column is
- * stored), child column @ccol[j] the value of parent column @pcol[j], in
- * ascending @ccol. */
-struct mr_keymap {
-    int n;
-    int ccol[MR_MAX_KEYCOLS];
-    int pcol[MR_MAX_KEYCOLS];
-};
+ * integer or a string each; docs/codec.md): an mr_keymap (moraine.h's
+ * moraine_parent_keys), MR_MAX_KEYCOLS at most. */
+_Static_assert(MR_MAX_KEYCOLS == sizeof ((mr_keymap *)0)->ccol / sizeof(int), "moraine_parent_keys holds MR_MAX_KEYCOLS columns");
 /* The keymap of child relation @child embedded in rows of @parent; 0, or
  * MORAINE_ECORRUPT when @child is not a child relation of @parent or their
  * key columns do not pair up (a damaged group's relation id, or a catalog

@@ -551,6 +551,15 @@ int moraine_cursor_next(moraine_cursor *cur, moraine_row *row);
 /** moraine_cursor_close - free a cursor (also freed by moraine_read_end). NULL ok. */
 void moraine_cursor_close(moraine_cursor *cur);
 
+/** The parent-key columns of a child table embedded in its parent's rows
+ * (store format 5, docs/codec.md; private to the engine): @n of them, child
+ * column ccol[j] (ascending) holding the value of parent column pcol[j]. */
+typedef struct {
+    int n;
+    int ccol[4];
+    int pcol[4];
+} moraine_parent_keys;
+
 /** Iterator over the embedded children of a row (fields private). */
 typedef struct {
     const uint8_t *p, *end;
@@ -562,14 +571,12 @@ typedef struct {
     size_t cap;
     moraine_db *db;
     /* the parent row: its cells (raw) and relation id; the group's
-     * parent-key columns (kcol, ascending), the parent's column of each
-     * (pcol) and its value (pkey), which a child row does not store (store
-     * format 5, docs/codec.md) */
+     * parent-key columns (keys) and their values (pkey), which a child row
+     * does not store (store format 5, docs/codec.md) */
     const uint8_t *praw;
     size_t praw_len;
     uint32_t prel_id;
-    int nkey;
-    int kcol[4], pcol[4];
+    moraine_parent_keys keys;
     moraine_value pkey[4];
 } moraine_children;
 

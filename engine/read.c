@@ -253,8 +253,6 @@ static int decode_projected(const mr_bounds *b, const MDB_val *k, const MDB_val 
 
 /* ---- children ---- */
 
-_Static_assert(MR_MAX_KEYCOLS == sizeof ((moraine_children *)0)->kcol / sizeof(int), "moraine_children holds MR_MAX_KEYCOLS key columns");
-
 void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_children *it)
 {
     memset(it, 0, sizeof *it);
@@ -275,12 +273,8 @@ static int children_group(moraine_children *it)
     if ((rc = mr_group_head(&it->p, it->end, &id, &nrows, &it->gend))) return rc;
     mr_rel *r = mr_rel_by_id(it->db, id);
     if (!r) return mr_err(MORAINE_ECORRUPT, "value: child group of unknown table id %llu", (unsigned long long)id);
-    mr_keymap km;
-    if ((rc = mr_child_keymap(r, mr_rel_by_id(it->db, it->prel_id), &km))) return rc;
-    if (km.n && (rc = mr_pick_cells(it->praw, it->praw_len, km.pcol, km.n, it->pkey))) return rc;
-    it->nkey = km.n;
-    memcpy(it->kcol, km.ccol, sizeof km.ccol);
-    memcpy(it->pcol, km.pcol, sizeof km.pcol);
+    if ((rc = mr_child_keymap(r, mr_rel_by_id(it->db, it->prel_id), &it->keys))) return rc;
+    if (it->keys.n && (rc = mr_pick_cells(it->praw, it->praw_len, it->keys.pcol, it->keys.n, it->pkey))) return rc;
     it->rel = &r->info;
     it->left = nrows;
     it->prev_ord = 0;
@@ -301,10 +295,8 @@ int moraine_children_next(moraine_children *it, moraine_row *child)
     if (it->p >= it->gend)
         return mr_err(MORAINE_ECORRUPT, "value: child group of %s ends before its %llu rows", it->rel->name, (unsigned long long)it->left);
     if ((rc = mr_child_row_span(&it->p, it->gend, &rend))) return rc;
-    mr_keymap km = {.n = it->nkey};
-    memcpy(km.ccol, it->kcol, sizeof km.ccol);
-    memcpy(km.pcol, it->pcol, sizeof km.pcol);
-    if ((rc = mr_decode_child_row(&it->p, rend, it->rel->name, it->prev_ord, &child->ord, it->vals, it->rel->ncols, &km, it->pkey, &child->raw)))
+    if ((rc = mr_decode_child_row(&it->p, rend, it->rel->name, it->prev_ord, &child->ord, it->vals, it->rel->ncols, &it->keys, it->pkey,
+                                  &child->raw)))
         return rc;
     child->raw_len = (size_t)(it->p - child->raw);
     it->prev_ord = child->ord;
