@@ -667,6 +667,52 @@ static void count_violation(void *ud, const char *key, const char *problem)
 
 static void fewer_rows(mr_buf *v);
 
+/* the relation id group_of_parent writes into the group's head */
+static uint32_t damage_rel;
+
+/* the group's relation id made damage_rel (the partition spec's own: a
+ * relation that is not a child table of it), the checksum computed again */
+static void group_of_parent(mr_buf *v)
+{
+    size_t nb;
+    first_len_at(v, &nb);
+    if (damage_rel >= 0x80) abort();
+    v->p[nb - 2] = (uint8_t)damage_rel; /* rel_id, nrows, nbytes: one byte each */
+}
+
+/* A group whose relation is not a child table of the row's (its rows could
+ * not be given their parent-key cells, store format 5): the plain walk
+ * refuses it; a projected read that did not ask for it skips it by its
+ * length, as any group it did not ask for; verify reports it. */
+static void test_group_of_no_child(void)
+{
+    char path[4096];
+    moraine_db *db = new_catalog("no-child", path, sizeof path);
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, 1, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, PI, 4, PI_COLS), 0);
+    CHECK_RC(moraine_txn_define(txn, PC, 5, PC_COLS), 0);
+    moraine_value pi[4] = {vint(3), vint(1), vint(1), vnull()};
+    moraine_value pc[5] = {vint(3), vint(1), vint(0), vint(2), vstr("year", 4)};
+    CHECK_RC(moraine_txn_insert(txn, PI, pi, 4, -1), 0);
+    CHECK_RC(moraine_txn_insert(txn, PC, pc, 5, -1), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    moraine_relation_info ri;
+    CHECK_RC(moraine_relation(db, PI, &ri), 0);
+    moraine_close(db);
+    damage_rel = ri.id;
+    CHECK_RC(poke(path, ri.id, group_of_parent), 0);
+    CHECK_RC(moraine_open(path, NULL, &db), 0);
+    char msg[1024];
+    CHECK_RC(walk(db, 0, msg, sizeof msg), MORAINE_ECORRUPT);
+    CHECK(strstr(msg, "not their parent table") != NULL, "the plain walk: '%s'", msg);
+    CHECK_INT(walk(db, 1, msg, sizeof msg), 0);
+    CHECK_INT(walk(db, 2, msg, sizeof msg), 0);
+    CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) >= 1, "verify reports the group");
+    moraine_close(db);
+}
+
+
 static void test_damaged_length(void)
 {
     char path[4096];
@@ -1693,6 +1739,7 @@ int main(int argc, char **argv)
     test_encode();
     test_worked_example();
     test_mixed_walks_keys();
+    test_group_of_no_child();
     test_upgrade_value();
     test_damaged_length();
     test_rows_within_group();
