@@ -362,6 +362,18 @@ describe("moraine.sync", function()
         .. "(the catalog stays at snapshot " .. stays .. ")", 1, true), m2)
     end
 
+    -- syncs @db from @src after @mutate(src) puts BAD in @tbl.@col: the round
+    -- refuses it (EINVAL naming them), its message says @says, and @db is as
+    -- it was
+    local function refused_writing_nothing(db, src, mutate, tbl, col, says)
+      local before = support.dump(db)
+      mutate(src)
+      local m = utf8_refusal(db, src, tbl, col)
+      assert.is_truthy(m:find(says, 1, true), m)
+      assert.are.equal(before, support.dump(db))
+    end
+    local NOTHING_AT_20 = "; the round writes nothing (the catalog stays at snapshot 20)"
+
     -- the rows of the non-versioned tables of @db, as a sorted list of row forms
     local function loose_rows(db)
       local out = {}
@@ -473,11 +485,9 @@ describe("moraine.sync", function()
       local whole, wref = sqlite_of("s1_evolution")
       local db = open_new("utf8-rows")
       assert.are.equal(20, sync.sync(db, whole).to)
-      local before = support.dump(db)
-      sqlite_exec(whole, "UPDATE ducklake_files_scheduled_for_deletion SET path = " .. BAD)
-      local m = utf8_refusal(db, whole, "ducklake_files_scheduled_for_deletion", "path")
-      assert.is_truthy(m:find("; the round writes nothing (the catalog stays at snapshot 20)", 1, true), m)
-      assert.are.equal(before, support.dump(db))
+      refused_writing_nothing(db, whole, function(src)
+        sqlite_exec(src, "UPDATE ducklake_files_scheduled_for_deletion SET path = " .. BAD)
+      end, "ducklake_files_scheduled_for_deletion", "path", NOTHING_AT_20)
       wref:close()
       db:close()
     end)
@@ -487,13 +497,10 @@ describe("moraine.sync", function()
       local whole, wref = sqlite_of("s1_evolution")
       local db = open_new("utf8-rewrite")
       assert.are.equal(20, sync.sync(db, whole).to)
-      local before = support.dump(db)
       -- snapshot 2 expired: the round compares every version at or below 20
       -- and would replace data file 39's version by the source's
-      expire_with_bad_path(whole, 39)
-      local m = utf8_refusal(db, whole, "ducklake_data_file", "path")
-      assert.is_truthy(m:find("; the round writes nothing (the catalog stays at snapshot 20)", 1, true), m)
-      assert.are.equal(before, support.dump(db))
+      refused_writing_nothing(db, whole, function(src) expire_with_bad_path(src, 39) end, "ducklake_data_file", "path",
+        NOTHING_AT_20)
       -- mended, the same round goes through (the refusal was the text's)
       mended_round(db, whole, 39)
       wref:close()
@@ -506,14 +513,10 @@ describe("moraine.sync", function()
       local whole, wref = sqlite_of("s1_evolution")
       local db = open_new("utf8-rewrite-new")
       assert.are.equal(9, sync.sync(db, part).to)
-      local before = support.dump(db)
       -- snapshot 2 expired: the round compares every version at or below 9
       -- and would replace data file 0's version (snapshot 3) by the source's
-      expire_with_bad_path(whole, 0)
-      local m = utf8_refusal(db, whole, "ducklake_data_file", "path")
-      assert.is_truthy(m:find("; source snapshot 10 is refused, not written, nor any after it (the catalog stays "
-        .. "at snapshot 9)", 1, true), m)
-      assert.are.equal(before, support.dump(db))
+      refused_writing_nothing(db, whole, function(src) expire_with_bad_path(src, 0) end, "ducklake_data_file", "path",
+        "; source snapshot 10 is refused, not written, nor any after it (the catalog stays at snapshot 9)")
       assert.are.equal(20, mended_round(db, whole, 0).to)
       pref:close()
       wref:close()
