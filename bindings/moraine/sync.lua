@@ -741,7 +741,7 @@ function M.sync(db, source, opts)
               for _, e in ipairs(l) do text(e.t.name, e.row, e.pos, id, expected) end
             end
           end
-          local function text_rows(name, row, pos) text(name, row, pos, id, expected) end
+          local text_rows = text and function(name, row, pos) text(name, row, pos, id, expected) end
           if opts.before_commit then opts.before_commit(id) end
           -- a commit id whose snapshot DuckLake expired has no ducklake_snapshot
           -- row: allowed for every commit of the round but its last
@@ -755,7 +755,7 @@ function M.sync(db, source, opts)
             for _, e in ipairs(p.inserts) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.children) do tx:insert(e.t.name, e.row, e.pos) end
             if n == #ids then
-              result.rows_changed = reconcile_rows(db, tx, src, tables, existed, text and text_rows)
+              result.rows_changed = reconcile_rows(db, tx, src, tables, existed, text_rows)
             end
           end, partial and { partial = true } or nil)
           rewrites_pending = false
@@ -776,8 +776,7 @@ function M.sync(db, source, opts)
         for _, t in ipairs(tables) do
           if not db:relation(t.name) then need_define = true end
         end
-        local function text_rows(name, row, pos) text(name, row, pos, nil, from) end
-        local check = text and text_rows
+        local check = text and function(name, row, pos) text(name, row, pos, nil, from) end
         if need_define or rewrites_pending or rows_differ(db, src, tables, check) then
           commit(nil, function(tx)
             check_expected(nil)
