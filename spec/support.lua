@@ -108,11 +108,7 @@ for _ = 1, 3000 do
 end
 db:close()
 ]])
-  local function exists(p)
-    local f = io.open(p)
-    if f then f:close() end
-    return f ~= nil
-  end
+  local exists = pl_path.exists
   os.execute("(sh " .. q(ROOT .. "/scripts/run-lua.sh") .. " " .. RUNTIME .. " " .. q(os.getenv("MORAINE_BUILD") or "build")
     .. " " .. q(h .. "/hold.lua") .. " " .. q(dir) .. " " .. q(h) .. " >/dev/null 2>&1 </dev/null; touch " .. q(h .. "/done")
     .. ") &")
