@@ -914,8 +914,9 @@ static int child_cell(const moraine_relation_info *rel, const char *name)
     return c < 0 ? -1 : c - (k1 >= 0 && k1 < c) - (k2 >= 0 && k2 < c);
 }
 
-static uint64_t walk_cells(cfctx *c, MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, int files)
+static uint64_t walk_cells(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, int files)
 {
+    cfctx *c = ctx;
     MDB_val k = {nseek, (void *)seek}, v;
     uint64_t n = 0, h = 0;
     uintptr_t pf = 0;
@@ -966,12 +967,7 @@ static uint64_t walk_cells(cfctx *c, MDB_cursor *cu, const uint8_t *pre, size_t 
     return n;
 }
 
-static uint64_t walk_cells_range(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, int files)
-{
-    return walk_cells(ctx, cu, pre, npre, seek, nseek, files);
-}
-
-static uint64_t f_files_cells(void *p) { return files_ranges(((cfctx *)p)->f, walk_cells_range, p); }
+static uint64_t f_files_cells(void *p) { return files_ranges(((cfctx *)p)->f, walk_cells, p); }
 
 static uint64_t f_specs(void *p)
 {
