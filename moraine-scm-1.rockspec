@@ -79,6 +79,7 @@ build = {
         "engine/commit.c",
         "engine/compact.c",
         "engine/count.c",
+        "engine/int_cache.c",
         "engine/crc32c.c",
         "engine/error.c",
         "engine/history_rewrite.c",

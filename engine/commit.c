@@ -124,9 +124,8 @@ static int flush(moraine_txn *txn)
     }
     for (size_t id = 0; !rc && id < txn->nord; id++) {
         if (!txn->ord_dirty[id]) continue;
-        char name[32];
-        snprintf(name, sizeof name, "ord:%zu", id);
-        rc = mr_meta_put_int(txn->t, dbi, name, txn->next_ord[id]);
+        char name[16];
+        rc = mr_meta_put_int(txn->t, dbi, mr_ord_name(name, (uint32_t)id), txn->next_ord[id]);
     }
     if (!rc && txn->snapshot != MORAINE_NO_SNAPSHOT) rc = mr_meta_put_int(txn->t, dbi, "last_snapshot", txn->snapshot);
     if (!rc) rc = mr_counts_flush(txn->t, dbi, &txn->counts);
@@ -241,6 +240,7 @@ int moraine_txn_commit(moraine_txn *txn)
     }
     mr_txn_cursor_close(txn);
     int mrc = mdb_txn_commit(txn->t);
+    mr_int_cache_end(db->env, mrc == 0);
     mr_writer_done(db->sh);
     db->writer = NULL;
     /* the environment may have been opened no_sync by another handle */

@@ -96,11 +96,18 @@ static int int_decode(const uint8_t *key, size_t keylen, const MDB_val *vv, int6
 
 int mr_int_get(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t *out)
 {
+    int known = mr_int_cache_get(t, dbi, key, keylen, out);
+    if (known >= 0) return known;
     MDB_val k = {keylen, (void *)key}, v;
     int mrc = mdb_get(t, dbi, &k, &v);
-    if (mrc == MDB_NOTFOUND) return 0;
+    if (mrc == MDB_NOTFOUND) {
+        mr_int_cache_read(t, dbi, key, keylen, 0, 0);
+        return 0;
+    }
     if (mrc) return mr_lmdb_err(mrc, "reading catalog metadata");
-    return int_decode(key, keylen, &v, out);
+    int rc = int_decode(key, keylen, &v, out);
+    if (rc == 1) mr_int_cache_read(t, dbi, key, keylen, 1, *out);
+    return rc;
 }
 
 void mr_int_encode(uint8_t b[12], const uint8_t *key, size_t keylen, int64_t v)
@@ -116,7 +123,17 @@ int mr_int_put(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64
     mr_int_encode(b, key, keylen, v);
     MDB_val k = {keylen, (void *)key}, val = {12, b};
     int mrc = mdb_put(t, dbi, &k, &val, 0);
+    mr_int_cache_wrote(t, dbi, key, keylen, mrc == 0, 1, v);
     return mrc ? mr_lmdb_err(mrc, "writing catalog metadata") : 0;
+}
+
+int mr_int_del(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen)
+{
+    MDB_val k = {keylen, (void *)key};
+    int mrc = mdb_del(t, dbi, &k, NULL);
+    if (mrc == MDB_NOTFOUND) mrc = 0;
+    mr_int_cache_wrote(t, dbi, key, keylen, mrc == 0, 0, 0);
+    return mrc ? mr_lmdb_err(mrc, "deleting catalog metadata") : 0;
 }
 
 /* ---- count maps: sorted (key, number) pairs ---- */
@@ -185,9 +202,7 @@ int mr_counts_flush(MDB_txn *t, MDB_dbi dbi, const mr_counts *m)
                           (long long)have, (long long)e->n);
         }
         if (now == 0) {
-            MDB_val k = {e->len + 1, key};
-            int mrc = mdb_del(t, dbi, &k, NULL);
-            if (mrc && mrc != MDB_NOTFOUND) return mr_lmdb_err(mrc, "writing an entry count");
+            if ((rc = mr_int_del(t, dbi, key, e->len + 1))) return rc;
         } else if ((rc = mr_int_put(t, dbi, key, e->len + 1, now))) {
             return rc;
         }

@@ -17,6 +17,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/types.h>
 
 /* ---- error.c ---- */
@@ -60,6 +61,8 @@ size_t mr_count_prefix(int scoped, const uint8_t *k, size_t n);
  * get returns 1 and sets *out, 0 when absent, or an error */
 int mr_int_get(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t *out);
 int mr_int_put(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t v);
+/* Deletes the integer under @key (none there: fine); 0 or MORAINE_EIO. */
+int mr_int_del(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen);
 /* the 12 bytes mr_int_put stores for @v under @key */
 void mr_int_encode(uint8_t b[12], const uint8_t *key, size_t keylen, int64_t v);
 typedef struct {
@@ -225,6 +228,7 @@ int mr_known_column_since(const char *table, const char *col);
 #define MR_MAX_KEYCOLS 4
 typedef struct mr_rel {
     moraine_relation_info info;
+    size_t namelen;          /* strlen(info.name): lookups by name compare lengths first */
     char **names;            /* owned column names */
     moraine_coltype *types;
     unsigned *flags;         /* MORAINE_COL_* flags per column */
@@ -253,6 +257,47 @@ int mr_child_keymap(const mr_rel *child, const mr_rel *parent, mr_keymap *km);
  * cells than asked). */
 int mr_pick_cells(const uint8_t *raw, size_t len, const int *cols, int n, moraine_value *out);
 
+/* ---- int_cache.c: the stored integers of one environment, cached ---- */
+#define MR_IC_KEYMAX 48 /* longer keys are not cached */
+typedef struct {
+    uint8_t len, present; /* present 0: the key is not in the store */
+    uint8_t key[MR_IC_KEYMAX];
+    int64_t v;
+} mr_ic_ent;
+typedef struct {
+    mr_ic_ent *v; /* sorted by key */
+    size_t n, cap;
+} mr_ic_map;
+typedef struct {
+    pthread_mutex_t mu; /* guards all below */
+    uint64_t txnid;     /* base holds values as of this committed LMDB transaction (0: none) */
+    mr_ic_map base;
+    MDB_dbi dbi;        /* the catalog's database (the only one cached) */
+    int has_dbi;
+    const MDB_txn *w;   /* the staged write transaction open on the environment (txn.c), if any */
+    uint64_t wid;       /* its LMDB id */
+    int woff;           /* a write of it was not recorded: the cache is off for it */
+    mr_ic_map wrote;    /* what it wrote (present 0: deleted) */
+} mr_int_cache;
+void mr_int_cache_init(mr_int_cache *c);
+void mr_int_cache_free(mr_int_cache *c);
+/* The integer under key @k (@n bytes) as transaction @t reads it, when the
+ * cache knows: 1 (*out set) or 0 (no such key); -1 when it does not know. */
+int mr_int_cache_get(MDB_txn *t, MDB_dbi dbi, const uint8_t *k, size_t n, int64_t *out);
+/* Records what @t read from LMDB for @k (after its checksum passed). */
+void mr_int_cache_read(MDB_txn *t, MDB_dbi dbi, const uint8_t *k, size_t n, int present, int64_t v);
+/* Records that @t wrote @k (present 0: deleted it); @ok 0 when the write
+ * failed (the cache is then off for the rest of @t). */
+void mr_int_cache_wrote(MDB_txn *t, MDB_dbi dbi, const uint8_t *k, size_t n, int ok, int present, int64_t v);
+/* Registers write transaction @w, just begun (moraine_txn_begin). */
+void mr_int_cache_begin(MDB_env *env, MDB_txn *w);
+/* Ends the registered write transaction, if any: @committed 1 when LMDB
+ * committed it. Idempotent. */
+void mr_int_cache_end(MDB_env *env, int committed);
+/* Lets read transaction @r (just begun, MDB_RDONLY) move the cache to its
+ * newer committed state when no write transaction is registered. */
+void mr_int_cache_reader(MDB_txn *r);
+
 /* One LMDB environment per catalog file per process, shared by the handles
  * that open it (store.c; registry guarded by a global mutex). */
 typedef struct mr_env {
@@ -269,6 +314,7 @@ typedef struct mr_env {
     const char *map_base;    /* where data.mdb is mapped (found once), for mr_value_ok */
     unsigned commits;        /* commits since the last dead-reader check */
     int64_t last_check_ms;   /* when the writer last cleared dead readers */
+    mr_int_cache ic;         /* its stored integers (int_cache.c); the LMDB environment's user context is this mr_env */
     struct mr_env *next;
 } mr_env;
 
@@ -314,6 +360,11 @@ void mr_db_free(moraine_db *db, int release_env);
 void mr_verbs_cache_free(moraine_db *db);
 
 mr_rel *mr_rel_by_name(moraine_db *db, const char *name);
+/* Whether relation @r is named @name (@len: strlen(name)). */
+static inline int mr_rel_named(const mr_rel *r, const char *name, size_t len)
+{
+    return r->namelen == len && memcmp(r->info.name, name, len) == 0;
+}
 int mr_rels_add(moraine_db *db, mr_rel *r);
 int mr_clear_catalog(moraine_db *db);
 int mr_catalog_empty(moraine_db *db);
@@ -322,6 +373,10 @@ int mr_load_relations(moraine_db *db, MDB_txn *t);
 int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out);
 int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v);
 int mr_meta_key(mr_buf *b, const char *name);
+/* The name of relation @id's row position counter, "ord:<id>", into @out
+ * (what snprintf "ord:%u" gives, without its cost: the commit path names
+ * several a commit). Returns @out. */
+char *mr_ord_name(char out[16], uint32_t id);
 int mr_rel_build(moraine_db *db, const char *name, uint32_t id, size_t ncols, const char *const *colnames, mr_rel **out);
 void mr_rel_free(mr_rel *r);
 int mr_rel_encode(mr_buf *b, const mr_rel *r, const mr_buf *key); /* the descriptor's value, sealed under @key */

@@ -25,8 +25,38 @@ int mr_meta_key(mr_buf *b, const char *name)
     return rc ? rc : mr_key_str(b, name, strlen(name));
 }
 
+/* The key of meta integer @name in @b (a short name: no allocation); its
+ * length, or 0 when @name does not fit (the caller then uses mr_meta_key). */
+static size_t meta_key_short(uint8_t b[64], const char *name)
+{
+    size_t n = strlen(name);
+    if (n + 3 > 64 || memchr(name, 0, n)) return 0;
+    b[0] = MR_SUB_META;
+    b[1] = MR_K_STR;
+    memcpy(b + 2, name, n);
+    b[2 + n] = 0x00;
+    return n + 3;
+}
+
+char *mr_ord_name(char out[16], uint32_t id)
+{
+    char digits[10];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + id % 10);
+        id /= 10;
+    } while (id);
+    memcpy(out, "ord:", 4);
+    for (int i = 0; i < n; i++) out[4 + i] = digits[n - 1 - i];
+    out[4 + n] = 0;
+    return out;
+}
+
 int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out)
 {
+    uint8_t sk[64];
+    size_t sn = meta_key_short(sk, name);
+    if (sn) return mr_int_get(t, dbi, sk, sn, out);
     mr_buf k = {0};
     int rc = mr_meta_key(&k, name);
     if (!rc) rc = mr_int_get(t, dbi, k.p, k.len, out);
@@ -50,6 +80,9 @@ int mr_format_check(moraine_db *db, MDB_txn *t, const char *does)
 
 int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v)
 {
+    uint8_t sk[64];
+    size_t sn = meta_key_short(sk, name);
+    if (sn) return mr_int_put(t, dbi, sk, sn, v);
     mr_buf k = {0};
     int rc = mr_meta_key(&k, name);
     if (!rc) rc = mr_int_put(t, dbi, k.p, k.len, v);
@@ -102,6 +135,7 @@ int mr_rel_build(moraine_db *db, const char *name, uint32_t id, size_t ncols, co
     mr_rel *r = calloc(1, sizeof *r);
     if (!r) return mr_err(MORAINE_ENOMEM, "out of memory");
     r->info.name = strdup(name);
+    r->namelen = strlen(name);
     r->info.id = id;
     r->info.ncols = ncols;
     r->names = calloc(ncols ? ncols : 1, sizeof *r->names);
@@ -394,8 +428,9 @@ int mr_load_relations(moraine_db *db, MDB_txn *t)
 
 mr_rel *mr_rel_by_name(moraine_db *db, const char *name)
 {
+    size_t len = strlen(name);
     for (size_t i = 0; i < db->nrels; i++)
-        if (strcmp(db->rels[i]->info.name, name) == 0) return db->rels[i];
+        if (mr_rel_named(db->rels[i], name, len)) return db->rels[i];
     return NULL;
 }
 
@@ -625,6 +660,7 @@ static int env_open(const char *path, const moraine_options *o, open_made *m, mr
     if (!e) return mr_err(MORAINE_ENOMEM, "out of memory");
     int rc = 0;
     int mrc = mdb_env_create(&e->env);
+    if (!mrc) mrc = mdb_env_set_userctx(e->env, e); /* int_cache.c finds the cache from a transaction */
     if (!mrc) mrc = mdb_env_set_mapsize(e->env, o->map_size);
     if (!mrc) mrc = mdb_env_set_maxreaders(e->env, 512);
     unsigned flags = MDB_NOTLS | (o->read_only ? MDB_RDONLY : 0) | (o->no_sync ? MDB_NOSYNC : 0);
@@ -685,6 +721,7 @@ static int env_open(const char *path, const moraine_options *o, open_made *m, mr
     e->read_only = o->read_only;
     e->no_sync = o->no_sync;
     pthread_mutex_init(&e->mu, NULL);
+    mr_int_cache_init(&e->ic);
     e->next = reg_head;
     reg_head = e;
     *out = e;
@@ -713,6 +750,7 @@ static void env_free(mr_env *e)
 {
     mdb_env_close(e->env);
     pthread_mutex_destroy(&e->mu);
+    mr_int_cache_free(&e->ic);
     free(e);
 }
 

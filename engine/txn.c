@@ -252,8 +252,9 @@ pending *mr_pending_new(moraine_txn *txn, mr_rel *r, int64_t ord)
 
 mr_rel *mr_txn_rel(moraine_txn *txn, const char *name)
 {
+    size_t len = strlen(name);
     for (size_t i = txn->ndefs; i-- > 0;)
-        if (strcmp(txn->defs[i]->info.name, name) == 0) return txn->defs[i];
+        if (mr_rel_named(txn->defs[i], name, len)) return txn->defs[i];
     return mr_rel_by_name(txn->db, name);
 }
 
@@ -317,6 +318,7 @@ int moraine_txn_define(moraine_txn *txn, const char *name, size_t ncols, const c
 
 void mr_writer_done(mr_env *sh)
 {
+    mr_int_cache_end(sh->env, 0); /* the write transaction ended; a commit said so first (commit.c) */
     pthread_mutex_lock(&sh->mu);
     sh->writer = 0;
     pthread_mutex_unlock(&sh->mu);
@@ -367,6 +369,7 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
     sh->writer = 1;
     sh->writer_thread = pthread_self();
     pthread_mutex_unlock(&sh->mu);
+    mr_int_cache_begin(db->env, txn->t);
     mr_bounds_get(db, &txn->bounds);
     pthread_mutex_lock(&db->mu);
     int rc = mr_load_relations(db, txn->t);

@@ -227,10 +227,9 @@ static int ord_slot(moraine_txn *txn, mr_rel *r, int64_t **slot)
         txn->nord = n;
     }
     if (txn->next_ord[id] < 0) {
-        char name[32];
-        snprintf(name, sizeof name, "ord:%u", id);
+        char name[16];
         int64_t v = 0;
-        int rc = mr_meta_get_int(txn->t, txn->db->dbi, name, &v);
+        int rc = mr_meta_get_int(txn->t, txn->db->dbi, mr_ord_name(name, id), &v);
         if (rc < 0) return rc;
         txn->next_ord[id] = rc ? v : 0;
     }

@@ -641,6 +641,7 @@ int mv_find_column(tstate *t, const char *name)
 {
     const moraine_relation_info *rel = NULL;
     int in = -1, ip = -1; /* column_name, parent_column: resolved once per relation */
+    size_t len = name ? strlen(name) : 0;
     for (size_t i = 0; i < t->ncols; i++) {
         const orow *c = &t->cols[i];
         if (c->rel != rel) {
@@ -649,7 +650,7 @@ int mv_find_column(tstate *t, const char *name)
         }
         const char *n = in >= 0 && c->v[in].type == MORAINE_STR ? c->v[in].s : NULL;
         if (ip >= 0 && c->v[ip].type != MORAINE_NULL) continue; /* a STRUCT's field, not a column */
-        if (n && name && mr_ident_eq(n, name)) return (int)i; /* DuckDB: case-insensitive */
+        if (n && name && c->v[in].len == len && mr_ident_eqn(n, len, name)) return (int)i; /* DuckDB: case-insensitive */
     }
     return -1;
 }

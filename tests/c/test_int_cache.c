@@ -1,0 +1,295 @@
+/*
+ * test_int_cache — the process's cache of the catalog's stored integers
+ * (engine/int_cache.c): row position counters, rels_gen, last_snapshot and
+ * entry counts, which every commit reads. A stale value there would give two
+ * rows one position, or a count that no longer matches its range: a damaged
+ * catalog. So:
+ *
+ *  - white box, on one catalog's LMDB environment: a registered write
+ *    transaction's reads see its own writes and deletions; after it commits,
+ *    a read of its snapshot is answered by the cache (shown by planting a
+ *    value only the cache holds); a write the cache did not see (another
+ *    writer's commit, an unregistered transaction's), an abort, a failed write
+ *    and a read of an older snapshot all read the store;
+ *  - end to end: this process's handle commits data files while another
+ *    process (crash_writer) commits in between, round after round; every
+ *    snapshot id is the next one, every file is there, and moraine_verify
+ *    finds the catalog sound (it recounts every range and checks every
+ *    position against its counter).
+ */
+#include "check.h"
+#include "internal.h"
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static MDB_env *env;
+static MDB_dbi dbi;
+static const uint8_t KEY[] = {MR_SUB_META, MR_K_STR, 't', 'e', 's', 't', 0};
+#define KEYLEN sizeof KEY
+
+/* The value under KEY as a new read transaction reads it: 1 (*v), 0 absent, <0 error. */
+static int read_now(int64_t *v)
+{
+    MDB_txn *r;
+    if (mdb_txn_begin(env, NULL, MDB_RDONLY, &r)) return -100;
+    mr_int_cache_reader(r);
+    int rc = mr_int_get(r, dbi, KEY, KEYLEN, v);
+    mdb_txn_abort(r);
+    return rc;
+}
+
+static MDB_txn *registered(void)
+{
+    MDB_txn *w;
+    if (mdb_txn_begin(env, NULL, 0, &w)) return NULL;
+    mr_int_cache_begin(env, w);
+    return w;
+}
+
+static int commit_registered(MDB_txn *w)
+{
+    int mrc = mdb_txn_commit(w);
+    mr_int_cache_end(env, mrc == 0);
+    return mrc;
+}
+
+/* Sets KEY to @v in a write transaction the cache does not see (as another
+ * process's commit would be). */
+static int put_unseen(int64_t v)
+{
+    MDB_txn *u;
+    if (mdb_txn_begin(env, NULL, 0, &u)) return -1;
+    int rc = mr_int_put(u, dbi, KEY, KEYLEN, v);
+    return rc ? rc : mdb_txn_commit(u);
+}
+
+static void test_white_box(const char *dir)
+{
+    moraine_options o = {.create = 1, .no_sync = 1};
+    moraine_db *db;
+    CHECK_RC(moraine_open(dir, &o, &db), 0);
+    env = db->env, dbi = db->dbi;
+    mr_int_cache *c = &db->sh->ic;
+    int64_t v = -1;
+
+    /* a registered transaction reads its own write; its commit becomes the cache's state */
+    MDB_txn *w = registered();
+    CHECK(w != NULL, "begin");
+    CHECK_INT(mr_int_get(w, dbi, KEY, KEYLEN, &v), 0);
+    CHECK_RC(mr_int_put(w, dbi, KEY, KEYLEN, 5), 0);
+    v = -1;
+    CHECK_INT(mr_int_get(w, dbi, KEY, KEYLEN, &v), 1);
+    CHECK_INT(v, 5);
+    uint64_t wid = (uint64_t)mdb_txn_id(w);
+    CHECK_INT(commit_registered(w), 0);
+    CHECK_INT(c->txnid, wid);
+    CHECK_INT(read_now(&v), 1);
+    CHECK_INT(v, 5);
+
+    /* a read of that snapshot is answered by the cache: a value planted only there is what it reads */
+    int found = 0;
+    for (size_t i = 0; i < c->base.n; i++)
+        if (c->base.v[i].len == KEYLEN && !memcmp(c->base.v[i].key, KEY, KEYLEN)) c->base.v[i].v = 6, found = 1;
+    CHECK(found, "the committed value is not in the cache");
+    CHECK_INT(read_now(&v), 1);
+    CHECK_INT(v, 6);
+
+    /* a commit the cache did not see: the next registered transaction reads the store ... */
+    CHECK_INT(put_unseen(7), 0);
+    w = registered();
+    v = -1;
+    CHECK_INT(mr_int_get(w, dbi, KEY, KEYLEN, &v), 1);
+    CHECK_INT(v, 7);
+    mdb_txn_abort(w);
+    mr_int_cache_end(env, 0);
+    /* ... and so does a read */
+    CHECK_INT(put_unseen(8), 0);
+    CHECK_INT(read_now(&v), 1);
+    CHECK_INT(v, 8);
+
+    /* an abort drops what the transaction wrote, also when the next commit
+     * (another writer's) takes the aborted transaction's LMDB id */
+    w = registered();
+    CHECK_RC(mr_int_put(w, dbi, KEY, KEYLEN, 9), 0);
+    mdb_txn_abort(w);
+    mr_int_cache_end(env, 0);
+    CHECK_INT(put_unseen(7), 0);
+    CHECK_INT(read_now(&v), 1);
+    CHECK_INT(v, 7);
+    w = registered();
+    CHECK_INT(mr_int_get(w, dbi, KEY, KEYLEN, &v), 1);
+    CHECK_INT(v, 7);
+
+    /* a deletion is seen by the transaction itself, then by every read after its commit */
+    CHECK_RC(mr_int_del(w, dbi, KEY, KEYLEN), 0);
+    CHECK_INT(mr_int_get(w, dbi, KEY, KEYLEN, &v), 0);
+    CHECK_INT(commit_registered(w), 0);
+    CHECK_INT(read_now(&v), 0);
+
+    /* a read begun before a commit keeps reading its own snapshot */
+    w = registered();
+    CHECK_RC(mr_int_put(w, dbi, KEY, KEYLEN, 11), 0);
+    CHECK_INT(commit_registered(w), 0);
+    MDB_txn *old;
+    CHECK_INT(mdb_txn_begin(env, NULL, MDB_RDONLY, &old), 0);
+    mr_int_cache_reader(old);
+    w = registered();
+    CHECK_RC(mr_int_put(w, dbi, KEY, KEYLEN, 12), 0);
+    CHECK_INT(commit_registered(w), 0);
+    CHECK_INT(mr_int_get(old, dbi, KEY, KEYLEN, &v), 1);
+    CHECK_INT(v, 11);
+    mdb_txn_abort(old);
+    CHECK_INT(read_now(&v), 1);
+    CHECK_INT(v, 12);
+
+    /* an unregistered write transaction reads its own writes from the store, and its abort leaves the cache right */
+    MDB_txn *u;
+    CHECK_INT(mdb_txn_begin(env, NULL, 0, &u), 0);
+    CHECK_RC(mr_int_put(u, dbi, KEY, KEYLEN, 13), 0);
+    CHECK_INT(mr_int_get(u, dbi, KEY, KEYLEN, &v), 1);
+    CHECK_INT(v, 13);
+    mdb_txn_abort(u);
+    CHECK_INT(read_now(&v), 1);
+    CHECK_INT(v, 12);
+
+    /* a write the cache could not record turns it off for the transaction and keeps the commit out of it */
+    w = registered();
+    CHECK_INT(mr_int_get(w, dbi, KEY, KEYLEN, &v), 1);
+    CHECK_RC(mr_int_put(w, dbi, KEY, KEYLEN, 14), 0);
+    mr_int_cache_wrote(w, dbi, KEY, KEYLEN, 0, 1, 99); /* as a failed write reports itself */
+    CHECK_INT(mr_int_get(w, dbi, KEY, KEYLEN, &v), 1);
+    CHECK_INT(v, 14);
+    uint64_t offid = (uint64_t)mdb_txn_id(w);
+    CHECK_INT(commit_registered(w), 0);
+    CHECK(c->txnid != offid, "a commit with an unrecorded write became the cache's state");
+    CHECK_INT(read_now(&v), 1);
+    CHECK_INT(v, 14);
+
+    /* the meta integers through their names: the short-key path and mr_meta_key agree */
+    w = registered();
+    CHECK_RC(mr_meta_put_int(w, dbi, "ord:4294967295", 21), 0);
+    mr_buf k = {0};
+    CHECK_RC(mr_meta_key(&k, "ord:4294967295"), 0);
+    CHECK_INT(mr_int_get(w, dbi, k.p, k.len, &v), 1);
+    CHECK_INT(v, 21);
+    char name[16];
+    CHECK(strcmp(mr_ord_name(name, 4294967295u), "ord:4294967295") == 0, "mr_ord_name gave %s", name);
+    CHECK(strcmp(mr_ord_name(name, 0), "ord:0") == 0, "mr_ord_name gave %s", name);
+    CHECK(strcmp(mr_ord_name(name, 70), "ord:70") == 0, "mr_ord_name gave %s", name);
+    mdb_txn_abort(w);
+    mr_int_cache_end(env, 0);
+    MDB_txn *r;
+    CHECK_INT(mdb_txn_begin(env, NULL, MDB_RDONLY, &r), 0);
+    CHECK_INT(mr_int_get(r, dbi, k.p, k.len, &v), 0);
+    mdb_txn_abort(r);
+    mr_buf_free(&k);
+    moraine_close(db);
+}
+
+/* Data files of the table named @table at the newest snapshot. */
+static long files_of(moraine_db *db, int64_t table_id)
+{
+    moraine_read *rd;
+    if (moraine_read_begin(db, &rd)) return -1;
+    int64_t last;
+    long n = -1;
+    moraine_cursor *cur;
+    if (moraine_read_last_snapshot(rd, &last) == 1 && moraine_scan_open(rd, "ducklake_data_file", table_id, last, &cur) == 0) {
+        moraine_row row;
+        n = 0;
+        while (moraine_cursor_next(cur, &row) == 1) n++;
+        moraine_cursor_close(cur);
+    }
+    moraine_read_end(rd);
+    return n;
+}
+
+static int64_t table_id_of(moraine_db *db, const char *name)
+{
+    moraine_read *rd;
+    if (moraine_read_begin(db, &rd)) return -1;
+    moraine_cursor *cur;
+    int64_t id = -1, last;
+    if (moraine_read_last_snapshot(rd, &last) == 1 && moraine_scan_open(rd, "ducklake_table", MORAINE_ANY_SCOPE, last, &cur) == 0) {
+        moraine_row row;
+        while (moraine_cursor_next(cur, &row) == 1) {
+            int in = moraine_column_index(row.rel, "table_name"), ii = moraine_column_index(row.rel, "table_id");
+            if (row.vals[in].type == MORAINE_STR && row.vals[in].len == strlen(name) && !memcmp(row.vals[in].s, name, row.vals[in].len))
+                id = row.vals[ii].i;
+        }
+        moraine_cursor_close(cur);
+    }
+    moraine_read_end(rd);
+    return id;
+}
+
+static int run_writer(const char *writer, const char *cat, const char *commits)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        execl(writer, writer, cat, commits, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    waitpid(p, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void test_two_processes(const char *writer, const char *root)
+{
+    char cat[4200];
+    snprintf(cat, sizeof cat, "%s/catalog", root);
+    CHECK_INT(run_writer(writer, cat, "2"), 0);
+    moraine_db *db;
+    moraine_options o = {.no_sync = 1};
+    CHECK_RC(moraine_open(cat, &o, &db), 0);
+    moraine_tx *tx;
+    int64_t snap = 0, last = 0;
+    moraine_column_def cols[] = {{.name = "k", .type = "int64"}};
+    CHECK_RC(moraine_tx_begin(db, &tx), 0);
+    CHECK_RC(moraine_tx_create_table(tx, NULL, "u", cols, 1, NULL), 0);
+    CHECK_RC(moraine_tx_commit(tx, &snap), 0);
+    int64_t t = table_id_of(db, "t"), u = table_id_of(db, "u");
+    CHECK(t >= 0 && u >= 0 && t != u, "tables t %lld, u %lld", (long long)t, (long long)u);
+    long mine = 0, bad_snapshots = 0;
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 3; i++) {
+            CHECK_RC(moraine_last_snapshot(db, &last), 1);
+            char path[64];
+            snprintf(path, sizeof path, "u-%d-%d.parquet", round, i);
+            moraine_data_file f = {path, 0, NULL, 1, 100, 10, NULL, 0, NULL, 0, 0};
+            CHECK_RC(moraine_tx_begin(db, &tx), 0);
+            CHECK_RC(moraine_tx_add_data_files(tx, NULL, "u", &f, 1, NULL), 0);
+            CHECK_RC(moraine_tx_commit(tx, &snap), 0);
+            if (snap != last + 1) bad_snapshots++;
+            mine++;
+        }
+        /* another process commits twice between this handle's commits */
+        CHECK_INT(run_writer(writer, cat, "2"), 0);
+    }
+    CHECK_INT(bad_snapshots, 0);
+    CHECK_INT(files_of(db, u), mine);
+    CHECK_INT(files_of(db, t), 2 + 6 * 2);
+    CHECK_INT(moraine_verify(db, NULL, NULL, NULL, NULL), 0);
+    moraine_close(db);
+}
+
+int main(int argc, char **argv)
+{
+    char writer[4096];
+    if (!check_crash_writer(writer, sizeof writer, argv[0])) return check_done();
+    char tmpl[1024], cmd[1200];
+    char *root = check_mkdtemp(tmpl, sizeof tmpl, "moraine-int-cache");
+    CHECK(root != NULL, "mkdtemp");
+    if (!root) return check_done();
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/white", root);
+    test_white_box(dir);
+    test_two_processes(writer, root);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0, "cleanup");
+    return check_done();
+}
