@@ -94,19 +94,21 @@ static int int_decode(const uint8_t *key, size_t keylen, const MDB_val *vv, int6
     return 1;
 }
 
+int mr_int_get_stored(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t *out)
+{
+    MDB_val k = {keylen, (void *)key}, v;
+    int mrc = mdb_get(t, dbi, &k, &v);
+    if (mrc == MDB_NOTFOUND) return 0;
+    if (mrc) return mr_lmdb_err(mrc, "reading catalog metadata");
+    return int_decode(key, keylen, &v, out);
+}
+
 int mr_int_get(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t *out)
 {
     int known = mr_int_cache_get(t, dbi, key, keylen, out);
     if (known >= 0) return known;
-    MDB_val k = {keylen, (void *)key}, v;
-    int mrc = mdb_get(t, dbi, &k, &v);
-    if (mrc == MDB_NOTFOUND) {
-        mr_int_cache_read(t, dbi, key, keylen, 0, 0);
-        return 0;
-    }
-    if (mrc) return mr_lmdb_err(mrc, "reading catalog metadata");
-    int rc = int_decode(key, keylen, &v, out);
-    if (rc == 1) mr_int_cache_read(t, dbi, key, keylen, 1, *out);
+    int rc = mr_int_get_stored(t, dbi, key, keylen, out);
+    if (rc >= 0) mr_int_cache_read(t, dbi, key, keylen, rc, rc ? *out : 0); /* a value only once its checksum passed */
     return rc;
 }
 

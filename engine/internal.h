@@ -58,8 +58,12 @@ size_t mr_elem_len(const uint8_t *p, const uint8_t *end); /* length of the key e
  * @scoped: the key's relation is keyed by table_id first */
 size_t mr_count_prefix(int scoped, const uint8_t *k, size_t n);
 /* meta integers and counts: 8 bytes big-endian + CRC-32C of key and value.
- * get returns 1 and sets *out, 0 when absent, or an error */
+ * get returns 1 and sets *out, 0 when absent, or an error; answered by the
+ * environment's cache when it knows the value for @t (int_cache.c) */
 int mr_int_get(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t *out);
+/* mr_int_get from the stored bytes, checksum checked, never the cache
+ * (moraine_verify checks what is stored) */
+int mr_int_get_stored(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t *out);
 int mr_int_put(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t v);
 /* Deletes the integer under @key (none there: fine); 0 or MORAINE_EIO. */
 int mr_int_del(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen);
@@ -371,6 +375,8 @@ int mr_catalog_empty(moraine_db *db);
 mr_rel *mr_rel_by_id(moraine_db *db, uint64_t id);
 int mr_load_relations(moraine_db *db, MDB_txn *t);
 int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out);
+/* mr_meta_get_int from the stored bytes (mr_int_get_stored) */
+int mr_meta_get_int_stored(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out);
 int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v);
 int mr_meta_key(mr_buf *b, const char *name);
 /* The name of relation @id's row position counter, "ord:<id>", into @out

@@ -52,17 +52,21 @@ char *mr_ord_name(char out[16], uint32_t id)
     return out;
 }
 
-int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out)
+static int meta_get(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out, int (*get)(MDB_txn *, MDB_dbi, const uint8_t *, size_t, int64_t *))
 {
     uint8_t sk[64];
     size_t sn = meta_key_short(sk, name);
-    if (sn) return mr_int_get(t, dbi, sk, sn, out);
+    if (sn) return get(t, dbi, sk, sn, out);
     mr_buf k = {0};
     int rc = mr_meta_key(&k, name);
-    if (!rc) rc = mr_int_get(t, dbi, k.p, k.len, out);
+    if (!rc) rc = get(t, dbi, k.p, k.len, out);
     mr_buf_free(&k);
     return rc;
 }
+
+int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out) { return meta_get(t, dbi, name, out, mr_int_get); }
+
+int mr_meta_get_int_stored(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out) { return meta_get(t, dbi, name, out, mr_int_get_stored); }
 
 int mr_format_check(moraine_db *db, MDB_txn *t, const char *does)
 {

@@ -41,10 +41,9 @@ static int64_t next_ord(vstate *v, uint32_t id)
         v->nnext = n;
     }
     if (v->next_ord[id] == -2) {
-        char name[32];
+        char name[16];
         int64_t n = -1;
-        snprintf(name, sizeof name, "ord:%u", id);
-        v->next_ord[id] = mr_meta_get_int(v->txn, v->db->dbi, name, &n) == 1 && n >= 0 ? n : -1;
+        v->next_ord[id] = mr_meta_get_int_stored(v->txn, v->db->dbi, mr_ord_name(name, id), &n) == 1 && n >= 0 ? n : -1;
     }
     return v->next_ord[id];
 }
@@ -161,7 +160,7 @@ static int verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_pr
     if (rc) return rc;
     vstate v = {db, report, ud, 0, "", where, rd->txn, NULL, 0};
     int64_t last = INT64_MIN;
-    int have_last = mr_meta_get_int(rd->txn, db->dbi, "last_snapshot", &last);
+    int have_last = mr_meta_get_int_stored(rd->txn, db->dbi, "last_snapshot", &last);
     MDB_stat ms;
     mdb_stat(rd->txn, db->dbi, &ms);
     MDB_cursor *c;
@@ -219,14 +218,14 @@ static int verify(moraine_db *db, moraine_verify_fn report, void *ud, moraine_pr
             if (is_rel) {
                 const uint8_t *p = val.mv_data;
                 if (mr_decode_header(&p, p + val.mv_size, k.mv_data, k.mv_size)) violation(&v, "table descriptor: %s", moraine_errmsg());
-            } else if (mr_int_get(rd->txn, db->dbi, k.mv_data, k.mv_size, &iv) < 0) {
+            } else if (mr_int_get_stored(rd->txn, db->dbi, k.mv_data, k.mv_size, &iv) < 0) {
                 violation(&v, "%s", moraine_errmsg());
             }
             continue;
         }
         if (sub == MR_SUB_COUNT) {
             int64_t n = 0;
-            if (mr_int_get(rd->txn, db->dbi, k.mv_data, k.mv_size, &n) < 0) violation(&v, "%s", moraine_errmsg());
+            if (mr_int_get_stored(rd->txn, db->dbi, k.mv_data, k.mv_size, &n) < 0) violation(&v, "%s", moraine_errmsg());
             else if (n <= 0) violation(&v, "entry count %lld is not positive", (long long)n);
             else if ((rc = mr_counts_add(&stored, (const uint8_t *)k.mv_data + 1, k.mv_size - 1, n))) break;
             continue;
