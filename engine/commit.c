@@ -232,6 +232,7 @@ int moraine_txn_commit(moraine_txn *txn)
             rc = mr_err(MORAINE_EMAPFULL, "the commit does not fit in the catalog's map (map size %zu bytes, max_map_size %zu): "
                         "raise max_map_size; nothing was written", db->opts.map_size, db->opts.max_map_size);
         mr_txn_cursor_close(txn);
+        mr_int_cache_end(db->env, txn->ic_ticket, 0); /* before the abort: LMDB's writer lock still held */
         mdb_txn_abort(txn->t);
         mr_writer_done(db->sh);
         db->writer = NULL;
@@ -239,8 +240,12 @@ int moraine_txn_commit(moraine_txn *txn)
         return rc;
     }
     mr_txn_cursor_close(txn);
+    /* no transaction is taken for this one once LMDB's writer lock is free
+     * (the next write transaction is the same MDB_txn object), and what it
+     * wrote becomes the cache's only if no other registered since */
+    mr_int_cache_detach(db->env, txn->ic_ticket);
     int mrc = mdb_txn_commit(txn->t);
-    mr_int_cache_end(db->env, mrc == 0);
+    mr_int_cache_end(db->env, txn->ic_ticket, mrc == 0);
     mr_writer_done(db->sh);
     db->writer = NULL;
     /* the environment may have been opened no_sync by another handle */

@@ -133,7 +133,7 @@ int mr_int_del(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen)
 {
     MDB_val k = {keylen, (void *)key};
     int mrc = mdb_del(t, dbi, &k, NULL);
-    if (mrc == MDB_NOTFOUND) mrc = 0;
+    if (mrc == MDB_NOTFOUND) return 0; /* nothing changed: not a write (LMDB may then commit nothing, under no id) */
     mr_int_cache_wrote(t, dbi, key, keylen, mrc == 0, 0, 0);
     return mrc ? mr_lmdb_err(mrc, "deleting catalog metadata") : 0;
 }

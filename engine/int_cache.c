@@ -15,15 +15,27 @@
  *     registers it: mr_int_cache_begin) whose id is `txnid` + 1, for the
  *     keys it has not written; what it wrote is answered from its own list
  *     (`wrote`), values or deletions.
+ * A registered transaction is known by its MDB_txn and its id, and only
+ * while it holds LMDB's writer lock: every top-level write transaction of an
+ * environment is the same MDB_txn object (LMDB reuses it), and an aborted
+ * transaction's id is the next one's. So an abort ends the registration
+ * before mdb_txn_abort, and a commit detaches it before mdb_txn_commit
+ * (mr_int_cache_detach); each registration has a ticket, and the commit's
+ * mr_int_cache_end, which runs after LMDB released the lock, acts only if no
+ * other transaction registered since.
+ *
  * Every other transaction (another process's, a write transaction not
  * registered, an older read) reads LMDB. After the registered transaction
- * commits, having written at least one integer (so LMDB wrote its meta page
- * with its id), the cache becomes its state: the values as of `txnid` that
- * it did not write, and what it wrote (mr_int_cache_end). When it aborts,
- * what it wrote is dropped. Any other commit, by any process, gives later
- * transactions a larger id, which the cache does not answer; a registered
- * transaction's begin (or a read's, when none is open) then starts the cache
- * again at its own base.
+ * commits, having written at least one integer (a put or a deletion of a key
+ * that was there: LMDB then wrote its meta page with its id), the cache
+ * becomes its state: the values as of `txnid` that it did not write, and
+ * what it wrote (mr_int_cache_end), when the cache is still as of its base
+ * (or, moved on by a read since the commit, as of its own id). When it
+ * aborts, what it wrote is dropped. Any other commit, by any process, gives
+ * later transactions a larger id, which the cache does not answer; a
+ * registered transaction's begin (or a read's, when none is registered) then
+ * starts the cache again at its own base. The base is always the values of
+ * exactly transaction `txnid`, or empty.
  *
  * This holds only while every integer a registered transaction writes goes
  * through mr_int_put or mr_int_del (which record it). A write that could not
@@ -31,6 +43,7 @@
  * rest of that transaction and keeps its writes out of the cache. Values are
  * cached only after they decoded with their checksum; keys longer than
  * MR_IC_KEYMAX bytes are never cached. One mutex guards it all.
+ * tests/c/test_int_cache.c; docs/reliability.md, "Cached integers".
  */
 #include "internal.h"
 #include <stdlib.h>
@@ -128,8 +141,8 @@ static int lookup(mr_int_cache *c, MDB_txn *t, const uint8_t *k, size_t n, const
     int found;
     size_t at;
     *fill = NULL;
-    if (c->w == t) {
-        if (c->woff || id != c->wid) return 0;
+    if (c->w == t && id == c->wid) {
+        if (c->woff) return 0;
         at = find(&c->wrote, k, n, &found);
         if (found) {
             *ent = &c->wrote.v[at];
@@ -180,7 +193,7 @@ void mr_int_cache_wrote(MDB_txn *t, MDB_dbi dbi, const uint8_t *k, size_t n, int
     mr_int_cache *c = cache_of(t);
     if (!c) return;
     pthread_mutex_lock(&c->mu);
-    if (c->w == t && !c->woff) {
+    if (c->w == t && (uint64_t)mdb_txn_id(t) == c->wid && !c->woff) {
         if (!ok || (c->has_dbi && c->dbi != dbi)) c->woff = 1;
         else if (n > MR_IC_KEYMAX) {
             /* never cached, never looked up: nothing to keep */
@@ -191,13 +204,14 @@ void mr_int_cache_wrote(MDB_txn *t, MDB_dbi dbi, const uint8_t *k, size_t n, int
     pthread_mutex_unlock(&c->mu);
 }
 
-void mr_int_cache_begin(MDB_env *env, MDB_txn *w)
+uint64_t mr_int_cache_begin(MDB_env *env, MDB_txn *w)
 {
     mr_env *e = mdb_env_get_userctx(env);
-    if (!e) return;
+    if (!e) return 0;
     mr_int_cache *c = &e->ic;
     uint64_t id = (uint64_t)mdb_txn_id(w);
     pthread_mutex_lock(&c->mu);
+    uint64_t ticket = ++c->gen;
     c->w = w;
     c->wid = id;
     c->woff = 0;
@@ -207,16 +221,30 @@ void mr_int_cache_begin(MDB_env *env, MDB_txn *w)
         c->txnid = id - 1;
     }
     pthread_mutex_unlock(&c->mu);
+    return ticket;
 }
 
-void mr_int_cache_end(MDB_env *env, int committed)
+void mr_int_cache_detach(MDB_env *env, uint64_t ticket)
 {
     mr_env *e = mdb_env_get_userctx(env);
     if (!e) return;
     mr_int_cache *c = &e->ic;
     pthread_mutex_lock(&c->mu);
-    if (c->w) {
-        if (committed && !c->woff && c->wrote.n) {
+    if (c->gen == ticket) c->w = NULL; /* wid, woff and wrote stay for mr_int_cache_end */
+    pthread_mutex_unlock(&c->mu);
+}
+
+void mr_int_cache_end(MDB_env *env, uint64_t ticket, int committed)
+{
+    mr_env *e = mdb_env_get_userctx(env);
+    if (!e) return;
+    mr_int_cache *c = &e->ic;
+    pthread_mutex_lock(&c->mu);
+    if (c->gen == ticket && c->wid) {
+        /* the base is as of wid - 1 (values a read of it filled), or as of
+         * wid (a read of the new state moved it there since the detach) */
+        int base_ok = c->txnid + 1 == c->wid || c->txnid == c->wid;
+        if (committed && !c->woff && c->wrote.n && base_ok) {
             /* LMDB committed it as transaction wid (it wrote): the base as of wid */
             int ok = 1;
             for (size_t i = 0; ok && i < c->wrote.n; i++) {
@@ -225,14 +253,12 @@ void mr_int_cache_end(MDB_env *env, int committed)
             }
             if (ok) {
                 c->txnid = c->wid;
-            } else {
+            } else { /* half merged: no longer the state of any one transaction */
                 c->base.n = 0;
                 c->txnid = 0;
             }
-        } else if (committed && c->woff) {
-            c->base.n = 0; /* not every write was recorded: nothing is known of the new state */
-            c->txnid = 0;
         }
+        /* otherwise the base stays what it is: the values of transaction txnid */
         c->w = NULL;
         c->wid = 0;
         c->woff = 0;

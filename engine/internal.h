@@ -282,6 +282,7 @@ typedef struct {
     uint64_t wid;       /* its LMDB id */
     int woff;           /* a write of it was not recorded: the cache is off for it */
     mr_ic_map wrote;    /* what it wrote (present 0: deleted) */
+    uint64_t gen;       /* registrations so far: the last one's ticket */
 } mr_int_cache;
 void mr_int_cache_init(mr_int_cache *c);
 void mr_int_cache_free(mr_int_cache *c);
@@ -293,11 +294,20 @@ void mr_int_cache_read(MDB_txn *t, MDB_dbi dbi, const uint8_t *k, size_t n, int 
 /* Records that @t wrote @k (present 0: deleted it); @ok 0 when the write
  * failed (the cache is then off for the rest of @t). */
 void mr_int_cache_wrote(MDB_txn *t, MDB_dbi dbi, const uint8_t *k, size_t n, int ok, int present, int64_t v);
-/* Registers write transaction @w, just begun (moraine_txn_begin). */
-void mr_int_cache_begin(MDB_env *env, MDB_txn *w);
-/* Ends the registered write transaction, if any: @committed 1 when LMDB
- * committed it. Idempotent. */
-void mr_int_cache_end(MDB_env *env, int committed);
+/* Registers write transaction @w, just begun (moraine_txn_begin); its
+ * ticket, for mr_int_cache_detach and mr_int_cache_end (0: the environment
+ * has no cache). */
+uint64_t mr_int_cache_begin(MDB_env *env, MDB_txn *w);
+/* Called just before mdb_txn_commit of registration @ticket, while it holds
+ * LMDB's writer lock: from here on no transaction is taken for it (the next
+ * write transaction is the same MDB_txn object); what it wrote is kept for
+ * mr_int_cache_end. */
+void mr_int_cache_detach(MDB_env *env, uint64_t ticket);
+/* Ends registration @ticket: @committed 1 when LMDB committed it (what it
+ * wrote becomes the cache's state when nothing registered or moved the
+ * cache past it since). Nothing when another registered since, or when it
+ * ended already. An abort calls it before mdb_txn_abort. */
+void mr_int_cache_end(MDB_env *env, uint64_t ticket, int committed);
 /* Lets read transaction @r (just begun, MDB_RDONLY) move the cache to its
  * newer committed state when no write transaction is registered. */
 void mr_int_cache_reader(MDB_txn *r);

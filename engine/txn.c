@@ -318,7 +318,6 @@ int moraine_txn_define(moraine_txn *txn, const char *name, size_t ncols, const c
 
 void mr_writer_done(mr_env *sh)
 {
-    mr_int_cache_end(sh->env, 0); /* the write transaction ended; a commit said so first (commit.c) */
     pthread_mutex_lock(&sh->mu);
     sh->writer = 0;
     pthread_mutex_unlock(&sh->mu);
@@ -369,7 +368,7 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
     sh->writer = 1;
     sh->writer_thread = pthread_self();
     pthread_mutex_unlock(&sh->mu);
-    mr_int_cache_begin(db->env, txn->t);
+    txn->ic_ticket = mr_int_cache_begin(db->env, txn->t);
     mr_bounds_get(db, &txn->bounds);
     pthread_mutex_lock(&db->mu);
     int rc = mr_load_relations(db, txn->t);
@@ -385,6 +384,7 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
     }
     if (!rc) rc = grow_slots(txn);
     if (rc) {
+        mr_int_cache_end(db->env, txn->ic_ticket, 0); /* before the abort: LMDB's writer lock still held */
         mdb_txn_abort(txn->t);
         mr_writer_done(sh);
         free(txn->slots);
@@ -427,6 +427,7 @@ void moraine_txn_abort(moraine_txn *txn)
         return;
     }
     mr_txn_cursor_close(txn);
+    mr_int_cache_end(txn->db->env, txn->ic_ticket, 0); /* before the abort: LMDB's writer lock still held */
     mdb_txn_abort(txn->t);
     mr_writer_done(txn->db->sh);
     txn->db->writer = NULL;

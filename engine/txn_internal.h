@@ -75,6 +75,7 @@ struct moraine_txn {
     size_t nord;
     int64_t next_rel_id;
     int64_t new_gen;     /* rels_gen written by this commit (when it defines tables) */
+    uint64_t ic_ticket;  /* its registration with the environment's integer cache (int_cache.c) */
     int partial_snapshot; /* an import's commit that may lack its ducklake_snapshot row */
     int rewind;          /* history rewrites may reach up to snapshot - 1 (moraine_txn_rewind) */
     mr_counts counts;    /* entries added (+) and removed (-) per counted key range (count.c) */
