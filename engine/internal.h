@@ -308,9 +308,6 @@ void mr_int_cache_detach(MDB_env *env, uint64_t ticket);
  * cache past it since). Nothing when another registered since, or when it
  * ended already. An abort calls it before mdb_txn_abort. */
 void mr_int_cache_end(MDB_env *env, uint64_t ticket, int committed);
-/* Lets read transaction @r (just begun, MDB_RDONLY) move the cache to its
- * newer committed state when no write transaction is registered. */
-void mr_int_cache_reader(MDB_txn *r);
 
 /* One LMDB environment per catalog file per process, shared by the handles
  * that open it (store.c; registry guarded by a global mutex). */

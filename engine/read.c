@@ -94,7 +94,6 @@ int mr_read_begin(moraine_db *db, moraine_read **out)
         free(rd);
         return mr_lmdb_err(mrc, "starting a read");
     }
-    mr_int_cache_reader(rd->txn);
     pthread_mutex_lock(&db->mu);
     int rc = mr_load_relations(db, rd->txn);
     pthread_mutex_unlock(&db->mu);

@@ -325,8 +325,20 @@ int mv_model_init_at(model *m, moraine_db *db, moraine_txn *stx, int64_t at)
 
 int mv_model_init(model *m, moraine_db *db, moraine_txn *stx) { return mv_model_init_at(m, db, stx, MORAINE_ALL_VERSIONS); }
 
-/* The LMDB snapshot the model reads (0: no read open). */
-static uint64_t read_txn(const model *m) { return m->rd && m->rd->txn ? (uint64_t)mdb_txn_id(m->rd->txn) : 0; }
+/* The LMDB snapshot the model reads, by its LMDB transaction id; 0: no read
+ * open, or an id that may not name what the read reads. LMDB 0.9 takes a
+ * read's id from the lock file and then copies the meta page of that id's
+ * parity without checking it, so two commits in between give a read of the
+ * newer state under the older id (int_cache.c). While the newest committed
+ * id is still the read's, no commit came between, and the id is its state. */
+static uint64_t read_txn(const model *m)
+{
+    if (!m->rd || !m->rd->txn) return 0;
+    uint64_t id = (uint64_t)mdb_txn_id(m->rd->txn);
+    MDB_envinfo ei;
+    if (mdb_env_info(m->db->env, &ei) || (uint64_t)ei.me_last_txnid != id) return 0;
+    return id;
+}
 
 /* Copies the model's start (its counters and live schemas, as read: no verb
  * has run) into @r, which then holds reads of the model's LMDB snapshot. */

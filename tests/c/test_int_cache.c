@@ -7,10 +7,10 @@
  *
  *  - white box, on one catalog's LMDB environment: a registered write
  *    transaction's reads see its own writes and deletions; after it commits,
- *    a read of its snapshot is answered by the cache (shown by planting a
- *    value only the cache holds); a write the cache did not see (another
- *    writer's commit, an unregistered transaction's), an abort, a failed write
- *    and a read of an older snapshot all read the store; a commit whose end
+ *    the next registered transaction is answered by the cache and a read is
+ *    not (shown by planting a value only the cache holds); a write the cache
+ *    did not see (another writer's commit, an unregistered transaction's), an
+ *    abort, a failed write and a read of an older snapshot all read the store; a commit whose end
  *    runs after the next writer registered (the same MDB_txn object) changes
  *    nothing; deleting a key that is not there is not a write;
  *  - threads: three handles of one catalog in one process commit in turns
@@ -39,7 +39,6 @@ static int read_now(int64_t *v)
 {
     MDB_txn *r;
     if (mdb_txn_begin(env, NULL, MDB_RDONLY, &r)) return -100;
-    mr_int_cache_reader(r);
     int rc = mr_int_get(r, dbi, KEY, KEYLEN, v);
     mdb_txn_abort(r);
     return rc;
@@ -105,13 +104,21 @@ static void test_white_box(const char *dir)
     CHECK_INT(read_now(&v), 1);
     CHECK_INT(v, 5);
 
-    /* a read of that snapshot is answered by the cache: a value planted only there is what it reads */
+    /* the next registered transaction is answered by the cache, a read never
+     * (LMDB 0.9 may label a read with an older id than the state it reads):
+     * a value planted only in the cache is what the one reads, not the other */
     int found = 0;
     for (size_t i = 0; i < c->base.n; i++)
         if (c->base.v[i].len == KEYLEN && !memcmp(c->base.v[i].key, KEY, KEYLEN)) c->base.v[i].v = 6, found = 1;
     CHECK(found, "the committed value is not in the cache");
     CHECK_INT(read_now(&v), 1);
+    CHECK_INT(v, 5);
+    w = registered();
+    CHECK_INT(mr_int_get(w, dbi, KEY, KEYLEN, &v), 1);
     CHECK_INT(v, 6);
+    abort_registered(w);
+    for (size_t i = 0; i < c->base.n; i++)
+        if (c->base.v[i].len == KEYLEN && !memcmp(c->base.v[i].key, KEY, KEYLEN)) c->base.v[i].v = 5;
 
     /* a commit the cache did not see: the next registered transaction reads the store ... */
     CHECK_INT(put_unseen(7), 0);
@@ -149,7 +156,6 @@ static void test_white_box(const char *dir)
     CHECK_INT(commit_registered(w), 0);
     MDB_txn *old;
     CHECK_INT(mdb_txn_begin(env, NULL, MDB_RDONLY, &old), 0);
-    mr_int_cache_reader(old);
     w = registered();
     CHECK_RC(mr_int_put(w, dbi, KEY, KEYLEN, 12), 0);
     CHECK_INT(commit_registered(w), 0);
