@@ -68,12 +68,16 @@ void mr_int_cache_free(mr_int_cache *c)
     memset(c, 0, sizeof *c);
 }
 
-/* The cache of the environment @t belongs to (NULL: an environment moraine's
- * registry did not open, such as moraine_compact's destination). */
+/* The cache of the environment @t belongs to when @t is its registered
+ * write transaction; else NULL (any other transaction, or an environment
+ * moraine's registry did not open, such as moraine_compact's destination).
+ * The first test takes no lock: a read never takes the mutex (nor hangs on
+ * one a fork copied locked), and callers check again under it. */
 static mr_int_cache *cache_of(MDB_txn *t)
 {
     mr_env *e = mdb_env_get_userctx(mdb_txn_env(t));
-    return e ? &e->ic : NULL;
+    if (!e || __atomic_load_n(&e->ic.w, __ATOMIC_ACQUIRE) != t) return NULL;
+    return &e->ic;
 }
 
 static int ent_cmp(const mr_ic_ent *e, const uint8_t *k, size_t n)
@@ -211,7 +215,7 @@ uint64_t mr_int_cache_begin(MDB_env *env, MDB_txn *w)
     uint64_t id = (uint64_t)mdb_txn_id(w);
     pthread_mutex_lock(&c->mu);
     uint64_t ticket = ++c->gen;
-    c->w = w;
+    __atomic_store_n(&c->w, w, __ATOMIC_RELEASE);
     c->wid = id;
     c->woff = 0;
     c->wrote.n = 0;
@@ -229,7 +233,7 @@ void mr_int_cache_detach(MDB_env *env, uint64_t ticket)
     if (!e) return;
     mr_int_cache *c = &e->ic;
     pthread_mutex_lock(&c->mu);
-    if (c->gen == ticket) c->w = NULL; /* wid, woff and wrote stay for mr_int_cache_end */
+    if (c->gen == ticket) __atomic_store_n(&c->w, NULL, __ATOMIC_RELEASE); /* wid, woff and wrote stay for mr_int_cache_end */
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -257,7 +261,7 @@ void mr_int_cache_end(MDB_env *env, uint64_t ticket, int committed)
             }
         }
         /* otherwise the base stays what it is: the values of transaction txnid */
-        c->w = NULL;
+        __atomic_store_n(&c->w, NULL, __ATOMIC_RELEASE);
         c->wid = 0;
         c->woff = 0;
         c->wrote.n = 0;
