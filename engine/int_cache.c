@@ -139,8 +139,8 @@ static int usable(mr_int_cache *c, MDB_dbi dbi, size_t n)
     return c->dbi == dbi;
 }
 
-/* What the cache knows for transaction @t: 2 answered from the base, 3 from
- * what @t wrote, 0 neither; *ent set when answered. Which map a miss fills:
+/* What the cache knows for transaction @t: 1 answered (from what @t wrote,
+ * else from the base), 0 not; *ent set when answered. Which map a miss fills:
  * *fill (NULL: none). c->mu held. */
 static int lookup(mr_int_cache *c, MDB_txn *t, const uint8_t *k, size_t n, const mr_ic_ent **ent, mr_ic_map **fill)
 {
@@ -152,13 +152,13 @@ static int lookup(mr_int_cache *c, MDB_txn *t, const uint8_t *k, size_t n, const
     at = find(&c->wrote, k, n, &found);
     if (found) {
         *ent = &c->wrote.v[at];
-        return 3;
+        return 1;
     }
     if (c->txnid == 0 || id != c->txnid + 1) return 0;
     at = find(&c->base, k, n, &found);
     if (found) {
         *ent = &c->base.v[at];
-        return 2;
+        return 1;
     }
     *fill = &c->base;
     return 0;
@@ -244,9 +244,9 @@ void mr_int_cache_end(MDB_env *env, uint64_t ticket, int committed)
     mr_int_cache *c = &e->ic;
     pthread_mutex_lock(&c->mu);
     if (c->gen == ticket && c->wid) {
-        /* the base is as of wid - 1, as its begin left it */
-        int base_ok = c->txnid + 1 == c->wid;
-        if (committed && !c->woff && c->wrote.n && base_ok) {
+        /* the base is as of wid - 1: its begin left it so, and only a
+         * registration (begin, end) moves it */
+        if (committed && !c->woff && c->wrote.n) {
             /* LMDB committed it as transaction wid (it wrote): the base as of wid */
             int ok = 1;
             for (size_t i = 0; ok && i < c->wrote.n; i++) {

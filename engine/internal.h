@@ -65,7 +65,8 @@ int mr_int_get(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64
  * (moraine_verify checks what is stored) */
 int mr_int_get_stored(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t *out);
 int mr_int_put(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen, int64_t v);
-/* Deletes the integer under @key (none there: fine); 0 or MORAINE_EIO. */
+/* Deletes the integer under @key (none there: fine, and not a write); 0, or
+ * MORAINE_ELMDB / MORAINE_EMAPFULL (mr_lmdb_err). */
 int mr_int_del(MDB_txn *t, MDB_dbi dbi, const uint8_t *key, size_t keylen);
 /* the 12 bytes mr_int_put stores for @v under @key */
 void mr_int_encode(uint8_t b[12], const uint8_t *key, size_t keylen, int64_t v);

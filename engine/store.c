@@ -25,17 +25,23 @@ int mr_meta_key(mr_buf *b, const char *name)
     return rc ? rc : mr_key_str(b, name, strlen(name));
 }
 
-/* The key of meta integer @name in @b (a short name: no allocation); its
- * length, or 0 when @name does not fit (the caller then uses mr_meta_key). */
-static size_t meta_key_short(uint8_t b[64], const char *name)
+/* The key of meta integer @name (mr_meta_key's bytes) into *key, *len: in
+ * @stack for a short name (every name moraine uses: no allocation), else
+ * in @heap (the caller frees it). 0 or MORAINE_ENOMEM. */
+static int meta_key_of(const char *name, uint8_t stack[64], mr_buf *heap, const uint8_t **key, size_t *len)
 {
-    size_t n = strlen(name);
-    if (n + 3 > 64 || memchr(name, 0, n)) return 0;
-    b[0] = MR_SUB_META;
-    b[1] = MR_K_STR;
-    memcpy(b + 2, name, n);
-    b[2 + n] = 0x00;
-    return n + 3;
+    size_t n = strlen(name); /* a C string: no NUL inside to escape */
+    if (n + 3 <= 64) {
+        stack[0] = MR_SUB_META;
+        stack[1] = MR_K_STR;
+        memcpy(stack + 2, name, n);
+        stack[2 + n] = 0x00;
+        *key = stack, *len = n + 3;
+        return 0;
+    }
+    int rc = mr_meta_key(heap, name);
+    *key = heap->p, *len = heap->len;
+    return rc;
 }
 
 char *mr_ord_name(char out[16], uint32_t id)
@@ -52,21 +58,25 @@ char *mr_ord_name(char out[16], uint32_t id)
     return out;
 }
 
-static int meta_get(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out, int (*get)(MDB_txn *, MDB_dbi, const uint8_t *, size_t, int64_t *))
+enum meta_op { META_GET, META_GET_STORED, META_PUT };
+
+/* @op on meta integer @name: get into *v (mr_int_get, or mr_int_get_stored),
+ * or put *v (mr_int_put); what that returns. */
+static int meta_int(MDB_txn *t, MDB_dbi dbi, const char *name, enum meta_op op, int64_t *v)
 {
     uint8_t sk[64];
-    size_t sn = meta_key_short(sk, name);
-    if (sn) return get(t, dbi, sk, sn, out);
-    mr_buf k = {0};
-    int rc = mr_meta_key(&k, name);
-    if (!rc) rc = get(t, dbi, k.p, k.len, out);
-    mr_buf_free(&k);
+    mr_buf heap = {0};
+    const uint8_t *k;
+    size_t n;
+    int rc = meta_key_of(name, sk, &heap, &k, &n);
+    if (!rc) rc = op == META_PUT ? mr_int_put(t, dbi, k, n, *v) : op == META_GET ? mr_int_get(t, dbi, k, n, v) : mr_int_get_stored(t, dbi, k, n, v);
+    mr_buf_free(&heap);
     return rc;
 }
 
-int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out) { return meta_get(t, dbi, name, out, mr_int_get); }
+int mr_meta_get_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out) { return meta_int(t, dbi, name, META_GET, out); }
 
-int mr_meta_get_int_stored(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out) { return meta_get(t, dbi, name, out, mr_int_get_stored); }
+int mr_meta_get_int_stored(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t *out) { return meta_int(t, dbi, name, META_GET_STORED, out); }
 
 int mr_format_check(moraine_db *db, MDB_txn *t, const char *does)
 {
@@ -82,17 +92,7 @@ int mr_format_check(moraine_db *db, MDB_txn *t, const char *does)
                   "rewrites it in format %d", (long long)fmt, does, MR_FORMAT_VERSION, MR_FORMAT_VERSION);
 }
 
-int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v)
-{
-    uint8_t sk[64];
-    size_t sn = meta_key_short(sk, name);
-    if (sn) return mr_int_put(t, dbi, sk, sn, v);
-    mr_buf k = {0};
-    int rc = mr_meta_key(&k, name);
-    if (!rc) rc = mr_int_put(t, dbi, k.p, k.len, v);
-    mr_buf_free(&k);
-    return rc;
-}
+int mr_meta_put_int(MDB_txn *t, MDB_dbi dbi, const char *name, int64_t v) { return meta_int(t, dbi, name, META_PUT, &v); }
 
 /* ---- relation descriptors ---- */
 
