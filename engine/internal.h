@@ -355,6 +355,19 @@ struct moraine_db {
 
 /* MORAINE_EFORK unless @db is used in the process that opened it. */
 int mr_same_process(moraine_db *db);
+/* How many times this process is a fork's child since moraine_open first ran
+ * in an ancestor (a pthread_atfork child handler counts them, registered by
+ * moraine_open): a read records it at begin, and every call on the read (its
+ * cursors included) compares, a load and a compare, where getpid() would be
+ * a system call a row. */
+extern unsigned mr_forks;
+/* Registers the handler that counts mr_forks (once a process; moraine_open). */
+void mr_fork_watch(void);
+/* MORAINE_EFORK naming both processes: read @rd was begun in another process
+ * (its fork parent), whose LMDB reader slot it holds, not this one's. */
+int mr_read_forked(const moraine_read *rd);
+/* 0 while @rd is used in the process that began it, else mr_read_forked. */
+#define MR_READ_HERE(rd) (__builtin_expect(__atomic_load_n(&mr_forks, __ATOMIC_RELAXED) != (rd)->forks, 0) ? mr_read_forked(rd) : 0)
 /* moraine_read_begin without its format check (moraine_compact reads an
  * older format's catalog to rewrite it) */
 int mr_read_begin(moraine_db *db, moraine_read **out);
@@ -558,6 +571,7 @@ struct moraine_read {
     moraine_cursor *cursors; /* open cursors, closed at read_end */
     moraine_value *spec_vals; /* buffer for the spec lookups */
     size_t spec_cap;
+    unsigned forks;           /* mr_forks at begin: another value, a fork's child uses it (MR_READ_HERE) */
 };
 
 /* ---- column statistics compared as DuckLake does (statval.c) ---- */

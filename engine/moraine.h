@@ -486,6 +486,16 @@ typedef struct moraine_cursor moraine_cursor;
  * compact` rewrites it in format 5; docs/codec.md, Versioning), MORAINE_ECORRUPT
  * (the format marker does not read), MORAINE_EINVAL (NULL
  * argument), MORAINE_ENOMEM, MORAINE_EFORK.
+ * A read belongs to the process that began it: its LMDB snapshot is held by
+ * that process's reader slot, which the process may release at any time. In
+ * a fork's child, every call on an inherited read or its cursors
+ * (moraine_read_last_snapshot, moraine_scan_open, moraine_scan_project,
+ * moraine_cursor_next, moraine_cursor_child, moraine_cursor_child_rows,
+ * moraine_read_snapshot, the spec lookups, moraine_table_id_at,
+ * moraine_secret_count) returns MORAINE_EFORK, naming both processes;
+ * moraine_read_end frees it there without touching the parent's slot. (The
+ * check is a counter a pthread_atfork handler raises in each child, read
+ * once a call: no system call a row.)
  */
 int moraine_read_begin(moraine_db *db, moraine_read **out);
 
@@ -494,7 +504,8 @@ void moraine_read_end(moraine_read *rd);
 
 /**
  * moraine_read_last_snapshot - newest snapshot id in this read's view.
- * Returns 1 and sets *out, 0 when there is none.
+ * Returns 1 and sets *out, 0 when there is none, MORAINE_EFORK (a read
+ * begun in another process, see moraine_read_begin), MORAINE_ELMDB.
  */
 int moraine_read_last_snapshot(moraine_read *rd, int64_t *out);
 
@@ -538,13 +549,16 @@ typedef struct {
  * Rows come in key order (docs/keyspace.md); child relations come parent by
  * parent. Rows' ord gives the table's original row order.
  * Returns 0, MORAINE_ENOTFOUND (no such relation), MORAINE_EINVAL (scope on a
- * relation that has none).
+ * relation that has none), MORAINE_EFORK (a read begun in another process,
+ * see moraine_read_begin), MORAINE_ENOMEM.
  */
 int moraine_scan_open(moraine_read *rd, const char *name, int64_t scope, int64_t snapshot, moraine_cursor **out);
 
 /**
  * moraine_cursor_next - next row. Returns 1 and fills @row, 0 when done,
- * MORAINE_ECORRUPT (the stored value does not decode; message names the key).
+ * MORAINE_ECORRUPT (the stored value does not decode; message names the key),
+ * MORAINE_EFORK (the cursor's read was begun in another process: after fork,
+ * see moraine_read_begin), MORAINE_ETXN (the cursor is closed).
  */
 int moraine_cursor_next(moraine_cursor *cur, moraine_row *row);
 
@@ -657,7 +671,7 @@ typedef struct {
  * relation the relation does not have, named in the message);
  * MORAINE_EINVAL (NULL argument, a child relation, scope as for
  * moraine_scan_open, a child projection naming a relation twice);
- * MORAINE_ENOMEM.
+ * MORAINE_ENOMEM; MORAINE_EFORK (see moraine_read_begin).
  */
 int moraine_scan_project(moraine_read *rd, const char *name, int64_t scope, int64_t snapshot, const moraine_projection *proj,
                          moraine_cursor **out);
@@ -673,7 +687,8 @@ int moraine_scan_project(moraine_read *rd, const char *name, int64_t scope, int6
  * moraine_cursor_child or moraine_cursor_next on @cur.
  * Returns 1, 0 when the row has no more, MORAINE_ECORRUPT (a damaged group,
  * bytes after a group's last row among them: the message names the parent's
- * key), MORAINE_EINVAL (not a projected cursor, or no row returned yet).
+ * key), MORAINE_EINVAL (not a projected cursor, or no row returned yet),
+ * MORAINE_EFORK (see moraine_read_begin).
  */
 int moraine_cursor_child(moraine_cursor *cur, size_t *which, moraine_row *child);
 
@@ -695,14 +710,17 @@ int moraine_cursor_child(moraine_cursor *cur, size_t *which, moraine_row *child)
  * MORAINE_ECORRUPT (a damaged group: the message names the parent's key;
  * *nrows is 0); MORAINE_EINVAL (NULL @cur, @vals or @nrows, not a projected
  * cursor, no row returned yet, @which past the child projections);
- * MORAINE_ETXN (the cursor is closed); MORAINE_ENOMEM.
+ * MORAINE_ETXN (the cursor is closed); MORAINE_ENOMEM; MORAINE_EFORK (see
+ * moraine_read_begin).
  */
 int moraine_cursor_child_rows(moraine_cursor *cur, size_t which, const moraine_value **vals, const int64_t **ords, size_t *nrows);
 
 /**
  * moraine_partition_spec_at - the partition spec (ducklake_partition_info row,
  * partition columns embedded) in force for table @table_id at @snapshot.
- * Returns 1 and fills @row, 0 if the table has no spec then, or an error.
+ * Returns 1 and fills @row, 0 if the table has no spec then, or an error:
+ * MORAINE_ECORRUPT (a damaged value or key range), MORAINE_EFORK (see
+ * moraine_read_begin), MORAINE_ENOMEM, MORAINE_EINVAL (NULL @rd or @row).
  * The row is valid until the next call on @rd of this function family.
  * DuckLake: a table whose partitioning was reset has a zero-column spec.
  */
@@ -711,7 +729,8 @@ int moraine_partition_spec_at(moraine_read *rd, int64_t table_id, int64_t snapsh
 /**
  * moraine_sort_spec_at - the sort spec (ducklake_sort_info row, sort
  * expressions embedded) in force for @table_id at @snapshot. Returns 1, 0 (no
- * sort spec: never set, or RESET SORTED BY), or an error.
+ * sort spec: never set, or RESET SORTED BY), or an error as for
+ * moraine_partition_spec_at.
  */
 int moraine_sort_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, moraine_row *row);
 
@@ -719,7 +738,8 @@ int moraine_sort_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, m
  * moraine_partition_spec_by_id - the partition spec @partition_id of
  * @table_id, whatever its lifetime: live, ended, or never visible
  * (begin == end, an intermediate spec of one transaction). This is how a data
- * file's own spec is found. Returns 1, 0 if none, or an error.
+ * file's own spec is found. Returns 1, 0 if none, or an error as for
+ * moraine_partition_spec_at.
  */
 int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t partition_id, moraine_row *row);
 
@@ -741,7 +761,8 @@ int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t par
  *   or moraine_partition_spec_by_id, or moraine_read_end.
  * Returns 1 and fills @row, 0 if there is no such row, MORAINE_EINVAL (NULL
  * @rd or @row), MORAINE_ECORRUPT (the stored value is damaged: its checksum,
- * header or cells; the message names the key), MORAINE_ELMDB, MORAINE_ENOMEM.
+ * header or cells; the message names the key), MORAINE_ELMDB, MORAINE_ENOMEM,
+ * MORAINE_EFORK (see moraine_read_begin).
  */
 int moraine_read_snapshot(moraine_read *rd, int64_t snapshot_id, moraine_row *row);
 
@@ -759,7 +780,7 @@ int moraine_read_snapshot(moraine_read *rd, int64_t snapshot_id, moraine_row *ro
  * moraine_scan_open).
  * Returns 0; MORAINE_ENOTFOUND (no such schema, or no such table in it, at
  * @snapshot: the message names which); MORAINE_EINVAL (a NULL argument, or
- * MORAINE_ALL_VERSIONS); MORAINE_ECORRUPT.
+ * MORAINE_ALL_VERSIONS); MORAINE_ECORRUPT; MORAINE_EFORK (see moraine_read_begin).
  */
 int moraine_table_id_at(moraine_read *rd, const char *schema, const char *table, int64_t snapshot, int64_t *table_id);
 
@@ -941,7 +962,7 @@ void moraine_json_free(moraine_json *j);
  * columns in @rd's view, over every version of every row (live and ended: an
  * ended file's key still opens a Parquet file until it is deleted).
  * Returns 0 and sets *out; MORAINE_EINVAL (NULL argument), MORAINE_ECORRUPT,
- * MORAINE_ENOMEM.
+ * MORAINE_ENOMEM, MORAINE_EFORK (see moraine_read_begin).
  */
 int moraine_secret_count(moraine_read *rd, uint64_t *out);
 

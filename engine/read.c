@@ -81,6 +81,7 @@ int mr_read_begin(moraine_db *db, moraine_read **out)
     moraine_read *rd = calloc(1, sizeof *rd);
     if (!rd) return mr_err(MORAINE_ENOMEM, "out of memory");
     rd->db = db;
+    rd->forks = __atomic_load_n(&mr_forks, __ATOMIC_RELAXED);
     int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
     if (mrc == MDB_MAP_RESIZED) {
         /* another process grew the map: adopt it (needs no open txn here) */
@@ -127,7 +128,11 @@ void moraine_read_end(moraine_read *rd)
     free(rd);
 }
 
-int moraine_read_last_snapshot(moraine_read *rd, int64_t *out) { return mr_meta_get_int(rd->txn, rd->db->dbi, "last_snapshot", out); }
+int moraine_read_last_snapshot(moraine_read *rd, int64_t *out)
+{
+    int rc = MR_READ_HERE(rd);
+    return rc ? rc : mr_meta_get_int(rd->txn, rd->db->dbi, "last_snapshot", out);
+}
 
 /* ---- decoding ---- */
 
@@ -547,6 +552,8 @@ static int cursor_init(moraine_read *rd, mr_rel *r, int64_t scope, int64_t snaps
 int moraine_scan_open(moraine_read *rd, const char *name, int64_t scope, int64_t snapshot, moraine_cursor **out)
 {
     if (!rd || !name || !out) return mr_err(MORAINE_EINVAL, "moraine_scan_open: NULL argument");
+    int rc = MR_READ_HERE(rd);
+    if (rc) return rc;
     pthread_mutex_lock(&rd->db->mu);
     mr_rel *r = mr_rel_by_name(rd->db, name);
     pthread_mutex_unlock(&rd->db->mu);
@@ -555,7 +562,7 @@ int moraine_scan_open(moraine_read *rd, const char *name, int64_t scope, int64_t
         return mr_err(MORAINE_EINVAL, "%s is not keyed by table_id: it cannot be read for one table", name);
     moraine_cursor *c = calloc(1, sizeof *c);
     if (!c) return mr_err(MORAINE_ENOMEM, "out of memory");
-    int rc = r->info.ncols == 0 ? 0 : cursor_init(rd, r, scope, snapshot, c);
+    rc = r->info.ncols == 0 ? 0 : cursor_init(rd, r, scope, snapshot, c);
     if (r->info.ncols == 0) {
         c->rd = rd;
         c->rel = r;
@@ -576,6 +583,8 @@ int moraine_scan_project(moraine_read *rd, const char *name, int64_t scope, int6
                          moraine_cursor **out)
 {
     if (!rd || !name || !proj || !out) return mr_err(MORAINE_EINVAL, "moraine_scan_project: NULL argument");
+    int rc = MR_READ_HERE(rd);
+    if (rc) return rc;
     pthread_mutex_lock(&rd->db->mu);
     mr_rel *r = mr_rel_by_name(rd->db, name);
     pthread_mutex_unlock(&rd->db->mu);
@@ -584,7 +593,7 @@ int moraine_scan_project(moraine_read *rd, const char *name, int64_t scope, int6
         return mr_err(MORAINE_EINVAL, "%s is a child relation: project its parent (%s) and name it among the children", name,
                       r->info.parent ? r->info.parent : "?");
     mr_proj *pj;
-    int rc = mr_proj_build(rd->db, r, proj, &pj);
+    rc = mr_proj_build(rd->db, r, proj, &pj);
     if (rc) return rc;
     moraine_cursor *c;
     if ((rc = moraine_scan_open(rd, name, scope, snapshot, &c))) {
@@ -602,7 +611,9 @@ int moraine_cursor_child(moraine_cursor *c, size_t *which, moraine_row *child)
     if (c->closed) return mr_err(MORAINE_ETXN, "the cursor is closed");
     if (!c->proj) return mr_err(MORAINE_EINVAL, "moraine_cursor_child: the cursor was not opened by moraine_scan_project");
     if (!c->have_row) return mr_err(MORAINE_EINVAL, "moraine_cursor_child: no row returned yet");
-    int rc = mr_proj_children_next(c->proj, c->rd->db, which, child);
+    int rc = MR_READ_HERE(c->rd);
+    if (rc) return rc;
+    rc = mr_proj_children_next(c->proj, c->rd->db, which, child);
     if (rc < 0) return corrupt_at(&c->lastk, c->rel);
     return rc;
 }
@@ -615,6 +626,8 @@ int moraine_cursor_child_rows(moraine_cursor *c, size_t which, const moraine_val
     if (!c->have_row) return mr_err(MORAINE_EINVAL, "moraine_cursor_child_rows: no row returned yet");
     if (which >= c->proj->nkids)
         return mr_err(MORAINE_EINVAL, "moraine_cursor_child_rows: child projection %zu of %zu", which, c->proj->nkids);
+    int frc = MR_READ_HERE(c->rd);
+    if (frc) return frc;
     mr_proj *p = c->proj;
     int rc = mr_proj_group_rows(p, c->rd->db, which, nrows);
     if (rc < 0) {
@@ -713,6 +726,8 @@ int moraine_cursor_next(moraine_cursor *c, moraine_row *row)
 {
     if (!c || !row) return mr_err(MORAINE_EINVAL, "moraine_cursor_next: NULL argument");
     if (c->closed) return mr_err(MORAINE_ETXN, "the cursor is closed");
+    int frc = MR_READ_HERE(c->rd);
+    if (frc) return frc;
     if (c->rel->info.placement != MORAINE_PLACE_CHILD) return c->done && !c->have_c && c->hpos >= c->nhist ? 0 : next_plain(c, row);
     /* children: walk parents, yield their children of this relation */
     for (;;) {
@@ -785,7 +800,8 @@ int mr_snapshot_row(moraine_read *rd, int64_t id, moraine_row *row)
 int moraine_read_snapshot(moraine_read *rd, int64_t snapshot_id, moraine_row *row)
 {
     if (!rd || !row) return mr_err(MORAINE_EINVAL, "moraine_read_snapshot: NULL argument");
-    return mr_snapshot_row(rd, snapshot_id, row);
+    int rc = MR_READ_HERE(rd);
+    return rc ? rc : mr_snapshot_row(rd, snapshot_id, row);
 }
 
 /* ---- spec lookups ---- */
@@ -801,6 +817,9 @@ static int keep_row(moraine_read *rd, moraine_row *row)
 
 static int spec_at(moraine_read *rd, const char *rel, int64_t table_id, int64_t snapshot, moraine_row *row)
 {
+    if (!rd || !row) return mr_err(MORAINE_EINVAL, "%s lookup: NULL argument", rel);
+    int frc = MR_READ_HERE(rd);
+    if (frc) return frc;
     pthread_mutex_lock(&rd->db->mu);
     mr_rel *r = mr_rel_by_name(rd->db, rel);
     pthread_mutex_unlock(&rd->db->mu);
@@ -835,6 +854,9 @@ int moraine_sort_spec_at(moraine_read *rd, int64_t table_id, int64_t snapshot, m
 
 int moraine_partition_spec_by_id(moraine_read *rd, int64_t table_id, int64_t partition_id, moraine_row *row)
 {
+    if (!rd || !row) return mr_err(MORAINE_EINVAL, "moraine_partition_spec_by_id: NULL argument");
+    int frc = MR_READ_HERE(rd);
+    if (frc) return frc;
     pthread_mutex_lock(&rd->db->mu);
     mr_rel *r = mr_rel_by_name(rd->db, "ducklake_partition_info");
     pthread_mutex_unlock(&rd->db->mu);

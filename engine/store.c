@@ -783,6 +783,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     moraine_db *db = calloc(1, sizeof *db);
     if (!db) return mr_err(MORAINE_ENOMEM, "out of memory");
     db->opts = o;
+    mr_fork_watch(); /* before any read of this handle can begin */
     db->pid = getpid();
     pthread_mutex_init(&db->mu, NULL);
     /* From here every failure goes through fail: what this call created
@@ -894,6 +895,29 @@ void mr_db_free(moraine_db *db, int release_env)
     rels_clear(db);
     pthread_mutex_destroy(&db->mu);
     free(db);
+}
+
+unsigned mr_forks;
+
+static void fork_child(void) { __atomic_add_fetch(&mr_forks, 1, __ATOMIC_RELAXED); }
+
+static void fork_register(void)
+{
+    /* fails only for want of memory: reads then go unguarded after fork, as before */
+    (void)pthread_atfork(NULL, NULL, fork_child);
+}
+
+void mr_fork_watch(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, fork_register);
+}
+
+int mr_read_forked(const moraine_read *rd)
+{
+    return mr_err(MORAINE_EFORK, "the read was begun in process %ld and used in process %ld (after fork): its LMDB snapshot is held by "
+                  "the process that began it, which may end it at any time; begin a read in this process (open the catalog again here)",
+                  (long)rd->db->pid, (long)getpid());
 }
 
 int mr_same_process(moraine_db *db)

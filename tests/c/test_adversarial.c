@@ -448,11 +448,46 @@ static void test_fork(void)
     CHECK(moraine_read_last_snapshot(rd, &at) == 1, "no last snapshot");
     int64_t before = files_at(rd, at);
     CHECK(before > 10, "%lld files", (long long)before);
+    /* cursors the parent has begun walking, one plain and one projected */
+    moraine_cursor *plain, *proj;
+    moraine_row row;
+    static const char *const pcols[] = {"data_file_id", "path"};
+    static const char *const kcols[] = {"partition_value"};
+    moraine_child_projection kid = {"ducklake_file_partition_value", kcols, 1, NULL, NULL, 0};
+    moraine_projection pj = {pcols, 2, &kid, 1};
+    CHECK_RC(moraine_scan_open(rd, "ducklake_data_file", 1, at, &plain), 0);
+    CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", 1, at, &pj, &proj), 0);
+    CHECK_INT(moraine_cursor_next(plain, &row), 1);
+    CHECK_INT(moraine_cursor_next(proj, &row), 1);
 
     pid_t pid = fork();
     if (pid == 0) {
         /* the inherited handle is refused, with the way out in the message */
         int bad = 0;
+        /* so are the parent's read and its cursors: the snapshot they read
+         * is held by the parent's reader slot, which the parent may release
+         * (then a writer reuses the pages: a wrong answer, not an error) */
+        int64_t got;
+        moraine_cursor *c2;
+        moraine_row r;
+        size_t which, nr;
+        const moraine_value *kv;
+#define FORKED(call) ((call) == MORAINE_EFORK && strstr(moraine_errmsg(), "begun in process") && strstr(moraine_errmsg(), "after fork"))
+        if (!FORKED(moraine_read_last_snapshot(rd, &got))) bad |= 32;
+        if (!FORKED(moraine_scan_open(rd, "ducklake_data_file", 1, at, &c2))) bad |= 64;
+        if (!FORKED(moraine_scan_project(rd, "ducklake_data_file", 1, at, &pj, &c2))) bad |= 128;
+        if (!FORKED(moraine_cursor_next(plain, &r))) bad |= 256;
+        if (!FORKED(moraine_cursor_next(proj, &r))) bad |= 512;
+        if (!FORKED(moraine_cursor_child(proj, &which, &r))) bad |= 1024;
+        if (!FORKED(moraine_cursor_child_rows(proj, 0, &kv, NULL, &nr))) bad |= 2048;
+        if (!FORKED(moraine_read_snapshot(rd, at, &r))) bad |= 4096;
+        if (!FORKED(moraine_partition_spec_at(rd, 1, at, &r)) || !FORKED(moraine_sort_spec_at(rd, 1, at, &r)) ||
+            !FORKED(moraine_partition_spec_by_id(rd, 1, 0, &r)))
+            bad |= 8192;
+        if (!FORKED(moraine_table_id_at(rd, NULL, "t", at, &got))) bad |= 16384;
+        uint64_t nsecret;
+        if (!FORKED(moraine_secret_count(rd, &nsecret))) bad |= 32768;
+#undef FORKED
         moraine_read *r2;
         moraine_txn *t2;
         int64_t last;
@@ -473,13 +508,28 @@ static void test_fork(void)
             moraine_read_end(r2);
             moraine_close(mine);
         }
-        _exit(bad);
+        if (bad) fprintf(stderr, "test_fork child: checks failed, bits %#x\n", (unsigned)bad);
+        _exit(bad > 255 ? 255 : bad); /* an exit status keeps 8 bits: never 0 for a failure */
     }
     int st = 0;
     waitpid(pid, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child with an inherited handle: status %d", st);
     CHECK_INT(commit_elsewhere(dir, 60), 0);
     CHECK_INT(files_at(rd, at), before); /* the parent's read still holds its snapshot */
+    /* and its cursors walk on in the parent */
+    int64_t n = 1;
+    int rc;
+    while ((rc = moraine_cursor_next(plain, &row)) == 1) n++;
+    CHECK_INT(rc, 0);
+    CHECK_INT(n, before);
+    size_t nr;
+    const moraine_value *kv;
+    CHECK_RC(moraine_cursor_child_rows(proj, 0, &kv, NULL, &nr), 0);
+    for (n = 1; (rc = moraine_cursor_next(proj, &row)) == 1;) n++;
+    CHECK_INT(rc, 0);
+    CHECK_INT(n, before);
+    moraine_cursor_close(plain);
+    moraine_cursor_close(proj);
     moraine_read_end(rd);
     moraine_close(db);
 }
