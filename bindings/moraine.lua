@@ -146,7 +146,7 @@ typedef struct {
   int32_t type;
 } moraine_batch_cell;
 ]]
-  local cellp, openp = ffi.typeof("const moraine_batch_cell *"), ffi.typeof("void *const *")
+  local cellp, openp, forkp = ffi.typeof("const moraine_batch_cell *"), ffi.typeof("void *const *"), ffi.typeof("const unsigned *")
   local NULL, TWO53, floor = core.null, 2 ^ 53, math.floor
   local T_ABSENT, T_NULL, T_INT, T_STR, T_BOOL, T_REAL, T_JSON = -1, 0, 1, 2, 3, 4, 5
   local KIND = { [T_NULL] = "null", [T_INT] = "integer", [T_STR] = "string", [T_BOOL] = "boolean", [T_REAL] = "real",
@@ -161,10 +161,15 @@ typedef struct {
     end
     return m
   end
-  -- the cell of file @i (1-based), nil outside 1..n; ETXN once the read ended
+  -- the cell of file @i (1-based), nil outside 1..n; ETXN once the read
+  -- ended, EFORK in a fork's child (the cells lie in the parent's read)
   local function cell(col, i)
     if col._open[0] == nil then
       core.raise("ETXN", "files_batch: the read transaction of this batch has ended (its values lived in the read's pages)")
+    end
+    if col._forks[0] ~= col._fork0 then
+      core.raise("EFORK", "files_batch: the batch was read in another process (before fork): its values lie in that process's "
+        .. "read, which it may end at any time; read the batch again in this process (open the catalog here)")
     end
     if type(i) ~= "number" or i < 1 or i > col.n or floor(i) ~= i then return nil end
     return col.cells[i - 1]
@@ -200,12 +205,13 @@ typedef struct {
     if c ~= nil and (c.type == T_STR or c.type == T_JSON) then return c.v.s, tonumber(c.len) end
     return nil
   end
-  function BatchColumn.is_open(col) return col._open[0] ~= nil end
-  core.set_batch_wrap(function(res, rd, open, cells)
-    local n, o = tonumber(res.n), ffi.cast(openp, open)
+  function BatchColumn.is_open(col) return col._open[0] ~= nil and col._forks[0] == col._fork0 end
+  core.set_batch_wrap(function(res, rd, open, cells, forks, fork0)
+    local n, o, f = tonumber(res.n), ffi.cast(openp, open), ffi.cast(forkp, forks)
     local function wrap(t)
       for k, p in pairs(t) do
-        t[k] = setmetatable({ n = n, cells = ffi.cast(cellp, p), _open = o, _anchor = cells, _read = rd }, BatchColumn)
+        t[k] = setmetatable({ n = n, cells = ffi.cast(cellp, p), _open = o, _anchor = cells, _read = rd, _forks = f,
+          _fork0 = fork0 }, BatchColumn)
       end
     end
     wrap(res.file)

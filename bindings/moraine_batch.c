@@ -516,7 +516,11 @@ int l_read_files_batch(lua_State *L)
     lua_pushvalue(L, 1);                /* the read */
     lua_pushlightuserdata(L, &r->rd);   /* non-NULL while the read is open */
     lua_pushvalue(L, bidx);             /* the cells */
-    lua_call(L, 4, 1);
+    /* the fork counter and its value now: another value, a fork's child reads
+     * (the cells lie in the parent's read, which it may end: moraine_read_begin) */
+    lua_pushlightuserdata(L, (void *)moraine_fork_count());
+    lua_pushinteger(L, (lua_Integer)*moraine_fork_count());
+    lua_call(L, 6, 1);
     return 1;
 }
 

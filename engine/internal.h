@@ -317,6 +317,7 @@ typedef struct mr_env {
     dev_t dev;               /* data.mdb's device and inode */
     ino_t ino;
     pid_t pid;               /* the process that opened it */
+    unsigned forks;          /* mr_forks when it was opened (a fork's child, even with the same pid in another pid namespace, differs) */
     int refs;                /* handles sharing it */
     int read_only, no_sync;  /* how it was opened */
     pthread_mutex_t mu;      /* guards writer/writer_thread, commits, last_check */
@@ -333,6 +334,7 @@ typedef struct mr_env {
 struct moraine_db {
     mr_env *sh;              /* the process's environment for this catalog */
     pid_t pid;               /* the process that opened the handle */
+    unsigned forks;          /* mr_forks when it was opened (mr_same_process) */
     MDB_env *env;            /* sh->env */
     MDB_dbi dbi;
     moraine_options opts;
@@ -353,8 +355,14 @@ struct moraine_db {
     struct mv_reads_s *vcache;
 };
 
-/* MORAINE_EFORK unless @db is used in the process that opened it. */
+/* MORAINE_EFORK unless @db is used in the process that opened it (the same
+ * pid and the same fork count: mr_db_here). */
 int mr_same_process(moraine_db *db);
+/* 1 when @db is used in the process that opened it: the same pid (a child
+ * made without fork's handlers, _Fork or a raw clone, has another) and the
+ * same fork count (a fork's child that has its parent's pid number, in a new
+ * pid namespace, has another); else 0. */
+int mr_db_here(const moraine_db *db);
 /* How many times this process is a fork's child since moraine_open first ran
  * in an ancestor (a pthread_atfork child handler counts them, registered by
  * moraine_open): a read records it at begin, and every call on the read (its
@@ -368,6 +376,8 @@ void mr_fork_watch(void);
 int mr_read_forked(const moraine_read *rd);
 /* 0 while @rd is used in the process that began it, else mr_read_forked. */
 #define MR_READ_HERE(rd) (__builtin_expect(__atomic_load_n(&mr_forks, __ATOMIC_RELAXED) != (rd)->forks, 0) ? mr_read_forked(rd) : 0)
+/* MORAINE_EFORK for walk @what (a row's children) begun in process @pid, used in a fork's child. */
+int mr_walk_forked(const char *what, pid_t pid);
 /* moraine_read_begin without its format check (moraine_compact reads an
  * older format's catalog to rewrite it) */
 int mr_read_begin(moraine_db *db, moraine_read **out);

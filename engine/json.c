@@ -151,6 +151,9 @@ int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value
 
 int moraine_row_json(moraine_read *rd, const moraine_row *row, unsigned flags, moraine_json *out)
 {
+    if (!rd || !row || !out) return mr_err(MORAINE_EINVAL, "moraine_row_json: NULL argument");
+    int frc = MR_READ_HERE(rd); /* the row's bytes are in the read's pages */
+    if (frc) return frc;
     mr_buf b = {(uint8_t *)out->p, out->len, out->cap};
     int want_kids = (flags & (MORAINE_JSON_CHILDREN | MORAINE_JSON_PARTITION_VALUES)) && row->children_len;
     int secrets = (flags & MORAINE_JSON_SECRETS) != 0;

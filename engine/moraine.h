@@ -491,13 +491,28 @@ typedef struct moraine_cursor moraine_cursor;
  * a fork's child, every call on an inherited read or its cursors
  * (moraine_read_last_snapshot, moraine_scan_open, moraine_scan_project,
  * moraine_cursor_next, moraine_cursor_child, moraine_cursor_child_rows,
- * moraine_read_snapshot, the spec lookups, moraine_table_id_at,
- * moraine_secret_count) returns MORAINE_EFORK, naming both processes;
- * moraine_read_end frees it there without touching the parent's slot. (The
- * check is a counter a pthread_atfork handler raises in each child, read
- * once a call: no system call a row.)
+ * moraine_row_json, moraine_children_next, moraine_read_snapshot, the spec
+ * lookups, moraine_table_id_at, moraine_secret_count) returns MORAINE_EFORK,
+ * naming both processes; moraine_read_end frees it there without touching
+ * the parent's slot. Rows and values a read returned before the fork point
+ * into its pages: the child must not read them. The check is a counter the
+ * pthread_atfork child handler moraine_open registers raises in each child
+ * (moraine_fork_count), read once a call: no system call a row. A child made
+ * without fork's handlers (glibc's _Fork, a raw clone or fork system call)
+ * is not seen by it: its reads of inherited reads are not refused (its calls
+ * on the inherited handle are, by pid).
  */
 int moraine_read_begin(moraine_db *db, moraine_read **out);
+
+/**
+ * moraine_fork_count - the address of this process's fork counter, which the
+ * pthread_atfork child handler moraine_open registers raises in every fork's
+ * child (see moraine_read_begin). A value read through it differs, in a
+ * child, from any value read before the fork. For bindings that check, with
+ * no call, that a value they hand out still lies in a live read of this
+ * process (LuaJIT's raw batch columns, bindings/moraine.lua). Never NULL.
+ */
+const unsigned *moraine_fork_count(void);
 
 /** moraine_read_end - close a read transaction and every cursor's values. */
 void moraine_read_end(moraine_read *rd);
@@ -592,6 +607,7 @@ typedef struct {
     uint32_t prel_id;
     moraine_parent_keys keys;
     moraine_value pkey[4];
+    unsigned forks;                   /* the read's fork count (moraine_read_begin): another, a fork's child walks */
 } moraine_children;
 
 /**
@@ -612,8 +628,9 @@ void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_chil
  * MORAINE_ECORRUPT (a group or row that does not decode, a row running past
  * its group, bytes after a group's last row, a group of an unknown relation
  * or of one that is not a child table of the row's relation, a parent row
- * whose key cells do not decode). Each child row comes whole: its
- * parent-key columns are the parent row's key cells.
+ * whose key cells do not decode), MORAINE_EFORK (the row's read was begun
+ * in another process: see moraine_read_begin). Each child row comes whole:
+ * its parent-key columns are the parent row's key cells.
  */
 int moraine_children_next(moraine_children *it, moraine_row *child);
 
@@ -947,8 +964,9 @@ typedef struct {
  * NULL, unless @flags has MORAINE_JSON_SECRETS (docs/security.md). The text is
  * not NUL-terminated; out->len is its length.
  * Returns 0; MORAINE_EINVAL (a string that is not valid UTF-8: message names
- * the table and column; @out then holds a partial object, reset len to undo);
- * MORAINE_ECORRUPT (a damaged child); MORAINE_ENOMEM.
+ * the table and column; @out then holds a partial object, reset len to undo;
+ * a NULL argument); MORAINE_ECORRUPT (a damaged child); MORAINE_ENOMEM;
+ * MORAINE_EFORK (@rd was begun in another process: see moraine_read_begin).
  */
 int moraine_row_json(moraine_read *rd, const moraine_row *row, unsigned flags, moraine_json *out);
 

@@ -119,8 +119,10 @@ void moraine_read_end(moraine_read *rd)
         cursor_release(c);
         free(c);
     }
-    /* after fork the read's LMDB reader slot is the parent's: leave it */
-    if (rd->db->pid == getpid()) {
+    /* after fork the read's LMDB reader slot is the parent's: leave it (a
+     * fork's child may have its parent's pid number, in a new pid namespace:
+     * the fork count tells them apart) */
+    if (rd->db->pid == getpid() && rd->forks == __atomic_load_n(&mr_forks, __ATOMIC_RELAXED)) {
         mdb_txn_abort(rd->txn);
         __atomic_sub_fetch(&rd->db->sh->nreaders, 1, __ATOMIC_SEQ_CST);
     }
@@ -267,6 +269,7 @@ void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_chil
     it->praw = row->raw;
     it->praw_len = row->raw_len;
     it->prel_id = row->rel ? row->rel->id : UINT32_MAX;
+    it->forks = rd->forks;
 }
 
 /* The head of the group at it->p: its relation, rows, and the parent's key
@@ -289,6 +292,7 @@ static int children_group(moraine_children *it)
 
 int moraine_children_next(moraine_children *it, moraine_row *child)
 {
+    if (__builtin_expect(__atomic_load_n(&mr_forks, __ATOMIC_RELAXED) != it->forks, 0)) return mr_walk_forked("the walk of a row's children", it->db->pid);
     int rc;
     while (it->left == 0) {
         if (it->p >= it->end) return 0;

@@ -624,8 +624,9 @@ static mr_env *env_find(const char *path)
     snprintf(file, sizeof file, "%s/data.mdb", path);
     if (stat(file, &st) != 0) return NULL;
     pid_t me = getpid();
+    unsigned forks = __atomic_load_n(&mr_forks, __ATOMIC_RELAXED);
     for (mr_env *e = reg_head; e; e = e->next)
-        if (e->pid == me && e->dev == st.st_dev && e->ino == st.st_ino) return e;
+        if (e->pid == me && e->forks == forks && e->dev == st.st_dev && e->ino == st.st_ino) return e;
     return NULL;
 }
 
@@ -721,6 +722,7 @@ static int env_open(const char *path, const moraine_options *o, open_made *m, mr
     e->dev = st.st_dev;
     e->ino = st.st_ino;
     e->pid = getpid();
+    e->forks = __atomic_load_n(&mr_forks, __ATOMIC_RELAXED);
     e->refs = 1;
     e->read_only = o->read_only;
     e->no_sync = o->no_sync;
@@ -783,8 +785,9 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     moraine_db *db = calloc(1, sizeof *db);
     if (!db) return mr_err(MORAINE_ENOMEM, "out of memory");
     db->opts = o;
-    mr_fork_watch(); /* before any read of this handle can begin */
+    mr_fork_watch(); /* before any read of this handle can begin, and before its count is taken */
     db->pid = getpid();
+    db->forks = __atomic_load_n(&mr_forks, __ATOMIC_RELAXED);
     pthread_mutex_init(&db->mu, NULL);
     /* From here every failure goes through fail: what this call created
      * (made) goes, nothing that was there before (open_undo). */
@@ -913,16 +916,22 @@ void mr_fork_watch(void)
     pthread_once(&once, fork_register);
 }
 
-int mr_read_forked(const moraine_read *rd)
+int mr_walk_forked(const char *what, pid_t pid)
 {
-    return mr_err(MORAINE_EFORK, "the read was begun in process %ld and used in process %ld (after fork): its LMDB snapshot is held by "
+    return mr_err(MORAINE_EFORK, "%s was begun in process %ld and used in process %ld (after fork): its LMDB snapshot is held by "
                   "the process that began it, which may end it at any time; begin a read in this process (open the catalog again here)",
-                  (long)rd->db->pid, (long)getpid());
+                  what, (long)pid, (long)getpid());
 }
+
+int mr_read_forked(const moraine_read *rd) { return mr_walk_forked("the read", rd->db->pid); }
+
+const unsigned *moraine_fork_count(void) { return &mr_forks; }
+
+int mr_db_here(const moraine_db *db) { return db->pid == getpid() && db->forks == __atomic_load_n(&mr_forks, __ATOMIC_RELAXED); }
 
 int mr_same_process(moraine_db *db)
 {
-    if (db->pid == getpid()) return 0;
+    if (mr_db_here(db)) return 0;
     return mr_err(MORAINE_EFORK, "the catalog handle was opened by process %ld and used in process %ld (after fork): LMDB environments do "
                   "not survive fork; close it and open the catalog again in this process", (long)db->pid, (long)getpid());
 }

@@ -422,7 +422,7 @@ void mr_txn_free(moraine_txn *txn)
 void moraine_txn_abort(moraine_txn *txn)
 {
     if (!txn) return;
-    if (txn->db->pid != getpid()) {
+    if (!mr_db_here(txn->db)) {
         mr_txn_forget(txn);
         return;
     }
@@ -448,7 +448,7 @@ void mr_txn_forget(moraine_txn *txn)
 void moraine_close(moraine_db *db)
 {
     if (!db) return;
-    if (db->pid != getpid()) {
+    if (!mr_db_here(db)) {
         /* A handle inherited across fork: LMDB's environment belongs to the
          * process that opened it (its reader slots, its locks). Closing it
          * here would release the parent's reader slot, so only this

@@ -501,6 +501,37 @@ describe("rd:files_batch", function()
     db:close()
   end)
 
+  it("raw (LuaJIT): a fork's child is refused the parent's columns (EFORK), the parent reads on", function()
+    if not has_ffi then return end -- raw batches are LuaJIT's (the test above checks Lua 5.4 refuses them)
+    pcall(ffi.cdef, "int fork(void); void _exit(int); int waitpid(int pid, int *status, int options);")
+    local db = support.import_fixture("s3_edge_values")
+    db:read(function(rd)
+      local T
+      for t in rd:scan("ducklake_table") do T = T or t.table_id end
+      local arrays = rd:files_batch(T, nil, {})
+      local col = rd:files_batch(T, nil, { raw = true }).file.path
+      assert.is_true(col.n > 0)
+      local pid = ffi.C.fork()
+      assert.is_true(pid >= 0, "fork failed")
+      if pid == 0 then
+        -- the child: every method refuses with EFORK, is_open says false; exit at once (no busted output)
+        local ok = not col:is_open()
+        for _, m in ipairs({ "get", "len", "ptr", "kind" }) do
+          local good, err = pcall(col[m], col, 1)
+          ok = ok and not good and tostring(err):find("EFORK", 1, true) ~= nil
+            and tostring(err):find("another process", 1, true) ~= nil
+        end
+        ffi.C._exit(ok and 0 or 1)
+      end
+      local st = ffi.new("int[1]")
+      assert.equal(pid, ffi.C.waitpid(pid, st, 0))
+      assert.equal(0, st[0], "the child's checks failed (status " .. st[0] .. ")")
+      assert.is_true(col:is_open())
+      for i = 1, col.n do assert.equal(arrays.file.path[i], col:get(i)) end
+    end)
+    db:close()
+  end)
+
   it("names the old stats table of a catalog of DuckLake before 0.3 (ducklake_file_column_statistics)", function()
     local db = moraine.open(support.tmpdir("v02"), { no_sync = true })
     db:import_ndjson(support.FIXTURES .. "/migrations/v02/before")

@@ -26,6 +26,7 @@
 #include "check.h"
 #include "internal.h"
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -458,6 +459,7 @@ static void test_fork(void)
     CHECK_RC(moraine_scan_open(rd, "ducklake_data_file", 1, at, &plain), 0);
     CHECK_RC(moraine_scan_project(rd, "ducklake_data_file", 1, at, &pj, &proj), 0);
     CHECK_INT(moraine_cursor_next(plain, &row), 1);
+    moraine_row prow = row; /* a file row the child renders and walks the children of (refused before either) */
     CHECK_INT(moraine_cursor_next(proj, &row), 1);
 
     pid_t pid = fork();
@@ -487,6 +489,14 @@ static void test_fork(void)
         if (!FORKED(moraine_table_id_at(rd, NULL, "t", at, &got))) bad |= 16384;
         uint64_t nsecret;
         if (!FORKED(moraine_secret_count(rd, &nsecret))) bad |= 32768;
+        /* a row the parent read: its bytes are in the parent's read too */
+        moraine_json j = {0};
+        if (!FORKED(moraine_row_json(rd, &prow, MORAINE_JSON_CHILDREN, &j))) bad |= 65536;
+        moraine_json_free(&j);
+        moraine_children it;
+        moraine_row_children(rd, &prow, &it);
+        if (!FORKED(moraine_children_next(&it, &r))) bad |= 131072;
+        moraine_children_free(&it);
 #undef FORKED
         moraine_read *r2;
         moraine_txn *t2;
@@ -532,6 +542,78 @@ static void test_fork(void)
     moraine_cursor_close(proj);
     moraine_read_end(rd);
     moraine_close(db);
+}
+
+/* A fork's child with its parent's pid number: the parent is the first
+ * process of a pid namespace (a container's init, pid 1) and forks into a
+ * new one, where the child is pid 1 too. The pid alone says "the same
+ * process": the fork count must tell them apart, for the handle's calls
+ * and for ending the inherited read, which must not release the parent's
+ * LMDB reader slot. Needs CAP_SYS_ADMIN (unshare CLONE_NEWPID): skipped
+ * without it, a failure under CI. */
+enum { PIDNS_NO_UNSHARE = 77 };
+
+static int pidns_parent(const char *dir)
+{
+    moraine_options o = {.no_sync = 1};
+    moraine_db *db;
+    if (moraine_open(dir, &o, &db)) return 50;
+    moraine_read *rd;
+    int64_t at = 0;
+    if (moraine_read_begin(db, &rd) || moraine_read_last_snapshot(rd, &at) != 1) return 51;
+    int64_t before = files_at(rd, at);
+    if (before < 10) return 52;
+    if (unshare(CLONE_NEWPID) != 0) return 53;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int bad = 0;
+        moraine_read *r2;
+        int64_t last;
+        if (getpid() != db->pid) bad |= 1; /* the premise: the same pid number */
+        if (moraine_read_last_snapshot(rd, &last) != MORAINE_EFORK) bad |= 2;
+        if (moraine_read_begin(db, &r2) != MORAINE_EFORK) bad |= 4;
+        if (moraine_last_snapshot(db, &last) != MORAINE_EFORK) bad |= 8;
+        moraine_read_end(rd); /* must leave the parent's reader slot */
+        moraine_close(db);    /* and its environment */
+        _exit(bad ? 60 + bad : 0);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return 54;
+    if (WEXITSTATUS(st)) return WEXITSTATUS(st);
+    if (commit_elsewhere(dir, 60)) return 55;
+    if (files_at(rd, at) != before) return 56; /* the read, open all along, still sees its snapshot */
+    moraine_read_end(rd);
+    moraine_close(db);
+    return 0;
+}
+
+static void test_fork_same_pid(void)
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/forkpid", base);
+    CHECK_RC(build_small(dir, 20), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* this process enters a new pid namespace's parent side; its first child is pid 1 there */
+        if (unshare(CLONE_NEWPID) != 0) _exit(PIDNS_NO_UNSHARE);
+        pid_t init = fork();
+        if (init == 0) _exit(pidns_parent(dir));
+        int st = 0;
+        if (init < 0 || waitpid(init, &st, 0) != init) _exit(40);
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 41);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st), "the pid namespace test's process: status %d", st);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (code == PIDNS_NO_UNSHARE) {
+        const char *ci = getenv("CI"), *strict = getenv("MORAINE_NO_SKIP");
+        int must = (ci && strcmp(ci, "true") == 0) || (strict && strcmp(strict, "1") == 0);
+        CHECK(!must, "cannot make a pid namespace (needs CAP_SYS_ADMIN)");
+        if (!must) fprintf(stderr, "test_adversarial: a child with its parent's pid not tested: no pid namespace (needs CAP_SYS_ADMIN)\n");
+        return;
+    }
+    /* 50-56: the parent's step that failed; 61-75: the child's checks (bits + 60) */
+    CHECK_INT(code, 0);
 }
 
 /* ---- the same catalog opened twice in one process ---- */
@@ -777,6 +859,7 @@ int main(void)
     }
     test_stale_descriptors();
     test_fork();
+    test_fork_same_pid();
     test_double_open();
     test_dead_reader();
     test_flips();
