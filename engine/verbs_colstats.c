@@ -40,17 +40,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Frees text @s of @c unless it lies in @c's pack (cs_push's one copy of
+ * the texts it took), which goes with the entry (cs_clear). */
+static void cs_text_free(const mv_cstat *c, char *s)
+{
+    if (s && !(c->pack && s >= c->pack && s < c->pack + c->packlen)) free(s);
+}
+
 /* Frees @c's texts: the type, and min / max / extra when @own (else they
- * point at a verb's files). */
+ * point at a verb's files), and its pack. */
 static void cs_clear(mv_cstat *c, int own)
 {
-    free(c->type);
+    cs_text_free(c, c->type);
     if (own) {
-        free(c->min);
-        free(c->max);
-        free(c->extra);
+        cs_text_free(c, c->min);
+        cs_text_free(c, c->max);
+        cs_text_free(c, c->extra);
     }
-    c->type = c->min = c->max = c->extra = NULL;
+    free(c->pack);
+    c->type = c->min = c->max = c->extra = c->pack = NULL;
+    c->packlen = 0;
 }
 
 static void cs_free_all(mv_cstat *a, size_t n, int own)
@@ -71,16 +80,9 @@ void mv_cstats_free(tstate *t)
     t->nrw_inputs = 0;
 }
 
-static char *dup_or_null(const char *s, int *oom)
-{
-    if (!s) return NULL;
-    char *d = strdup(s);
-    if (!d) *oom = 1;
-    return d;
-}
-
-/* *dst becomes @s: a copy when @own (the old text freed), else @s itself. ENOMEM. */
-static int set_text(char **dst, const char *s, int own)
+/* Text *dst of @c becomes @s: a copy when @own (the old text freed unless
+ * it lies in @c's pack), else @s itself. ENOMEM. */
+static int set_text(mv_cstat *c, char **dst, const char *s, int own)
 {
     if (!own) {
         *dst = (char *)s;
@@ -88,9 +90,19 @@ static int set_text(char **dst, const char *s, int own)
     }
     char *d = s ? strdup(s) : NULL;
     if (s && !d) return mr_err(MORAINE_ENOMEM, "out of memory");
-    free(*dst);
+    cs_text_free(c, *dst);
     *dst = d;
     return 0;
+}
+
+/* Copies @s (NULL: none) to *at, returns the copy and moves *at past it. */
+static char *pack_text(char **at, const char *s, size_t len)
+{
+    if (!s) return NULL;
+    char *d = *at;
+    memcpy(d, s, len + 1);
+    *at += len + 1;
+    return d;
 }
 
 /* The entry of column @id in @a, or NULL; @hint: where it usually is (a
@@ -121,22 +133,25 @@ static int cs_push(mv_cstat **arr, size_t *n, const mv_cstat *c, const mr_statke
         if (!p) return mr_err(MORAINE_ENOMEM, "out of memory");
         *arr = p;
     }
+    /* the texts copied into one allocation (the type; min / max / extra when @own) */
+    const char *texts[4] = {c->type, own ? c->min : NULL, own ? c->max : NULL, own ? c->extra : NULL};
+    size_t lens[4] = {0}, total = 0;
+    for (int i = 0; i < 4; i++) total += texts[i] ? (lens[i] = strlen(texts[i])) + 1 : 0;
+    char *pack = total ? malloc(total) : NULL;
+    if (total && !pack) return mr_err(MORAINE_ENOMEM, "out of memory");
     mv_cstat *d = &(*arr)[*n];
     *d = *c;
     d->kmin = *kmin, d->kmax = *kmax;
-    int oom = 0;
-    d->type = dup_or_null(c->type, &oom);
+    d->pack = pack, d->packlen = total;
+    char *at = pack;
+    d->type = pack_text(&at, texts[0], lens[0]);
     if (own) {
-        d->min = dup_or_null(c->min, &oom);
-        d->max = dup_or_null(c->max, &oom);
-        d->extra = dup_or_null(c->extra, &oom);
+        d->min = pack_text(&at, texts[1], lens[1]);
+        d->max = pack_text(&at, texts[2], lens[2]);
+        d->extra = pack_text(&at, texts[3], lens[3]);
     }
     d->ord = -1;
     d->written = 0;
-    if (oom) {
-        cs_clear(d, own);
-        return mr_err(MORAINE_ENOMEM, "out of memory");
-    }
     (*n)++;
     if (out) *out = d;
     return 0;
@@ -162,11 +177,11 @@ static int cs_merge(mv_cstat *c, const mv_cstat *n, const mr_statkey *kmin, cons
 {
     int rc, differ = !c->type || !n->type || (c->type != n->type && strcmp(c->type, n->type) != 0);
     if (differ) {
-        if ((rc = set_text(&c->type, n->type, 1))) return rc;
+        if ((rc = set_text(c, &c->type, n->type, 1))) return rc;
         c->k = n->k;
     }
     /* moraine's file stats carry no extra_stats: a merged geometry/variant bound is unknown */
-    if (own) free(c->extra);
+    if (own) cs_text_free(c, c->extra);
     c->extra = NULL;
     if (!n->has_nulls) c->has_nulls = 0;
     else if (c->has_nulls) c->null_count += n->null_count;
@@ -179,7 +194,8 @@ static int cs_merge(mv_cstat *c, const mv_cstat *n, const mr_statkey *kmin, cons
         return 0;
     }
     if (!any_valid(c)) {
-        if ((rc = set_text(&c->min, n->has_min ? n->min : NULL, own)) || (rc = set_text(&c->max, n->has_max ? n->max : NULL, own))) return rc;
+        if ((rc = set_text(c, &c->min, n->has_min ? n->min : NULL, own)) || (rc = set_text(c, &c->max, n->has_max ? n->max : NULL, own)))
+            return rc;
         c->has_min = n->has_min, c->has_max = n->has_max;
         c->kmin = *kmin, c->kmax = *kmax;
         c->any_valid = 1;
@@ -191,12 +207,12 @@ static int cs_merge(mv_cstat *c, const mv_cstat *n, const mr_statkey *kmin, cons
     }
     if (!n->has_min) c->has_min = 0;
     else if (c->has_min && mr_stat_cmp(&c->k, kmin, n->min, &c->kmin, c->min) < 0) {
-        if ((rc = set_text(&c->min, n->min, own))) return rc;
+        if ((rc = set_text(c, &c->min, n->min, own))) return rc;
         c->kmin = *kmin;
     }
     if (!n->has_max) c->has_max = 0;
     else if (c->has_max && mr_stat_cmp(&c->k, kmax, n->max, &c->kmax, c->max) > 0) {
-        if ((rc = set_text(&c->max, n->max, own))) return rc;
+        if ((rc = set_text(c, &c->max, n->max, own))) return rc;
         c->kmax = *kmax;
     }
     return 0;
@@ -623,7 +639,7 @@ int mv_cstats_emit(model *m, tstate *t)
     if (t->dropped_any && !remain) /* ApplyDroppedFileStats: the table emptied, its rows reset */
         for (size_t i = 0; i < t->ncst; i++) {
             mv_cstat *c = &t->cst[i];
-            free(c->min), free(c->max), free(c->extra);
+            cs_text_free(c, c->min), cs_text_free(c, c->max), cs_text_free(c, c->extra);
             c->min = c->max = c->extra = NULL;
             c->has_nulls = c->has_num = c->has_nan = c->nan = c->has_min = c->has_max = c->any_valid = 0;
             c->null_count = c->num_values = 0;

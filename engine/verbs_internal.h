@@ -80,6 +80,8 @@ typedef struct {
     mr_statkey kmin, kmax;
     int64_t ord;           /* the row's place in ducklake_table_column_stats, -1: none */
     int written;           /* a kept row (mv_loaded.cst) decoded from the values this handle's commit wrote at @ord (mv_cstats_refresh) */
+    char *pack;            /* one allocation holding the texts cs_push copied (NULL: none); a text inside it is not freed alone */
+    size_t packlen;
 } mv_cstat;
 
 
