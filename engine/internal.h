@@ -365,17 +365,21 @@ int mr_same_process(moraine_db *db);
 int mr_db_here(const moraine_db *db);
 /* How many times this process is a fork's child since moraine_open first ran
  * in an ancestor (a pthread_atfork child handler counts them, registered by
- * moraine_open): a read records it at begin, and every call on the read (its
- * cursors included) compares, a load and a compare, where getpid() would be
- * a system call a row. */
+ * moraine_open): a handle records it at open, and every call on a read of
+ * the handle (its cursors included) compares, a load and a compare, where
+ * getpid() would be a system call a row. */
 extern unsigned mr_forks;
+/* mr_forks now. */
+static inline unsigned mr_forks_now(void) { return __atomic_load_n(&mr_forks, __ATOMIC_RELAXED); }
 /* Registers the handler that counts mr_forks (once a process; moraine_open). */
 void mr_fork_watch(void);
 /* MORAINE_EFORK naming both processes: read @rd was begun in another process
  * (its fork parent), whose LMDB reader slot it holds, not this one's. */
 int mr_read_forked(const moraine_read *rd);
-/* 0 while @rd is used in the process that began it, else mr_read_forked. */
-#define MR_READ_HERE(rd) (__builtin_expect(__atomic_load_n(&mr_forks, __ATOMIC_RELAXED) != (rd)->forks, 0) ? mr_read_forked(rd) : 0)
+/* 0 while @rd is used in the process that began it, else mr_read_forked. A
+ * read begins only in its handle's process (mr_same_process), so the
+ * handle's fork count is the read's. */
+#define MR_READ_HERE(rd) (__builtin_expect(mr_forks_now() != (rd)->db->forks, 0) ? mr_read_forked(rd) : 0)
 /* MORAINE_EFORK for walk @what (a row's children) begun in process @pid, used in a fork's child. */
 int mr_walk_forked(const char *what, pid_t pid);
 /* moraine_read_begin without its format check (moraine_compact reads an
@@ -581,7 +585,6 @@ struct moraine_read {
     moraine_cursor *cursors; /* open cursors, closed at read_end */
     moraine_value *spec_vals; /* buffer for the spec lookups */
     size_t spec_cap;
-    unsigned forks;           /* mr_forks at begin: another value, a fork's child uses it (MR_READ_HERE) */
 };
 
 /* ---- column statistics compared as DuckLake does (statval.c) ---- */

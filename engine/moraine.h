@@ -607,7 +607,6 @@ typedef struct {
     uint32_t prel_id;
     moraine_parent_keys keys;
     moraine_value pkey[4];
-    unsigned forks;                   /* the read's fork count (moraine_read_begin): another, a fork's child walks */
 } moraine_children;
 
 /**

@@ -81,7 +81,6 @@ int mr_read_begin(moraine_db *db, moraine_read **out)
     moraine_read *rd = calloc(1, sizeof *rd);
     if (!rd) return mr_err(MORAINE_ENOMEM, "out of memory");
     rd->db = db;
-    rd->forks = __atomic_load_n(&mr_forks, __ATOMIC_RELAXED);
     int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
     if (mrc == MDB_MAP_RESIZED) {
         /* another process grew the map: adopt it (needs no open txn here) */
@@ -121,8 +120,8 @@ void moraine_read_end(moraine_read *rd)
     }
     /* after fork the read's LMDB reader slot is the parent's: leave it (a
      * fork's child may have its parent's pid number, in a new pid namespace:
-     * the fork count tells them apart) */
-    if (rd->db->pid == getpid() && rd->forks == __atomic_load_n(&mr_forks, __ATOMIC_RELAXED)) {
+     * mr_db_here's fork count tells them apart) */
+    if (mr_db_here(rd->db)) {
         mdb_txn_abort(rd->txn);
         __atomic_sub_fetch(&rd->db->sh->nreaders, 1, __ATOMIC_SEQ_CST);
     }
@@ -269,7 +268,6 @@ void moraine_row_children(moraine_read *rd, const moraine_row *row, moraine_chil
     it->praw = row->raw;
     it->praw_len = row->raw_len;
     it->prel_id = row->rel ? row->rel->id : UINT32_MAX;
-    it->forks = rd->forks;
 }
 
 /* The head of the group at it->p: its relation, rows, and the parent's key
@@ -292,7 +290,7 @@ static int children_group(moraine_children *it)
 
 int moraine_children_next(moraine_children *it, moraine_row *child)
 {
-    if (__builtin_expect(__atomic_load_n(&mr_forks, __ATOMIC_RELAXED) != it->forks, 0)) return mr_walk_forked("the walk of a row's children", it->db->pid);
+    if (__builtin_expect(mr_forks_now() != it->db->forks, 0)) return mr_walk_forked("the walk of a row's children", it->db->pid);
     int rc;
     while (it->left == 0) {
         if (it->p >= it->end) return 0;

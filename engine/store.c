@@ -624,7 +624,7 @@ static mr_env *env_find(const char *path)
     snprintf(file, sizeof file, "%s/data.mdb", path);
     if (stat(file, &st) != 0) return NULL;
     pid_t me = getpid();
-    unsigned forks = __atomic_load_n(&mr_forks, __ATOMIC_RELAXED);
+    unsigned forks = mr_forks_now();
     for (mr_env *e = reg_head; e; e = e->next)
         if (e->pid == me && e->forks == forks && e->dev == st.st_dev && e->ino == st.st_ino) return e;
     return NULL;
@@ -722,7 +722,7 @@ static int env_open(const char *path, const moraine_options *o, open_made *m, mr
     e->dev = st.st_dev;
     e->ino = st.st_ino;
     e->pid = getpid();
-    e->forks = __atomic_load_n(&mr_forks, __ATOMIC_RELAXED);
+    e->forks = mr_forks_now();
     e->refs = 1;
     e->read_only = o->read_only;
     e->no_sync = o->no_sync;
@@ -787,7 +787,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     db->opts = o;
     mr_fork_watch(); /* before any read of this handle can begin, and before its count is taken */
     db->pid = getpid();
-    db->forks = __atomic_load_n(&mr_forks, __ATOMIC_RELAXED);
+    db->forks = mr_forks_now();
     pthread_mutex_init(&db->mu, NULL);
     /* From here every failure goes through fail: what this call created
      * (made) goes, nothing that was there before (open_undo). */
@@ -927,7 +927,7 @@ int mr_read_forked(const moraine_read *rd) { return mr_walk_forked("the read", r
 
 const unsigned *moraine_fork_count(void) { return &mr_forks; }
 
-int mr_db_here(const moraine_db *db) { return db->pid == getpid() && db->forks == __atomic_load_n(&mr_forks, __ATOMIC_RELAXED); }
+int mr_db_here(const moraine_db *db) { return db->pid == getpid() && db->forks == mr_forks_now(); }
 
 int mr_same_process(moraine_db *db)
 {

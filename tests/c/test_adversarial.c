@@ -461,6 +461,12 @@ static void test_fork(void)
     CHECK_INT(moraine_cursor_next(plain, &row), 1);
     moraine_row prow = row; /* a file row the child renders and walks the children of (refused before either) */
     CHECK_INT(moraine_cursor_next(proj, &row), 1);
+    /* the calls given a read check their arguments first */
+    moraine_json nj = {0};
+    CHECK_RC(moraine_row_json(NULL, &prow, 0, &nj), MORAINE_EINVAL);
+    CHECK_RC(moraine_partition_spec_at(NULL, 1, at, &row), MORAINE_EINVAL);
+    CHECK_RC(moraine_sort_spec_at(rd, 1, at, NULL), MORAINE_EINVAL);
+    CHECK_RC(moraine_partition_spec_by_id(rd, 1, 0, NULL), MORAINE_EINVAL);
 
     pid_t pid = fork();
     if (pid == 0) {
