@@ -20,6 +20,7 @@
  * the serving peak the parent's). Any failure exits non-zero with the reason.
  */
 #include "moraine.h"
+#include "internal.h" /* struct moraine_db: the floors walk moraine's own LMDB environment */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -1582,13 +1583,32 @@ static void fmt_s(char *b, size_t n, double s)
     else snprintf(b, n, "%.0f µs", s * 1e6);
 }
 
+/* @order[0 .. n - 1] := a random permutation of 0 .. n - 1 (Fisher-Yates,
+ * splitmix64 from *@seed, which it advances). */
+static void shuffle(size_t *order, size_t n, uint64_t *seed)
+{
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = n; i > 1; i--) {
+        uint64_t z = (*seed += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        size_t j = (size_t)(z % i), t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+}
+
 /* Every shape of workload (a) by moraine C (row at a time and projected), the
- * raw LMDB floor (on a copy of the store: LMDB allows one environment per
- * file per process) and indexed SQLite, and workload (d) by the same peers
- * (moraine C reading the newest snapshot row by its key, and walking every
- * snapshot row as before moraine_read_snapshot), in rounds: each round runs every
- * entry once, starting one further along each round, so every ratio is
- * measured under the same load. Min and median of BENCH_INTERLEAVE_ROUNDS
+ * raw LMDB floor (walking moraine's own environment, the pages moraine reads)
+ * and indexed SQLite, and workload (d) by the same peers (moraine C reading
+ * the newest snapshot row by its key, and walking every snapshot row as
+ * before moraine_read_snapshot), in rounds: each round runs every entry once,
+ * in an order drawn afresh each round (a fixed seed), so every ratio is
+ * measured under the same load and no entry always follows the same one.
+ * (A fixed order let each floor follow another walk of the same bytes, so
+ * it always found them in the CPU's caches, while moraine's read followed a
+ * walk of a copy of the store.) Min and median of BENCH_INTERLEAVE_ROUNDS
  * rounds (21). Needs the stores of `bench moraine` and `bench sqlite WORK
  * indexed`. Writes results/interleave.json and results/interleave.md. */
 static void run_interleave(void)
@@ -1600,9 +1620,6 @@ static void run_interleave(void)
     o.read_only = 1;
     moraine_db *db;
     mcheck(moraine_open(store_dir("moraine"), &o, &db), "open moraine store (run `bench moraine` first)");
-    char cmd[12800]; /* three WORK paths of up to 4095 bytes each */
-    snprintf(cmd, sizeof cmd, "rm -rf '%s/stores/floor-copy' && cp -r '%s/stores/moraine' '%s/stores/floor-copy'", WORK, WORK, WORK);
-    if (system(cmd)) die("cannot copy the store");
     fctx fc;
     memset(&fc, 0, sizeof fc);
     moraine_relation_info ri;
@@ -1610,13 +1627,11 @@ static void run_interleave(void)
     fc.rel_df = ri.id;
     mcheck(moraine_relation(db, "ducklake_delete_file", &ri), "rel");
     fc.rel_del = ri.id;
-    lmdb_check(mdb_env_create(&fc.env), "env");
-    mdb_env_set_mapsize(fc.env, (size_t)64 << 30);
-    lmdb_check(mdb_env_open(fc.env, store_dir("floor-copy"), MDB_RDONLY, 0644), "open floor copy");
-    MDB_txn *txn;
-    lmdb_check(mdb_txn_begin(fc.env, NULL, MDB_RDONLY, &txn), "txn");
-    lmdb_check(mdb_dbi_open(txn, NULL, 0, &fc.dbi), "dbi");
-    mdb_txn_abort(txn);
+    /* the floors walk moraine's own LMDB environment (engine/internal.h):
+     * the same mapped pages moraine reads, so a floor and moraine find the
+     * store's lines in the CPU's caches on the same terms */
+    fc.env = db->env;
+    fc.dbi = db->dbi;
     fc.S = M.last;
     attach_rels(db, &fc);
     sq_indexed = 1;
@@ -1670,15 +1685,20 @@ static void run_interleave(void)
         E[i].rows = E[i].fn(E[i].ctx); /* warm-up */
         if (i && strcmp(E[i].shape, "d") && E[i].rows != E[0].rows) die("interleave: %s/%s answered %" PRIu64 " files, the floor walked %" PRIu64, E[i].peer, E[i].shape, E[i].rows, E[0].rows);
     }
+    size_t *order = malloc(ne * sizeof *order);
+    if (!order) die("out of memory");
+    uint64_t seed = 0x6d6f7261696e65ULL; /* fixed: the same orders every run */
     for (int r = 0; r < R; r++) {
+        shuffle(order, ne, &seed);
         for (size_t j = 0; j < ne; j++) {
-            ient *x = &E[(j + (size_t)r) % ne];
+            ient *x = &E[order[j]];
             double t = now();
             uint64_t n = x->fn(x->ctx);
             x->t[r] = now() - t;
             if (n != x->rows) die("interleave: %s/%s run %d answered %" PRIu64 " rows, the warm-up %" PRIu64, x->peer, x->shape, r, n, x->rows);
         }
     }
+    free(order);
     json_t *out = json_object();
     json_object_set_new(out, "rounds", json_integer(R));
     json_object_set_new(out, "files", json_integer((json_int_t)E[0].rows));
@@ -1701,7 +1721,7 @@ static void run_interleave(void)
     snprintf(path, sizeof path, "%s/results/interleave.md", WORK);
     FILE *f = fopen(path, "w");
     if (!f) die("%s: %s", path, strerror(errno));
-    fprintf(f, "(a) files of table %" PRId64 " at snapshot %" PRId64 " (%" PRIu64 " files), %d interleaved rounds; min / median\n\n", M.T, M.last,
+    fprintf(f, "(a) files of table %" PRId64 " at snapshot %" PRId64 " (%" PRIu64 " files), %d interleaved rounds, each in a fresh order; min / median\n\n", M.T, M.last,
             E[0].rows, R);
     {
         char a[32], b[32];
@@ -1779,9 +1799,7 @@ static void run_interleave(void)
     fclose(f);
     fprintf(stderr, "%s", slurp(path));
     sqlite3_close(sdb);
-    mdb_env_close(fc.env);
     moraine_close(db);
-    rm_rf(store_dir("floor-copy"));
 }
 
 /* With BENCH_LOOP_COLD=MiB set, `bench loop` writes a buffer of that many

@@ -1,6 +1,6 @@
 -- lua_interleave.lua — workload (a) through Lua beside indexed SQLite, in one
--- process, interleaved: every round runs every entry once (starting one
--- further along each round), so the ratios are measured under the same load.
+-- process, interleaved: every round runs every entry once (in an order drawn
+-- afresh each round), so the ratios are measured under the same load.
 --
 --   sh scripts/run-lua.sh luajit|lua5.4 build bench/lua_interleave.lua WORK
 --
@@ -192,9 +192,19 @@ local d_batch, d_rows = by["moraine_" .. runtime .. "_batch/d"], by["moraine_" .
 if d_batch.rows ~= d_rows.rows then
   error(string.format("(d): scan_columns counted %d rows, rd:scan %d", d_batch.rows, d_rows.rows))
 end
+-- each round runs the entries in an order drawn afresh (a fixed seed: the
+-- same orders every run), so no entry always follows the same one and finds
+-- the store's lines in the CPU's caches, or not, on that account
+math.randomseed(7171)
+local order = {}
 for r = 1, R do
+  for i = 1, #E do order[i] = i end
+  for i = #E, 2, -1 do
+    local j = math.random(i)
+    order[i], order[j] = order[j], order[i]
+  end
   for j = 1, #E do
-    local e = E[(j + r - 2) % #E + 1]
+    local e = E[order[j]]
     collectgarbage()
     local t = clock.now()
     local n = e.fn()
