@@ -787,7 +787,7 @@ static uint64_t f_files(void *p)
 /* the floor plus one pass over every value byte, the CRC-32C moraine checks
  * (of the key, then the value after its 5-byte header): the least a reader
  * that verifies what it reads must do. On entering a 4 KB block it
- * prefetches the 3 blocks after it, as moraine's cursor does (engine/read.c,
+ * prefetches the 3 blocks after it into L2, as moraine's cursor does (engine/read.c,
  * prefetch_value, MR_PREFETCH_PAGES), so it stays below what moraine can
  * reach. */
 uint32_t mr_crc32c_update(uint32_t crc, const uint8_t *p, size_t n); /* engine/crc32c.c, in libmoraine.a */
@@ -802,7 +802,7 @@ static uint64_t walk_crc(MDB_cursor *cu, const uint8_t *pre, size_t npre, const 
         uintptr_t pg = (uintptr_t)vb & ~(uintptr_t)4095;
         if (pg != pf) {
             pf = pg;
-            for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a);
+            for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a, 0, 2);
         }
         if (v.mv_size >= 5) h += mr_crc32c_update(mr_crc32c_update(0, k.mv_data, k.mv_size), vb + 5, v.mv_size - 5);
         n++;
@@ -927,7 +927,7 @@ static uint64_t walk_cells(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t
         uintptr_t pg = (uintptr_t)vb & ~(uintptr_t)4095;
         if (pg != pf) {
             pf = pg;
-            for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a);
+            for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a, 0, 2);
         }
         if (mr_crc32c_update(mr_crc32c_update(0, k.mv_data, k.mv_size), vb + 5, v.mv_size - 5) != ((uint32_t)vb[1] | (uint32_t)vb[2] << 8 | (uint32_t)vb[3] << 16 | (uint32_t)vb[4] << 24))
             die("format floor: checksum mismatch");
