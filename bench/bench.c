@@ -9,6 +9,7 @@
  *   bench interleave WORK       the shapes of (a) and (d) by moraine C, the floor and indexed SQLite, interleaved
  *   bench commit WORK [R [N [verb|staged]]]  R rounds of one N-file verb commit and one staged commit (files/s)
  *   bench commit1 WORK [R [N]]  R rounds of N one-file commits by moraine and by SQLite (plain, indexed), interleaved
+ *                               (results/commit1.json: bench/report.mjs's one-file commit verdict)
  *   bench sqlite-load WORK [plain|indexed]  only the SQLite store's load (one, timed): WORK/stores/sqlite[-indexed].db,
  *                               a DuckLake SQLite catalog of the generated rows (a source for `moraine import`)
  *
@@ -2248,6 +2249,25 @@ static void run_commit1(int rounds, int n)
     }
     printf("commit1 ratio: moraine/sqlite %.2f, moraine/sqlite_indexed %.2f (of the medians); per round, median %.2f and %.2f, min %.2f and %.2f\n",
            med[0] / med[1], med[0] / med[2], median(ratio_p, rounds), median(ratio_i, rounds), minv(ratio_p, rounds), minv(ratio_i, rounds));
+    /* results/commit1.json: bench/report.mjs takes the one-file commit verdict from this interleaved run */
+    json_t *out = json_object();
+    json_object_set_new(out, "rounds", json_integer(rounds));
+    json_object_set_new(out, "commits", json_integer(n));
+    for (int p = 0; p < NPEER; p++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "median", json_real(med[p]));
+        json_object_set_new(o, "min", json_real(minv(rate[p], rounds)));
+        json_object_set_new(o, "median_per_cpu_s", json_real(median(cpu[p], rounds)));
+        json_object_set_new(out, names[p], o);
+    }
+    json_object_set_new(out, "round_ratio_sqlite_median", json_real(median(ratio_p, rounds)));
+    json_object_set_new(out, "round_ratio_sqlite_indexed_median", json_real(median(ratio_i, rounds)));
+    char path[4400];
+    snprintf(path, sizeof path, "%s/results", WORK);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/results/commit1.json", WORK);
+    if (json_dump_file(out, path, JSON_INDENT(1))) die("cannot write %s", path);
+    json_decref(out);
     for (int p = 0; p < NPEER; p++) free(rate[p]), free(cpu[p]);
     free(ratio_p);
     free(ratio_i);

@@ -200,14 +200,23 @@ if (existsSync(inter)) {
     chk2(faster(em(L[rt], "sqlite_indexed", "d"), em(L[rt], `moraine_${rt}_batch`, "d"), 2), `(d) whole catalog at S, ${name} ≥ 2× indexed SQLite`,
       ratio(em(L[rt], "sqlite_indexed", "d"), em(L[rt], `moraine_${rt}_batch`, "d")));
   chk2(med("c", "e_10k") >= 200000, "(e) 10k-file commits ≥ 200k files/s without fsync (C)", fmt(med("c", "e_10k"), "files/s"));
-  chk2(med("c", "e_1file") >= 5 * med("sqlite", "e_1file"), "(e) one-file commits ≥ 5× SQLite's (as DuckLake creates it), no fsync",
-    ratio(med("c", "e_1file"), med("sqlite", "e_1file")));
+  // one-file commits: from the interleaved run (bench commit1) when it ran, else from the peers' own runs
+  const c1p = `${work}/results/commit1.json`;
+  if (existsSync(c1p)) {
+    const C1 = JSON.parse(readFileSync(c1p, "utf8"));
+    chk2(C1.moraine.median >= 5 * C1.sqlite.median,
+      `(e) one-file commits ≥ 5× SQLite's (as DuckLake creates it), no fsync; interleaved, ${C1.rounds} rounds of ${C1.commits}`,
+      ratio(C1.moraine.median, C1.sqlite.median));
+  } else {
+    chk2(med("c", "e_1file") >= 5 * med("sqlite", "e_1file"), "(e) one-file commits ≥ 5× SQLite's (as DuckLake creates it), no fsync",
+      ratio(med("c", "e_1file"), med("sqlite", "e_1file")));
+  }
   chk2(P.c.disk_bytes <= 1.2 * P.sqlite.disk_bytes, "store ≤ 1.2× SQLite's file, after import (compacted, as `moraine import` leaves it)",
     `${(P.c.disk_bytes / P.sqlite.disk_bytes).toFixed(3)}× (${P.c.disk_bytes} ÷ ${P.sqlite.disk_bytes} bytes)`);
   out("Issue 18's targets (bench/README.md); the import targets (8M rows: peak RSS under 500 MiB, ≥ 300k rows/s) need a larger catalog:");
   out(`this run imported ${meta.total_rows} rows at ${fmt(med("c", "f_import"), "rows/s")}, peak RSS ${mb(P.c.peak_rss_load_kb)}.`);
   out();
-  out("| target (interleaved runs' medians; commits and sizes from the runs above) | where it stands | |");
+  out("| target (interleaved runs' medians; 10k-file commits and sizes from the runs above) | where it stands | |");
   out("|---|---:|---|");
   for (const l of ti) out(l);
   out();

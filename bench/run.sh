@@ -48,6 +48,8 @@ for rt in luajit lua5.4; do
   sub=lua54; [ "$rt" = luajit ] && sub=luajit
   LUA_CPATH="$root/$bin/$sub/?.so;;" sh scripts/run-lua.sh "$rt" "$build" bench/lua_interleave.lua "$work" || fail "the interleaved Lua run ($rt) failed"
 done
+step "one-file commits interleaved: moraine C, SQLite as DuckLake creates it, indexed SQLite"
+"$bin/bench" commit1 "$work" 11 200 || fail "the interleaved one-file commits failed"
 step "DuckDB (@duckdb/node-api)"
 for ph in load serve commits; do
   node bench/duckdb_bench.mjs "$work" "$ph" || fail "the DuckDB peer failed ($ph)"
