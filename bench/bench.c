@@ -208,14 +208,17 @@ static void throughput(const char *name, const char *unit, double units, batch_f
     free(r);
 }
 
-static void save_results(void)
+/* Writes @o as WORK/results/@name.json (the folder made if missing); dies on failure. */
+static void write_result(const char *name, json_t *o)
 {
-    char p[4200];
+    char p[4400];
     snprintf(p, sizeof p, "%s/results", WORK);
     mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/results/%s.json", WORK, peer_name);
-    if (json_dump_file(RESULTS, p, JSON_INDENT(1))) die("cannot write %s", p);
+    snprintf(p, sizeof p, "%s/results/%s.json", WORK, name);
+    if (json_dump_file(o, p, JSON_INDENT(1))) die("cannot write %s", p);
 }
+
+static void save_results(void) { write_result(peer_name, RESULTS); }
 
 /* Runs @fn in a forked child @IMPORT_RUNS+1 times (the first a warm-up);
  * the child writes its elapsed seconds to the pipe. Records the import
@@ -1712,12 +1715,9 @@ static void run_interleave(void)
         json_array_append_new(ents, o);
     }
     json_object_set_new(out, "entries", ents);
-    char path[4400];
-    snprintf(path, sizeof path, "%s/results", WORK);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/results/interleave.json", WORK);
-    if (json_dump_file(out, path, JSON_INDENT(1))) die("cannot write %s", path);
+    write_result("interleave", out);
     json_decref(out);
+    char path[4400];
     /* the table: per shape, min / median of each peer; ratios of medians */
     snprintf(path, sizeof path, "%s/results/interleave.md", WORK);
     FILE *f = fopen(path, "w");
@@ -2262,11 +2262,7 @@ static void run_commit1(int rounds, int n)
     }
     json_object_set_new(out, "round_ratio_sqlite_median", json_real(median(ratio_p, rounds)));
     json_object_set_new(out, "round_ratio_sqlite_indexed_median", json_real(median(ratio_i, rounds)));
-    char path[4400];
-    snprintf(path, sizeof path, "%s/results", WORK);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/results/commit1.json", WORK);
-    if (json_dump_file(out, path, JSON_INDENT(1))) die("cannot write %s", path);
+    write_result("commit1", out);
     json_decref(out);
     for (int p = 0; p < NPEER; p++) free(rate[p]), free(cpu[p]);
     free(ratio_p);
