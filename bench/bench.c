@@ -867,12 +867,20 @@ static uint64_t f_files_crc(void *p) { return files_ranges(p, walk_crc_range, p)
  * or walked whole (all). No API, no projection map, no bounds checks and no
  * shortest-form checks (it trusts the bytes once their CRC matched): a lower
  * bound for the format, not a reader moraine could ship. */
+typedef enum {
+    FF_VALUE_CRC, /* one CRC over the key and the whole value, as moraine stores it (format 5) */
+    FF_GROUP_CRC, /* a CRC over the key and the row, and one over each child group walked: what a
+                   * format with a checksum a group would let a reader verify, stats group unread (pv) */
+    FF_NO_CRC     /* no CRC: the cells alone, a reader that verifies nothing */
+} ff_crc;
+
 typedef struct {
     fctx *f;
     uint32_t rel_pv, rel_st;
     int stats;       /* 0: none, 1: column_id 1 only, 2: every column */
     int st_col;      /* index of column_id in a stats row */
     int begin_col;   /* index of begin_snapshot in the data file row */
+    ff_crc crc;      /* which bytes it verifies */
     uint64_t sink;
 } cfctx;
 
@@ -933,7 +941,8 @@ static uint64_t walk_cells(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t
             pf = pg;
             for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a, 0, 2);
         }
-        if (mr_crc32c_update(mr_crc32c_update(0, k.mv_data, k.mv_size), vb + 5, v.mv_size - 5) != ((uint32_t)vb[1] | (uint32_t)vb[2] << 8 | (uint32_t)vb[3] << 16 | (uint32_t)vb[4] << 24))
+        if (c->crc == FF_VALUE_CRC &&
+            mr_crc32c_update(mr_crc32c_update(0, k.mv_data, k.mv_size), vb + 5, v.mv_size - 5) != ((uint32_t)vb[1] | (uint32_t)vb[2] << 8 | (uint32_t)vb[3] << 16 | (uint32_t)vb[4] << 24))
             die("format floor: checksum mismatch");
         const uint8_t *p = vb + 5;
         uint64_t ord, nc;
@@ -943,14 +952,18 @@ static uint64_t walk_cells(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t
             p = fmt_cell(p, &h, &iv);
             if ((int)i == c->begin_col) begin = iv;
         }
+        if (c->crc == FF_GROUP_CRC) /* no stored checksum of this shape to compare with: summed, so it is computed */
+            h += mr_crc32c_update(mr_crc32c_update(0, k.mv_data, k.mv_size), vb + 5, (size_t)(p - (vb + 5)));
         rc = mdb_cursor_get(cu, &k, &v, MDB_NEXT);
         if (files && begin > c->f->S) continue;
         n++;
         while (p < end) { /* child groups */
             uint64_t id, nrows, nbytes;
+            const uint8_t *ghead = p;
             p = fmt_uv(fmt_uv(fmt_uv(p, &id), &nrows), &nbytes);
             const uint8_t *gend = p + nbytes;
             if (id == c->rel_pv || (id == c->rel_st && c->stats)) {
+                if (c->crc == FF_GROUP_CRC) h += mr_crc32c_update(0, ghead, (size_t)(gend - ghead));
                 int one = id == c->rel_st && c->stats == 1;
                 for (uint64_t r = 0; r < nrows; r++) {
                     uint64_t len, d;
@@ -1651,14 +1664,14 @@ static void run_interleave(void)
     s_all.st = sql_file("sqlite", "a", &s_all.n);
     s_pv.st = sql_file("sqlite", "a_pv", &s_pv.n);
     s_1.st = sql_file("sqlite", "a_1col", &s_1.n);
-    cfctx cf[3];
+    cfctx cf[9]; /* shape i (pv, 1col, all) with CRC mode m at cf[3 * m + i] */
     {
         moraine_relation_info pvi, sti, dfi;
         mcheck(moraine_relation(db, "ducklake_file_partition_value", &pvi), "rel");
         mcheck(moraine_relation(db, "ducklake_file_column_stats", &sti), "rel");
         mcheck(moraine_relation(db, "ducklake_data_file", &dfi), "rel");
-        for (int i = 0; i < 3; i++) {
-            cf[i] = (cfctx){&fc, pvi.id, sti.id, i, child_cell(&sti, "column_id"), dfi.begin_col, 0};
+        for (int i = 0; i < 9; i++) {
+            cf[i] = (cfctx){&fc, pvi.id, sti.id, i % 3, child_cell(&sti, "column_id"), dfi.begin_col, (ff_crc)(i / 3), 0};
             if (cf[i].st_col < 0 || cf[i].begin_col < 0) die("format floor: no column_id or begin_snapshot");
         }
     }
@@ -1668,6 +1681,12 @@ static void run_interleave(void)
         {"floor_format", "pv", f_files_cells, &cf[0], NULL, 0},
         {"floor_format", "1col", f_files_cells, &cf[1], NULL, 0},
         {"floor_format", "all", f_files_cells, &cf[2], NULL, 0},
+        {"floor_format_group_crc", "pv", f_files_cells, &cf[3], NULL, 0},
+        {"floor_format_group_crc", "1col", f_files_cells, &cf[4], NULL, 0},
+        {"floor_format_group_crc", "all", f_files_cells, &cf[5], NULL, 0},
+        {"floor_format_no_crc", "pv", f_files_cells, &cf[6], NULL, 0},
+        {"floor_format_no_crc", "1col", f_files_cells, &cf[7], NULL, 0},
+        {"floor_format_no_crc", "all", f_files_cells, &cf[8], NULL, 0},
         {"moraine_c_proj", "pv", m_files_proj, &p_pv, NULL, 0},
         {"moraine_c_groups", "pv", m_files_proj, &g_pv, NULL, 0},
         {"moraine_c_groups", "1col", m_files_proj, &g_1, NULL, 0},
@@ -1774,6 +1793,34 @@ static void run_interleave(void)
                 median(sq->t, R) / median(kc->t, R));
     }
     {
+        /* the format floors by the bytes they verify, beside moraine: each
+         * ÷ the floor, of the minimums and of the medians */
+        fprintf(f, "\nThe format floor by the bytes it verifies (bench.c, ff_crc): the whole value under one CRC as stored (format 5); a CRC over\n"
+                   "the key and row and one over each child group it walks (what a checksum a group would let a reader verify: the stats\n"
+                   "group left unread in pv); no CRC at all (the cells alone). Each cell: min / median, then ÷ the floor (min ÷ min, median ÷ median).\n\n");
+        fprintf(f, "| shape | floor (raw LMDB) | format floor, value CRC | format floor, group CRCs | format floor, no CRC | moraine C, projected |\n");
+        fprintf(f, "|---|---:|---:|---:|---:|---:|\n");
+        static const char *const ffp[] = {"floor_format", "floor_format_group_crc", "floor_format_no_crc", "moraine_c_groups"};
+        double fmin = minv(E[0].t, R);
+        for (size_t s = 0; s < 3; s++) {
+            char a[32], b[32];
+            fmt_s(a, sizeof a, fmin);
+            fmt_s(b, sizeof b, fl);
+            fprintf(f, "| %s | %s / %s |", shape_names[s], a, b);
+            for (size_t j = 0; j < 4; j++) {
+                const ient *x = NULL;
+                for (size_t i = 0; i < ne; i++)
+                    if (!strcmp(E[i].shape, shapes[s]) && !strcmp(E[i].peer, ffp[j])) x = &E[i];
+                if (!x) die("interleave: no %s/%s", ffp[j], shapes[s]);
+                double mn = minv(x->t, R), md = median(x->t, R);
+                fmt_s(a, sizeof a, mn);
+                fmt_s(b, sizeof b, md);
+                fprintf(f, " %s / %s (%.2f× / %.2f×) |", a, b, mn / fmin, md / fl);
+            }
+            fprintf(f, "\n");
+        }
+    }
+    {
         /* (d): the whole catalog at S, as ATTACH reads it */
         const ient *fd = NULL, *md = NULL, *mw = NULL, *sd = NULL;
         for (size_t i = 0; i < ne; i++) {
@@ -1841,7 +1888,9 @@ static double cpu_since(const struct timespec *c0)
 /* `bench loop WORK SHAPE N`: one (a) shape of moraine C, N times, for a
  * profiler (perf record, valgrind --tool=callgrind): pv, 1col, all (the
  * projected reads), rows (row at a time), floor (the raw LMDB walk) or
- * format-pv, format-1col, format-all (the format floor, walk_cells).
+ * format-pv, format-1col, format-all (the format floor, walk_cells;
+ * format-groupcrc-pv … with a CRC a child group, format-nocrc-pv … with
+ * none: ff_crc).
  * BENCH_LOOP_COLD (above) runs each with the caches emptied first. */
 static void run_loop(const char *shape, int n)
 {
@@ -1857,7 +1906,7 @@ static void run_loop(const char *shape, int n)
         moraine_relation_info ri, pvi, sti;
         mcheck(moraine_relation(db, "ducklake_data_file", &ri), "rel");
         fc.rel_df = ri.id;
-        cfctx cf = {&fc, 0, 0, 0, 0, ri.begin_col, 0};
+        cfctx cf = {&fc, 0, 0, 0, 0, ri.begin_col, FF_VALUE_CRC, 0};
         mcheck(moraine_relation(db, "ducklake_delete_file", &ri), "rel");
         fc.rel_del = ri.id;
         mcheck(moraine_relation(db, "ducklake_file_partition_value", &pvi), "rel");
@@ -1865,10 +1914,13 @@ static void run_loop(const char *shape, int n)
         cf.rel_pv = pvi.id;
         cf.rel_st = sti.id;
         cf.st_col = child_cell(&sti, "column_id");
-        if (format && !strcmp(shape + 7, "pv")) cf.stats = 0;
-        else if (format && !strcmp(shape + 7, "1col")) cf.stats = 1;
-        else if (format && !strcmp(shape + 7, "all")) cf.stats = 2;
-        else if (format) die("loop: unknown shape %s (format-pv, format-1col, format-all)", shape);
+        const char *fs = shape + 7; /* after "format-": [groupcrc-|nocrc-](pv|1col|all) */
+        if (format && !strncmp(fs, "groupcrc-", 9)) cf.crc = FF_GROUP_CRC, fs += 9;
+        else if (format && !strncmp(fs, "nocrc-", 6)) cf.crc = FF_NO_CRC, fs += 6;
+        if (format && !strcmp(fs, "pv")) cf.stats = 0;
+        else if (format && !strcmp(fs, "1col")) cf.stats = 1;
+        else if (format && !strcmp(fs, "all")) cf.stats = 2;
+        else if (format) die("loop: unknown shape %s (format-pv, format-1col, format-all, each also as format-groupcrc-… or format-nocrc-…)", shape);
         moraine_close(db);
         lmdb_check(mdb_env_create(&fc.env), "env");
         /* the map size the store was written with (its meta page): one that valgrind can map */
