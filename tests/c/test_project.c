@@ -10,7 +10,9 @@
  * among them; stats filtered on random column_ids, and either filtered on
  * their parent-key table_id or data_file_id) must give
  * exactly the values the full read gives for the same names, in the same row
- * and child order. Then the full projection of every relation (what ATTACH
+ * and child order, each child row with the same ord (moraine_cursor_child's
+ * row.ord, moraine_cursor_child_rows' ords, the rows filtered out between
+ * them included in the differences they are stored as). Then the full projection of every relation (what ATTACH
  * reads) and the errors.
  */
 #include "check.h"
@@ -94,8 +96,8 @@ static int oracle(moraine_read *rd, const char *rel, int64_t scope, int64_t s, c
             while ((kr = moraine_children_next(&ch, &k)) == 1) {
                 for (size_t j = grouped ? g : 0; j < (grouped ? g + 1 : nkids); j++) {
                     if (strcmp(kids[j].rel, k.rel->name) || !matches(&kids[j], &k)) continue;
-                    char t[32];
-                    put(out, t, (size_t)snprintf(t, sizeof t, "\n kid %zu", j));
+                    char t[64];
+                    put(out, t, (size_t)snprintf(t, sizeof t, "\n kid %zu ord %" PRId64, j, k.ord));
                     for (size_t i = 0; i < (kids[j].all_cols ? k.ncols : kids[j].ncols); i++)
                         put_val(out, &k.vals[kids[j].all_cols ? (int)i : moraine_column_index(k.rel, kids[j].cols[i])]);
                 }
@@ -154,8 +156,8 @@ static int projected(moraine_read *rd, const char *rel, int64_t scope, int64_t s
                 if ((kr = moraine_cursor_child_rows(c, j, &kv, &ords, &nr)) < 0) return kr;
                 total += nr;
                 for (size_t r = 0; r < nr; r++) {
-                    char t[32];
-                    put(&part[j], t, (size_t)snprintf(t, sizeof t, "\n kid %zu", j));
+                    char t[64];
+                    put(&part[j], t, (size_t)snprintf(t, sizeof t, "\n kid %zu ord %" PRId64, j, ords[r]));
                     for (size_t i = 0; i < w; i++) put_val(&part[j], &kv[r * w + i]);
                 }
             }
@@ -171,8 +173,8 @@ static int projected(moraine_read *rd, const char *rel, int64_t scope, int64_t s
             continue;
         }
         while ((kr = moraine_cursor_child(c, &which, &k)) == 1) {
-            char t[32];
-            put(out, t, (size_t)snprintf(t, sizeof t, "\n kid %zu", which));
+            char t[64];
+            put(out, t, (size_t)snprintf(t, sizeof t, "\n kid %zu ord %" PRId64, which, k.ord));
             for (size_t i = 0; i < k.ncols; i++) put_val(out, &k.vals[i]);
         }
         if (kr < 0) return kr;
