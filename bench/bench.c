@@ -794,7 +794,10 @@ static uint64_t f_files(void *p)
  * prefetches the 3 blocks after it into L2, as moraine's cursor does (engine/read.c,
  * prefetch_value, MR_PREFETCH_PAGES), so it stays below what moraine can
  * reach. */
-uint32_t mr_crc32c_update(uint32_t crc, const uint8_t *p, size_t n); /* engine/crc32c.c, in libmoraine.a */
+/* CRC-32C of key @k, then of the @n bytes at @p: what moraine's checksum of a
+ * value covers (engine/codec.c, value_crc) when @p follows the header */
+static uint32_t key_crc(const MDB_val *k, const uint8_t *p, size_t n) { return mr_crc32c_update(mr_crc32c(k->mv_data, k->mv_size), p, n); }
+
 static uint64_t walk_crc(MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, uint64_t *sink)
 {
     MDB_val k = {nseek, (void *)seek}, v;
@@ -808,7 +811,7 @@ static uint64_t walk_crc(MDB_cursor *cu, const uint8_t *pre, size_t npre, const 
             pf = pg;
             for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a, 0, 2);
         }
-        if (v.mv_size >= 5) h += mr_crc32c_update(mr_crc32c_update(0, k.mv_data, k.mv_size), vb + 5, v.mv_size - 5);
+        if (v.mv_size >= 5) h += key_crc(&k, vb + 5, v.mv_size - 5);
         n++;
         rc = mdb_cursor_get(cu, &k, &v, MDB_NEXT);
     }
@@ -941,10 +944,9 @@ static uint64_t walk_cells(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t
             pf = pg;
             for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a, 0, 2);
         }
-        if (c->crc == FF_VALUE_CRC &&
-            mr_crc32c_update(mr_crc32c_update(0, k.mv_data, k.mv_size), vb + 5, v.mv_size - 5) != ((uint32_t)vb[1] | (uint32_t)vb[2] << 8 | (uint32_t)vb[3] << 16 | (uint32_t)vb[4] << 24))
-            die("format floor: checksum mismatch");
-        const uint8_t *p = vb + 5;
+        const uint8_t *p = vb;
+        if (c->crc == FF_VALUE_CRC && mr_decode_header(&p, end, k.mv_data, k.mv_size)) die("format floor: %s", moraine_errmsg());
+        p = vb + MR_HEADER_LEN;
         uint64_t ord, nc;
         int64_t iv = 0, begin = 0;
         p = fmt_uv(fmt_uv(p, &ord), &nc);
@@ -953,7 +955,7 @@ static uint64_t walk_cells(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t
             if ((int)i == c->begin_col) begin = iv;
         }
         if (c->crc == FF_GROUP_CRC) /* no stored checksum of this shape to compare with: summed, so it is computed */
-            h += mr_crc32c_update(mr_crc32c_update(0, k.mv_data, k.mv_size), vb + 5, (size_t)(p - (vb + 5)));
+            h += key_crc(&k, vb + MR_HEADER_LEN, (size_t)(p - (vb + MR_HEADER_LEN)));
         rc = mdb_cursor_get(cu, &k, &v, MDB_NEXT);
         if (files && begin > c->f->S) continue;
         n++;
@@ -1585,6 +1587,14 @@ typedef struct {
     uint64_t rows;
 } ient;
 
+/* The entry of @peer and @shape among @E[0 .. @ne - 1], or NULL. */
+static const ient *find_entry(const ient *E, size_t ne, const char *peer, const char *shape)
+{
+    for (size_t i = 0; i < ne; i++)
+        if (!strcmp(E[i].peer, peer) && !strcmp(E[i].shape, shape)) return &E[i];
+    return NULL;
+}
+
 static double minv(const double *v, int n)
 {
     double m = v[0];
@@ -1764,15 +1774,9 @@ static void run_interleave(void)
                                         "partition values + min/max of every column"};
     double fl = median(E[0].t, R);
     for (size_t s = 0; s < 3; s++) {
-        const ient *pj = NULL, *kc = NULL, *rows = NULL, *sq = NULL, *ff = NULL;
-        for (size_t i = 0; i < ne; i++) {
-            if (strcmp(E[i].shape, shapes[s])) continue;
-            if (!strcmp(E[i].peer, "moraine_c_groups")) pj = &E[i];
-            if (!strcmp(E[i].peer, "moraine_c_proj")) kc = &E[i];
-            if (!strcmp(E[i].peer, "floor_format")) ff = &E[i];
-            if (!strcmp(E[i].peer, "moraine_c_rows")) rows = &E[i];
-            if (!strcmp(E[i].peer, "sqlite_indexed")) sq = &E[i];
-        }
+        const ient *pj = find_entry(E, ne, "moraine_c_groups", shapes[s]), *kc = find_entry(E, ne, "moraine_c_proj", shapes[s]),
+                   *rows = find_entry(E, ne, "moraine_c_rows", shapes[s]), *sq = find_entry(E, ne, "sqlite_indexed", shapes[s]),
+                   *ff = find_entry(E, ne, "floor_format", shapes[s]);
         char a[32], b[32], c1[32], c2[32], d1[32], d2[32], g1[32], g2[32];
         fmt_s(a, sizeof a, minv(E[0].t, R));
         fmt_s(b, sizeof b, fl);
@@ -1808,9 +1812,7 @@ static void run_interleave(void)
             fmt_s(b, sizeof b, fl);
             fprintf(f, "| %s | %s / %s |", shape_names[s], a, b);
             for (size_t j = 0; j < 4; j++) {
-                const ient *x = NULL;
-                for (size_t i = 0; i < ne; i++)
-                    if (!strcmp(E[i].shape, shapes[s]) && !strcmp(E[i].peer, ffp[j])) x = &E[i];
+                const ient *x = find_entry(E, ne, ffp[j], shapes[s]);
                 if (!x) die("interleave: no %s/%s", ffp[j], shapes[s]);
                 double mn = minv(x->t, R), md = median(x->t, R);
                 fmt_s(a, sizeof a, mn);
@@ -1822,14 +1824,8 @@ static void run_interleave(void)
     }
     {
         /* (d): the whole catalog at S, as ATTACH reads it */
-        const ient *fd = NULL, *md = NULL, *mw = NULL, *sd = NULL;
-        for (size_t i = 0; i < ne; i++) {
-            if (strcmp(E[i].shape, "d")) continue;
-            if (!strcmp(E[i].peer, "floor")) fd = &E[i];
-            if (!strcmp(E[i].peer, "moraine_c")) md = &E[i];
-            if (!strcmp(E[i].peer, "moraine_c_walk")) mw = &E[i];
-            if (!strcmp(E[i].peer, "sqlite_indexed")) sd = &E[i];
-        }
+        const ient *fd = find_entry(E, ne, "floor", "d"), *md = find_entry(E, ne, "moraine_c", "d"), *mw = find_entry(E, ne, "moraine_c_walk", "d"),
+                   *sd = find_entry(E, ne, "sqlite_indexed", "d");
         const ient *col[4] = {fd, md, mw, sd};
         char t[4][2][32];
         for (int i = 0; i < 4; i++) {
