@@ -82,9 +82,14 @@ static int reader(const char *cat, unsigned seed)
     moraine_db *db = NULL;
     for (int i = 0; i < 200 && moraine_open(cat, &o, &db) != 0; i++) usleep(5000);
     if (!db) return 1000;
-    int bad = 0, reads = 0;
+    int bad = 0, reads = 0, idle = 0;
     srand(seed);
     while (reads < READS) {
+        if (++idle > 40000) { /* 20 s and more without two snapshots to read: the writer is gone */
+            READER_NOTE("reader: the catalog has had fewer than 2 snapshots for 20 s\n");
+            bad++;
+            break;
+        }
         moraine_read *rd;
         if (moraine_read_begin(db, &rd)) {
             bad++;
@@ -113,12 +118,20 @@ static int reader(const char *cat, unsigned seed)
                 if (hs < 0 || spec_differs(rd, at[k], hs, &spec)) bad++;
             }
             reads++;
+            idle = 0;
         }
         moraine_read_end(rd);
         usleep(500);
     }
     moraine_close(db);
     return bad;
+}
+
+static void remove_tree(const char *root)
+{
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (system(cmd) != 0) check_note("could not remove %s", root);
 }
 
 int main(int argc, char **argv)
@@ -140,7 +153,12 @@ int main(int argc, char **argv)
     }
     int st;
     waitpid(w0, &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer could not create the catalog (status %d)", st);
+    const int created = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    CHECK(created, "the writer could not create the catalog (status %d)", st);
+    if (!created) { /* nothing below can run: stop, rather than wait on readers of no catalog */
+        remove_tree(root);
+        return check_done();
+    }
 
     pid_t w = fork();
     if (w == 0) {
@@ -214,8 +232,6 @@ int main(int argc, char **argv)
     CHECK_RC(moraine_open(cat, NULL, &db), 0);
     CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after the run: %s", moraine_errmsg());
     moraine_close(db);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) check_note("could not remove %s", root);
+    remove_tree(root);
     return check_done();
 }
