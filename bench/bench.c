@@ -731,6 +731,7 @@ typedef struct {
     int attach_scoped[NATTACH];
     int64_t S;
     uint64_t sink;
+    mr_bounds bounds; /* the mapped file, for floor_prefetch */
 } fctx;
 
 static size_t kint(uint8_t *p, int64_t v)
@@ -788,17 +789,29 @@ static uint64_t f_files(void *p)
     return n;
 }
 
-/* the floor plus one pass over every value byte, the CRC-32C moraine checks
- * (of the key, then the value after its 5-byte header): the least a reader
- * that verifies what it reads must do. On entering a 4 KB block it
- * prefetches the 3 blocks after it into L2, as moraine's cursor does (engine/read.c,
- * prefetch_value, MR_PREFETCH_PAGES), so it stays below what moraine can
- * reach. */
 /* CRC-32C of key @k, then of the @n bytes at @p: what moraine's checksum of a
  * value covers (engine/codec.c, value_crc) when @p follows the header */
 static uint32_t key_crc(const MDB_val *k, const uint8_t *p, size_t n) { return mr_crc32c_update(mr_crc32c(k->mv_data, k->mv_size), p, n); }
 
-static uint64_t walk_crc(MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, uint64_t *sink)
+/* The prefetch of moraine's cursor (engine/read.c, prefetch_value) in its
+ * steady state: on the first value @vb in a 4 KB block, the 3 blocks after
+ * it asked for into L2 and one byte of the block after those read (its page
+ * table walked ahead) when it lies inside the file @b; *@pf the block last
+ * entered. */
+static inline void floor_prefetch(uintptr_t *pf, const void *vb, const mr_bounds *b)
+{
+    uintptr_t pg = (uintptr_t)vb & ~(uintptr_t)4095, to = pg + 4 * 4096;
+    if (pg == *pf) return;
+    *pf = pg;
+    for (uintptr_t a = pg + 4096; a < to; a += 64) __builtin_prefetch((const void *)a, 0, 2);
+    if (mr_block_in_file(b, to)) (void)*(const volatile uint8_t *)to;
+}
+
+/* the floor plus one pass over every value byte, the CRC-32C moraine checks
+ * (of the key, then the value after its 5-byte header): the least a reader
+ * that verifies what it reads must do. It prefetches as moraine's cursor
+ * does (floor_prefetch), so it stays below what moraine can reach. */
+static uint64_t walk_crc(MDB_cursor *cu, const mr_bounds *b, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, uint64_t *sink)
 {
     MDB_val k = {nseek, (void *)seek}, v;
     uint64_t n = 0, h = 0;
@@ -806,11 +819,7 @@ static uint64_t walk_crc(MDB_cursor *cu, const uint8_t *pre, size_t npre, const 
     int rc = mdb_cursor_get(cu, &k, &v, MDB_SET_RANGE);
     while (rc == 0 && k.mv_size >= npre && memcmp(k.mv_data, pre, npre) == 0) {
         const uint8_t *vb = v.mv_data;
-        uintptr_t pg = (uintptr_t)vb & ~(uintptr_t)4095;
-        if (pg != pf) {
-            pf = pg;
-            for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a, 0, 2);
-        }
+        floor_prefetch(&pf, vb, b);
         if (v.mv_size >= 5) h += key_crc(&k, vb + 5, v.mv_size - 5);
         n++;
         rc = mdb_cursor_get(cu, &k, &v, MDB_NEXT);
@@ -857,7 +866,7 @@ static uint64_t files_ranges(fctx *f, range_walk w, void *ctx)
 static uint64_t walk_crc_range(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t npre, const uint8_t *seek, size_t nseek, int files)
 {
     (void)files;
-    return walk_crc(cu, pre, npre, seek, nseek, &((fctx *)ctx)->sink);
+    return walk_crc(cu, &((fctx *)ctx)->bounds, pre, npre, seek, nseek, &((fctx *)ctx)->sink);
 }
 
 static uint64_t f_files_crc(void *p) { return files_ranges(p, walk_crc_range, p); }
@@ -939,11 +948,7 @@ static uint64_t walk_cells(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t
     int rc = mdb_cursor_get(cu, &k, &v, MDB_SET_RANGE);
     while (rc == 0 && k.mv_size >= npre && memcmp(k.mv_data, pre, npre) == 0) {
         const uint8_t *vb = v.mv_data, *end = vb + v.mv_size;
-        uintptr_t pg = (uintptr_t)vb & ~(uintptr_t)4095;
-        if (pg != pf) {
-            pf = pg;
-            for (uintptr_t a = pg + 4096; a < pg + 4 * 4096; a += 64) __builtin_prefetch((const void *)a, 0, 2);
-        }
+        floor_prefetch(&pf, vb, &c->f->bounds);
         const uint8_t *p = vb;
         if (c->crc == FF_VALUE_CRC && mr_decode_header(&p, end, k.mv_data, k.mv_size)) die("format floor: %s", moraine_errmsg());
         p = vb + MR_HEADER_LEN;
@@ -1197,6 +1202,7 @@ static void run_floor(void)
     lmdb_check(mdb_env_create(&c.env), "env");
     mdb_env_set_mapsize(c.env, (size_t)64 << 30);
     lmdb_check(mdb_env_open(c.env, store_dir("moraine"), MDB_RDONLY, 0644), "open moraine store");
+    mr_bounds_env(c.env, &c.bounds);
     MDB_txn *txn;
     lmdb_check(mdb_txn_begin(c.env, NULL, MDB_RDONLY, &txn), "txn");
     lmdb_check(mdb_dbi_open(txn, NULL, 0, &c.dbi), "dbi");
@@ -1659,6 +1665,7 @@ static void run_interleave(void)
      * store's lines in the CPU's caches on the same terms */
     fc.env = db->env;
     fc.dbi = db->dbi;
+    mr_bounds_get(db, &fc.bounds);
     fc.S = M.last;
     attach_rels(db, &fc);
     sq_indexed = 1;
@@ -1921,6 +1928,7 @@ static void run_loop(const char *shape, int n)
         lmdb_check(mdb_env_create(&fc.env), "env");
         /* the map size the store was written with (its meta page): one that valgrind can map */
         lmdb_check(mdb_env_open(fc.env, store_dir("moraine"), MDB_RDONLY, 0644), "open store");
+        mr_bounds_env(fc.env, &fc.bounds);
         MDB_txn *txn;
         lmdb_check(mdb_txn_begin(fc.env, NULL, MDB_RDONLY, &txn), "txn");
         lmdb_check(mdb_dbi_open(txn, NULL, 0, &fc.dbi), "dbi");

@@ -464,12 +464,22 @@ typedef struct {
     size_t map_size, file_len;
 } mr_bounds;
 void mr_bounds_get(moraine_db *db, mr_bounds *b);
+void mr_bounds_env(MDB_env *env, mr_bounds *b); /* the same for an environment opened without a moraine_db (bench's floors); the map looked up each call */
 static inline int mr_value_ok(const mr_bounds *b, const MDB_val *v)
 {
     const char *p = (const char *)v->mv_data;
     if (b->file_len && v->mv_size > b->file_len) return 0; /* no value is longer than the file */
     if (!b->map || p < b->map || p >= b->map + b->map_size) return 1;
     return p <= b->map + b->file_len && v->mv_size <= (size_t)(b->map + b->file_len - p);
+}
+
+/* Whether the 4 KB block at address @a lies wholly inside the file as @b
+ * found it, so a byte of it can be read without SIGBUS (engine/read.c,
+ * prefetch_value). */
+static inline int mr_block_in_file(const mr_bounds *b, uintptr_t a)
+{
+    const uintptr_t m = (uintptr_t)b->map;
+    return m && a >= m && a - m <= b->file_len && b->file_len - (a - m) >= 4096;
 }
 
 /* a staged commit's internals, for engine/history_rewrite.c (defined in txn.c and txn_rows.c) */

@@ -951,11 +951,11 @@ int moraine_last_snapshot(moraine_db *db, int64_t *out)
 /* Where LMDB mapped data.mdb: LMDB reports it only for MDB_FIXEDMAP, so it is
  * read from /proc/self/maps (Linux) by the file's device and inode; NULL when
  * it cannot be found (then only a value's length is checked). */
-static const char *find_map(moraine_db *db)
+static const char *find_map(MDB_env *env)
 {
     int fd;
     struct stat st;
-    if (mdb_env_get_fd(db->env, &fd) || fstat(fd, &st)) return NULL;
+    if (mdb_env_get_fd(env, &fd) || fstat(fd, &st)) return NULL;
     FILE *f = fopen("/proc/self/maps", "r");
     if (!f) return NULL;
     char line[4096];
@@ -972,17 +972,26 @@ static const char *find_map(moraine_db *db)
     return found;
 }
 
-void mr_bounds_get(moraine_db *db, mr_bounds *b)
+/* @b for @env, whose map is at *@base (found and stored there when NULL) */
+static void env_bounds(MDB_env *env, const char **base, mr_bounds *b)
 {
     MDB_envinfo ei;
     int fd;
     struct stat st;
     memset(b, 0, sizeof *b);
-    if (mdb_env_info(db->env, &ei) || mdb_env_get_fd(db->env, &fd) || fstat(fd, &st)) return;
-    if (!db->sh->map_base) db->sh->map_base = ei.me_mapaddr ? ei.me_mapaddr : find_map(db);
-    b->map = db->sh->map_base;
+    if (mdb_env_info(env, &ei) || mdb_env_get_fd(env, &fd) || fstat(fd, &st)) return;
+    if (!*base) *base = ei.me_mapaddr ? ei.me_mapaddr : find_map(env);
+    b->map = *base;
     b->map_size = ei.me_mapsize;
     b->file_len = (size_t)st.st_size < ei.me_mapsize ? (size_t)st.st_size : ei.me_mapsize;
+}
+
+void mr_bounds_get(moraine_db *db, mr_bounds *b) { env_bounds(db->env, &db->sh->map_base, b); }
+
+void mr_bounds_env(MDB_env *env, mr_bounds *b)
+{
+    const char *base = NULL;
+    env_bounds(env, &base, b);
 }
 
 int moraine_release_pages(moraine_db *db)
