@@ -794,16 +794,19 @@ static uint64_t f_files(void *p)
 static uint32_t key_crc(const MDB_val *k, const uint8_t *p, size_t n) { return mr_crc32c_update(mr_crc32c(k->mv_data, k->mv_size), p, n); }
 
 /* The prefetch of moraine's cursor (engine/read.c, prefetch_value) in its
- * steady state: on the first value @vb in a 4 KB block, the 3 blocks after
- * it asked for into L2 and one byte of the block after those read (its page
- * table walked ahead) when it lies inside the file @b; *@pf the block last
- * entered. */
-static inline void floor_prefetch(uintptr_t *pf, const void *vb, const mr_bounds *b)
+ * steady state: on the first value @vb in a 4 KB block, the MR_PREFETCH_PAGES
+ * blocks after it asked for into L2 (those not asked for already: *@pf_end,
+ * the end of the blocks asked for so far) and one byte of the block after
+ * those read (its page table walked ahead) when it lies inside the file @b;
+ * *@pf the block last entered. */
+static inline void floor_prefetch(uintptr_t *pf, uintptr_t *pf_end, const void *vb, const mr_bounds *b)
 {
-    uintptr_t pg = (uintptr_t)vb & ~(uintptr_t)4095, to = pg + 4 * 4096;
+    uintptr_t pg = (uintptr_t)vb & ~(uintptr_t)4095, from = pg + 4096, to = pg + 4096 * (1 + MR_PREFETCH_PAGES);
     if (pg == *pf) return;
+    if (*pf_end > from && *pf_end <= to) from = *pf_end;
     *pf = pg;
-    for (uintptr_t a = pg + 4096; a < to; a += 64) __builtin_prefetch((const void *)a, 0, 2);
+    *pf_end = to;
+    for (uintptr_t a = from; a < to; a += 64) __builtin_prefetch((const void *)a, 0, 2);
     if (mr_block_in_file(b, to)) (void)*(const volatile uint8_t *)to;
 }
 
@@ -815,11 +818,11 @@ static uint64_t walk_crc(MDB_cursor *cu, const mr_bounds *b, const uint8_t *pre,
 {
     MDB_val k = {nseek, (void *)seek}, v;
     uint64_t n = 0, h = 0;
-    uintptr_t pf = 0;
+    uintptr_t pf = 0, pf_end = 0;
     int rc = mdb_cursor_get(cu, &k, &v, MDB_SET_RANGE);
     while (rc == 0 && k.mv_size >= npre && memcmp(k.mv_data, pre, npre) == 0) {
         const uint8_t *vb = v.mv_data;
-        floor_prefetch(&pf, vb, b);
+        floor_prefetch(&pf, &pf_end, vb, b);
         if (v.mv_size >= 5) h += key_crc(&k, vb + 5, v.mv_size - 5);
         n++;
         rc = mdb_cursor_get(cu, &k, &v, MDB_NEXT);
@@ -944,11 +947,11 @@ static uint64_t walk_cells(void *ctx, MDB_cursor *cu, const uint8_t *pre, size_t
     cfctx *c = ctx;
     MDB_val k = {nseek, (void *)seek}, v;
     uint64_t n = 0, h = 0;
-    uintptr_t pf = 0;
+    uintptr_t pf = 0, pf_end = 0;
     int rc = mdb_cursor_get(cu, &k, &v, MDB_SET_RANGE);
     while (rc == 0 && k.mv_size >= npre && memcmp(k.mv_data, pre, npre) == 0) {
         const uint8_t *vb = v.mv_data, *end = vb + v.mv_size;
-        floor_prefetch(&pf, vb, &c->f->bounds);
+        floor_prefetch(&pf, &pf_end, vb, &c->f->bounds);
         const uint8_t *p = vb;
         if (c->crc == FF_VALUE_CRC && mr_decode_header(&p, end, k.mv_data, k.mv_size)) die("format floor: %s", moraine_errmsg());
         p = vb + MR_HEADER_LEN;

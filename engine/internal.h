@@ -473,6 +473,12 @@ static inline int mr_value_ok(const mr_bounds *b, const MDB_val *v)
     return p <= b->map + b->file_len && v->mv_size <= (size_t)(b->map + b->file_len - p);
 }
 
+/* How many 4 KB blocks a sequential read asks for ahead of the one it is in
+ * (engine/read.c, prefetch_value; bench.c's floors prefetch the same way). */
+#ifndef MR_PREFETCH_PAGES
+#define MR_PREFETCH_PAGES 8
+#endif
+
 /* Whether the 4 KB block at address @a lies wholly inside the file as @b
  * found it, so a byte of it can be read without SIGBUS (engine/read.c,
  * prefetch_value). */

@@ -216,14 +216,12 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
  * walks the page table for it a step before its lines are asked for. It is
  * read only when that whole block lies inside the file as the read
  * transaction began (mr_bounds: past the end of the file the map would
- * SIGBUS), and the byte is discarded. Measured: cold reads 10-22% faster, warm
- * ones 8-13%.
+ * SIGBUS), and the byte is discarded. Measured: cold reads 10-22% faster,
+ * warm ones unchanged; with the lines now arriving, running 8 blocks ahead
+ * instead of 3 took another 10% off cold reads (6 to 12 read alike).
  * Measured in bench/README.md ("prefetching a value's page", "a new host,
  * and prefetching further ahead", "prefetching into L2", and "the page table
  * walk a prefetch needs"). */
-#ifndef MR_PREFETCH_PAGES
-#define MR_PREFETCH_PAGES 3
-#endif
 static inline void prefetch_value(moraine_cursor *c, const void *p)
 {
     uintptr_t pg = (uintptr_t)p & ~(uintptr_t)4095, from = pg, to = pg + 8192;
