@@ -797,17 +797,18 @@ static uint32_t key_crc(const MDB_val *k, const uint8_t *p, size_t n) { return m
  * steady state: on the first value @vb in a 4 KB block, the MR_PREFETCH_PAGES
  * blocks after it asked for into L2 (those not asked for already: *@pf_end,
  * the end of the blocks asked for so far) and one byte of the block after
- * those read (its page table walked ahead) when it lies inside the file @b;
- * *@pf the block last entered. */
+ * those read (its page table walked ahead) when the block entered follows
+ * the last and that one lies inside the file @b; *@pf the block last entered. */
 static inline void floor_prefetch(uintptr_t *pf, uintptr_t *pf_end, const void *vb, const mr_bounds *b)
 {
     uintptr_t pg = (uintptr_t)vb & ~(uintptr_t)4095, from = pg + 4096, to = pg + 4096 * (1 + MR_PREFETCH_PAGES);
     if (pg == *pf) return;
+    const int run = pg == *pf + 4096; /* the block after the last: the byte is read in a run only */
     if (*pf_end > from && *pf_end <= to) from = *pf_end;
     *pf = pg;
     *pf_end = to;
     for (uintptr_t a = from; a < to; a += 64) __builtin_prefetch((const void *)a, 0, 2);
-    if (mr_block_in_file(b, to)) (void)*(const volatile uint8_t *)to;
+    if (run && mr_block_in_file(b, to)) (void)*(const volatile uint8_t *)to;
 }
 
 /* the floor plus one pass over every value byte, the CRC-32C moraine checks
