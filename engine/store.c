@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define DEFAULT_MAP (1ULL << 30)
@@ -965,7 +966,7 @@ static const char *find_map(MDB_env *env)
         unsigned maj, min;
         char perms[8];
         if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &maj, &min, &ino) == 7 && ino == (unsigned long)st.st_ino &&
-            off == 0 && ino != 0)
+            makedev(maj, min) == st.st_dev && off == 0 && ino != 0)
             found = (const char *)(uintptr_t)lo;
     }
     fclose(f);
