@@ -184,6 +184,7 @@ int main(int argc, char **argv)
         pause();
         _exit(0);
     }
+    close(pfd[1]); /* the child's end only: if it dies before writing, read() returns 0 instead of waiting */
     char ch;
     CHECK(read(pfd[0], &ch, 1) == 1, "the stale reader did not start its read");
     kill(stale, SIGKILL);
