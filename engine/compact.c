@@ -234,7 +234,10 @@ int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info
         return rc;
     }
     MDB_envinfo ei;
-    mdb_env_info(db->env, &ei);
+    if ((mrc = mr_env_info(db, &ei))) {
+        rmdir(dest);
+        return mr_lmdb_err(mrc, "compact");
+    }
     MDB_env *env = NULL;
     /* keys in order fill pages: the copy is never larger than the source's
      * pages in use; twice its map leaves room for the branch pages */
@@ -338,7 +341,7 @@ int moraine_last_txnid(moraine_db *db, uint64_t *out)
     int rc = mr_same_process(db);
     if (rc) return rc;
     MDB_envinfo ei;
-    int mrc = mdb_env_info(db->env, &ei);
+    int mrc = mr_env_info(db, &ei);
     if (mrc) return mr_lmdb_err(mrc, "reading the last transaction id");
     *out = (uint64_t)ei.me_last_txnid;
     return 0;

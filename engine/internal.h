@@ -465,6 +465,20 @@ typedef struct {
 } mr_bounds;
 void mr_bounds_get(moraine_db *db, mr_bounds *b);
 void mr_bounds_env(MDB_env *env, mr_bounds *b); /* the same for an environment opened without a moraine_db (bench's floors); the map looked up each call */
+/* Every read-only LMDB transaction of a catalog's environment begins here and
+ * ends in mr_read_txn_end: it is begun and counted (sh->nreaders) under the
+ * environment's lock, which the map's growth also takes (txn.c,
+ * moraine_txn_begin). LMDB remaps the file when the map grows and allows it
+ * only while no transaction of the process is open, so no read may begin
+ * between the check that none is open and the remap. A map grown by another
+ * process (MDB_MAP_RESIZED) is adopted here when no transaction of ours is
+ * open. @b, when not NULL, gets the map's bounds as the transaction began.
+ * Returns 0 or LMDB's error code (for mr_lmdb_err). */
+int mr_read_txn_begin(moraine_db *db, MDB_txn **t, mr_bounds *b);
+void mr_read_txn_end(moraine_db *db, MDB_txn *t);
+/* mdb_env_info under the same lock, for a caller with no transaction open:
+ * LMDB reads it from the map's meta pages, which the map's growth unmaps */
+int mr_env_info(moraine_db *db, MDB_envinfo *ei);
 static inline int mr_value_ok(const mr_bounds *b, const MDB_val *v)
 {
     const char *p = (const char *)v->mv_data;

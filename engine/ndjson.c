@@ -787,7 +787,7 @@ int mr_catalog_empty(moraine_db *db)
     if (rc < 0) return rc;
     if (rc == 1) return mr_err(MORAINE_EEXIST, "the catalog is not empty: import into a new catalog");
     MDB_txn *t;
-    int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t);
+    int mrc = mr_read_txn_begin(db, &t, NULL);
     if (mrc) return mr_lmdb_err(mrc, "reading the catalog");
     MDB_cursor *c;
     int rows = 0;
@@ -797,7 +797,7 @@ int mr_catalog_empty(moraine_db *db)
             if (k.mv_size && ((const uint8_t *)k.mv_data)[0] != MR_SUB_META && ((const uint8_t *)k.mv_data)[0] != MR_SUB_COUNT) rows = 1;
         mdb_cursor_close(c);
     }
-    mdb_txn_abort(t);
+    mr_read_txn_end(db, t);
     if (rows) return mr_err(MORAINE_EEXIST, "the catalog is not empty: import into a new catalog");
     /* descriptors to drop, or the marker of an older store format (an empty
      * catalog an older moraine created): the clear writes this build's */

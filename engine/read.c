@@ -74,6 +74,31 @@ int moraine_read_begin(moraine_db *db, moraine_read **out)
     return rc;
 }
 
+int mr_read_txn_begin(moraine_db *db, MDB_txn **t, mr_bounds *b)
+{
+    mr_env *sh = db->sh;
+    pthread_mutex_lock(&sh->mu);
+    int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, t);
+    if (mrc == MDB_MAP_RESIZED && sh->nreaders == 0 && !sh->writer) {
+        /* another process grew the map: adopt it (no transaction of ours is open) */
+        mdb_env_set_mapsize(db->env, 0);
+        sh->map_base = NULL; /* remapped */
+        mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, t);
+    }
+    if (!mrc) {
+        __atomic_add_fetch(&sh->nreaders, 1, __ATOMIC_SEQ_CST);
+        if (b) mr_bounds_get(db, b);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return mrc;
+}
+
+void mr_read_txn_end(moraine_db *db, MDB_txn *t)
+{
+    mdb_txn_abort(t);
+    __atomic_sub_fetch(&db->sh->nreaders, 1, __ATOMIC_SEQ_CST);
+}
+
 int mr_read_begin(moraine_db *db, moraine_read **out)
 {
     int prc = mr_same_process(db);
@@ -81,15 +106,7 @@ int mr_read_begin(moraine_db *db, moraine_read **out)
     moraine_read *rd = calloc(1, sizeof *rd);
     if (!rd) return mr_err(MORAINE_ENOMEM, "out of memory");
     rd->db = db;
-    int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
-    if (mrc == MDB_MAP_RESIZED) {
-        /* another process grew the map: adopt it (needs no open txn here) */
-        if (__atomic_load_n(&db->sh->nreaders, __ATOMIC_SEQ_CST) == 0 && !__atomic_load_n(&db->sh->writer, __ATOMIC_SEQ_CST)) {
-            mdb_env_set_mapsize(db->env, 0);
-            db->sh->map_base = NULL; /* remapped */
-        }
-        mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd->txn);
-    }
+    int mrc = mr_read_txn_begin(db, &rd->txn, &rd->bounds);
     if (mrc) {
         free(rd);
         return mr_lmdb_err(mrc, "starting a read");
@@ -98,12 +115,10 @@ int mr_read_begin(moraine_db *db, moraine_read **out)
     int rc = mr_load_relations(db, rd->txn);
     pthread_mutex_unlock(&db->mu);
     if (rc) {
-        mdb_txn_abort(rd->txn);
+        mr_read_txn_end(db, rd->txn);
         free(rd);
         return rc;
     }
-    __atomic_add_fetch(&db->sh->nreaders, 1, __ATOMIC_SEQ_CST);
-    mr_bounds_get(db, &rd->bounds);
     *out = rd;
     return 0;
 }
@@ -121,10 +136,7 @@ void moraine_read_end(moraine_read *rd)
     /* after fork the read's LMDB reader slot is the parent's: leave it (a
      * fork's child may have its parent's pid number, in a new pid namespace:
      * mr_db_here's fork count tells them apart) */
-    if (mr_db_here(rd->db)) {
-        mdb_txn_abort(rd->txn);
-        __atomic_sub_fetch(&rd->db->sh->nreaders, 1, __ATOMIC_SEQ_CST);
-    }
+    if (mr_db_here(rd->db)) mr_read_txn_end(rd->db, rd->txn);
     free(rd->spec_vals);
     free(rd);
 }

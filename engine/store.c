@@ -821,20 +821,19 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     db->env = sh->env;
     /* A larger map may have been set by another process or handle: adopt it. */
     MDB_envinfo ei;
-    mdb_env_info(db->env, &ei);
-    if (ei.me_mapsize > db->opts.map_size) db->opts.map_size = ei.me_mapsize;
+    if (mr_env_info(db, &ei) == 0 && ei.me_mapsize > db->opts.map_size) db->opts.map_size = ei.me_mapsize;
 
     /* The handle that opened the environment writes the format marker of a
      * new catalog; a handle sharing it only reads (the thread may hold a
      * commit open on the other handle: a write transaction would wait on it). */
     int writes = !o.read_only && sh->refs == 1;
     MDB_txn *t;
-    if ((mrc = mdb_txn_begin(db->env, NULL, writes ? 0 : MDB_RDONLY, &t))) {
+    if ((mrc = writes ? mdb_txn_begin(db->env, NULL, 0, &t) : mr_read_txn_begin(db, &t, NULL))) {
         rc = mr_lmdb_err(mrc, path);
         goto fail;
     }
     if ((mrc = mdb_dbi_open(t, NULL, 0, &db->dbi))) {
-        mdb_txn_abort(t);
+        writes ? mdb_txn_abort(t) : mr_read_txn_end(db, t);
         rc = mr_lmdb_err(mrc, path);
         goto fail;
     }
@@ -862,10 +861,10 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     db->format = fmt ? (int)fmt : MR_FORMAT_VERSION;
     if (!rc) rc = mr_load_relations(db, t);
     if (rc) {
-        mdb_txn_abort(t);
+        writes ? mdb_txn_abort(t) : mr_read_txn_end(db, t);
         goto fail;
     }
-    if (!writes) mdb_txn_abort(t);
+    if (!writes) mr_read_txn_end(db, t);
     else if ((mrc = mdb_txn_commit(t))) {
         rc = mr_lmdb_err(mrc, path);
         goto fail;
@@ -942,10 +941,10 @@ int moraine_last_snapshot(moraine_db *db, int64_t *out)
     int rc = mr_same_process(db);
     if (rc) return rc;
     MDB_txn *t;
-    int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t);
+    int mrc = mr_read_txn_begin(db, &t, NULL);
     if (mrc) return mr_lmdb_err(mrc, "reading the last snapshot");
     rc = mr_meta_get_int(t, db->dbi, "last_snapshot", out);
-    mdb_txn_abort(t);
+    mr_read_txn_end(db, t);
     return rc;
 }
 
@@ -989,6 +988,14 @@ static void env_bounds(MDB_env *env, const char **base, mr_bounds *b)
 
 void mr_bounds_get(moraine_db *db, mr_bounds *b) { env_bounds(db->env, &db->sh->map_base, b); }
 
+int mr_env_info(moraine_db *db, MDB_envinfo *ei)
+{
+    pthread_mutex_lock(&db->sh->mu);
+    int mrc = mdb_env_info(db->env, ei);
+    pthread_mutex_unlock(&db->sh->mu);
+    return mrc;
+}
+
 void mr_bounds_env(MDB_env *env, mr_bounds *b)
 {
     const char *base = NULL;
@@ -1000,19 +1007,25 @@ int moraine_release_pages(moraine_db *db)
     if (!db) return mr_err(MORAINE_EINVAL, "moraine_release_pages: NULL catalog");
     int rc = mr_same_process(db);
     if (rc) return rc;
+    /* under the environment's lock: the map is not moved (txn.c, its growth)
+     * between finding it and releasing its pages */
+    pthread_mutex_lock(&db->sh->mu);
     mr_bounds b;
     mr_bounds_get(db, &b);
-    if (!b.map || !b.file_len) return 0; /* nothing mapped yet */
-    long pg = sysconf(_SC_PAGESIZE);
-    size_t len = b.file_len;
-    if (pg > 0) len = (len + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
-    if (len > b.map_size) len = b.map_size;
-    /* LMDB maps data.mdb read-only and shared (no MDB_WRITEMAP): dropping the
-     * mapping of a page never loses a byte; the next access maps it again
-     * from the page cache or the file, the same bytes a live read
-     * transaction was reading (LMDB does not reuse its pages). */
-    if (madvise((void *)(uintptr_t)b.map, len, MADV_DONTNEED) != 0)
-        return mr_err(MORAINE_EIO, "releasing the mapped pages of the catalog: %s", strerror(errno));
+    int err = 0;
+    if (b.map && b.file_len) { /* else nothing mapped yet */
+        long pg = sysconf(_SC_PAGESIZE);
+        size_t len = b.file_len;
+        if (pg > 0) len = (len + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+        if (len > b.map_size) len = b.map_size;
+        /* LMDB maps data.mdb read-only and shared (no MDB_WRITEMAP): dropping the
+         * mapping of a page never loses a byte; the next access maps it again
+         * from the page cache or the file, the same bytes a live read
+         * transaction was reading (LMDB does not reuse its pages). */
+        if (madvise((void *)(uintptr_t)b.map, len, MADV_DONTNEED) != 0) err = errno;
+    }
+    pthread_mutex_unlock(&db->sh->mu);
+    if (err) return mr_err(MORAINE_EIO, "releasing the mapped pages of the catalog: %s", strerror(err));
     return 0;
 }
 

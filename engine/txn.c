@@ -333,14 +333,11 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
     mr_env *sh = db->sh;
     pthread_mutex_lock(&sh->mu);
     int mine = sh->writer && pthread_equal(sh->writer_thread, pthread_self());
-    int busy = sh->writer;
-    pthread_mutex_unlock(&sh->mu);
-    /* another handle of the same catalog in this thread: LMDB's writer lock
-     * would wait for ourselves (another thread's commit is simply waited for) */
-    if (mine) return mr_err(MORAINE_ETXN, "a commit is already open on this catalog in this thread, through another handle of it");
-    /* Grow the map ahead of need while no read transaction of ours is open
-     * (LMDB allows resizing only then): when more than half is in use. */
-    if (__atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0 && !busy) {
+    /* Grow the map ahead of need while no transaction of ours is open (LMDB
+     * allows resizing only then): when more than half is in use. Under the
+     * lock a read takes to begin and be counted (read.c, mr_read_begin), so
+     * none begins between the check and the remap. */
+    if (!sh->writer && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
         MDB_envinfo ei;
         MDB_stat st;
         if (mdb_env_info(db->env, &ei) == 0 && mdb_env_stat(db->env, &st) == 0) {
@@ -350,14 +347,22 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
             }
         }
     }
+    pthread_mutex_unlock(&sh->mu);
+    /* another handle of the same catalog in this thread: LMDB's writer lock
+     * would wait for ourselves (another thread's commit is simply waited for) */
+    if (mine) return mr_err(MORAINE_ETXN, "a commit is already open on this catalog in this thread, through another handle of it");
     moraine_txn *txn = calloc(1, sizeof *txn);
     if (!txn) return mr_err(MORAINE_ENOMEM, "out of memory");
     txn->db = db;
     txn->snapshot = snapshot_id;
     int mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
-    if (mrc == MDB_MAP_RESIZED) {
-        mdb_env_set_mapsize(db->env, 0);
-        db->sh->map_base = NULL; /* remapped */
+    if (mrc == MDB_MAP_RESIZED) { /* another process grew the map: adopt it, as mr_read_begin does */
+        pthread_mutex_lock(&sh->mu);
+        if (!sh->writer && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
+            mdb_env_set_mapsize(db->env, 0);
+            sh->map_base = NULL; /* remapped */
+        }
+        pthread_mutex_unlock(&sh->mu);
         mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
     }
     if (mrc) {

@@ -8,6 +8,8 @@
  */
 #include "check.h"
 #include "moraine.h"
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,6 +45,92 @@ static int64_t count_rows(moraine_db *db)
         while (moraine_cursor_next(c, &row) == 1) n++;
     moraine_read_end(rd);
     return n;
+}
+
+/* ---- the map grown while other threads read ----
+ *
+ * The map grows only while no transaction of the process is open (LMDB
+ * remaps it), so a read must not begin between the writer's check that none
+ * is open and the remap (engine/read.c, mr_read_begin; engine/txn.c,
+ * moraine_txn_begin). Readers on their own handles of the catalog read in a
+ * loop while a writer commits enough to double the map several times; every
+ * read must see whole commits (a multiple of 8 rows, never fewer than the
+ * read before) and end without error. */
+#define GROW_COMMITS 240
+static const char *grow_dir;
+static volatile int grow_done;
+
+static void *grow_reader(void *arg)
+{
+    (void)arg;
+    moraine_db *db;
+    moraine_options o = {.no_sync = 1};
+    if (moraine_open(grow_dir, &o, &db)) return (void *)1;
+    intptr_t bad = 0;
+    int64_t prev = 0;
+    while (!__atomic_load_n(&grow_done, __ATOMIC_SEQ_CST) && !bad) {
+        moraine_read *rd;
+        moraine_cursor *c;
+        moraine_row row;
+        int64_t n = 0;
+        int rc;
+        if (moraine_read_begin(db, &rd)) {
+            bad = 2;
+            break;
+        }
+        if (moraine_scan_open(rd, "ducklake_metadata", MORAINE_ANY_SCOPE, MORAINE_ALL_VERSIONS, &c) == 0) {
+            while ((rc = moraine_cursor_next(c, &row)) == 1) {
+                n++;
+                if (row.vals[1].type != MORAINE_STR || row.vals[1].len != 4096 || row.vals[1].s[4095] != 'x') bad = 3;
+            }
+            if (rc < 0) bad = 4;
+        } else {
+            bad = 5;
+        }
+        moraine_read_end(rd);
+        if (n % 8 || n < prev) bad = 6;
+        prev = n;
+        usleep(100); /* gaps with no read open, where the map may grow */
+    }
+    moraine_close(db);
+    return (void *)bad;
+}
+
+static void grow_while_reading(const char *root)
+{
+    static char dir[1100];
+    snprintf(dir, sizeof dir, "%s/grow", root);
+    grow_dir = dir;
+    moraine_options o = {.map_size = 256 << 10, .max_map_size = 256 << 20, .no_sync = 1, .create = 1};
+    moraine_db *db;
+    CHECK_RC(moraine_open(dir, &o, &db), 0);
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) CHECK_RC(pthread_create(&th[i], NULL, grow_reader, NULL), 0);
+    int failed = 0, full = 0;
+    for (int64_t snap = 0; snap < GROW_COMMITS && !failed; snap++) {
+        int rc;
+        /* a commit meets a full map when the readers left no gap to grow it
+         * in: it writes nothing and is tried again */
+        while ((rc = commit_rows(db, snap, 8, 4096)) == MORAINE_EMAPFULL && full < 100000) {
+            full++;
+            usleep(50);
+        }
+        if (rc) failed = 1;
+    }
+    __atomic_store_n(&grow_done, 1, __ATOMIC_SEQ_CST);
+    CHECK(!failed, "a commit failed while others read: %s", moraine_errmsg());
+    for (int i = 0; i < 2; i++) {
+        void *bad;
+        pthread_join(th[i], &bad);
+        CHECK((intptr_t)bad == 0, "reader %d saw a damaged or partial read while the map grew (code %d)", i, (int)(intptr_t)bad);
+    }
+    CHECK_INT(count_rows(db), GROW_COMMITS * 8);
+    CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after growing under readers: %s", moraine_errmsg());
+    moraine_close(db);
 }
 
 int main(void)
@@ -106,6 +194,7 @@ int main(void)
     CHECK_INT(count_rows(db), 22);
     CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after the larger map: %s", moraine_errmsg());
     moraine_close(db);
+    grow_while_reading(dir);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) check_note("could not remove %s", dir);
