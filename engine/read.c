@@ -222,8 +222,9 @@ static int decode_value(const mr_bounds *b, const MDB_val *k, const MDB_val *v, 
  * the same L1 sets, where they likely took the ways the row being decoded
  * needs (measured: 1col read 19% faster, pv 12%).
  * The one byte read: a prefetch whose address misses the TLB brought
- * nothing on the hosts measured (as if dropped), so with caches and TLB cold (a read after other work)
- * most of the lines asked for never came and the checksum waited on them.
+ * nothing on the hosts measured (as if dropped), so with caches and TLB
+ * cold (a read after other work) most of the lines asked for never came
+ * and the checksum waited on them.
  * Reading the first byte of the block past the window (its LMDB page header)
  * walks the page table for it a step before its lines are asked for. It is
  * read only in a run of blocks in key order, where the read will reach that

@@ -335,8 +335,8 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
     int mine = sh->writer && pthread_equal(sh->writer_thread, pthread_self());
     /* Grow the map ahead of need while no transaction of ours is open (LMDB
      * allows resizing only then): when more than half is in use. Under the
-     * lock a read takes to begin and be counted (read.c, mr_read_begin), so
-     * none begins between the check and the remap. */
+     * lock a read transaction takes to begin and be counted (read.c,
+     * mr_read_txn_begin), so none begins between the check and the remap. */
     if (!sh->writer && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
         MDB_envinfo ei;
         MDB_stat st;
