@@ -323,6 +323,9 @@ typedef struct mr_env {
     pthread_mutex_t mu;      /* guards writer/writer_thread, commits, last_check */
     int nreaders;            /* read transactions open in this process (map growth needs none) */
     int writer;              /* a write transaction is open (through any handle) */
+    int starting;            /* write transactions being begun (moraine_txn_begin, counted under mu before mdb_txn_begin and
+                              * until writer is set): LMDB reads its meta page through the map as one begins, so the map
+                              * is not remapped while any is counted */
     pthread_t writer_thread;
     const char *map_base;    /* where data.mdb is mapped (found once), for mr_value_ok */
     unsigned commits;        /* commits since the last dead-reader check */

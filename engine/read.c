@@ -79,7 +79,7 @@ int mr_read_txn_begin(moraine_db *db, MDB_txn **t, mr_bounds *b)
     mr_env *sh = db->sh;
     pthread_mutex_lock(&sh->mu);
     int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, t);
-    if (mrc == MDB_MAP_RESIZED && sh->nreaders == 0 && !sh->writer) {
+    if (mrc == MDB_MAP_RESIZED && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0 && !sh->writer && !sh->starting) {
         /* another process grew the map: adopt it (no transaction of ours is open) */
         mdb_env_set_mapsize(db->env, 0);
         sh->map_base = NULL; /* remapped */

@@ -333,11 +333,13 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
     mr_env *sh = db->sh;
     pthread_mutex_lock(&sh->mu);
     int mine = sh->writer && pthread_equal(sh->writer_thread, pthread_self());
-    /* Grow the map ahead of need while no transaction of ours is open (LMDB
-     * allows resizing only then): when more than half is in use. Under the
-     * lock a read transaction takes to begin and be counted (read.c,
-     * mr_read_txn_begin), so none begins between the check and the remap. */
-    if (!sh->writer && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
+    /* Grow the map ahead of need while no transaction of ours is open or
+     * being begun (LMDB allows resizing only then, and a write transaction
+     * reads its meta page through the map before LMDB counts it): when more
+     * than half is in use. Under the lock a read transaction takes to begin
+     * and be counted (read.c, mr_read_txn_begin) and a write transaction to
+     * be counted as starting, so none begins between the check and the remap. */
+    if (!sh->writer && !sh->starting && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
         MDB_envinfo ei;
         MDB_stat st;
         if (mdb_env_info(db->env, &ei) == 0 && mdb_env_stat(db->env, &st) == 0) {
@@ -347,32 +349,39 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
             }
         }
     }
+    if (!mine) sh->starting++; /* until writer is set below, or the begin failed */
     pthread_mutex_unlock(&sh->mu);
     /* another handle of the same catalog in this thread: LMDB's writer lock
      * would wait for ourselves (another thread's commit is simply waited for) */
     if (mine) return mr_err(MORAINE_ETXN, "a commit is already open on this catalog in this thread, through another handle of it");
     moraine_txn *txn = calloc(1, sizeof *txn);
-    if (!txn) return mr_err(MORAINE_ENOMEM, "out of memory");
-    txn->db = db;
-    txn->snapshot = snapshot_id;
-    int mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
-    if (mrc == MDB_MAP_RESIZED) { /* another process grew the map: adopt it, as mr_read_begin does */
+    int mrc = txn ? mdb_txn_begin(db->env, NULL, 0, &txn->t) : 0;
+    if (txn && mrc == MDB_MAP_RESIZED) {
+        /* another process grew the map: adopt it, as mr_read_txn_begin does,
+         * when no other transaction of this process is open or being begun
+         * (LMDB released its writer lock as the begin failed) */
         pthread_mutex_lock(&sh->mu);
-        if (!sh->writer && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
+        if (!sh->writer && sh->starting == 1 && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
             mdb_env_set_mapsize(db->env, 0);
             sh->map_base = NULL; /* remapped */
         }
         pthread_mutex_unlock(&sh->mu);
         mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
     }
+    pthread_mutex_lock(&sh->mu);
+    sh->starting--;
+    if (txn && !mrc) {
+        sh->writer = 1;
+        sh->writer_thread = pthread_self();
+    }
+    pthread_mutex_unlock(&sh->mu);
+    if (!txn) return mr_err(MORAINE_ENOMEM, "out of memory");
     if (mrc) {
         free(txn);
         return mr_lmdb_err(mrc, "starting a commit");
     }
-    pthread_mutex_lock(&sh->mu);
-    sh->writer = 1;
-    sh->writer_thread = pthread_self();
-    pthread_mutex_unlock(&sh->mu);
+    txn->db = db;
+    txn->snapshot = snapshot_id;
     txn->ic_ticket = mr_int_cache_begin(db->env, txn->t);
     mr_bounds_get(db, &txn->bounds);
     pthread_mutex_lock(&db->mu);

@@ -7,6 +7,7 @@
  * one commit larger than the free half of a small map, a larger map_size).
  */
 #include "check.h"
+#include "internal.h" /* the environment's map size and its count of write transactions being begun (grow_rule) */
 #include "moraine.h"
 #include <pthread.h>
 #include <stdint.h>
@@ -133,6 +134,141 @@ static void grow_while_reading(const char *root)
     moraine_close(db);
 }
 
+/* ---- the map grown while other threads begin commits ----
+ *
+ * LMDB reads a write transaction's meta page through the map before it
+ * counts the transaction as open, so the map must not be remapped while
+ * another thread of the process is inside mdb_txn_begin (engine/txn.c:
+ * sh->starting). grow_rule checks the rule itself: with a write transaction
+ * counted as being begun, a begin that would grow the map does not, and
+ * does once none is; every begin leaves the count as it found it.
+ * grow_while_writing runs it: a thread commits on its own handle (whose
+ * map_size is large, so it never grows the map itself) while the main
+ * thread's commits double the map several times; every commit of both must
+ * go through, whole. */
+static size_t map_size_of(moraine_db *db)
+{
+    MDB_envinfo ei;
+    return mdb_env_info(db->sh->env, &ei) == 0 ? ei.me_mapsize : 0;
+}
+
+static size_t used_of(moraine_db *db)
+{
+    MDB_envinfo ei;
+    MDB_stat st;
+    if (mdb_env_info(db->sh->env, &ei) || mdb_env_stat(db->sh->env, &st)) return 0;
+    return (ei.me_last_pgno + 1) * (size_t)st.ms_psize;
+}
+
+static void grow_rule(const char *root)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/rule", root);
+    moraine_options o = {.map_size = 256 << 10, .max_map_size = 64 << 20, .no_sync = 1, .create = 1};
+    moraine_db *db;
+    CHECK_RC(moraine_open(dir, &o, &db), 0);
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    /* commit until more than half the map is used: each begin grows the map
+     * when more than half was used before it, so the commit that crosses
+     * half leaves it as it was, and the next begin would grow it */
+    int64_t snap = 0;
+    size_t full = map_size_of(db);
+    while (snap < 1000 && used_of(db) * 2 <= (full = map_size_of(db))) CHECK_RC(commit_rows(db, snap++, 1, 4096), 0);
+    CHECK(used_of(db) * 2 > full, "the test did not fill the map past half (its premise)");
+    pthread_mutex_lock(&db->sh->mu);
+    db->sh->starting++; /* as another thread inside mdb_txn_begin */
+    pthread_mutex_unlock(&db->sh->mu);
+    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
+    CHECK(map_size_of(db) == full, "the map was remapped (%zu -> %zu bytes) while a write transaction was being begun", full, map_size_of(db));
+    CHECK_INT(db->sh->starting, 1);
+    moraine_txn_abort(txn);
+    pthread_mutex_lock(&db->sh->mu);
+    db->sh->starting--;
+    pthread_mutex_unlock(&db->sh->mu);
+    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
+    CHECK(map_size_of(db) > full, "the map did not grow once no write transaction was being begun (%zu bytes)", map_size_of(db));
+    CHECK_INT(db->sh->starting, 0);
+    /* a second begin in the same thread through another handle is refused before it is counted */
+    moraine_db *other;
+    CHECK_RC(moraine_open(dir, &o, &other), 0);
+    moraine_txn *t2;
+    CHECK_RC(moraine_txn_begin(other, MORAINE_NO_SNAPSHOT, &t2), MORAINE_ETXN);
+    CHECK_INT(db->sh->starting, 0);
+    moraine_txn_abort(txn);
+    moraine_close(other);
+    moraine_close(db);
+}
+
+#define WRITE_COMMITS 240
+static volatile int write_done;
+static void *grow_writer(void *arg)
+{
+    moraine_db *db;
+    moraine_options o = {.map_size = 128 << 20, .max_map_size = 256 << 20, .no_sync = 1};
+    if (moraine_open((const char *)arg, &o, &db)) return (void *)1;
+    intptr_t bad = 0;
+    int64_t n = 0;
+    while (!__atomic_load_n(&write_done, __ATOMIC_SEQ_CST) && !bad) {
+        moraine_txn *txn;
+        int rc = moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn);
+        if (rc) {
+            bad = 2;
+            break;
+        }
+        moraine_value v[4] = {{.type = MORAINE_STR, .s = "w", .len = 1}, {.type = MORAINE_STR, .s = "small", .len = 5}, {.type = MORAINE_NULL},
+                              {.type = MORAINE_INT, .i = n}};
+        rc = moraine_txn_insert(txn, "ducklake_metadata", v, 4, -1);
+        if (!rc) rc = moraine_txn_commit(txn);
+        else moraine_txn_abort(txn);
+        if (rc == MORAINE_EMAPFULL) continue; /* the map filled before the other thread grew it: nothing written */
+        if (rc) bad = 3;
+        else n++;
+    }
+    moraine_close(db);
+    return bad ? (void *)bad : (void *)(intptr_t)(-n - 1); /* -(commits) - 1: never 0 or a small code */
+}
+
+static void grow_while_writing(const char *root)
+{
+    static char dir[1100];
+    snprintf(dir, sizeof dir, "%s/grow-w", root);
+    moraine_options o = {.map_size = 256 << 10, .max_map_size = 256 << 20, .no_sync = 1, .create = 1};
+    moraine_db *db;
+    CHECK_RC(moraine_open(dir, &o, &db), 0);
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+    const size_t first = map_size_of(db);
+    pthread_t th;
+    CHECK_RC(pthread_create(&th, NULL, grow_writer, dir), 0);
+    int failed = 0, full = 0;
+    for (int64_t snap = 0; snap < WRITE_COMMITS && !failed; snap++) {
+        int rc;
+        while ((rc = commit_rows(db, snap, 8, 4096)) == MORAINE_EMAPFULL && full < 100000) {
+            full++;
+            usleep(50);
+        }
+        if (rc) failed = 1;
+    }
+    __atomic_store_n(&write_done, 1, __ATOMIC_SEQ_CST);
+    CHECK(!failed, "a commit failed while another thread committed: %s", moraine_errmsg());
+    void *res;
+    pthread_join(th, &res);
+    intptr_t r = (intptr_t)res;
+    CHECK(r < 0, "the other thread's commits failed while the map grew (code %d)", (int)r);
+    int64_t theirs = r < 0 ? -(int64_t)r - 1 : 0;
+    CHECK(theirs > 0, "the other thread committed nothing");
+    CHECK(map_size_of(db) >= 8 * first, "the map grew from %zu to only %zu bytes", first, map_size_of(db));
+    CHECK_INT(db->sh->starting, 0);
+    CHECK_INT(count_rows(db), WRITE_COMMITS * 8 + theirs);
+    CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after growing under another writer: %s", moraine_errmsg());
+    moraine_close(db);
+}
+
 int main(void)
 {
     check_seed("test_mapfull");
@@ -195,6 +331,8 @@ int main(void)
     CHECK(moraine_verify(db, NULL, NULL, NULL, NULL) == 0, "verify after the larger map: %s", moraine_errmsg());
     moraine_close(db);
     grow_while_reading(dir);
+    grow_rule(dir);
+    grow_while_writing(dir);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) check_note("could not remove %s", dir);
