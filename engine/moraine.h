@@ -180,6 +180,11 @@ typedef struct {
  * or is cut short goes, and the data.mdb and lock.mdb LMDB made otherwise
  * stay (another process may be creating the same catalog). A file or
  * directory that was there before is never removed.
+ * Handles of one catalog in one process share one LMDB environment (any
+ * thread may open one). The call that opens the environment writes a new
+ * catalog's format marker before any other handle can share it: until that
+ * commit, which may wait for another process's commit, other opens and
+ * closes in the process wait.
  * Returns 0, or MORAINE_EIO (path missing and not creating), MORAINE_ELMDB,
  * MORAINE_ECORRUPT (the directory holds an LMDB file that is not a moraine
  * catalog, or a damaged table descriptor), MORAINE_EFORMAT (a catalog of

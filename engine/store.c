@@ -794,6 +794,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
      * (made) goes, nothing that was there before (open_undo). */
     open_made made = {0, 1, 1, 0};
     int rc = 0, mrc;
+    int writes = 0; /* this call writes the format marker, reg_mu held until it is committed (below) */
     if (!exists) {
         /* private, as PostgreSQL's data directory: the store may hold encryption keys */
         /* another process may create it between stat and mkdir (two imports or
@@ -806,6 +807,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     }
     pthread_mutex_lock(&reg_mu);
     mr_env *sh = env_find(path);
+    int created = 0; /* this call opened the environment: no other handle shares it yet */
     if (sh) {
         if (sh->read_only && !o.read_only) {
             rc = mr_err(MORAINE_EREADONLY, "%s: the catalog is already open read-only in this process; close that handle first, or open the "
@@ -815,18 +817,25 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         sh->refs++;
     } else if ((rc = env_open(path, &o, &made, &sh))) {
         goto fail_locked;
+    } else {
+        created = 1;
     }
     db->sh = sh;
-    pthread_mutex_unlock(&reg_mu);
     db->env = sh->env;
+    /* The handle that opened the environment writes the format marker of a
+     * new catalog, and keeps reg_mu until it is committed: a handle that
+     * shared the environment before then would read no marker, and its
+     * commits would leave a catalog no open accepts. A handle sharing an
+     * open environment only reads (the thread may hold a commit open on the
+     * other handle: a write transaction would wait on it). The write
+     * transaction needs no count in sh (txn.c): no other handle can reach
+     * the environment to remap it while reg_mu is held. */
+    writes = !o.read_only && created;
+    if (!writes) pthread_mutex_unlock(&reg_mu);
     /* A larger map may have been set by another process or handle: adopt it. */
     MDB_envinfo ei;
     if (mr_env_info(db, &ei) == 0 && ei.me_mapsize > db->opts.map_size) db->opts.map_size = ei.me_mapsize;
 
-    /* The handle that opened the environment writes the format marker of a
-     * new catalog; a handle sharing it only reads (the thread may hold a
-     * commit open on the other handle: a write transaction would wait on it). */
-    int writes = !o.read_only && sh->refs == 1;
     MDB_txn *t;
     if ((mrc = writes ? mdb_txn_begin(db->env, NULL, 0, &t) : mr_read_txn_begin(db, &t, NULL))) {
         rc = mr_lmdb_err(mrc, path);
@@ -869,10 +878,11 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
         rc = mr_lmdb_err(mrc, path);
         goto fail;
     }
+    if (writes) pthread_mutex_unlock(&reg_mu);
     *out = db;
     return 0;
 fail:
-    pthread_mutex_lock(&reg_mu);
+    if (!writes) pthread_mutex_lock(&reg_mu);
 fail_locked:
     /* reg_mu held from the environment's release to open_undo: no handle of
      * this process can open the files in between */

@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <ftw.h>
 #include <lmdb.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1504,6 +1505,71 @@ static void test_import_changing(void)
     moraine_close(db);
 }
 
+/* ---- a new catalog opened by two threads at once ----
+ *
+ * The handle that opens a catalog's LMDB environment writes the format
+ * marker of a new catalog; one sharing it only reads. Two threads opening the
+ * same new directory at once: whichever shares the other's environment must
+ * not leave the marker unwritten (it did when the second attached between the
+ * first's open of the environment and its decision to write: both read, and
+ * the catalog, committed to, could never be opened again: "not a moraine
+ * catalog"). Each round: both open at a barrier, one defines a table and
+ * commits, both close; the catalog must reopen and verify. */
+#define TWIN_ROUNDS 5000
+static pthread_barrier_t twin_bar;
+static char twin_dir[4200];
+static void *twin_open(void *arg)
+{
+    moraine_options o = {.create = 1, .no_sync = 1};
+    moraine_db *db = NULL;
+    pthread_barrier_wait(&twin_bar);
+    int rc = moraine_open(twin_dir, &o, &db);
+    pthread_barrier_wait(&twin_bar); /* both handles open before either commits */
+    if (!rc && arg) {
+        static const char *const cols[] = {"key", "value", "scope", "scope_id"};
+        moraine_txn *t;
+        rc = moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &t);
+        if (!rc && (rc = moraine_txn_define(t, "ducklake_metadata", 4, cols))) moraine_txn_abort(t);
+        if (!rc) rc = moraine_txn_commit(t);
+    }
+    pthread_barrier_wait(&twin_bar);
+    moraine_close(db);
+    return (void *)(intptr_t)rc;
+}
+
+static void test_new_catalog_opened_twice(void)
+{
+    int open_failed = 0, reopen_failed = 0;
+    char first[512] = "";
+    pthread_barrier_init(&twin_bar, NULL, 2);
+    for (int i = 0; i < TWIN_ROUNDS; i++) {
+        snprintf(twin_dir, sizeof twin_dir, "%s/twin-%d", root, i);
+        pthread_t a, b;
+        void *ra, *rb;
+        if (pthread_create(&a, NULL, twin_open, (void *)1) || pthread_create(&b, NULL, twin_open, NULL)) {
+            CHECK(0, "pthread_create");
+            break;
+        }
+        pthread_join(a, &ra);
+        pthread_join(b, &rb);
+        if (ra || rb) {
+            open_failed++;
+            continue;
+        }
+        moraine_db *db = NULL;
+        moraine_options o = {.no_sync = 1};
+        int rc = moraine_open(twin_dir, &o, &db);
+        if (!rc) rc = moraine_verify(db, NULL, NULL, NULL, NULL);
+        if (rc && !reopen_failed++) snprintf(first, sizeof first, "round %d: %s", i, moraine_errmsg());
+        moraine_close(db);
+        nftw(twin_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    pthread_barrier_destroy(&twin_bar);
+    CHECK_INT(open_failed, 0);
+    CHECK(reopen_failed == 0, "%d of %d catalogs opened by two threads at once could not be reopened, first %s", reopen_failed, TWIN_ROUNDS,
+          first);
+}
+
 int main(void)
 {
     if (!check_mkdtemp(root, sizeof root, "moraine-test-store")) {
@@ -1515,6 +1581,7 @@ int main(void)
     path_of(path, sizeof path, "catalog");
 
     test_open_close();
+    test_new_catalog_opened_twice();
     test_truncated_store();
     test_open_full_disk();
 
