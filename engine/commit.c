@@ -129,6 +129,14 @@ static int flush(moraine_txn *txn)
     }
     if (!rc && txn->snapshot != MORAINE_NO_SNAPSHOT) rc = mr_meta_put_int(txn->t, dbi, "last_snapshot", txn->snapshot);
     if (!rc) rc = mr_counts_flush(txn->t, dbi, &txn->counts);
+    if (!rc && txn->db->need_marker) {
+        /* a handle that opened a new catalog without writing its format marker
+         * (store.c, moraine_open): the marker, if the handle that did has not
+         * committed it yet */
+        int64_t fmt = 0;
+        int have = mr_meta_get_int(txn->t, dbi, "format", &fmt);
+        rc = have < 0 ? have : have ? 0 : mr_meta_put_int(txn->t, dbi, "format", MR_FORMAT_VERSION);
+    }
     return rc;
 }
 
@@ -249,6 +257,7 @@ int moraine_txn_commit(moraine_txn *txn)
     mr_writer_done(db->sh);
     db->writer = NULL;
     /* the environment may have been opened no_sync by another handle */
+    if (!mrc) db->need_marker = 0; /* the marker is in the store now */
     if (!mrc && db->sh->no_sync && !db->opts.no_sync) mrc = mdb_env_sync(db->env, 1);
     if (!mrc) dead_reader_check(db->sh);
     if (mrc) {

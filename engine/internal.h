@@ -350,6 +350,8 @@ struct moraine_db {
     size_t nretired;
     uint64_t rels_gen;       /* generation of descriptors loaded */
     moraine_txn *writer;     /* open write txn of this handle, if any */
+    int need_marker;         /* opened on a new catalog without writing its format marker (another handle opened the environment
+                              * and writes it): this handle's commits write it if it is still missing (commit.c) */
     int format;              /* the catalog's format marker as of open, or 3 once a read, a commit or a clear found or
                               * wrote 3 since (2: only moraine_compact reads it); read and written atomically */
     /* the verb path's tables as of this handle's last verb commit
@@ -475,10 +477,38 @@ void mr_bounds_env(MDB_env *env, mr_bounds *b); /* the same for an environment o
  * only while no transaction of the process is open, so no read may begin
  * between the check that none is open and the remap. A map grown by another
  * process (MDB_MAP_RESIZED) is adopted here when no transaction of ours is
- * open. @b, when not NULL, gets the map's bounds as the transaction began.
+ * open or being begun, waiting for that up to MR_ADOPT_WAIT_US
+ * (mr_adopt_wait) with the lock released. @b, when not NULL, gets the map's bounds as the transaction began.
  * Returns 0 or LMDB's error code (for mr_lmdb_err). */
 int mr_read_txn_begin(moraine_db *db, MDB_txn **t, mr_bounds *b);
 void mr_read_txn_end(moraine_db *db, MDB_txn *t);
+/* Every write transaction of a catalog's environment begins here (txn.c)
+ * and ends with mdb_txn_commit/abort then mr_writer_done: refused with
+ * MORAINE_ETXN when this thread already holds one on the catalog through
+ * another handle (LMDB's writer lock would wait for itself); counted as
+ * starting (sh->starting) under the environment's lock from before
+ * mdb_txn_begin until it is the writer (sh->writer), since LMDB reads the
+ * meta page through the map before it counts the transaction, and the map
+ * is not remapped while any is counted. @grow: first double the map while
+ * more than half is used, when nothing of the process is open or being
+ * begun (moraine_txn_begin). MDB_MAP_RESIZED (another process grew the
+ * map) is adopted as mr_read_txn_begin does. Returns 0, MORAINE_ETXN, or
+ * MORAINE_ELMDB / MORAINE_EMAPFULL as mr_lmdb_err words LMDB's error. */
+int mr_write_txn_begin(moraine_db *db, int grow, MDB_txn **t);
+/* Marks the environment's writer gone, after mdb_txn_commit or
+ * mdb_txn_abort ended the transaction mr_write_txn_begin began. */
+void mr_writer_done(mr_env *sh);
+/* Adopts the map size another process set (mdb_env_set_mapsize 0), the
+ * environment's lock held, when no transaction of the process is open or
+ * being begun: 1 when it did, 0 when something is. */
+int mr_adopt_map_locked(mr_env *sh);
+/* A begin that met MDB_MAP_RESIZED and could not adopt yet waits for the
+ * process's other transactions: sleeps 50 µs, doubling to 5 ms a step, and
+ * adds it to *waited_us; 0 (no sleep) once MR_ADOPT_WAIT_US have passed:
+ * the begin then fails with MDB_MAP_RESIZED (a read of this thread left open
+ * never ends by waiting). */
+#define MR_ADOPT_WAIT_US 500000u
+int mr_adopt_wait(unsigned *waited_us);
 /* mdb_env_info under the same lock, for a caller with no transaction open:
  * LMDB reads it from the map's meta pages, which the map's growth unmaps */
 int mr_env_info(moraine_db *db, MDB_envinfo *ei);

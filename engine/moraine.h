@@ -182,9 +182,9 @@ typedef struct {
  * directory that was there before is never removed.
  * Handles of one catalog in one process share one LMDB environment (any
  * thread may open one). The call that opens the environment writes a new
- * catalog's format marker before any other handle can share it: until that
- * commit, which may wait for another process's commit, other opens and
- * closes in the process wait.
+ * catalog's format marker (a write, which waits while another process
+ * commits); a handle that shares the environment before that commit writes
+ * the marker with its own first commit if it is still missing.
  * Returns 0, or MORAINE_EIO (path missing and not creating), MORAINE_ELMDB,
  * MORAINE_ECORRUPT (the directory holds an LMDB file that is not a moraine
  * catalog, or a damaged table descriptor), MORAINE_EFORMAT (a catalog of
@@ -1050,8 +1050,11 @@ int moraine_path_in_catalog(moraine_db *db, const char *path, int *inside);
  * row is absent; an id naming no row (a data file's table_id, ...); a
  * DuckLake catalog, one with ducklake_metadata and ducklake_snapshot rows,
  * lacking one of the tables every DuckLake catalog has); MORAINE_EEXIST (the
- * catalog is not empty); staged-path errors. On any error nothing of the
- * import remains in the catalog.
+ * catalog is not empty); MORAINE_ETXN (this thread holds a commit open on
+ * the catalog through another handle); staged-path errors. On any error
+ * nothing of the import remains in the catalog, unless the undo itself
+ * failed: the message then says "the import could not be undone" and why,
+ * and the snapshots committed before the failure stay.
  * @progress (may be NULL) is called in two phases: while the files are read
  * and checked, with (rows read so far, 0) every 4096 rows and once at the
  * end (total 0: not known yet); then while the rows are written, with

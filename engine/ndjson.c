@@ -741,14 +741,15 @@ static int read_dir(const char *dir, tables *ts)
 int mr_clear_catalog(moraine_db *db)
 {
     MDB_txn *t;
-    int mrc = mdb_txn_begin(db->env, NULL, 0, &t);
-    if (mrc) return mr_lmdb_err(mrc, "clearing the catalog");
+    int mrc, rc = mr_write_txn_begin(db, 0, &t); /* counted: the map is not remapped under it (txn.c) */
+    if (rc) return rc;
     /* the generation only grows: every handle (in any process) that loaded
      * descriptors before the clear reloads them at its next read */
     int64_t gen = 0;
-    int rc = mr_meta_get_int(t, db->dbi, "rels_gen", &gen);
+    rc = mr_meta_get_int(t, db->dbi, "rels_gen", &gen);
     if (rc < 0) {
         mdb_txn_abort(t);
+        mr_writer_done(db->sh);
         return rc;
     }
     if ((uint64_t)gen < db->rels_gen) gen = (int64_t)db->rels_gen;
@@ -757,9 +758,12 @@ int mr_clear_catalog(moraine_db *db)
     if (!rc) rc = mr_meta_put_int(t, db->dbi, "rels_gen", gen + 1);
     if (rc) {
         mdb_txn_abort(t);
+        mr_writer_done(db->sh);
         return rc;
     }
-    if ((mrc = mdb_txn_commit(t))) return mr_lmdb_err(mrc, "clearing the catalog");
+    mrc = mdb_txn_commit(t);
+    mr_writer_done(db->sh);
+    if (mrc) return mr_lmdb_err(mrc, "clearing the catalog");
     __atomic_store_n(&db->format, MR_FORMAT_VERSION, __ATOMIC_RELAXED); /* the marker written above */
     pthread_mutex_lock(&db->mu);
     /* descriptors of the failed import: retire them all */
@@ -971,8 +975,10 @@ static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progres
         if (rc) {
             char m[1024];
             snprintf(m, sizeof m, "%s", moraine_errmsg());
-            mr_clear_catalog(db);
-            rc = mr_err(rc, "%s (import undone: the catalog is empty again)", m);
+            if (mr_clear_catalog(db) == 0) rc = mr_err(rc, "%s (import undone: the catalog is empty again)", m);
+            else /* the clear's own error (a full map, a commit of this thread on another handle): what was committed stays */
+                rc = mr_err(rc, "%s (the import could not be undone: %s; the snapshots committed before the failure are in the "
+                            "catalog: remove the catalog directory before importing again)", m, moraine_errmsg());
         }
     }
     mr_nd_ops_free(&o);

@@ -78,11 +78,19 @@ int mr_read_txn_begin(moraine_db *db, MDB_txn **t, mr_bounds *b)
 {
     mr_env *sh = db->sh;
     pthread_mutex_lock(&sh->mu);
-    int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, t);
-    if (mrc == MDB_MAP_RESIZED && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0 && !sh->writer && !sh->starting) {
-        /* another process grew the map: adopt it (no transaction of ours is open) */
-        mdb_env_set_mapsize(db->env, 0);
-        sh->map_base = NULL; /* remapped */
+    int mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, t), adoptions = 0;
+    unsigned waited = 0;
+    while (mrc == MDB_MAP_RESIZED) {
+        /* another process grew the map: adopt it once no transaction of
+         * ours is open or being begun, waiting a while for that (unlocked) */
+        if (mr_adopt_map_locked(sh)) {
+            if (++adoptions > 8) break;
+        } else {
+            pthread_mutex_unlock(&sh->mu);
+            const int again = mr_adopt_wait(&waited);
+            pthread_mutex_lock(&sh->mu);
+            if (!again) break;
+        }
         mrc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, t);
     }
     if (!mrc) {

@@ -769,6 +769,18 @@ static void env_release(mr_env *e)
     if (last) env_free(e);
 }
 
+/* Ends the write transaction moraine_open began with mr_write_txn_begin:
+ * commits it (@commit) or aborts it, then clears the writer. Returns LMDB's
+ * error code of the commit, or 0. */
+static int open_write_end(moraine_db *db, MDB_txn *t, int commit)
+{
+    int mrc = 0;
+    if (commit) mrc = mdb_txn_commit(t);
+    else mdb_txn_abort(t);
+    mr_writer_done(db->sh);
+    return mrc;
+}
+
 int moraine_open(const char *path, const moraine_options *opts, moraine_db **out)
 {
     moraine_options o = {0};
@@ -794,7 +806,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
      * (made) goes, nothing that was there before (open_undo). */
     open_made made = {0, 1, 1, 0};
     int rc = 0, mrc;
-    int writes = 0; /* this call writes the format marker, reg_mu held until it is committed (below) */
+    int writes = 0; /* this call writes a new catalog's format marker (below) */
     if (!exists) {
         /* private, as PostgreSQL's data directory: the store may hold encryption keys */
         /* another process may create it between stat and mkdir (two imports or
@@ -823,26 +835,28 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     db->sh = sh;
     db->env = sh->env;
     /* The handle that opened the environment writes the format marker of a
-     * new catalog, and keeps reg_mu until it is committed: a handle that
-     * shared the environment before then would read no marker, and its
-     * commits would leave a catalog no open accepts. A handle sharing an
-     * open environment only reads (the thread may hold a commit open on the
-     * other handle: a write transaction would wait on it). The write
-     * transaction needs no count in sh (txn.c): no other handle can reach
-     * the environment to remap it while reg_mu is held. */
+     * new catalog (decided here, under reg_mu: a handle that shared the
+     * environment before the decision made both read, and nobody wrote the
+     * marker). A handle sharing an open environment only reads (the thread
+     * may hold a commit open on the other handle: a write transaction would
+     * wait on it); if it finds a new catalog, its first commit writes the
+     * marker too (need_marker), in case it commits before the handle that
+     * opened the environment wrote it. reg_mu is not held across the write:
+     * it may wait for another process's commit, which may wait for a commit
+     * of this process whose thread then opens or closes a handle. */
     writes = !o.read_only && created;
-    if (!writes) pthread_mutex_unlock(&reg_mu);
+    pthread_mutex_unlock(&reg_mu);
     /* A larger map may have been set by another process or handle: adopt it. */
     MDB_envinfo ei;
     if (mr_env_info(db, &ei) == 0 && ei.me_mapsize > db->opts.map_size) db->opts.map_size = ei.me_mapsize;
 
     MDB_txn *t;
-    if ((mrc = writes ? mdb_txn_begin(db->env, NULL, 0, &t) : mr_read_txn_begin(db, &t, NULL))) {
-        rc = mr_lmdb_err(mrc, path);
+    if (writes ? (rc = mr_write_txn_begin(db, 0, &t)) != 0 : (mrc = mr_read_txn_begin(db, &t, NULL)) != 0) {
+        if (!writes) rc = mr_lmdb_err(mrc, path);
         goto fail;
     }
     if ((mrc = mdb_dbi_open(t, NULL, 0, &db->dbi))) {
-        writes ? mdb_txn_abort(t) : mr_read_txn_end(db, t);
+        writes ? open_write_end(db, t, 0) : mr_read_txn_end(db, t);
         rc = mr_lmdb_err(mrc, path);
         goto fail;
     }
@@ -856,6 +870,8 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
             rc = mr_err(MORAINE_ECORRUPT, "%s: holds an LMDB database that is not a moraine catalog", path);
         } else if (writes) {
             rc = mr_meta_put_int(t, db->dbi, "format", MR_FORMAT_VERSION);
+        } else if (!o.read_only) {
+            db->need_marker = 1;
         }
     } else if (rc == 1) {
         if (fmt == 1)
@@ -870,19 +886,18 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
     db->format = fmt ? (int)fmt : MR_FORMAT_VERSION;
     if (!rc) rc = mr_load_relations(db, t);
     if (rc) {
-        writes ? mdb_txn_abort(t) : mr_read_txn_end(db, t);
+        writes ? open_write_end(db, t, 0) : mr_read_txn_end(db, t);
         goto fail;
     }
     if (!writes) mr_read_txn_end(db, t);
-    else if ((mrc = mdb_txn_commit(t))) {
+    else if ((mrc = open_write_end(db, t, 1))) {
         rc = mr_lmdb_err(mrc, path);
         goto fail;
     }
-    if (writes) pthread_mutex_unlock(&reg_mu);
     *out = db;
     return 0;
 fail:
-    if (!writes) pthread_mutex_lock(&reg_mu);
+    pthread_mutex_lock(&reg_mu);
 fail_locked:
     /* reg_mu held from the environment's release to open_undo: no handle of
      * this process can open the files in between */

@@ -323,23 +323,40 @@ void mr_writer_done(mr_env *sh)
     pthread_mutex_unlock(&sh->mu);
 }
 
-int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
+int mr_adopt_map_locked(mr_env *sh)
 {
-    if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_txn_begin: NULL argument");
-    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
-    int prc = mr_same_process(db);
-    if (prc) return prc;
-    if (db->writer) return mr_err(MORAINE_ETXN, "a commit is already open on this catalog handle");
+    if (sh->writer || sh->starting || __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST)) return 0;
+    mdb_env_set_mapsize(sh->env, 0);
+    sh->map_base = NULL; /* remapped */
+    return 1;
+}
+
+int mr_adopt_wait(unsigned *waited_us)
+{
+    if (*waited_us >= MR_ADOPT_WAIT_US) return 0;
+    unsigned step = *waited_us < 50 ? 50 : *waited_us > 5000 ? 5000 : *waited_us; /* 50 µs, doubling to 5 ms */
+    usleep(step);
+    *waited_us += step;
+    return 1;
+}
+
+int mr_write_txn_begin(moraine_db *db, int grow, MDB_txn **t)
+{
     mr_env *sh = db->sh;
     pthread_mutex_lock(&sh->mu);
-    int mine = sh->writer && pthread_equal(sh->writer_thread, pthread_self());
+    /* another handle of the same catalog in this thread: LMDB's writer lock
+     * would wait for ourselves (another thread's commit is simply waited for) */
+    if (sh->writer && pthread_equal(sh->writer_thread, pthread_self())) {
+        pthread_mutex_unlock(&sh->mu);
+        return mr_err(MORAINE_ETXN, "a commit is already open on this catalog in this thread, through another handle of it");
+    }
     /* Grow the map ahead of need while no transaction of ours is open or
      * being begun (LMDB allows resizing only then, and a write transaction
      * reads its meta page through the map before LMDB counts it): when more
      * than half is in use. Under the lock a read transaction takes to begin
      * and be counted (read.c, mr_read_txn_begin) and a write transaction to
      * be counted as starting, so none begins between the check and the remap. */
-    if (!sh->writer && !sh->starting && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
+    if (grow && !sh->writer && !sh->starting && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
         MDB_envinfo ei;
         MDB_stat st;
         if (mdb_env_info(db->env, &ei) == 0 && mdb_env_stat(db->env, &st) == 0) {
@@ -349,43 +366,57 @@ int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
             }
         }
     }
-    if (!mine) sh->starting++; /* until writer is set below, or the begin failed */
+    sh->starting++; /* until it is the writer, or the begin failed */
     pthread_mutex_unlock(&sh->mu);
-    /* another handle of the same catalog in this thread: LMDB's writer lock
-     * would wait for ourselves (another thread's commit is simply waited for) */
-    if (mine) return mr_err(MORAINE_ETXN, "a commit is already open on this catalog in this thread, through another handle of it");
-    moraine_txn *txn = calloc(1, sizeof *txn);
-    int mrc = txn ? mdb_txn_begin(db->env, NULL, 0, &txn->t) : 0;
-    if (txn && mrc == MDB_MAP_RESIZED) {
-        /* another process grew the map: adopt it, as mr_read_txn_begin does,
-         * when no other transaction of this process is open or being begun
-         * (LMDB released its writer lock as the begin failed) */
+    int mrc, adoptions = 0;
+    unsigned waited = 0;
+    for (;;) {
+        mrc = mdb_txn_begin(db->env, NULL, 0, t);
         pthread_mutex_lock(&sh->mu);
-        if (!sh->writer && sh->starting == 1 && __atomic_load_n(&sh->nreaders, __ATOMIC_SEQ_CST) == 0) {
-            mdb_env_set_mapsize(db->env, 0);
-            sh->map_base = NULL; /* remapped */
+        sh->starting--;
+        if (!mrc) {
+            sh->writer = 1;
+            sh->writer_thread = pthread_self();
         }
+        /* another process grew the map (LMDB released its writer lock as the
+         * begin failed): adopt it once nothing else of the process is open
+         * or being begun, waiting a while for that, uncounted while it waits */
+        const int adopted = mrc == MDB_MAP_RESIZED && adoptions < 8 && mr_adopt_map_locked(sh);
+        if (adopted) sh->starting++;
         pthread_mutex_unlock(&sh->mu);
-        mrc = mdb_txn_begin(db->env, NULL, 0, &txn->t);
+        if (adopted) {
+            adoptions++;
+            continue;
+        }
+        if (mrc != MDB_MAP_RESIZED || !mr_adopt_wait(&waited)) break;
+        pthread_mutex_lock(&sh->mu);
+        sh->starting++;
+        pthread_mutex_unlock(&sh->mu);
     }
-    pthread_mutex_lock(&sh->mu);
-    sh->starting--;
-    if (txn && !mrc) {
-        sh->writer = 1;
-        sh->writer_thread = pthread_self();
-    }
-    pthread_mutex_unlock(&sh->mu);
+    return mrc ? mr_lmdb_err(mrc, "starting a commit") : 0;
+}
+
+int moraine_txn_begin(moraine_db *db, int64_t snapshot_id, moraine_txn **out)
+{
+    if (!db || !out) return mr_err(MORAINE_EINVAL, "moraine_txn_begin: NULL argument");
+    if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
+    int prc = mr_same_process(db);
+    if (prc) return prc;
+    if (db->writer) return mr_err(MORAINE_ETXN, "a commit is already open on this catalog handle");
+    mr_env *sh = db->sh;
+    moraine_txn *txn = calloc(1, sizeof *txn);
     if (!txn) return mr_err(MORAINE_ENOMEM, "out of memory");
-    if (mrc) {
+    int rc = mr_write_txn_begin(db, 1, &txn->t);
+    if (rc) {
         free(txn);
-        return mr_lmdb_err(mrc, "starting a commit");
+        return rc;
     }
     txn->db = db;
     txn->snapshot = snapshot_id;
     txn->ic_ticket = mr_int_cache_begin(db->env, txn->t);
     mr_bounds_get(db, &txn->bounds);
     pthread_mutex_lock(&db->mu);
-    int rc = mr_load_relations(db, txn->t);
+    rc = mr_load_relations(db, txn->t);
     pthread_mutex_unlock(&db->mu);
     if (!rc && snapshot_id != MORAINE_NO_SNAPSHOT) {
         int64_t last = 0;

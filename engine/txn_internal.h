@@ -155,8 +155,6 @@ int mr_pending_set_ident(moraine_txn *txn, pending *e, const uint8_t *k, size_t 
 /* @n bytes from the commit's arena, aligned for any object; freed when the
  * commit ends. NULL when out of memory. */
 void *mr_txn_alloc(moraine_txn *txn, size_t n);
-/* Marks the environment's writer gone (commit or abort ended it). */
-void mr_writer_done(mr_env *sh);
 /* Frees the transaction's memory (not its LMDB transaction). */
 void mr_txn_free(moraine_txn *txn);
 

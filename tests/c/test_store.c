@@ -1036,6 +1036,22 @@ static void test_import(moraine_db *main_db)
           "changed file: '%s'", moraine_errmsg());
     check_empty(db, "import_changed");
 
+    /* an import that fails and cannot be undone says so: here the thread holds a commit open on
+     * another handle of the catalog, so the replay's first commit and the undo are both refused
+     * (the undo's write used to wait for that commit forever, and a failed undo was reported as
+     * done); nothing is written */
+    moraine_db *other = NULL;
+    CHECK_RC(moraine_open(p, NULL, &other), 0);
+    moraine_txn *held = NULL;
+    if (other) CHECK_RC(moraine_txn_begin(other, MORAINE_NO_SNAPSHOT, &held), 0);
+    path_of(d, sizeof d, "import_good");
+    CHECK_RC(moraine_import_ndjson(db, d, NULL, NULL), MORAINE_ETXN);
+    CHECK(strstr(moraine_errmsg(), "the import could not be undone") != NULL && strstr(moraine_errmsg(), "import undone") == NULL,
+          "an undo that failed reported as: '%s'", moraine_errmsg());
+    if (held) moraine_txn_abort(held);
+    moraine_close(other);
+    check_empty(db, "import under a commit of the same thread");
+
     /* after all those failures the same handle imports a good export */
     path_of(d, sizeof d, "import_good");
     CHECK_RC(moraine_import_ndjson(db, d, NULL, NULL), 0);
