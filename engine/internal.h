@@ -319,6 +319,7 @@ typedef struct mr_env {
     pid_t pid;               /* the process that opened it */
     unsigned forks;          /* mr_forks when it was opened (a fork's child, even with the same pid in another pid namespace, differs) */
     int refs;                /* handles sharing it */
+    int shared;              /* another handle shared it since it was opened (reg_mu): a failed first open then keeps the files */
     int read_only, no_sync;  /* how it was opened */
     pthread_mutex_t mu;      /* guards writer/writer_thread, commits, last_check */
     int nreaders;            /* read transactions open in this process (map growth needs none) */

@@ -1054,7 +1054,7 @@ int moraine_path_in_catalog(moraine_db *db, const char *path, int *inside);
  * the catalog through another handle); staged-path errors. On any error
  * nothing of the import remains in the catalog, unless the undo itself
  * failed: the message then says "the import could not be undone" and why,
- * and the snapshots committed before the failure stay.
+ * and what the import committed before the failure, if anything, stays.
  * @progress (may be NULL) is called in two phases: while the files are read
  * and checked, with (rows read so far, 0) every 4096 rows and once at the
  * end (total 0: not known yet); then while the rows are written, with

@@ -764,6 +764,7 @@ int mr_clear_catalog(moraine_db *db)
     mrc = mdb_txn_commit(t);
     mr_writer_done(db->sh);
     if (mrc) return mr_lmdb_err(mrc, "clearing the catalog");
+    db->need_marker = 0; /* written above */
     __atomic_store_n(&db->format, MR_FORMAT_VERSION, __ATOMIC_RELAXED); /* the marker written above */
     pthread_mutex_lock(&db->mu);
     /* descriptors of the failed import: retire them all */
@@ -977,8 +978,8 @@ static int import_tables(moraine_db *db, tables *ts, moraine_progress_fn progres
             snprintf(m, sizeof m, "%s", moraine_errmsg());
             if (mr_clear_catalog(db) == 0) rc = mr_err(rc, "%s (import undone: the catalog is empty again)", m);
             else /* the clear's own error (a full map, a commit of this thread on another handle): what was committed stays */
-                rc = mr_err(rc, "%s (the import could not be undone: %s; the snapshots committed before the failure are in the "
-                            "catalog: remove the catalog directory before importing again)", m, moraine_errmsg());
+                rc = mr_err(rc, "%s (the import could not be undone: %s; what it committed before the failure, if anything, stays in "
+                            "the catalog)", m, moraine_errmsg());
         }
     }
     mr_nd_ops_free(&o);

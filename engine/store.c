@@ -827,6 +827,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
             goto fail_locked;
         }
         sh->refs++;
+        sh->shared = 1;
     } else if ((rc = env_open(path, &o, &made, &sh))) {
         goto fail_locked;
     } else {
@@ -852,7 +853,7 @@ int moraine_open(const char *path, const moraine_options *opts, moraine_db **out
 
     MDB_txn *t;
     if (writes ? (rc = mr_write_txn_begin(db, 0, &t)) != 0 : (mrc = mr_read_txn_begin(db, &t, NULL)) != 0) {
-        if (!writes) rc = mr_lmdb_err(mrc, path);
+        rc = writes ? mr_err(rc, "%s: %s", path, moraine_errmsg()) : mr_lmdb_err(mrc, path);
         goto fail;
     }
     if ((mrc = mdb_dbi_open(t, NULL, 0, &db->dbi))) {
@@ -902,8 +903,10 @@ fail_locked:
     /* reg_mu held from the environment's release to open_undo: no handle of
      * this process can open the files in between */
     if (db->sh) {
+        /* another handle shares the environment now, or did (it may have
+         * committed while this open wrote the marker): its files stay */
+        if (db->sh->shared) made.had_data = made.had_lock = 1;
         if (env_unref(db->sh)) env_free(db->sh);
-        else made.had_data = made.had_lock = 1; /* another handle shares the environment now: its files stay */
     }
     open_undo(path, &made);
     pthread_mutex_unlock(&reg_mu);
