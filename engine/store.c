@@ -930,12 +930,25 @@ void mr_db_free(moraine_db *db, int release_env)
 
 unsigned mr_forks;
 
-static void fork_child(void) { __atomic_add_fetch(&mr_forks, 1, __ATOMIC_RELAXED); }
+/* The registry lock is taken by the forking thread before fork and released
+ * on both sides after it: a child never starts with reg_mu locked by a
+ * thread it does not have (another thread's moraine_open or moraine_close at
+ * the moment of fork), where its own opens would wait forever. Nothing of
+ * moraine forks with reg_mu held, and it is not held across a wait on
+ * another process (moraine_open), so the fork waits at most for one
+ * environment's open or close. */
+static void fork_prepare(void) { pthread_mutex_lock(&reg_mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&reg_mu); }
+static void fork_child(void)
+{
+    __atomic_add_fetch(&mr_forks, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&reg_mu);
+}
 
 static void fork_register(void)
 {
     /* fails only for want of memory: reads then go unguarded after fork, as before */
-    (void)pthread_atfork(NULL, NULL, fork_child);
+    (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 void mr_fork_watch(void)

@@ -14,6 +14,9 @@
  *   must not wait for it (an open that held the process's registry lock
  *   across that wait closed a deadlock with a commit of this process that the
  *   other process waits for).
+ * - fork_while_opening: a child forked while another thread of the parent is
+ *   inside moraine_open opens a catalog of its own (it waited forever on the
+ *   process's registry lock, copied locked by a thread the child does not have).
  * - marker_by_commit: a handle that opened a new catalog without writing its
  *   format marker (another handle's open writes it) writes the marker with
  *   its first commit if it is still missing, so a catalog committed to always
@@ -22,7 +25,9 @@
 #include "check.h"
 #include "internal.h"
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -221,6 +226,58 @@ static void open_not_blocked(void)
     CHECK(done - t0 < 1.0 && opened_at > done, "an open of another catalog waited %.3f s for an open waiting on another process's commit", done - t0);
 }
 
+/* ---- fork_while_opening ---- */
+
+#define FORKS 300
+static volatile int opener_stop;
+static void *opener(void *arg)
+{
+    char dir[1200];
+    moraine_options o = {.no_sync = 1, .create = 1};
+    for (int i = 0; !__atomic_load_n(&opener_stop, __ATOMIC_SEQ_CST); i++) {
+        snprintf(dir, sizeof dir, "%s/opener-%d", (const char *)arg, i % 4);
+        moraine_db *db;
+        if (moraine_open(dir, &o, &db) == 0) moraine_close(db);
+    }
+    return NULL;
+}
+
+static void fork_while_opening(void)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/forks", root);
+    if (mkdir(dir, 0700) != 0) {
+        CHECK(0, "mkdir %s", dir);
+        return;
+    }
+    opener_stop = 0;
+    pthread_t th;
+    CHECK_RC(pthread_create(&th, NULL, opener, dir), 0);
+    int hung = 0, failed = 0;
+    for (int i = 0; i < FORKS && !hung; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(10); /* a child that waits on a lock no thread of it holds: killed, and counted below */
+            char own[1200];
+            snprintf(own, sizeof own, "%s/child-%d", dir, i);
+            moraine_options o = {.no_sync = 1, .create = 1};
+            moraine_db *db;
+            int rc = moraine_open(own, &o, &db);
+            if (!rc) rc = define_table(db);
+            if (!rc) moraine_close(db);
+            _exit(rc ? 1 : 0);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM) hung++;
+        else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed++;
+    }
+    __atomic_store_n(&opener_stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(th, NULL);
+    CHECK(hung == 0, "a child forked while another thread opened a catalog hung in its own moraine_open");
+    CHECK_INT(failed, 0);
+}
+
 /* ---- marker_by_commit ---- */
 
 static void marker_by_commit(void)
@@ -262,6 +319,7 @@ int main(void)
     }
     map_grown_elsewhere();
     open_not_blocked();
+    fork_while_opening();
     marker_by_commit();
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
