@@ -175,7 +175,7 @@ static int mb_names(lua_State *L, int opt, const char *key, const char **out)
         lua_rawgeti(L, -1, i + 1);
         if (lua_type(L, -1) != LUA_TSTRING)
             raise_errf(L, MORAINE_EINVAL, "files_batch: option '%s'[%d] must be a column name", key, i + 1);
-        out[i] = lua_tostring(L, -1); /* anchored by the options table */
+        out[i] = nul_free(L, -1, "a column name"); /* anchored by the options table */
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
@@ -530,7 +530,7 @@ int l_read_files_batch(lua_State *L)
 int l_read_scan_columns(lua_State *L)
 {
     lread *r = check_read(L, 1);
-    const char *name = luaL_checkstring(L, 2);
+    const char *name = check_name(L, 2);
     if (!lua_isnoneornil(L, 3))
         luaL_checktype(L, 3, LUA_TTABLE);
     else {
@@ -591,7 +591,7 @@ int l_read_scan_columns(lua_State *L)
                 raise_errf(L, MORAINE_EINVAL, "scan_columns: option 'children' must be keyed by child relation names");
             if (nk == MAXK)
                 raise_errf(L, MORAINE_EINVAL, "scan_columns: at most %d child relations", MAXK);
-            const char *kn = lua_tostring(L, -2);
+            const char *kn = nul_free(L, -2, "a child relation name");
             moraine_relation_info ki;
             if (lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1) && moraine_relation(r->owner->db, kn, &ki) == 0) {
                 if (ki.ncols > MB_MAX_COLS)
@@ -607,7 +607,7 @@ int l_read_scan_columns(lua_State *L)
                     lua_rawgeti(L, -1, i + 1);
                     if (lua_type(L, -1) != LUA_TSTRING)
                         raise_errf(L, MORAINE_EINVAL, "scan_columns: children.%s[%d] must be a column name", kn, i + 1);
-                    kcols[nk][i] = lua_tostring(L, -1); /* anchored by the options table */
+                    kcols[nk][i] = nul_free(L, -1, "a column name"); /* anchored by the options table */
                     lua_pop(L, 1);
                 }
                 nkcols[nk] = n;

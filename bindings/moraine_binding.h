@@ -88,6 +88,8 @@ typedef struct {
     ltxn *txn;    /* the open write handle, if any */
     lvtx *vtxs;   /* open verb transactions, to abort them on close */
     int busy;     /* inside import/export: close refused */
+    int calls;    /* C methods of its reads, commits and verb transactions running (moraine_core.c, counted_call):
+                   * close refused, since one may run Lua code part way (an option's __index, a finalizer) */
 } ldb;
 
 /* A verb transaction (db:transaction). tx is NULL once committed or aborted. */
@@ -188,6 +190,10 @@ void check_table_scope(lua_State *L, int64_t table_id, const char *what);
 
 /* The argument at @idx as a name: a string without NUL bytes (argument error otherwise). */
 const char *check_name(lua_State *L, int idx);
+/* luaL_checkstring refusing an embedded NUL byte (argument error): for paths and names C reads up to the first NUL */
+const char *check_cstr(lua_State *L, int idx);
+/* The string at @idx (lua_tostring), EINVAL "@what contains a NUL byte" when it holds one; NULL when not a string/number */
+const char *nul_free(lua_State *L, int idx, const char *what);
 
 /* core.clock, core.int64, core.set_int64_ctor, core.set_cdata_conv,
  * core.all_versions (lua_CFunctions). */

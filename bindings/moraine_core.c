@@ -58,6 +58,56 @@ static void mr_setfuncs(lua_State *L, const luaL_Reg *l)
     }
 }
 
+/* ---- calls on a catalog's reads and transactions ----
+ * A C method of a read, a staged commit or a verb transaction can run Lua
+ * code part way: an option table's __index, or a finalizer run by an
+ * allocation. Were that code to close the catalog (db:close()), the method
+ * would go on with freed engine state. So each call on an open one counts
+ * itself in its catalog's `calls`, and db:close() refuses while any runs.
+ * The count is restored, not decremented, when the call returns; a call that
+ * raised leaves it counted, and the db:read, db:scan, db:commit or
+ * db:transaction around it (the only places such an object is open)
+ * restores it when its function returns or raises. */
+enum { CALLS_READ, CALLS_TXN, CALLS_VTX };
+
+static ldb *calls_owner(lua_State *L, int kind)
+{
+    if (kind == CALLS_READ) {
+        lread *r = (lread *)luaL_testudata(L, 1, MT_READ);
+        return r && r->rd ? r->owner : NULL;
+    }
+    if (kind == CALLS_TXN) {
+        ltxn *t = (ltxn *)luaL_testudata(L, 1, MT_TXN);
+        return t && t->txn ? t->owner : NULL;
+    }
+    lvtx *v = (lvtx *)luaL_testudata(L, 1, MT_VTX);
+    return v && v->tx ? v->owner : NULL;
+}
+
+static int counted_call(lua_State *L)
+{
+    lua_CFunction f = lua_tocfunction(L, lua_upvalueindex(1));
+    ldb *d = calls_owner(L, (int)lua_tointeger(L, lua_upvalueindex(2)));
+    if (!d)
+        return f(L); /* closed (it raises) or not called on one */
+    const int saved = d->calls;
+    d->calls = saved + 1;
+    int n = f(L);
+    d->calls = saved;
+    return n;
+}
+
+/* mr_setfuncs with every function wrapped in counted_call for objects of @kind */
+static void mr_setfuncs_counted(lua_State *L, const luaL_Reg *l, int kind)
+{
+    for (; l->name; l++) {
+        lua_pushcfunction(L, l->func);
+        lua_pushinteger(L, kind);
+        lua_pushcclosure(L, counted_call, 2);
+        lua_setfield(L, -2, l->name);
+    }
+}
+
 /* ---- module ------------------------------------------------------------------------- */
 static const luaL_Reg db_methods[] = {{"close", l_db_close},
                                       {"last_snapshot", l_db_last_snapshot},
@@ -120,7 +170,10 @@ static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, l
     luaL_newmetatable(L, name);
     if (methods) {
         lua_newtable(L);
-        mr_setfuncs(L, methods);
+        if (!strcmp(name, MT_READ)) mr_setfuncs_counted(L, methods, CALLS_READ);
+        else if (!strcmp(name, MT_TXN)) mr_setfuncs_counted(L, methods, CALLS_TXN);
+        else if (!strcmp(name, MT_VTX)) mr_setfuncs_counted(L, methods, CALLS_VTX);
+        else mr_setfuncs(L, methods);
         lua_setfield(L, -2, "__index");
     }
     lua_pushcfunction(L, gc);

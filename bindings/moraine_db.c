@@ -47,7 +47,7 @@ static size_t opt_size_field(lua_State *L, int idx, const char *key)
 /* core.open(path, opts) -> db */
 int l_open(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = check_cstr(L, 1);
     moraine_options o;
     memset(&o, 0, sizeof o);
     o.create = 1;
@@ -81,6 +81,9 @@ int l_db_close(lua_State *L)
     ldb *d = (ldb *)luaL_checkudata(L, 1, MT_DB);
     if (d->busy)
         return raise_errf(L, MORAINE_ETXN, "cannot close the catalog during import/export");
+    if (d->calls)
+        return raise_errf(L, MORAINE_ETXN, "cannot close the catalog inside a call on one of its reads or transactions (from an "
+                                           "option's metamethod or a finalizer run during it); close it after the call returns");
     db_close(d);
     return 0;
 }
@@ -217,7 +220,7 @@ static int progress_cb(void *ud, uint64_t done, uint64_t total)
 static int import_export(lua_State *L, int import)
 {
     ldb *d = check_db(L, 1);
-    const char *dir = luaL_checkstring(L, 2);
+    const char *dir = check_cstr(L, 2);
     lua_settop(L, 3);
     if (!lua_isnil(L, 3)) {
         luaL_checktype(L, 3, LUA_TTABLE);
@@ -453,8 +456,8 @@ int l_db_import_rows(lua_State *L)
 int l_db_import_sqlite(lua_State *L)
 {
     ldb *d = check_db(L, 1);
-    const char *path = luaL_checkstring(L, 2);
-    const char *tmpdir = luaL_checkstring(L, 3);
+    const char *path = check_cstr(L, 2);
+    const char *tmpdir = check_cstr(L, 3);
     luaL_checktype(L, 4, LUA_TTABLE);
     lua_settop(L, 5);
     unsigned flags = 0;
@@ -475,7 +478,7 @@ int l_db_import_sqlite(lua_State *L)
         if (lua_type(L, tidx) != LUA_TTABLE) return luaL_error(L, "import_sqlite: tables[%d] is not a table", (int)i + 1);
         lua_getfield(L, tidx, "name");
         if (lua_type(L, -1) != LUA_TSTRING) return luaL_error(L, "import_sqlite: tables[%d].name is not a string", (int)i + 1);
-        tabs[i].name = lua_tostring(L, -1);
+        tabs[i].name = nul_free(L, -1, "a table name");
         lua_rawseti(L, 9, (int)mr_rawlen(L, 9) + 1);
         lua_getfield(L, tidx, "columns");
         int cidx = lua_gettop(L);
@@ -532,7 +535,7 @@ int l_db_import_sqlite(lua_State *L)
 /* core.import_ndjson_check(dir) -> true: moraine_import_ndjson_check */
 int l_import_ndjson_check(lua_State *L)
 {
-    const char *dir = luaL_checkstring(L, 1);
+    const char *dir = check_cstr(L, 1);
     int rc = moraine_import_ndjson_check(dir, NULL, NULL);
     if (rc != 0) return raise_engine(L, rc);
     lua_pushboolean(L, 1);
@@ -569,7 +572,7 @@ int l_import_check_new(lua_State *L)
 int l_import_check_add(lua_State *L)
 {
     lcheck *k = check_checker(L);
-    const char *name = luaL_checkstring(L, 2);
+    const char *name = check_cstr(L, 2);
     luaL_checktype(L, 3, LUA_TTABLE);
     luaL_checktype(L, 4, LUA_TTABLE);
     lua_settop(L, 4);
@@ -637,7 +640,7 @@ int l_import_check_gc(lua_State *L)
  * DuckLake's table @table ("any": a table or column it does not know) */
 int l_column_type(lua_State *L)
 {
-    const char *table = luaL_checkstring(L, 1), *column = luaL_checkstring(L, 2);
+    const char *table = check_cstr(L, 1), *column = check_cstr(L, 2);
     switch (moraine_known_column_type(table, column)) {
     case MORAINE_COL_BIGINT: lua_pushliteral(L, "bigint"); break;
     case MORAINE_COL_VARCHAR: lua_pushliteral(L, "varchar"); break;
@@ -728,7 +731,7 @@ int l_db_verify(lua_State *L)
  * run in a child process (moraine_verify_path). */
 int l_verify_path(lua_State *L)
 {
-    return verify_call(L, NULL, luaL_checkstring(L, 1));
+    return verify_call(L, NULL, check_cstr(L, 1));
 }
 
 /* (out, moraine_stat *) as lightuserdata -> appends one stats entry */
@@ -816,7 +819,7 @@ int l_db_store_access(lua_State *L)
 int l_db_path_in_catalog(lua_State *L)
 {
     ldb *d = check_db(L, 1);
-    const char *path = luaL_checkstring(L, 2);
+    const char *path = check_cstr(L, 2);
     int inside = 0;
     int rc = moraine_path_in_catalog(d->db, path, &inside);
     if (rc < 0)
@@ -830,7 +833,7 @@ int l_db_path_in_catalog(lua_State *L)
  * others (an export holding keys). Raises EIO naming the path. */
 int l_create_private_file(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = check_cstr(L, 1);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || fchmod(fd, 0600) != 0) {
         int e = errno;
@@ -847,7 +850,7 @@ int l_create_private_file(lua_State *L)
 int l_db_compact(lua_State *L)
 {
     ldb *d = check_db(L, 1);
-    const char *dest = luaL_checkstring(L, 2);
+    const char *dest = check_cstr(L, 2);
     lua_settop(L, 3);
     push_progress_opt(L, 3); /* 4 */
     lua_pushnil(L);          /* 5: error slot */
@@ -909,7 +912,7 @@ int l_db_last_txnid(lua_State *L)
  * the other, never neither. Raises EIO naming both for any other failure. */
 int l_rename_exchange(lua_State *L)
 {
-    const char *a = luaL_checkstring(L, 1), *b = luaL_checkstring(L, 2);
+    const char *a = check_cstr(L, 1), *b = check_cstr(L, 2);
 #ifdef RENAME_EXCHANGE
     if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0) {
         lua_pushboolean(L, 1);

@@ -133,10 +133,18 @@ static int cursor_step(lua_State *L, lcursor *c)
     return 3;
 }
 
+/* The catalog a cursor's step counts its call in (moraine_core.c,
+ * counted_call): its read's, while the read is open; else NULL. */
+static ldb *step_owner(const lcursor *c) { return c->owner && c->owner->rd ? c->owner->owner : NULL; }
+
 static int l_scan_iter(lua_State *L)
 {
     lcursor *c = (lcursor *)lua_touserdata(L, lua_upvalueindex(1));
+    ldb *d = step_owner(c);
+    const int saved = d ? d->calls++ : 0;
     int n = cursor_step(L, c);
+    if (d)
+        d->calls = saved;
     if (n == 0) {
         lua_pushnil(L);
         return 1;
@@ -470,10 +478,10 @@ static int l_read_table_id(lua_State *L)
     const char *schema = NULL;
     if (!lua_isnoneornil(L, 2)) {
         if (lua_type(L, 2) != LUA_TSTRING) return raise_errf(L, MORAINE_EINVAL, "table_id: schema must be a string or nil, got %s", luaL_typename(L, 2));
-        schema = lua_tostring(L, 2);
+        schema = nul_free(L, 2, "table_id: the schema name");
     }
     if (lua_type(L, 3) != LUA_TSTRING) return raise_errf(L, MORAINE_EINVAL, "table_id: the table name must be a string, got %s", luaL_typename(L, 3));
-    const char *name = lua_tostring(L, 3);
+    const char *name = nul_free(L, 3, "table_id: the table name");
     int64_t at = lua_isnoneornil(L, 4) ? default_snapshot(L, r) : check_int(L, 4);
     int64_t id;
     int rc = moraine_table_id_at(r->rd, schema, name, at, &id);
@@ -496,7 +504,9 @@ int l_db_read(lua_State *L)
     lread *r = new_read(L, d, 1); /* 3 */
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 3);
+    const int calls = d->calls;
     int rc = lua_pcall(L, 1, LUA_MULTRET, 0);
+    d->calls = calls; /* a call on the read that raised left itself counted */
     read_close(r);
     if (rc != LUA_OK)
         return lua_error(L);
@@ -541,7 +551,9 @@ int l_db_scan(lua_State *L)
     lua_pushvalue(L, 4);
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 3);
+    const int calls = d->calls++; /* scan_collect is a call on the read (moraine_core.c, counted_call) */
     int rc = lua_pcall(L, 3, 1, 0);
+    d->calls = calls;
     read_close(r);
     if (rc != LUA_OK)
         return lua_error(L);

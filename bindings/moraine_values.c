@@ -356,6 +356,24 @@ int l_all_versions(lua_State *L)
 }
 
 /* A name argument: a string without NUL bytes. */
+const char *check_cstr(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, idx, &len);
+    if (strlen(s) != len)
+        luaL_argerror(L, idx, "contains a NUL byte (a path or name cannot hold one)");
+    return s;
+}
+
+const char *nul_free(lua_State *L, int idx, const char *what)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (s && strlen(s) != len)
+        raise_errf(L, MORAINE_EINVAL, "%s contains a NUL byte", what);
+    return s;
+}
+
 const char *check_name(lua_State *L, int idx)
 {
     size_t len;

@@ -889,7 +889,10 @@ int l_db_transaction(lua_State *L)
     }
     lua_pushvalue(L, 2);
     lua_pushvalue(L, tx_idx);
-    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    const int calls = d->calls;
+    const int prc = lua_pcall(L, 1, 0, 0);
+    d->calls = calls; /* a call on the transaction that raised left itself counted (moraine_core.c, counted_call) */
+    if (prc != LUA_OK) {
         vtx_abort(t);
         return lua_error(L); /* fn's error, as raised */
     }

@@ -726,6 +726,93 @@ describe("catalog", function()
       expect_err("ETXN", nil, it2)
     end)
 
+    -- a C call on a read can run Lua code part way (an option table's __index,
+    -- a finalizer run by an allocation); db:close() from there would free
+    -- the read under the call (it crashed): it is refused, the call finishes
+    it("refuses db:close() from an option's metamethod inside a read call, and answers", function()
+      local want = #rows_of(db, "ducklake_table", {at = moraine.ALL})
+      local refused = {}
+      local opts = setmetatable({}, {__index = function(_, k)
+        if k == "at" then
+          local ok, e = pcall(db.close, db)
+          refused[#refused + 1] = (not ok) and e.code or "closed"
+          return moraine.ALL
+        end
+      end})
+      db:read(function(rd)
+        local n = 0
+        for _ in rd:scan("ducklake_table", opts) do n = n + 1 end
+        assert.are.equal(want, n)
+        assert.are.equal(want, rd:scan_columns("ducklake_table", opts).n)
+        local m = 0
+        for _, k in rd:scan_json("ducklake_table", opts) do m = m + k end
+        assert.are.equal(want, m)
+      end)
+      assert.are.equal(want, #db:scan("ducklake_table", opts))
+      assert.is_true(#refused >= 4)
+      for _, code in ipairs(refused) do assert.are.equal("ETXN", code) end
+      assert.is_not_nil(db:last_snapshot()) -- still open
+      db:close() -- outside any call: closes
+      expect_err("EINVAL", "closed", db.relations, db)
+      db = moraine.open(dir, {no_sync = true}) -- for after_each
+    end)
+
+    it("never crashes when a finalizer closes the catalog during its reads", function()
+      db:commit(9, function(tx)
+        insert_snapshot(tx, 9)
+        for i = 1, 3000 do
+          tx:insert("ducklake_metadata", {key = "k" .. i, value = string.rep("v", 40), scope = N, scope_id = N})
+        end
+      end)
+      local function armed(h) -- garbage whose finalizer closes @h
+        local fin = function() pcall(h.close, h) end
+        if IS_JIT then
+          local p = newproxy(true)
+          getmetatable(p).__gc = fin
+        else
+          setmetatable({}, {__gc = fin})
+        end
+      end
+      local answered, refused = 0, 0
+      for _ = 1, 10 do
+        local h = moraine.open(dir, {no_sync = true})
+        for _ = 1, 200 do armed(h) end
+        local ok, e = pcall(h.read, h, function(rd)
+          local n = rd:scan_columns("ducklake_metadata").n
+          local m = 0
+          for _ in rd:scan("ducklake_metadata") do m = m + 1 end
+          return n + m
+        end)
+        if ok then
+          assert.are.equal(6000, e)
+          answered = answered + 1
+        else
+          assert.is_true(moraine.is_error(e), tostring(e))
+          -- closed before the read began (EINVAL "catalog is closed") or between two calls
+          -- inside it (ETXN): the next call says so
+          assert.is_true(e.code == "ETXN" or (e.code == "EINVAL" and tostring(e):find("closed", 1, true) ~= nil), tostring(e))
+          refused = refused + 1
+        end
+        pcall(h.close, h)
+      end
+      collectgarbage()
+      assert.are.equal(10, answered + refused)
+    end)
+
+    it("refuses a name or path with a NUL byte instead of reading it up to the NUL", function()
+      db:read(function(rd)
+        expect_err("EINVAL", "NUL byte", rd.table_id, rd, nil, "t1\0zz")
+        expect_err("EINVAL", "NUL byte", rd.table_id, rd, "main\0x", "t1")
+        assert.is_false(pcall(rd.scan_columns, rd, "ducklake_table\0junk"))
+        expect_err("EINVAL", "NUL byte", rd.scan_columns, rd, "ducklake_table", {columns = {"table_id\0junk"}})
+        expect_err("EINVAL", "NUL byte", rd.scan_columns, rd, "ducklake_data_file",
+                   {children = {["ducklake_file_partition_value\0x"] = true}})
+      end)
+      local ok, e = pcall(moraine.open, dir .. "\0/elsewhere")
+      assert.is_false(ok)
+      assert.is_truthy(tostring(e):find("NUL byte", 1, true), tostring(e))
+    end)
+
     it("keeps rows valid after the read and after later commits", function()
       local rows = rows_of(db, "ducklake_table")
       db:commit(3, function(tx)
