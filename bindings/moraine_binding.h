@@ -261,6 +261,8 @@ ldb *check_db(lua_State *L, int idx);
 int l_open(lua_State *L);
 int l_verify_path(lua_State *L);
 int l_create_private_file(lua_State *L);
+int l_realpath(lua_State *L);
+int l_flush_stdout(lua_State *L);
 int l_rename_exchange(lua_State *L);
 int l_db_close(lua_State *L);
 int l_db_gc(lua_State *L);

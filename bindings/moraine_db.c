@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -910,6 +911,40 @@ int l_db_last_txnid(lua_State *L)
  * or the file system cannot exchange (renameat2 RENAME_EXCHANGE: ENOSYS,
  * EINVAL); swaps the names @a and @b in one step, so a kill leaves one or
  * the other, never neither. Raises EIO naming both for any other failure. */
+/* moraine.core.flush_stdout() -> true once everything written to standard
+ * output reached it (fflush(3) and no write error since the start: ferror),
+ * else nil and the reason: a full disk or a closed pipe must not look like
+ * success (the moraine command's exit status). */
+int l_flush_stdout(lua_State *L)
+{
+    errno = 0;
+    int bad = fflush(stdout) != 0;
+    int e = errno;
+    if (!bad && !ferror(stdout)) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushstring(L, e ? strerror(e) : "a write failed");
+    return 2;
+}
+
+/* moraine.core.realpath(path) -> the canonical absolute path of an existing
+ * @path (symbolic links resolved: realpath(3)), or nil and the reason. */
+int l_realpath(lua_State *L)
+{
+    const char *p = check_cstr(L, 1);
+    char *r = realpath(p, NULL);
+    if (!r) {
+        lua_pushnil(L);
+        lua_pushstring(L, strerror(errno));
+        return 2;
+    }
+    lua_pushstring(L, r);
+    free(r);
+    return 1;
+}
+
 int l_rename_exchange(lua_State *L)
 {
     const char *a = check_cstr(L, 1), *b = check_cstr(L, 2);

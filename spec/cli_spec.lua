@@ -393,6 +393,22 @@ describe("moraine command", function()
       end
     end)
 
+    it("refuses DEST '-' (it wrote a directory named '-'); output that cannot be written (a full disk) exits 1", function()
+      local r = run({ "-c", catalog(S1), "export", "-" })
+      assert.are.equal(2, r.code, r.show)
+      assert.truthy(r.err:find("not to standard output", 1, true), r.show)
+      assert.is_nil(io.open("-", "rb"))
+      local full = io.open("/dev/full", "wb")
+      if full then -- Linux: every write fails with ENOSPC
+        full:close()
+        local rcfile = support.tmpdir("rc")
+        for _, args in ipairs({ { "-c", catalog(S1), "snapshots" }, { "-c", catalog(S1), "tables", "--json" } }) do
+          os.execute(support.moraine_cmd(args) .. " >/dev/full 2>/dev/null; echo $? >" .. support.q(rcfile))
+          assert.are.equal("1", support.read(rcfile):match("%d+"), table.concat(args, " ") .. " > /dev/full")
+        end
+      end
+    end)
+
     it("writes a SQL script for a .sql destination", function()
       local out = support.tmpdir("exp") .. ".sql"
       local r = run({ "-c", catalog(S1), "export", out })

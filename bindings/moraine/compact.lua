@@ -59,11 +59,16 @@ end
 
 local function key(v) return tostring(v):match("^(-?%d+)") or tostring(v) end
 
--- a catalog path without trailing slashes ("cat/" would put the copy inside it)
+-- a catalog path without trailing slashes ("cat/" would put the copy inside it),
+-- and, when it exists, with its symbolic links resolved: the swap renames the
+-- directory itself, and a link swapped for the copy would leave the link's
+-- target emptied (its old files removed through the link) and the copy where
+-- the link was
 local function clean(path)
   if type(path) ~= "string" or path == "" then raise("EINVAL", "compact: the catalog path must be a non-empty string") end
   local p = path:gsub("/+$", "")
-  return p == "" and "/" or p
+  p = p == "" and "/" or p
+  return moraine.core.realpath(p) or p
 end
 
 --- The names a compaction in place uses beside catalog `path`.
@@ -85,12 +90,22 @@ end
 -- catalog (killed after the swap) is removed.
 -- @tparam string path the catalog directory
 -- @treturn {string,...} notes on what was done (empty when nothing was left)
--- @raise EIO (a rename failed), EINVAL (`path` not a string)
+-- @raise EIO (a rename failed), EINVAL (`path` not a string), EEXIST (the
+--   catalog, `.compact-new` and `.compact-old` all exist: a catalog was created
+--   after a swap was killed between its renames; nothing is removed)
 function M.recover(path)
   path = clean(path)
   local n = M.names(path)
   local notes = {}
   if exists(n.tmp) then remove_dir(n.tmp) end
+  if exists(path) and exists(n.new) and exists(n.old) then
+    -- a swap by two renames killed between them leaves no catalog at `path`;
+    -- one there now was made since (init, import, an open that creates): which
+    -- of the three to keep is the user's call, so nothing is removed
+    raise("EEXIST", "compact: %s, %s and %s all exist: a compaction was interrupted between its two renames (%s is "
+      .. "the catalog before it, %s its verified copy) and %s was created since; nothing was removed: keep the one "
+      .. "you want at %s and remove the others, then run compact again", path, n.new, n.old, n.old, n.new, path, path)
+  end
   if not exists(path) and exists(n.new) and exists(n.old) then
     mv(n.new, path)
     notes[#notes + 1] = "finished an interrupted compact: the compacted catalog is in place"

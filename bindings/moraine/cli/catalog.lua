@@ -77,6 +77,20 @@ function M.others_there(db, err)
   return not ok or pid ~= false
 end
 
+--- Fails with "no catalog at DIR" and what to run: `moraine compact` when an
+-- interrupted compaction left `DIR.compact-new` beside it (a swap killed
+-- between its two renames: the catalog is there, under another name; a new
+-- catalog made at DIR would hide it), else init or import.
+-- @tparam string dir the catalog directory
+-- @raise always: a CLI error
+function M.no_catalog(dir)
+  if exists(dir .. ".compact-new") then
+    fail("no catalog at " .. dir .. ", but an interrupted compaction left " .. dir .. ".compact-new: run 'moraine -c "
+      .. dir .. " compact' to put it back (do not init or import there)", M.NO_CATALOG_HINT)
+  end
+  fail("no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'", M.NO_CATALOG_HINT)
+end
+
 --- Opens the catalog read-only.
 -- @tparam string dir the catalog directory
 -- @return the catalog (moraine.open)
@@ -84,9 +98,7 @@ end
 --   or an import of a SQLite file into it is running or did not end
 function M.open_read(dir)
   if is_dir(dir) then M.refuse_unfinished_import(dir) end
-  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then
-    fail("no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'", M.NO_CATALOG_HINT)
-  end
+  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then M.no_catalog(dir) end
   if not is_dir(dir) then
     fail(dir .. " is not a catalog directory (it is a file)", M.NO_CATALOG_HINT)
   end

@@ -46,6 +46,10 @@ table (sql, sqlite).]],
 
 local function run_export(ctx, dest)
   if dest == "" then usage_fail("DEST is an empty string: give the directory or file to write", "export") end
+  if dest == "-" then -- (it wrote a directory or file named '-')
+    usage_fail("DEST '-': an export is written to a directory or file, not to standard output; give its path "
+      .. "(./- for a file of that name)", "export")
+  end
   local format = ctx.opts.format
   if format == nil then
     local low = dest:lower()
@@ -64,12 +68,12 @@ local function run_export(ctx, dest)
     end
     sqlite = mod
   end
-  if format == "ndjson" and dest ~= "-" and util.exists(dest .. "/data.mdb") then
+  if format == "ndjson" and util.exists(dest .. "/data.mdb") then
     fail("export: " .. dest .. " is a moraine catalog directory: an NDJSON export goes to a directory of its own",
       "choose another directory, e.g. " .. dest:gsub("/+$", "") .. "-export")
   end
   local db = open_read(ctx.dir)
-  if dest ~= "-" and format ~= "ndjson" and db:path_in_catalog(dest) then
+  if format ~= "ndjson" and db:path_in_catalog(dest) then
     db:close()
     fail("export: " .. dest .. " is in the catalog directory " .. ctx.dir .. ": writing it there could replace "
       .. "the catalog's own files", "choose a path outside the catalog directory, e.g. " .. ctx.dir:gsub("/+$", "")

@@ -36,6 +36,13 @@ local function init(ctx)
   local dp = ctx.opts.data_path or "data/"
   if dp == "" then usage_fail("--data-path must not be empty", "init") end
   local existed = exists(ctx.dir)
+  for _, left in ipairs({ ".compact-new", ".compact-old" }) do
+    if exists(ctx.dir .. left) then
+      fail("an interrupted compaction left " .. ctx.dir .. left .. " beside " .. ctx.dir .. ": run 'moraine -c " .. ctx.dir
+        .. " compact' to finish it first (a new catalog here would hide the one it is putting back)",
+        "nothing was changed")
+    end
+  end
   local db = with_hint(NO_CATALOG_HINT, moraine.open, ctx.dir, { create = true })
   local ok, e = pcall(db.init, db, dp)
   db:close()

@@ -211,6 +211,11 @@ function M.main(argv)
     return debug.traceback(tostring(e), 2)
   end, argv)
   io.stdout:flush()
+  local out_ok, out_err = moraine.core.flush_stdout()
+  if not out_ok then -- the output did not all reach standard output (a full disk, a closed pipe): not a success
+    io.stderr:write("moraine: cannot write the output: ", tostring(out_err), "\n")
+    if ok and (res or 0) == 0 then return 1 end
+  end
   if ok then return res or 0 end
   if res == INTERRUPTED then
     io.stderr:write("moraine: interrupted\n")

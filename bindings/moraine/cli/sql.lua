@@ -44,9 +44,7 @@ committed, or that nothing was committed. A failing statement stops the run
 local function sql(ctx, text)
   if text == "-" then text = io.stdin:read("*a") or "" end
   local dir = ctx.dir
-  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then
-    fail("no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'", NO_CATALOG_HINT)
-  end
+  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then require("moraine.cli.catalog").no_catalog(dir) end
   if is_dir(dir) then require("moraine.cli.catalog").refuse_unfinished_import(dir) end
   local db = with_hint(NO_CATALOG_HINT, moraine.open, dir, { create = false })
   if db:last_snapshot() == nil then

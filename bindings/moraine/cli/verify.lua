@@ -72,9 +72,7 @@ end
 -- makes LMDB fault kills the child, and is reported where the walk was.
 local function cmd_verify_isolated(ctx)
   local dir = ctx.dir
-  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then
-    fail("no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'", NO_CATALOG_HINT)
-  end
+  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then require("moraine.cli.catalog").no_catalog(dir) end
   if not is_dir(dir) then fail(dir .. " is not a catalog directory (it is a file)", NO_CATALOG_HINT) end
   local progress, finish = progress_meter("verifying", "entries")
   local checked
