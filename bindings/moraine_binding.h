@@ -71,6 +71,7 @@
 #define MT_JBOX "moraine.jbox"
 #define MT_ICHECK "moraine.import_check"
 #define MT_BATCH "moraine.batch" /* the cells of rd:files_batch (moraine_batch.c) */
+#define MT_DIRLOCK "moraine.dirlock" /* a directory's flock (moraine.core.lock_dir, moraine_db.c) */
 #define REG_BATCHWRAP "moraine.batchwrap" /* moraine.lua's FFI wrapper of raw batches (l_set_batch_wrap) */
 #define REG_INT64CTOR "moraine.int64ctor"
 #define REG_CDATACONV "moraine.cdataconv"
@@ -262,6 +263,8 @@ int l_open(lua_State *L);
 int l_verify_path(lua_State *L);
 int l_create_private_file(lua_State *L);
 int l_realpath(lua_State *L);
+int l_lock_dir(lua_State *L);
+int l_dirlock_release(lua_State *L); /* lock:release(), and __gc/__close of MT_DIRLOCK */
 int l_flush_stdout(lua_State *L);
 int l_rename_exchange(lua_State *L);
 int l_db_close(lua_State *L);

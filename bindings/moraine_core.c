@@ -155,11 +155,14 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"create_private_file", l_create_private_file},
                                         {"rename_exchange", l_rename_exchange},
                                         {"realpath", l_realpath},
+                                        {"lock_dir", l_lock_dir},
                                         {"flush_stdout", l_flush_stdout},
                                         {"import_ndjson_check", l_import_ndjson_check},
                                         {"import_check", l_import_check_new},
                                         {"column_type", l_column_type},
                                         {NULL, NULL}};
+
+static const luaL_Reg dirlock_methods[] = {{"release", l_dirlock_release}, {NULL, NULL}};
 
 static const luaL_Reg import_check_methods[] = {{"add", l_import_check_add},
                                                 {"finish", l_import_check_finish},
@@ -199,6 +202,7 @@ int luaopen_moraine_core(lua_State *L)
     new_class(L, MT_JBOX, NULL, l_jbox_gc, NULL);
     new_class(L, MT_ICHECK, import_check_methods, l_import_check_gc, NULL);
     new_class(L, MT_BATCH, NULL, l_batch_gc, NULL);
+    new_class(L, MT_DIRLOCK, dirlock_methods, l_dirlock_release, NULL);
     luaL_newmetatable(L, MT_ERROR);
     lua_pushcfunction(L, l_error_tostring);
     lua_setfield(L, -2, "__tostring");

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -927,6 +928,46 @@ int l_flush_stdout(lua_State *L)
     lua_pushnil(L);
     lua_pushstring(L, e ? strerror(e) : "a write failed");
     return 2;
+}
+
+/* moraine.core.lock_dir(path) -> a lock, or nil and the reason ("busy" when
+ * another process, or another lock of this one, holds it): an exclusive,
+ * non-blocking flock(2) on directory @path, held until lock:release() or the
+ * lock is collected (or the process ends). moraine.compact takes the lock of
+ * a catalog's parent directory, so two compactions beside each other do not
+ * finish or remove each other's copies. */
+int l_lock_dir(lua_State *L)
+{
+    const char *p = check_cstr(L, 1);
+    int *fd = (int *)lua_newuserdata(L, sizeof *fd);
+    *fd = -1;
+    luaL_getmetatable(L, MT_DIRLOCK);
+    lua_setmetatable(L, -2);
+    *fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, strerror(errno));
+        return 2;
+    }
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(*fd);
+        *fd = -1;
+        lua_pushnil(L);
+        lua_pushstring(L, e == EWOULDBLOCK ? "busy" : strerror(e));
+        return 2;
+    }
+    return 1;
+}
+
+int l_dirlock_release(lua_State *L)
+{
+    int *fd = (int *)luaL_checkudata(L, 1, MT_DIRLOCK);
+    if (*fd >= 0) {
+        close(*fd); /* releases the flock */
+        *fd = -1;
+    }
+    return 0;
 }
 
 /* moraine.core.realpath(path) -> the canonical absolute path of an existing

@@ -336,6 +336,29 @@ describe("moraine.compact in place", function()
     assert.is_true(exists(dir .. "/data.mdb"))
   end)
 
+  it("one compaction beside a catalog at a time: one that finds the directory's lock held refuses, changing nothing",
+    function()
+    local dir = grown()
+    local before = export(dir)
+    local parent = dir:match("^(.*)/[^/]*$")
+    local lk = assert(moraine.core.lock_dir(parent)) -- as another compaction (or recovery) running there
+    local r = run({ "-c", dir, "compact" })
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.err:find("another compaction beside", 1, true), r.show)
+    local ok, e = pcall(compact.recover, dir)
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("another compaction beside", 1, true), tostring(e))
+    assert.are.same(before, export(dir))
+    no_leftovers(dir)
+    lk:release()
+    r = run({ "-c", dir, "compact" })
+    assert.are.equal(0, r.code, r.show)
+    assert.are.same(before, export(dir))
+    local again, why = moraine.core.lock_dir(parent) -- released by the command's end
+    assert.is_not_nil(again, why)
+    again:release()
+  end)
+
   it("killed with SIGKILL at random points: the catalog opens and equals the original, and a re-run finishes",
     function()
       support.seed(18)

@@ -80,21 +80,8 @@ function M.names(path)
   return { tmp = path .. ".compact-tmp", new = path .. ".compact-new", old = path .. ".compact-old" }
 end
 
---- Finishes or undoes a compaction in place that a kill interrupted:
--- `.compact-tmp` (a copy never finished) is removed; when the catalog is
--- missing and both `.compact-new` (a whole, verified copy) and `.compact-old`
--- are there (killed between the two renames of a swap without
--- RENAME_EXCHANGE), the copy is put in place; a `.compact-new` beside the
--- catalog (killed before the swap: the copy; or right after an exchange: the
--- old catalog, the copy being in place) is removed; a `.compact-old` beside the
--- catalog (killed after the swap) is removed.
--- @tparam string path the catalog directory
--- @treturn {string,...} notes on what was done (empty when nothing was left)
--- @raise EIO (a rename failed), EINVAL (`path` not a string), EEXIST (the
---   catalog, `.compact-new` and `.compact-old` all exist: a catalog was created
---   after a swap was killed between its renames; nothing is removed)
-function M.recover(path)
-  path = clean(path)
+-- M.recover without the lock (compact_in_place holds it)
+local function recover(path)
   local n = M.names(path)
   local notes = {}
   if exists(n.tmp) then remove_dir(n.tmp) end
@@ -114,6 +101,51 @@ function M.recover(path)
   end
   if exists(path) and exists(n.old) then remove_dir(n.old) end
   return notes
+end
+
+-- the directory holding `path`
+local function parent_of(path)
+  local p = path:match("^(.*)/[^/]*$")
+  if p == nil then return "." end
+  return p == "" and "/" or p
+end
+
+-- runs fn(path, ...) holding the lock of the directory beside which a
+-- compaction of `path` works (moraine.core.lock_dir): one compaction or
+-- recovery there at a time, so none finishes or removes another's copies
+local function locked(path, fn, ...)
+  local dir = parent_of(path)
+  local lk, why = moraine.core.lock_dir(dir)
+  if not lk then
+    if why == "busy" then
+      raise("EINVAL", "compact: another compaction beside %s is running (it holds the lock of %s); run it again when it "
+        .. "has ended; nothing was changed", path, dir)
+    end
+    raise("EIO", "compact: cannot lock %s: %s", dir, tostring(why))
+  end
+  local ok, res = pcall(fn, path, ...)
+  lk:release()
+  if not ok then error(res, 0) end
+  return res
+end
+
+--- Finishes or undoes a compaction in place that a kill interrupted:
+-- `.compact-tmp` (a copy never finished) is removed; when the catalog is
+-- missing and both `.compact-new` (a whole, verified copy) and `.compact-old`
+-- are there (killed between the two renames of a swap without
+-- RENAME_EXCHANGE), the copy is put in place; a `.compact-new` beside the
+-- catalog (killed before the swap: the copy; or right after an exchange: the
+-- old catalog, the copy being in place) is removed; a `.compact-old` beside the
+-- catalog (killed after the swap) is removed. Holds the lock of the
+-- directory holding `path` (moraine.core.lock_dir) while it works.
+-- @tparam string path the catalog directory
+-- @treturn {string,...} notes on what was done (empty when nothing was left)
+-- @raise EIO (a rename failed), EINVAL (`path` not a string; a compaction
+--   beside it is running), EEXIST (the
+--   catalog, `.compact-new` and `.compact-old` all exist: a catalog was created
+--   after a swap was killed between its renames; nothing is removed)
+function M.recover(path)
+  return locked(clean(path), recover)
 end
 
 -- the sum of the entries of every subspace of the catalog at `dir`
@@ -218,31 +250,9 @@ local function unswap(path, n, exchanged)
   end
 end
 
---- Compacts the catalog in directory `path` in place (see the module doc):
--- the copy is made and verified beside it, then swapped in by renames under
--- the catalog's write lock. A run first finishes what a killed run left
--- (`M.recover`). Refused, with the catalog unchanged, when another process
--- has the catalog open (`db:open_elsewhere`: a server, a reader, a writer:
--- they would go on with the old files), checked before the copy and again
--- under the write lock before and right after the swap (a process that
--- opened the old catalog meanwhile: the swap is undone), and when another
--- writer committed while the copy was made. A catalog of store format 2, 3 or 4
--- (an older moraine's) is rewritten in format 5 (docs/codec.md, Versioning).
--- @tparam string path the catalog directory
--- @tparam[opt] table opts `progress(done, total)` as for `M.compact_to`
--- @treturn table `{entries = n, before = bytes of data.mdb before, after =
---   bytes after, notes = {strings: what a killed run left and this one
---   finished}}`
--- @raise EIO (no catalog at `path`; a rename failed), EINVAL (another
---   process has the catalog open; another writer committed meanwhile: run
---   it again; the directory holds files other than the catalog's and a
---   follower's moraine-follow.json; bad opts), ECORRUPT (the copy fails verify,
---   or a value of a format-2 catalog does not decode, named by its key: the
---   catalog is unchanged), ELMDB, EREADONLY (the catalog cannot be written)
-function M.compact(path, opts)
-  opts = check_opts(opts)
-  path = clean(path)
-  local notes = M.recover(path)
+-- M.compact's work, the directory's lock held
+local function compact_in_place(path, opts)
+  local notes = recover(path)
   if not exists(path) then raise("EIO", "compact: no catalog at %s", path) end
   local n = M.names(path)
   -- the swap moves the whole directory: refuse one that holds what moraine did not write there
@@ -304,6 +314,33 @@ function M.compact(path, opts)
   end
   remove_dir(n.old)
   return result(info, notes)
+end
+
+--- Compacts the catalog in directory `path` in place (see the module doc):
+-- the copy is made and verified beside it, then swapped in by renames under
+-- the catalog's write lock. A run first finishes what a killed run left
+-- (`M.recover`); one compaction beside the catalog at a time (the lock of
+-- its directory, moraine.core.lock_dir). Refused, with the catalog unchanged, when another process
+-- has the catalog open (`db:open_elsewhere`: a server, a reader, a writer:
+-- they would go on with the old files), checked before the copy and again
+-- under the write lock before and right after the swap (a process that
+-- opened the old catalog meanwhile: the swap is undone), and when another
+-- writer committed while the copy was made. A catalog of store format 2, 3 or 4
+-- (an older moraine's) is rewritten in format 5 (docs/codec.md, Versioning).
+-- @tparam string path the catalog directory
+-- @tparam[opt] table opts `progress(done, total)` as for `M.compact_to`
+-- @treturn table `{entries = n, before = bytes of data.mdb before, after =
+--   bytes after, notes = {strings: what a killed run left and this one
+--   finished}}`
+-- @raise EIO (no catalog at `path`; a rename failed), EINVAL (another
+--   compaction beside it is running; another process has the catalog open; another writer committed meanwhile: run
+--   it again; the directory holds files other than the catalog's and a
+--   follower's moraine-follow.json; bad opts), ECORRUPT (the copy fails verify,
+--   or a value of a format-2 catalog does not decode, named by its key: the
+--   catalog is unchanged), ELMDB, EREADONLY (the catalog cannot be written)
+function M.compact(path, opts)
+  opts = check_opts(opts)
+  return locked(clean(path), compact_in_place, opts)
 end
 
 return M
