@@ -112,17 +112,18 @@ end
 
 -- runs fn(path, ...) holding the lock of the directory beside which a
 -- compaction of `path` works (moraine.core.lock_dir): one compaction or
--- recovery there at a time, so none finishes or removes another's copies
+-- recovery there at a time, so none finishes or removes another's copies. A
+-- lock held by another waits for it (polled, so Ctrl-C still stops the wait;
+-- the lock goes with its process however that ends), as a commit waits for
+-- another writer: two imports at once each end as they did before the lock.
 local function locked(path, fn, ...)
   local dir = parent_of(path)
   local lk, why = moraine.core.lock_dir(dir)
-  if not lk then
-    if why == "busy" then
-      raise("EINVAL", "compact: another compaction beside %s is running (it holds the lock of %s); run it again when it "
-        .. "has ended; nothing was changed", path, dir)
-    end
-    raise("EIO", "compact: cannot lock %s: %s", dir, tostring(why))
+  while not lk and why == "busy" do
+    moraine.core.sleep(0.02)
+    lk, why = moraine.core.lock_dir(dir)
   end
+  if not lk then raise("EIO", "compact: cannot lock %s: %s", dir, tostring(why)) end
   local ok, res = pcall(fn, path, ...)
   lk:release()
   if not ok then error(res, 0) end
@@ -140,8 +141,8 @@ end
 -- directory holding `path` (moraine.core.lock_dir) while it works.
 -- @tparam string path the catalog directory
 -- @treturn {string,...} notes on what was done (empty when nothing was left)
--- @raise EIO (a rename failed), EINVAL (`path` not a string; a compaction
---   beside it is running), EEXIST (the
+-- @raise EIO (a rename failed; the directory cannot be locked), EINVAL
+--   (`path` not a string), EEXIST (the
 --   catalog, `.compact-new` and `.compact-old` all exist: a catalog was created
 --   after a swap was killed between its renames; nothing is removed)
 function M.recover(path)
@@ -320,7 +321,7 @@ end
 -- the copy is made and verified beside it, then swapped in by renames under
 -- the catalog's write lock. A run first finishes what a killed run left
 -- (`M.recover`); one compaction beside the catalog at a time (the lock of
--- its directory, moraine.core.lock_dir). Refused, with the catalog unchanged, when another process
+-- its directory, moraine.core.lock_dir: a second waits for the first). Refused, with the catalog unchanged, when another process
 -- has the catalog open (`db:open_elsewhere`: a server, a reader, a writer:
 -- they would go on with the old files), checked before the copy and again
 -- under the write lock before and right after the swap (a process that
@@ -333,7 +334,7 @@ end
 --   bytes after, notes = {strings: what a killed run left and this one
 --   finished}}`
 -- @raise EIO (no catalog at `path`; a rename failed), EINVAL (another
---   compaction beside it is running; another process has the catalog open; another writer committed meanwhile: run
+--   process has the catalog open; another writer committed meanwhile: run
 --   it again; the directory holds files other than the catalog's and a
 --   follower's moraine-follow.json; bad opts), ECORRUPT (the copy fails verify,
 --   or a value of a format-2 catalog does not decode, named by its key: the
