@@ -355,15 +355,19 @@ int l_all_versions(lua_State *L)
     return 1;
 }
 
-/* A name argument: a string without NUL bytes. */
-const char *check_cstr(lua_State *L, int idx)
+/* String argument @idx, an argument error @why when it holds a NUL byte
+ * (C would read it only up to there). */
+static const char *check_nul_free(lua_State *L, int idx, const char *why)
 {
     size_t len;
     const char *s = luaL_checklstring(L, idx, &len);
     if (strlen(s) != len)
-        luaL_argerror(L, idx, "contains a NUL byte (a path or name cannot hold one)");
+        luaL_argerror(L, idx, why);
     return s;
 }
+
+/* A path or name argument: a string without NUL bytes. */
+const char *check_cstr(lua_State *L, int idx) { return check_nul_free(L, idx, "contains a NUL byte (a path or name cannot hold one)"); }
 
 const char *nul_free(lua_State *L, int idx, const char *what)
 {
@@ -374,14 +378,7 @@ const char *nul_free(lua_State *L, int idx, const char *what)
     return s;
 }
 
-const char *check_name(lua_State *L, int idx)
-{
-    size_t len;
-    const char *s = luaL_checklstring(L, idx, &len);
-    if (strlen(s) != len)
-        luaL_argerror(L, idx, "name contains a NUL byte");
-    return s;
-}
+const char *check_name(lua_State *L, int idx) { return check_nul_free(L, idx, "name contains a NUL byte"); }
 
 /* New userdata of size sz with metatable tname; with owner_idx != 0 its
  * uservalue becomes {owner} (keeps the owner alive as long as it). */

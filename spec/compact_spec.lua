@@ -49,6 +49,18 @@ local function no_leftovers(dir)
   end
 end
 
+-- leaves catalog `dir` as a swap without RENAME_EXCHANGE killed between its
+-- two renames does: nothing at `dir`, the catalog at .compact-old, its
+-- verified copy at .compact-new
+local function killed_between_renames(dir)
+  local copy = support.tmpdir("copy")
+  local db = moraine.open(dir, { read_only = true })
+  db:compact(copy)
+  db:close()
+  assert(os.rename(dir, dir .. ".compact-old"))
+  assert(os.rename(copy, dir .. ".compact-new"))
+end
+
 -- a catalog that grew by many small commits: a fixture imported, then one
 -- commit per snapshot of a synthetic table with rows added and ended
 local function fixture(scenario)
@@ -259,14 +271,9 @@ describe("moraine.compact in place", function()
   it("recover finishes a swap killed between two renames, drops the old catalog after an exchange and a copy killed before the swap", function()
     local dir = grown()
     local before = export(dir)
-    local copy = support.tmpdir("copy")
-    local db = moraine.open(dir, { read_only = true })
-    db:compact(copy)
-    db:close()
-    -- killed between the two renames of a swap without RENAME_EXCHANGE
-    assert(os.rename(dir, dir .. ".compact-old"))
-    assert(os.rename(copy, dir .. ".compact-new"))
+    killed_between_renames(dir)
     local notes = compact.recover(dir)
+    local db
     assert.truthy(notes[1] and notes[1]:find("finished an interrupted compact", 1, true))
     assert.are.same(before, export(dir))
     no_leftovers(dir)
@@ -313,12 +320,7 @@ describe("moraine.compact in place", function()
     .. "refuses, compact removes nothing", function()
     local dir = grown()
     local before = export(dir)
-    local copy = support.tmpdir("copy")
-    local db = moraine.open(dir, { read_only = true })
-    db:compact(copy)
-    db:close()
-    assert(os.rename(dir, dir .. ".compact-old"))
-    assert(os.rename(copy, dir .. ".compact-new"))
+    killed_between_renames(dir)
     local r = run({ "-c", dir, "tables" })
     assert.are.equal(1, r.code, r.show)
     assert.truthy(r.err:find("interrupted compaction", 1, true) and r.err:find("compact' to put it back", 1, true), r.show)

@@ -48,6 +48,33 @@ static int64_t count_rows(moraine_db *db)
     return n;
 }
 
+/* Defines the test's one table in catalog @db, in its own commit. */
+static void define_table(moraine_db *db)
+{
+    moraine_txn *txn;
+    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
+    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
+    CHECK_RC(moraine_txn_commit(txn), 0);
+}
+
+/* Commits @n snapshots of 8 rows of 4 KiB from snapshot 0 while other
+ * threads use the catalog: a commit that meets a full map (the others left
+ * no gap to grow it in) writes nothing and is tried again. 1 when all went
+ * through. */
+static int commit_while_shared(moraine_db *db, int64_t n)
+{
+    int full = 0;
+    for (int64_t snap = 0; snap < n; snap++) {
+        int rc;
+        while ((rc = commit_rows(db, snap, 8, 4096)) == MORAINE_EMAPFULL && full < 100000) {
+            full++;
+            usleep(50);
+        }
+        if (rc) return 0;
+    }
+    return 1;
+}
+
 /* ---- the map grown while other threads read ----
  *
  * The map grows only while no transaction of the process is open (LMDB
@@ -105,23 +132,10 @@ static void grow_while_reading(const char *root)
     moraine_options o = {.map_size = 256 << 10, .max_map_size = 256 << 20, .no_sync = 1, .create = 1};
     moraine_db *db;
     CHECK_RC(moraine_open(dir, &o, &db), 0);
-    moraine_txn *txn;
-    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
-    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
-    CHECK_RC(moraine_txn_commit(txn), 0);
+    define_table(db);
     pthread_t th[2];
     for (int i = 0; i < 2; i++) CHECK_RC(pthread_create(&th[i], NULL, grow_reader, NULL), 0);
-    int failed = 0, full = 0;
-    for (int64_t snap = 0; snap < GROW_COMMITS && !failed; snap++) {
-        int rc;
-        /* a commit meets a full map when the readers left no gap to grow it
-         * in: it writes nothing and is tried again */
-        while ((rc = commit_rows(db, snap, 8, 4096)) == MORAINE_EMAPFULL && full < 100000) {
-            full++;
-            usleep(50);
-        }
-        if (rc) failed = 1;
-    }
+    const int failed = !commit_while_shared(db, GROW_COMMITS);
     __atomic_store_n(&grow_done, 1, __ATOMIC_SEQ_CST);
     CHECK(!failed, "a commit failed while others read: %s", moraine_errmsg());
     for (int i = 0; i < 2; i++) {
@@ -167,10 +181,7 @@ static void grow_rule(const char *root)
     moraine_options o = {.map_size = 256 << 10, .max_map_size = 64 << 20, .no_sync = 1, .create = 1};
     moraine_db *db;
     CHECK_RC(moraine_open(dir, &o, &db), 0);
-    moraine_txn *txn;
-    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
-    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
-    CHECK_RC(moraine_txn_commit(txn), 0);
+    define_table(db);
     /* commit until more than half the map is used: each begin grows the map
      * when more than half was used before it, so the commit that crosses
      * half leaves it as it was, and the next begin would grow it */
@@ -181,6 +192,7 @@ static void grow_rule(const char *root)
     pthread_mutex_lock(&db->sh->mu);
     db->sh->starting++; /* as another thread inside mdb_txn_begin */
     pthread_mutex_unlock(&db->sh->mu);
+    moraine_txn *txn;
     CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
     CHECK(map_size_of(db) == full, "the map was remapped (%zu -> %zu bytes) while a write transaction was being begun", full, map_size_of(db));
     CHECK_INT(db->sh->starting, 1);
@@ -238,22 +250,11 @@ static void grow_while_writing(const char *root)
     moraine_options o = {.map_size = 256 << 10, .max_map_size = 256 << 20, .no_sync = 1, .create = 1};
     moraine_db *db;
     CHECK_RC(moraine_open(dir, &o, &db), 0);
-    moraine_txn *txn;
-    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
-    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
-    CHECK_RC(moraine_txn_commit(txn), 0);
+    define_table(db);
     const size_t first = map_size_of(db);
     pthread_t th;
     CHECK_RC(pthread_create(&th, NULL, grow_writer, dir), 0);
-    int failed = 0, full = 0;
-    for (int64_t snap = 0; snap < WRITE_COMMITS && !failed; snap++) {
-        int rc;
-        while ((rc = commit_rows(db, snap, 8, 4096)) == MORAINE_EMAPFULL && full < 100000) {
-            full++;
-            usleep(50);
-        }
-        if (rc) failed = 1;
-    }
+    const int failed = !commit_while_shared(db, WRITE_COMMITS);
     __atomic_store_n(&write_done, 1, __ATOMIC_SEQ_CST);
     CHECK(!failed, "a commit failed while another thread committed: %s", moraine_errmsg());
     void *res;
@@ -277,10 +278,7 @@ int main(void)
     moraine_options o = {.map_size = 256 << 10, .max_map_size = 2 << 20, .no_sync = 1, .create = 1};
     moraine_db *db;
     CHECK_RC(moraine_open(dir, &o, &db), 0);
-    moraine_txn *txn;
-    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
-    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
-    CHECK_RC(moraine_txn_commit(txn), 0);
+    define_table(db);
 
     /* 32 KiB per commit until the map is full */
     int64_t snap = 0, committed = 0;
@@ -316,9 +314,7 @@ int main(void)
     snprintf(dir2, sizeof dir2, "%s/small", dir);
     moraine_options tiny = {.map_size = 1, .max_map_size = 64 << 20, .no_sync = 1, .create = 1};
     CHECK_RC(moraine_open(dir2, &tiny, &db), 0);
-    CHECK_RC(moraine_txn_begin(db, MORAINE_NO_SNAPSHOT, &txn), 0);
-    CHECK_RC(moraine_txn_define(txn, "ducklake_metadata", 4, COLS), 0);
-    CHECK_RC(moraine_txn_commit(txn), 0);
+    define_table(db);
     CHECK_RC(commit_rows(db, 1, 2, 1000), 0);
     CHECK_RC(commit_rows(db, 2, 20, 32768), MORAINE_EMAPFULL);
     CHECK(strstr(moraine_errmsg(), "larger map_size") != NULL, "the message does not name map_size: %s", moraine_errmsg());
