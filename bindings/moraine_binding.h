@@ -253,6 +253,8 @@ void push_relinfo(lua_State *L, const moraine_relation_info *in);
 /* ---- moraine_db.c --------------------------------------------------------------------- */
 
 /* The open db handle at @idx (EINVAL "catalog is closed" when closed). */
+/* @d, or EINVAL "catalog is closed" once db:close() ran: asked again after an allocation, which may run a finalizer that closes it */
+ldb *db_still_open(lua_State *L, ldb *d);
 ldb *check_db(lua_State *L, int idx);
 
 /* core.open, core.verify_path, core.create_private_file and the db methods

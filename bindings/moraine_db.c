@@ -16,13 +16,14 @@
 #include "moraine_binding.h"
 
 /* ---- db --------------------------------------------------------------------- */
-ldb *check_db(lua_State *L, int idx)
+ldb *db_still_open(lua_State *L, ldb *d)
 {
-    ldb *d = (ldb *)luaL_checkudata(L, idx, MT_DB);
     if (d->db == NULL)
         raise_errf(L, MORAINE_EINVAL, "catalog is closed");
     return d;
 }
+
+ldb *check_db(lua_State *L, int idx) { return db_still_open(L, (ldb *)luaL_checkudata(L, idx, MT_DB)); }
 
 static int opt_bool_field(lua_State *L, int idx, const char *key, int def)
 {

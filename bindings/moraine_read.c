@@ -13,6 +13,7 @@ static lread *new_read(lua_State *L, ldb *d, int db_idx)
 {
     lread *r = (lread *)new_handle(L, sizeof *r, MT_READ, db_idx);
     r->owner = d;
+    db_still_open(L, d); /* the allocation may have run a finalizer that closed it */
     int rc = moraine_read_begin(d->db, &r->rd);
     if (rc != 0) {
         r->rd = NULL;

@@ -356,6 +356,7 @@ int l_db_commit(lua_State *L)
     lua_settop(L, 3);
     ltxn *t = (ltxn *)new_handle(L, sizeof *t, MT_TXN, 1); /* 4 */
     t->owner = d;
+    db_still_open(L, d); /* the allocation may have run a finalizer that closed it */
     int rc = moraine_txn_begin(d->db, snap, &t->txn);
     if (rc != 0) {
         t->txn = NULL;

@@ -869,6 +869,7 @@ int l_db_transaction(lua_State *L)
     lvtx *t = (lvtx *)new_handle(L, sizeof *t, MT_VTX, 1);
     int tx_idx = lua_gettop(L);
     t->owner = d;
+    db_still_open(L, d); /* the allocation may have run a finalizer that closed it */
     int rc = moraine_tx_begin(d->db, &t->tx);
     if (rc != 0) {
         t->tx = NULL;
