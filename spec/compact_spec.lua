@@ -198,9 +198,18 @@ describe("moraine.compact in place", function()
     no_leftovers(dir)
     os.remove(dir .. "/readme.txt")
     support.write(dir .. "/moraine-follow.json", '{"last_snapshot":1}')
+    -- what a follower killed while writing its state leaves (moraine.follow_state.write's temporary file): not
+    -- carried, and removed with the old catalog; a name only like it is the user's and refused
+    local stale = "/.moraine-follow.json.1733460000123456.tmp"
+    support.write(dir .. stale, '{"last_snap')
+    support.write(dir .. "/.moraine-follow.json.mine.tmp", "mine")
+    support.expect_err("EINVAL", { "also holds .moraine-follow.json.mine.tmp", "nothing was changed" }, compact.compact, dir)
+    assert.are.equal('{"last_snap', support.read(dir .. stale))
+    os.remove(dir .. "/.moraine-follow.json.mine.tmp")
     local r = compact.compact(dir)
     assert.is_true(r.after < r.before)
     assert.are.equal('{"last_snapshot":1}', support.read(dir .. "/moraine-follow.json"))
+    assert.is_nil(io.open(dir .. stale))
     assert.are.same(before, export(dir))
     no_leftovers(dir)
     -- an NDJSON export into a catalog directory is refused: it would be such a file

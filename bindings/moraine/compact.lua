@@ -27,6 +27,15 @@ local function raise(code, fmt, ...) moraine.core.raise(code, string.format(fmt,
 
 local FOLLOW_STATE = "moraine-follow.json" -- moraine.follow_state's file in a catalog directory
 local CATALOG_FILES = { "data.mdb", "lock.mdb", FOLLOW_STATE }
+-- a follower's state being written (moraine.follow_state.write: `.moraine-follow.json.<digits>.tmp`, renamed over
+-- FOLLOW_STATE once whole); one left in the directory is a follower killed mid-write: a running follower has the
+-- catalog open, and compact refuses to go on then
+local FOLLOW_TMP = "^%.moraine%-follow%.json%.%d+%.tmp$"
+
+-- whether @name is a file moraine writes in a catalog directory
+local function own_file(name)
+  return name == "data.mdb" or name == "lock.mdb" or name == FOLLOW_STATE or name:match(FOLLOW_TMP) ~= nil
+end
 
 -- copies file @from to @to when @from exists (EIO when it cannot)
 local function copy_file(from, to)
@@ -49,6 +58,10 @@ end
 
 local function remove_dir(dir)
   for _, f in ipairs(CATALOG_FILES) do os.remove(dir .. "/" .. f) end
+  local ok, names = pcall(moraine.core.dir_entries, dir)
+  for _, f in ipairs(ok and names or {}) do
+    if f:match(FOLLOW_TMP) then os.remove(dir .. "/" .. f) end
+  end
   return os.remove(dir)
 end
 
@@ -259,7 +272,7 @@ local function compact_in_place(path, opts)
   -- the swap moves the whole directory: refuse one that holds what moraine did not write there
   local others = {}
   for _, name in ipairs(moraine.core.dir_entries(path)) do
-    if name ~= "data.mdb" and name ~= "lock.mdb" and name ~= FOLLOW_STATE then others[#others + 1] = name end
+    if not own_file(name) then others[#others + 1] = name end
   end
   if #others > 0 then
     raise("EINVAL", "compact: the catalog directory %s also holds %s, which moraine did not write: compact swaps "
@@ -335,8 +348,10 @@ end
 --   finished}}`
 -- @raise EIO (no catalog at `path`; a rename failed), EINVAL (another
 --   process has the catalog open; another writer committed meanwhile: run
---   it again; the directory holds files other than the catalog's and a
---   follower's moraine-follow.json; bad opts), ECORRUPT (the copy fails verify,
+--   it again; the directory holds files other than the catalog's, a
+--   follower's moraine-follow.json and the temporary state file a follower
+--   killed while writing it leaves, which goes with the old catalog; bad
+--   opts), ECORRUPT (the copy fails verify,
 --   or a value of a format-2 catalog does not decode, named by its key: the
 --   catalog is unchanged), ELMDB, EREADONLY (the catalog cannot be written)
 function M.compact(path, opts)
