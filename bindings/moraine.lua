@@ -866,13 +866,27 @@ function M.redact(rel, row)
   return out
 end
 
---- Creates (or truncates) the file `path` with mode 0600, so that what is
--- written into it next (e.g. with `io.open(path, "wb")`, which keeps the mode)
--- is readable by its owner only: how an export holding keys is written.
--- @tparam string path the file
+--- Creates a new empty file beside `path` to write an export into before it
+-- is renamed to `path`: named `path .. ".tmp-"` and six random letters or
+-- digits, created exclusively (never a file another writer made or is
+-- writing: two exports to one path never share their temporary file), mode
+-- 0600 when `private` is true (what is written into it next, e.g. with
+-- `io.open(name, "wb")`, which keeps the mode, is readable by its owner
+-- only: how an export holding keys is written), else 0666 less the umask.
+-- @tparam string path the file the export is for
+-- @tparam[opt] boolean private mode 0600
+-- @treturn string the temporary file's name
+-- @raise EIO naming `path`; a plain string error when `path` is not a string
+M.create_temp_file = core.create_temp_file
+
+--- fsync(2) of the file or directory `path`: what was written into the
+-- file, or the names made or renamed in the directory, is on the disk when
+-- it returns (an export syncs its file before the rename and the directory
+-- after it, so a crash leaves the old file or the new one, whole).
+-- @tparam string path a file or directory
 -- @treturn boolean true
--- @raise EIO naming the path; a plain string error when `path` is not a string
-M.create_private_file = core.create_private_file
+-- @raise EIO naming `path`; a plain string error when `path` is not a string
+M.sync_path = core.sync_path
 
 --- Decodes JSON text with jansson (`json_loads` with
 -- `JSON_DECODE_ANY | JSON_ALLOW_NUL`): objects become tables, arrays become

@@ -257,13 +257,14 @@ void push_relinfo(lua_State *L, const moraine_relation_info *in);
 ldb *db_still_open(lua_State *L, ldb *d);
 ldb *check_db(lua_State *L, int idx);
 
-/* core.open, core.verify_path, core.create_private_file and the db methods
+/* core.open, core.verify_path, core.create_temp_file, core.sync_path and the db methods
  * close, last_snapshot, reader_check, relations, relation, import_ndjson,
  * export_ndjson, import_rows, verify, stats, store_access, with the db's
  * __gc and __tostring (lua_CFunctions). */
 int l_open(lua_State *L);
 int l_verify_path(lua_State *L);
-int l_create_private_file(lua_State *L);
+int l_create_temp_file(lua_State *L);
+int l_sync_path(lua_State *L);
 int l_realpath(lua_State *L);
 int l_lock_dir(lua_State *L);
 int l_dirlock_release(lua_State *L); /* lock:release(), and __gc/__close of MT_DIRLOCK */

@@ -3,12 +3,13 @@
  * the catalog's own questions (last_snapshot, reader_check, relations), the
  * NDJSON import/export, db:import_rows, db:verify / core.verify_path,
  * db:stats, db:store_access, db:compact, db:open_elsewhere, db:last_txnid and
- * core.create_private_file, core.rename_exchange.
+ * core.create_temp_file, core.sync_path, core.rename_exchange.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -831,18 +832,54 @@ int l_db_path_in_catalog(lua_State *L)
     return 1;
 }
 
-/* core.create_private_file(path) -> true: creates (or truncates) @path with
- * mode 0600, so that whatever is written into it next is never readable by
- * others (an export holding keys). Raises EIO naming the path. */
-int l_create_private_file(lua_State *L)
+/* core.create_temp_file(path, private) -> name: creates a new empty file
+ * named @path .. ".tmp-" and six random letters or digits, beside @path,
+ * exclusively (O_EXCL: never a file another writer made or is writing, so
+ * two writers of one @path never share their temporary file), mode 0600
+ * when @private is true (whatever is written into it next is never readable
+ * by others: an export holding keys), else 0666 less the umask. Raises EIO
+ * naming @path when no such file can be created. */
+int l_create_temp_file(lua_State *L)
+{
+    size_t n;
+    const char *path = check_cstr(L, 1);
+    int private = lua_toboolean(L, 2);
+    lua_tolstring(L, 1, &n);
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    char *name = (char *)lua_newuserdata(L, n + 12); /* path ".tmp-" XXXXXX NUL, freed by the GC */
+    memcpy(name, path, n);
+    memcpy(name + n, ".tmp-", 5);
+    name[n + 11] = 0;
+    for (int tries = 0; tries < 100; tries++) {
+        unsigned char r[6];
+        if (getentropy(r, sizeof r) != 0)
+            return raise_errf(L, MORAINE_EIO, "cannot write %s: cannot make a temporary name: %s", path, strerror(errno));
+        for (int i = 0; i < 6; i++)
+            name[n + 5 + i] = letters[r[i] % (sizeof letters - 1)];
+        int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, private ? 0600 : 0666);
+        if (fd >= 0) {
+            close(fd);
+            lua_pushlstring(L, name, n + 11);
+            return 1;
+        }
+        if (errno != EEXIST)
+            return raise_errf(L, MORAINE_EIO, "cannot write %s: cannot create %s: %s", path, name, strerror(errno));
+    }
+    return raise_errf(L, MORAINE_EIO, "cannot write %s: cannot create a temporary file beside it: 100 names taken", path);
+}
+
+/* core.sync_path(path) -> true: fsync(2) of file or directory @path: what
+ * was written into the file (or the names made or renamed in the directory)
+ * is on the disk when it returns. Raises EIO naming @path. */
+int l_sync_path(lua_State *L)
 {
     const char *path = check_cstr(L, 1);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || fchmod(fd, 0600) != 0) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return raise_errf(L, MORAINE_EIO, "%s: cannot create: %s", path, strerror(e));
+        return raise_errf(L, MORAINE_EIO, "%s: cannot sync: %s", path, strerror(e));
     }
     close(fd);
     lua_pushboolean(L, 1);

@@ -1329,3 +1329,35 @@ describe("rd:scan with changed = {S1, S2}", function()
     db:close()
   end)
 end)
+
+describe("moraine.create_temp_file and moraine.sync_path (how exports write their file)", function()
+  local function mode(p)
+    local h = assert(io.popen("stat -c %a " .. support.q(p)))
+    local m = h:read("*l")
+    h:close()
+    return m
+  end
+
+  it("creates a new empty file beside the path, its own each call, 0600 when private; sync_path syncs files and directories", function()
+    local dir = support.tmpdir("temps")
+    support.mkdir(dir)
+    local path = dir .. "/out.sql"
+    local seen = {}
+    for i = 1, 50 do
+      local name = moraine.create_temp_file(path, i % 2 == 0)
+      assert.truthy(name:match("^" .. path:gsub("%p", "%%%0") .. "%.tmp%-[%w][%w][%w][%w][%w][%w]$"), name)
+      assert.is_nil(seen[name], name)
+      seen[name] = true
+      assert.are.equal("", support.read(name))
+      if i % 2 == 0 then assert.are.equal("600", mode(name)) else assert.are_not.equal("600", mode(name)) end
+      assert.is_true(moraine.sync_path(name))
+    end
+    assert.are.equal(50, #support.temps_beside(path))
+    assert.is_false(exists(path))
+    assert.is_true(moraine.sync_path(dir))
+    support.expect_err("EIO", { "cannot write " .. dir .. "/none/out.sql", "No such file" }, moraine.create_temp_file,
+      dir .. "/none/out.sql")
+    support.expect_err("EIO", { dir .. "/none", "cannot sync" }, moraine.sync_path, dir .. "/none")
+    assert.has_error(function() moraine.create_temp_file(path .. "\0x") end)
+  end)
+end)

@@ -183,6 +183,32 @@ describe("moraine.sqlite.export_sqlite", function()
     end
   end)
 
+  it("two exports to one file at once each write their own temporary file: the later rename gives a whole catalog", function()
+    local src, other = support.import_fixture("s1_evolution"), support.import_fixture("s2_multi_table")
+    local file = support.tmpdir("both") .. ".sqlite"
+    local inner = false
+    -- the second export runs whole inside the first one's progress callback: it starts after the first made its
+    -- file and renames before the first ends
+    assert.is_true(sqlite.export_sqlite(src, file, { progress = function()
+      if not inner then
+        inner = true
+        assert.is_true(sqlite.export_sqlite(other, file))
+        local back = moraine.open(support.tmpdir("inner"), { no_sync = true })
+        sqlite.import(back, file)
+        assert.are.same(support.dump(other), support.dump(back))
+        back:close()
+      end
+    end }))
+    assert.is_true(inner)
+    local back = moraine.open(support.tmpdir("outer"), { no_sync = true })
+    sqlite.import(back, file)
+    assert.are.same(support.dump(src), support.dump(back))
+    assert.are.same({}, support.temps_beside(file))
+    back:close()
+    src:close()
+    other:close()
+  end)
+
   it("refuses bad arguments and leaves no file behind on failure", function()
     local src = support.import_fixture("s1_evolution")
     assert.has_error(function() sqlite.export_sqlite(src, 3) end)
@@ -191,7 +217,7 @@ describe("moraine.sqlite.export_sqlite", function()
     support.expect_err("EINVAL", "export cancelled", sqlite.export_sqlite, src, file,
       { progress = function() return true end })
     assert.is_nil(io.open(file, "rb"))
-    assert.is_nil(io.open(file .. ".tmp", "rb"))
+    assert.are.same({}, support.temps_beside(file))
     support.expect_err("EIO", "cannot write", sqlite.export_sqlite, src, "/nonexistent-dir/x.db")
     src:close()
   end)

@@ -235,9 +235,35 @@ describe("moraine.sqlite round trip", function()
     local again = support.tmpdir("prog2") .. ".sql"
     expect_err("EINVAL", { "export cancelled" }, sqlite.export_sql, db, again, { progress = function() return true end })
     assert.is_false(exists(again))
-    assert.is_false(exists(again .. ".tmp"))
+    assert.are.same({}, support.temps_beside(again))
     expect_err("EINVAL", { "unknown option 'nope'" }, sqlite.export_sql, db, again, { nope = 1 })
     db:close()
+  end)
+
+  it("export_sql: two exports to one file at once never write into each other's temporary file", function()
+    local db = new_db("both")
+    db:import_rows({ { name = "ducklake_metadata", columns = META_COLS, rows = { { "version", "1", N, N } } } })
+    local other = new_db("both-other")
+    other:import_rows({ { name = "ducklake_metadata", columns = META_COLS, rows = { { "version", "2", N, N } } } })
+    local dir = support.tmpdir("both-out")
+    support.mkdir(dir)
+    local alone, other_alone, path = dir .. "/alone.sql", dir .. "/other.sql", dir .. "/catalog.sql"
+    sqlite.export_sql(db, alone)
+    sqlite.export_sql(other, other_alone)
+    local inner = false
+    -- the second export runs whole inside the first one's progress callback, after the first made its file
+    sqlite.export_sql(db, path, { progress = function()
+      if not inner then
+        inner = true
+        sqlite.export_sql(other, path)
+        assert.are.equal(support.read(other_alone), support.read(path))
+      end
+    end })
+    assert.is_true(inner)
+    assert.are.equal(support.read(alone), support.read(path))
+    assert.are.same({}, support.temps_beside(path))
+    db:close()
+    other:close()
   end)
 
   it("export_sql refuses a path it cannot write, with EIO naming it, and leaves no file", function()
@@ -246,7 +272,7 @@ describe("moraine.sqlite round trip", function()
     local path = support.tmpdir("nodir") .. "/sub/catalog.sql"
     expect_err("EIO", { path }, sqlite.export_sql, db, path)
     assert.is_false(exists(path))
-    assert.is_false(exists(path .. ".tmp"))
+    assert.are.same({}, support.temps_beside(path))
   end)
 end)
 

@@ -192,6 +192,20 @@ function support.read(path)
   return s
 end
 
+--- The temporary files an export to @path left beside it (moraine.create_temp_file's
+-- `path .. ".tmp-XXXXXX"`, and SQLite's journal of one): a list of names, empty when
+-- there are none or @path's directory does not exist.
+function support.temps_beside(path)
+  local dir, base = pl_path.splitpath(path)
+  local found = {}
+  if not pl_path.isdir(dir) then return found end
+  for _, file in ipairs(pl_dir.getfiles(dir)) do
+    local name = pl_path.basename(file)
+    if name:sub(1, #base + 5) == base .. ".tmp-" then found[#found + 1] = name end
+  end
+  return found
+end
+
 --- Lists the table names (file stems) of an NDJSON catalog directory.
 function support.tables_of(dir)
   local names = {}

@@ -394,6 +394,27 @@ local function each_statement(db, progress, who, emit)
   end
 end
 
+-- the end of an export written into temporary file `tmp` (moraine.create_temp_file): its bytes synced, then
+-- renamed to `path`, then the rename synced (the directory), so `path` holds the old file or the whole new one,
+-- after a crash too; EIO naming `path` (the temporary file removed)
+local function put_in_place(fname, tmp, path)
+  local ok, err = pcall(moraine.sync_path, tmp)
+  if ok then
+    local renamed, rerr = os.rename(tmp, path)
+    if renamed then
+      ok, err = pcall(moraine.sync_path, path:match("^(.*)/[^/]*$") or ".")
+      if not ok then
+        raise("EIO", "%s: %s was written but its directory could not be synced: %s", fname, path,
+          moraine.is_error(err) and err.message or tostring(err))
+      end
+      return
+    end
+    ok, err = false, rerr
+  end
+  os.remove(tmp)
+  raise("EIO", "%s: cannot write %s: %s", fname, path, moraine.is_error(err) and err.message or tostring(err))
+end
+
 --- Writes the catalog as a SQL script that creates DuckLake's tables in SQLite.
 -- For each relation of the catalog (in `db:relations()` order) a
 -- `CREATE TABLE name (col TYPE, ...)` with the columns in the catalog's order
@@ -407,8 +428,10 @@ end
 -- order (by `ord`). All of it between `BEGIN;` and `COMMIT;`. Literals are
 -- described in the module's doc ("The SQL script of export_sql"); the script
 -- loads with `sqlite3 new.db < script.sql`. The file is written under a
--- temporary name beside `path` and renamed at the end: it appears whole or
--- not at all. Secret columns (encryption keys) are written exactly, as
+-- temporary name beside `path` (`moraine.create_temp_file`, its own for each
+-- export), synced, renamed at the end and the directory synced: it appears
+-- whole or not at all, after a crash too, and two exports to one `path` at
+-- once never write into each other's file (the later rename wins). Secret columns (encryption keys) are written exactly, as
 -- stored (the script is a copy of the catalog); when the catalog holds any
 -- (`rd:secret_count() > 0`) the file is created 0600 (docs/security.md).
 -- @param db a catalog handle (`moraine.open`)
@@ -440,15 +463,17 @@ function M.export_sql(db, path, opts)
     if type(v) ~= "function" then raise("EINVAL", "sqlite.export_sql: progress must be a function") end
     progress = v
   end
-  if db:path_in_catalog(path) or db:path_in_catalog(path .. ".tmp") then
+  if db:path_in_catalog(path) or db:path_in_catalog(path .. ".tmp-") then
     raise("EINVAL", "sqlite.export_sql: %s is in the catalog's own directory: the export would be written beside "
       .. "(or over) the catalog's data.mdb; write it outside the catalog directory", path)
   end
-  local tmp = path .. ".tmp"
   -- a script holding keys is readable by its owner only: made 0600 before a byte is written
-  if db:read(function(rd) return rd:secret_count() end) > 0 then moraine.create_private_file(tmp) end
+  local tmp = moraine.create_temp_file(path, db:read(function(rd) return rd:secret_count() end) > 0)
   local f, err = io.open(tmp, "wb")
-  if not f then raise("EIO", "sqlite.export_sql: cannot write %s: %s", path, tostring(err)) end
+  if not f then
+    os.remove(tmp)
+    raise("EIO", "sqlite.export_sql: cannot write %s: %s", path, tostring(err))
+  end
   local function put(...)
     local ok, werr = f:write(...)
     if not ok then raise("EIO", "sqlite.export_sql: cannot write %s: %s", path, tostring(werr)) end
@@ -470,11 +495,7 @@ function M.export_sql(db, path, opts)
     os.remove(tmp)
     raise("EIO", "sqlite.export_sql: cannot write %s: %s", path, tostring(cerr))
   end
-  local renamed, rerr = os.rename(tmp, path)
-  if not renamed then
-    os.remove(tmp)
-    raise("EIO", "sqlite.export_sql: cannot write %s: %s", path, tostring(rerr))
-  end
+  put_in_place("sqlite.export_sql", tmp, path)
   return true
 end
 
@@ -714,8 +735,12 @@ function M.driver() return load_driver() end
 -- can ATTACH (`ATTACH 'ducklake:sqlite:FILE'`): the statements of
 -- `export_sql` (same tables, DuckLake's column types, every row, same
 -- literals) run through LuaSQL's SQLite driver in one SQLite transaction on
--- a new file `path .. ".tmp"`, renamed to `path` at the end, so the file
--- appears whole or not at all (an existing `path` is replaced). Secret
+-- a new file beside `path` (`moraine.create_temp_file`: `path .. ".tmp-"`
+-- and six random characters, its own for each export), synced and renamed
+-- to `path` at the end, the directory synced after, so the file appears
+-- whole or not at all, after a crash too, and two exports to one `path` at
+-- once each write their own file, the later rename winning (an existing
+-- `path` is replaced). Secret
 -- columns (encryption keys) are written exactly, as `export_sql` writes
 -- them; when the catalog holds any the file is created 0600
 -- (docs/security.md).
@@ -745,20 +770,14 @@ function M.export_sqlite(db, path, opts)
     if type(v) ~= "function" then raise("EINVAL", "sqlite.export_sqlite: progress must be a function") end
     progress = v
   end
-  if db:path_in_catalog(path) or db:path_in_catalog(path .. ".tmp") then
+  if db:path_in_catalog(path) or db:path_in_catalog(path .. ".tmp-") then
     raise("EINVAL", "sqlite.export_sqlite: %s is in the catalog's own directory: the export would be written beside "
       .. "(or over) the catalog's data.mdb; write it outside the catalog directory", path)
   end
   local driver = load_driver()
-  local tmp = path .. ".tmp"
-  os.remove(tmp)
-  local probe = io.open(tmp, "wb")
-  if not probe then raise("EIO", "sqlite.export_sqlite: cannot write %s", path) end
-  probe:close()
-  os.remove(tmp)
   -- a file holding keys is readable by its owner only: created 0600 (empty: a valid SQLite
   -- database) before SQLite writes a byte; SQLite gives its journal the same mode
-  if db:read(function(rd) return rd:secret_count() end) > 0 then moraine.create_private_file(tmp) end
+  local tmp = moraine.create_temp_file(path, db:read(function(rd) return rd:secret_count() end) > 0)
   local env = driver.sqlite3()
   local con, cerr = env:connect(tmp)
   if not con then
@@ -787,11 +806,7 @@ function M.export_sqlite(db, path, opts)
     os.remove(tmp .. "-journal")
     error(e, 0)
   end
-  local renamed, rerr = os.rename(tmp, path)
-  if not renamed then
-    os.remove(tmp)
-    raise("EIO", "sqlite.export_sqlite: cannot write %s: %s", path, tostring(rerr))
-  end
+  put_in_place("sqlite.export_sqlite", tmp, path)
   return true
 end
 
