@@ -36,9 +36,11 @@
 -- every commit of a round but its last), in the order `moraine_import_ndjson` uses
 -- (docs/import-export.md): the rows that end at it, its ducklake_snapshot row,
 -- the rows that begin at it (with `end_snapshot` NULL unless it ends at the
--- same snapshot), their children, and in the round's last commit the
--- non-versioned tables (ducklake_metadata, ducklake_table_stats, ...) made
--- equal to the source's: rows the source no longer has are deleted, rows it
+-- same snapshot), their children, and in the round's first commit and again
+-- in its last the non-versioned tables (ducklake_metadata,
+-- ducklake_table_stats, ...) made equal to the source's (which holds only
+-- their present rows: every snapshot the round commits serves them as the
+-- source does, and so does what a kill leaves): rows the source no longer has are deleted, rows it
 -- has that the catalog lacks are added, rows present on both sides stay.
 --
 -- Inside each write transaction, before it writes anything, the commit checks
@@ -58,8 +60,8 @@
 -- writes (the source is read once): a commit id's rows (its snapshot row,
 -- the versions that begin at it, their children) before that commit id's
 -- commit, the versions it inserts into the past before its first commit,
--- the non-versioned tables' rows in the commit that makes them equal to the
--- source's (the round's last; in a round without a new snapshot, the
+-- the non-versioned tables' rows in the commits that make them equal to the
+-- source's (the round's first and last; in a round without a new snapshot, the
 -- comparison that decides whether to commit reads and checks them first).
 -- EINVAL names the table, the row and the column, as a first round does,
 -- and the refused commit is not written, nor any after it: the catalog stays
@@ -89,7 +91,7 @@
 -- children (`tx:insert_version`), all in the round's first write transaction
 -- (the first commit id's, or one snapshot-less commit when there is none),
 -- before its staged rows and after its check of the catalog's last snapshot.
--- Non-versioned tables are made equal in the round's last commit, as before.
+-- Non-versioned tables are made equal in the round's first commit and again in its last (docs/sync.md, step 7).
 --
 -- What is compared: DuckLake rewrites the past only (a) by expiring
 -- snapshots, (b) inside a new snapshot whose `ducklake_snapshot_changes` names
@@ -754,8 +756,12 @@ function M.sync(db, source, opts)
             for _, e in ipairs(p.snaps) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.inserts) do tx:insert(e.t.name, e.row, e.pos) end
             for _, e in ipairs(p.children) do tx:insert(e.t.name, e.row, e.pos) end
-            if n == #ids then
-              result.rows_changed = reconcile_rows(db, tx, src, tables, existed, text_rows)
+            -- the non-versioned tables (no snapshot columns: the source holds only their present rows) become
+            -- the source's in the round's first commit, so every snapshot the round commits, and what a kill
+            -- leaves, serves them as the source does (ducklake_metadata's data_path above all: without it every
+            -- file path is wrong), and again in its last (a row the source changed while the round ran)
+            if n == 1 or n == #ids then
+              result.rows_changed = result.rows_changed + reconcile_rows(db, tx, src, tables, existed, text_rows)
             end
           end, partial and { partial = true } or nil)
           rewrites_pending = false
