@@ -243,6 +243,38 @@ describe("moraine sync and compare", function()
       db:close()
     end)
 
+  it("a first sync that fails after another writer committed and exited removes nothing of that writer's", function()
+    -- B's source is S1 with one table file a FIFO: B creates the catalog, opens it and waits on the FIFO; A syncs
+    -- S1 into the same catalog and exits; then B reads a broken line and fails. Before, B removed the directory it
+    -- had created, A's 21 snapshots with it (no other process had the catalog open by then)
+    local src = support.tmpdir("fifo-src")
+    support.mkdir(src)
+    for _, name in ipairs(support.tables_of(S1)) do
+      if name ~= "ducklake_column" then support.write(src .. "/" .. name .. ".ndjson", support.read(S1 .. "/" .. name .. ".ndjson")) end
+    end
+    local fifo = src .. "/ducklake_column.ndjson"
+    local rc = os.execute("mkfifo " .. q(fifo))
+    assert.is_true(rc == true or rc == 0)
+    local dir = support.tmpdir("fifo-cat")
+    local b = spawn({ "-c", dir, "sync", src })
+    local t0 = moraine.clock()
+    local function exists(path)
+      local f = io.open(path, "rb")
+      if f then f:close() end
+      return f ~= nil
+    end
+    while not exists(dir .. "/data.mdb") and moraine.clock() - t0 < 30 do os.execute("sleep 0.02") end
+    local a = ok_run({ "-c", dir, "sync", S1 })
+    assert.truthy(a.out:find("21 snapshots replayed", 1, true), a.show)
+    -- (a writer of the FIFO waits for its reader: 30 s at most, should B not be reading it)
+    rc = os.execute("timeout 30 sh -c 'printf \"{broken\\n\" > \"$1\"' sh " .. q(fifo))
+    assert.is_true(rc == true or rc == 0)
+    local r = b.wait()
+    assert.are.equal(1, r.code, r.out .. r.err)
+    assert.truthy(r.err:find("nothing of it was removed", 1, true), r.err)
+    assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
+  end)
+
   it("a verb writer committing while an import runs: every acknowledged snapshot of the writer stays", function()
     local dir = support.tmpdir("verbrace")
     local script = support.tmpdir("writer") .. ".lua"

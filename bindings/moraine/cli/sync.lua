@@ -75,6 +75,31 @@ local function undo_created(dir, had)
   return nil
 end
 
+-- Watches catalog @db for commits that are not this command's: `mine()`
+-- after each of the command's own commits (sync's progress callback runs
+-- after each), `foreign()` whether anything was committed since the last of
+-- them (or since the watch began) by another writer: LMDB's last transaction
+-- id moved on. A failed first sync or import removes the catalog it created
+-- only when nothing is foreign: another writer's commits, finished while this
+-- command ran (that writer gone by the time it fails), stay.
+local function commit_watch(db)
+  local last = tostring(db:last_txnid())
+  local watch = {}
+  function watch.mine() last = tostring(db:last_txnid()) end
+  function watch.foreign()
+    local ok, now = pcall(db.last_txnid, db)
+    return not ok or tostring(now) ~= last
+  end
+  -- @progress (nil: none) with watch.mine() run first
+  function watch.progress(progress)
+    return function(...)
+      watch.mine()
+      if progress then return progress(...) end
+    end
+  end
+  return watch
+end
+
 -- errors a run of the same command may not meet again (the source or the
 -- disk could not be read or written, another writer)
 local RETRYABLE = { EIO = true, ELMDB = true, EMAPFULL = true, ENOMEM = true }
@@ -172,15 +197,16 @@ function run.sync(ctx, source)
   end
   local had = entries(ctx.dir)
   local db = open_catalog(ctx, true)
+  local watch = commit_watch(db)
   local before = db:last_snapshot()
   local meter, finish = output.progress_meter("syncing", "snapshots")
   local progress = meter and function(done, total) meter(done, total, "syncing") end
-  local ok, r = pcall(sync.sync, db, src, { progress = progress })
+  local ok, r = pcall(sync.sync, db, src, { progress = watch.progress(progress) })
   src:close()
   finish(ok)
   if not ok then
     local last = db:last_snapshot()
-    local others = catalog.others_there(db, r)
+    local others = catalog.others_there(db, r) or watch.foreign()
     db:close()
     if moraine.is_error(r) then
       local retry = RETRYABLE[r.code]
@@ -281,6 +307,7 @@ function run.import(ctx, source)
   local had = entries(ctx.dir)
   require("moraine.compact").recover(ctx.dir) -- what a kill left of the compaction a fresh import ends with
   local db = open_catalog(ctx, true)
+  local watch = commit_watch(db)
   local before = db:last_snapshot()
   local progress = meter and function(done, total) meter(done, total, "importing") end
   local r
@@ -295,6 +322,7 @@ function run.import(ctx, source)
       fmeter(done, total, total ~= 0 and "importing" or "reading and checking")
     end
     local fok, fr = pcall(sync.import_sqlite, db, src, tmp, { progress = fprogress })
+    watch.mine() -- what it committed, or its undo of that when it refused (the engine's)
     ffinish(fok and fr ~= nil)
     if fok and fr then r = fr end
     -- Ctrl-C stops the import: not a refusal for the staged way to read the
@@ -307,13 +335,13 @@ function run.import(ctx, source)
   else
     -- the whole source is checked in the round before anything is written
     -- (moraine.sync.check), also when continuing an interrupted import
-    ok, r = pcall(sync.sync, db, src, { progress = progress, check = true })
+    ok, r = pcall(sync.sync, db, src, { progress = watch.progress(progress), check = true })
   end
   finish(ok)
   src:close()
   if not ok then
     local last = db:last_snapshot()
-    local others = catalog.others_there(db, r)
+    local others = catalog.others_there(db, r) or watch.foreign()
     db:close()
     if moraine.is_error(r) then
       if r.code == "ECONFLICT" and r.message:find("no longer follows", 1, true) then
