@@ -1331,6 +1331,7 @@ describe("rd:scan with changed = {S1, S2}", function()
 end)
 
 describe("moraine.create_temp_file and moraine.sync_path (how exports write their file)", function()
+  teardown(function() support.cleanup() end)
   local function mode(p)
     local h = assert(io.popen("stat -c %a " .. support.q(p)))
     local m = h:read("*l")

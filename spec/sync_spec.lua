@@ -681,6 +681,33 @@ describe("moraine.sync", function()
       db:close()
     end)
 
+    it("PostgreSQL's NaN, Infinity and -Infinity in an inlined data table's DOUBLE column are synced as those values",
+      function()
+        local conn = "postgres:" .. server.conninfo
+        pg.load(c, cat("s1_evolution"), nil)
+        local db = open_new("pg-special")
+        assert.are.equal(20, sync.sync(db, conn).to)
+        pg.exec(c, "BEGIN")
+        pg.exec(c, "CREATE TABLE ducklake_inlined_data_1_12 (row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT, "
+          .. "v DOUBLE PRECISION, s VARCHAR)")
+        pg.exec(c, "INSERT INTO ducklake_inlined_data_1_12 VALUES (0, 21, NULL, 'NaN', 'a'), (1, 21, NULL, 'Infinity', 'b'), "
+          .. "(2, 21, NULL, '-Infinity', 'c'), (3, 21, NULL, 1.5, 'd'), (4, 21, NULL, NULL, 'e')")
+        pg.exec(c, "INSERT INTO ducklake_snapshot SELECT 21, snapshot_time + interval '1 second', schema_version, "
+          .. "next_catalog_id, next_file_id FROM ducklake_snapshot WHERE snapshot_id = 20")
+        pg.exec(c, "INSERT INTO ducklake_snapshot_changes (snapshot_id, changes_made) VALUES (21, 'inlined_insert:1')")
+        pg.exec(c, "COMMIT")
+        assert.are.equal(21, sync.sync(db, conn).to)
+        local v = {}
+        for _, row in ipairs(support.rows_of(db, "ducklake_inlined_data_1_12")) do v[row.s] = row.v end
+        assert.is_true(v.a ~= v.a, tostring(v.a)) -- NaN
+        assert.are.equal(math.huge, v.b)
+        assert.are.equal(-math.huge, v.c)
+        assert.are.equal(1.5, v.d)
+        assert.are.equal(moraine.null, v.e)
+        assert_same(db, conn)
+        db:close()
+      end)
+
     it("a later round that brings text that is not UTF-8 (a SQL_ASCII database holds any bytes) refuses it, naming "
       .. "the row by its integer columns (PostgreSQL rows have no position), before the commit of its snapshot: the "
       .. "snapshots before it stay", function()

@@ -75,6 +75,16 @@ local is_int = sqlite.is_integer
 local int_text = sqlite.int_text
 
 -- decimal integer text -> an exact integer
+-- a PostgreSQL float8 as its text (`::text`, extra_float_digits 3: exact) -> the number; the special values
+-- PostgreSQL spells NaN, Infinity and -Infinity (tonumber knows neither spelling); EINVAL for text that is no number
+local PG_SPECIAL = { NaN = 0 / 0, Infinity = math.huge, ["-Infinity"] = -math.huge }
+local function pg_real(s)
+  local v = tonumber(s)
+  if v == nil then v = PG_SPECIAL[s] end
+  if v == nil then raise("EINVAL", "sync: a PostgreSQL double precision value reads '%s', which is not a number", s) end
+  return v
+end
+
 local function parse_int(s)
   if #s <= 15 then return math.tointeger and math.tointeger(tonumber(s)) or tonumber(s) end
   return moraine.json_decode(s)
@@ -433,7 +443,7 @@ local function open_postgres(conninfo)
     if s == nil then return NULL, 1 end
     if kind == "int" then return parse_int(s), 1 end
     if kind == "bool" then return s == "t" or s == "true", 1 end
-    if kind == "real" then return tonumber(s), 1 end
+    if kind == "real" then return pg_real(s), 1 end
     return s, 1
   end
   local src = sql_source("postgres", label, con, env, dialect)
