@@ -1043,7 +1043,9 @@ int moraine_path_in_catalog(moraine_db *db, const char *path, int *inside);
  * it did, whether before the replay or during it; a change that keeps size
  * and modification time and leaves the rows still read well formed is not
  * seen); MORAINE_EJSON
- * (malformed JSON: message names file and line); MORAINE_EINVAL (a row with a
+ * (malformed JSON: message names file and line); MORAINE_EINVAL (@dir holds
+ * `.moraine-export-incomplete`: an export into it was killed while it renamed
+ * its tables, see moraine_export_ndjson; a row with a
  * wrong type or missing column: file, line, column; a snapshot column that is
  * not a non-negative integer, an end_snapshot below its begin_snapshot, a
  * begin or end after the last ducklake_snapshot row; a child row whose parent
@@ -1173,10 +1175,19 @@ int moraine_import_check_end(moraine_import_check *c);
  * file is created 0600 and a directory it creates 0700: docs/security.md),
  * in DuckDB's JSON-lines form (exact integers, null, strings,
  * true/false); an empty table is a file holding one newline. Creates @dir.
+ * Each file is written as `<table>.ndjson.tmp` and synced; when all are,
+ * they are renamed into place, bracketed by `<dir>/.moraine-export-incomplete`
+ * (made and synced before the first rename, removed after the last): an
+ * export killed part way through its renames leaves it, and every import of
+ * @dir (moraine_import_ndjson, sync from an NDJSON directory) refuses the
+ * directory until an export into it ends. One export into @dir at a time:
+ * the export holds an flock of @dir.
  * Returns 0; MORAINE_EIO; MORAINE_EINVAL (a string that is not valid UTF-8
  * cannot be written as JSON: message names table, row and column);
  * MORAINE_EEXIST (@dir holds a `<name>.ndjson` of a table the catalog does
- * not have, which an import of @dir would read: nothing is written).
+ * not have, which an import of @dir would read: nothing is written);
+ * MORAINE_ECONFLICT (another export into @dir is running: nothing is
+ * written).
  */
 int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn progress, void *ud);
 

@@ -702,6 +702,8 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 static int read_dir(const char *dir, tables *ts)
 {
+    int rc0 = mr_export_complete(dir);
+    if (rc0) return rc0;
     DIR *d = opendir(dir);
     if (!d) return mr_err(MORAINE_EIO, "%s: cannot open directory: %s", dir, strerror(errno));
     char **names = NULL;

@@ -5,13 +5,14 @@
  * the final names and renamed into place (docs/import-export.md); rows in
  * their row order. The import is ndjson.c.
  */
-#include "internal.h"
+#include "ndjson_internal.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,23 +116,60 @@ static int export_table(moraine_read *rd, const mr_rel *r, const char *dir, int 
     if (!rc && n == 0) fputc('\n', f);
 out:
     free(es);
+    /* on the disk before it is renamed into place: a crash never leaves an empty or partial file at the final name */
+    if (!rc && (fflush(f) != 0 || fsync(fileno(f)) != 0)) rc = mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
     if (fclose(f) != 0 && !rc) rc = mr_err(MORAINE_EIO, "%s: write failed: %s", path, strerror(errno));
     (void)final;
     if (rc) remove(path);
     return rc;
 }
 
+int mr_export_complete(const char *dir)
+{
+    char mark[4096];
+    snprintf(mark, sizeof mark, "%s/%s", dir, MR_EXPORT_INCOMPLETE);
+    struct stat st;
+    if (lstat(mark, &st) == 0)
+        return mr_err(MORAINE_EINVAL, "%s: an export into it was killed while it renamed its tables (%s is there): they may be of two "
+                      "exports; export the catalog into it again",
+                      dir, MR_EXPORT_INCOMPLETE);
+    return 0;
+}
+
+/* fsync of directory @dirfd: the names made, renamed or removed in it are on the disk */
+static int sync_dir(int dirfd, const char *dir)
+{
+    if (fsync(dirfd) != 0) return mr_err(MORAINE_EIO, "%s: cannot sync the directory: %s", dir, strerror(errno));
+    return 0;
+}
+
 /* Renames (@rename_them) or removes the <table>.ndjson.tmp files of the
- * first @n relations: an export appears whole or not at all. */
-static int finish_export(moraine_db *db, const char *dir, size_t n, int rename_them)
+ * first @n relations. The renames are bracketed by MR_EXPORT_INCOMPLETE in
+ * @dir (@dirfd), made and synced before the first and removed after the last:
+ * an export killed part way through them leaves it, and an import of @dir
+ * refuses a directory holding it (its tables may be of two exports). */
+static int finish_export(moraine_db *db, const char *dir, int dirfd, size_t n, int rename_them)
 {
     int rc = 0;
+    char mark[4096];
+    snprintf(mark, sizeof mark, "%s/%s", dir, MR_EXPORT_INCOMPLETE);
+    if (rename_them) {
+        int fd = open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || fsync(fd) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot write: %s", mark, strerror(errno));
+        if (fd >= 0) close(fd);
+        if (!rc) rc = sync_dir(dirfd, dir);
+    }
     for (size_t i = 0; i < n; i++) {
         char tmp[4096], final[4096];
         snprintf(final, sizeof final, "%s/%s.ndjson", dir, db->rels[i]->info.name);
         snprintf(tmp, sizeof tmp, "%s/%s.ndjson.tmp", dir, db->rels[i]->info.name);
         if (rename_them && !rc && rename(tmp, final) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot rename: %s", final, strerror(errno));
         else if (!rename_them) remove(tmp);
+    }
+    if (rename_them && !rc) {
+        rc = sync_dir(dirfd, dir);
+        if (!rc && unlink(mark) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot remove: %s", mark, strerror(errno));
+        if (!rc) rc = sync_dir(dirfd, dir);
     }
     return rc;
 }
@@ -178,7 +216,22 @@ int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
     } else if (!rc) {
         rc = stray_tables(db, dir);
     }
+    /* one export into @dir at a time (flock of the directory, held to the
+     * end): two at once would rename their files between each other's and
+     * leave a mix of both; the second is refused before it writes anything */
+    int dirfd = -1;
+    if (!rc) {
+        dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0) rc = mr_err(MORAINE_EIO, "%s: cannot open directory: %s", dir, strerror(errno));
+        else if (flock(dirfd, LOCK_EX | LOCK_NB) != 0)
+            rc = errno == EWOULDBLOCK ? mr_err(MORAINE_ECONFLICT, "%s: another export into it is running (it holds the directory's lock): "
+                                                                  "run this one again once it has ended; nothing was written",
+                                               dir)
+                                      : mr_err(MORAINE_EIO, "%s: cannot lock the directory: %s", dir, strerror(errno));
+    }
     if (rc) {
+        if (dirfd >= 0) close(dirfd);
+        if (made) rmdir(dir);
         moraine_read_end(rd);
         return rc;
     }
@@ -191,14 +244,22 @@ int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
         if (!rc) written = i + 1;
         if (!rc && progress && progress(ud, i + 1, nrels)) rc = mr_err(MORAINE_EINVAL, "export cancelled");
     }
-    if (!rc) rc = finish_export(db, dir, written, 1);
-    if (rc) {
+    int renaming = !rc;
+    if (!rc) rc = finish_export(db, dir, dirfd, written, 1);
+    if (rc && !renaming) {
         char m[1024];
         snprintf(m, sizeof m, "%s", moraine_errmsg());
-        finish_export(db, dir, written, 0);
+        finish_export(db, dir, dirfd, written, 0);
         if (made) rmdir(dir);
         rc = mr_err(rc, "%s (nothing was exported)", m);
+    } else if (rc) {
+        char m[1024];
+        snprintf(m, sizeof m, "%s", moraine_errmsg());
+        finish_export(db, dir, dirfd, written, 0);
+        rc = mr_err(rc, "%s (the export failed while it renamed its files: %s/%s marks the directory as a mix an import refuses; export again)", m,
+                    dir, MR_EXPORT_INCOMPLETE);
     }
+    close(dirfd); /* the lock with it */
     moraine_read_end(rd);
     return rc;
 }

@@ -133,6 +133,17 @@ typedef struct {
  * Returns 0, or what mr_import_ndjson_given is to return (a positive value:
  * nothing was written to the catalog). */
 typedef int (*mr_nd_writer)(void *wud, tables *ts, table *t, size_t i, const char *path);
+/* The file moraine_export_ndjson keeps in its directory while it renames
+ * its tables into place (made and synced before the first rename, removed
+ * after the last): an export killed part way through leaves it. */
+#define MR_EXPORT_INCOMPLETE ".moraine-export-incomplete"
+
+/* 0 when directory @dir holds no MR_EXPORT_INCOMPLETE; else MORAINE_EINVAL
+ * naming it: an export into @dir was killed while it renamed its tables,
+ * which may be of two exports (the next export into @dir removes it). Every
+ * import of a directory asks first. (ndjson_export.c) */
+int mr_export_complete(const char *dir);
+
 /* moraine_import_ndjson of the @n tables @g of @dir, in that order (their
  * relation ids, and the order of a commit's rows within a phase), each
  * defined with its columns even when it has no row, instead of every

@@ -1061,6 +1061,66 @@ describe("import and export", function()
     db2:close()
   end)
 
+  it("an export failing among its renames leaves the directory marked: imports refuse it until an export into it ends", function()
+    local db2 = support.import_fixture("s1_evolution")
+    local sdir = support.tmpdir("torn")
+    db2:export_ndjson(sdir)
+    local before = {}
+    for _, name in ipairs(support.tables_of(sdir)) do before[name] = support.read(sdir .. "/" .. name .. ".ndjson") end
+    -- the catalog moves on, and the rename of ducklake_table fails (a directory at its name): the tables renamed
+    -- before it (in name order: ducklake_schema, ducklake_snapshot, ...) are the new export's, those after it the old
+    -- one's
+    db2:transaction(function(tx) tx:create_schema("later") end)
+    local victim = "ducklake_table"
+    os.remove(sdir .. "/" .. victim .. ".ndjson")
+    support.mkdir(sdir .. "/" .. victim .. ".ndjson/in-the-way")
+    expect_err("EIO", { victim .. ".ndjson: cannot rename", "while it renamed its files", ".moraine-export-incomplete" },
+      db2.export_ndjson, db2, sdir)
+    assert.is_true(exists(sdir .. "/.moraine-export-incomplete"))
+    local renamed = 0
+    for name, text in pairs(before) do
+      if name ~= victim and support.read(sdir .. "/" .. name .. ".ndjson") ~= text then renamed = renamed + 1 end
+    end
+    assert.is_true(renamed > 0) -- a mix: some tables are the new export's
+    local db3 = moraine.open(dir2, { no_sync = true })
+    expect_err("EINVAL", { "an export into it was killed while it renamed its tables", ".moraine-export-incomplete" },
+      db3.import_ndjson, db3, sdir)
+    assert.is_nil(db3:last_snapshot())
+    expect_err("EINVAL", { "an export into it was killed while it renamed its tables" }, require("moraine.sync").sync,
+      db3, sdir)
+    assert.is_nil(db3:last_snapshot())
+    -- the next export into it ends the mix and the mark
+    rmrf(sdir .. "/" .. victim .. ".ndjson")
+    db2:export_ndjson(sdir)
+    assert.is_false(exists(sdir .. "/.moraine-export-incomplete"))
+    assert.is_true(db3:import_ndjson(sdir))
+    assert.are.equal(db2:last_snapshot(), db3:last_snapshot())
+    db3:close()
+    db2:close()
+  end)
+
+  it("one export into a directory at a time: a second one while the first runs is refused (ECONFLICT), writing nothing", function()
+    local db2 = support.import_fixture("s2_multi_table")
+    local other = support.import_fixture("s1_evolution")
+    local sdir = support.tmpdir("two-exports")
+    local inner
+    assert.is_true(db2:export_ndjson(sdir, { progress = function()
+      if inner == nil then
+        inner = expect_err("ECONFLICT", { "another export into it is running", "nothing was written" },
+          other.export_ndjson, other, sdir)
+      end
+    end }))
+    assert.is_truthy(inner)
+    local db3 = moraine.open(dir2, { no_sync = true })
+    assert.is_true(db3:import_ndjson(sdir))
+    for _, rel in ipairs(db2:relations()) do
+      assert.are.same(all_entries(db2, rel.name), all_entries(db3, rel.name), rel.name)
+    end
+    db3:close()
+    other:close()
+    db2:close()
+  end)
+
   it("refuses to export strings that are not valid UTF-8", function()
     db:commit(1, function(tx)
       define_all(tx)

@@ -552,11 +552,20 @@ end
 
 -- ---- NDJSON source ---------------------------------------------------------------------
 
+-- what moraine_export_ndjson leaves in a directory it was killed while renaming its tables into
+-- (MR_EXPORT_INCOMPLETE, engine/ndjson_internal.h)
+local EXPORT_INCOMPLETE = ".moraine-export-incomplete"
+
 local function open_ndjson(dir)
   local src = { kind = "ndjson", label = dir, reads = { queries = 0, rows = {} } }
   local function list()
     local names = {}
     for _, line in ipairs(moraine.core.dir_entries(dir)) do
+      if line == EXPORT_INCOMPLETE then
+        -- (as the engine's import refuses it: engine/ndjson_export.c, mr_export_complete)
+        raise("EINVAL", "sync: %s: an export into it was killed while it renamed its tables (%s is there): they may "
+          .. "be of two exports; export the catalog into it again", dir, EXPORT_INCOMPLETE)
+      end
       local n = line:match("^(ducklake_[%w_]+)%.ndjson$") or line:match("^(ducklake_[%w_]+)%.json$")
       if n then names[#names + 1] = { n, line } end
     end
