@@ -183,6 +183,29 @@ describe("moraine.sqlite.export_sqlite", function()
     end
   end)
 
+  it("is the catalog at one point: a commit landing while it runs is in no table of the file", function()
+    local src, dir = support.import_fixture("s3_edge_values")
+    local before = support.dump(src)
+    local last = src:last_snapshot()
+    local writer = moraine.open(dir, { no_sync = true })
+    local file = support.tmpdir("moving") .. ".sqlite"
+    local late
+    assert.is_true(sqlite.export_sqlite(src, file, { progress = function(done, total, name)
+      if name == "ducklake_snapshot_changes" and done == total and not late then
+        late = writer:transaction(function(tx) tx:create_table("late", { { name = "id", type = "int64" } }) end)
+      end
+    end }))
+    assert.is_truthy(late)
+    assert.are_not.equal(before, support.dump(src))
+    local back = moraine.open(support.tmpdir("moving-back"), { no_sync = true })
+    sqlite.import(back, file)
+    assert.are.equal(last, back:last_snapshot())
+    assert.are.equal(before, support.dump(back))
+    back:close()
+    writer:close()
+    src:close()
+  end)
+
   it("two exports to one file at once each write their own temporary file: the later rename gives a whole catalog", function()
     local src, other = support.import_fixture("s1_evolution"), support.import_fixture("s2_multi_table")
     local file = support.tmpdir("both") .. ".sqlite"

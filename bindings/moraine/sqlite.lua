@@ -317,81 +317,79 @@ end
 -- rows (every version, original order): emit("sql", text) without the
 -- final ";", emit("comment", text) for a table left out. Shared by
 -- export_sql (a script) and export_sqlite (a file); @who names the caller
--- in errors; @progress as export_sql's.
+-- in errors; @progress as export_sql's. Every table is read in one read
+-- transaction (`db:read`): the export is the catalog at one point, a commit
+-- landing while it runs in every table or in none.
 local function each_statement(db, progress, who, emit)
-  local relations = db:relations()
-  for ri, rel in ipairs(relations) do
-    local known = SCHEMA[rel.name]
-    local cols = rel.columns
-    if #cols == 0 and known then cols = known.columns end
-    if #cols == 0 then
-      emit("comment", rel.name .. ": no columns known and no rows; not created")
-    else
-      local entries
-      if progress then
-        -- read with progress: (rows read, 0) every 4096 rows (the total is not known yet)
-        entries = {}
-        db:read(function(rd)
-          for row, _, ord in rd:scan(rel.name, { at = moraine.ALL }) do
-            entries[#entries + 1] = { row = row, ord = ord }
-            if #entries % 4096 == 0 and progress(#entries, 0, rel.name, ri, #relations) == true then
-              raise("EINVAL", "%s: export cancelled", who)
-            end
+  -- one read transaction for the whole export: a commit landing while it runs is in every table or in none
+  db:read(function(rd)
+    local relations = db:relations()
+    for ri, rel in ipairs(relations) do
+      local known = SCHEMA[rel.name]
+      local cols = rel.columns
+      if #cols == 0 and known then cols = known.columns end
+      if #cols == 0 then
+        emit("comment", rel.name .. ": no columns known and no rows; not created")
+      else
+        -- progress: (rows read, 0) every 4096 rows (the total is not known yet)
+        local entries = {}
+        for row, _, ord in rd:scan(rel.name, { at = moraine.ALL }) do
+          entries[#entries + 1] = { row = row, ord = ord }
+          if progress and #entries % 4096 == 0 and progress(#entries, 0, rel.name, ri, #relations) == true then
+            raise("EINVAL", "%s: export cancelled", who)
           end
-        end)
-      else
-        entries = db:scan(rel.name, { at = moraine.ALL })
-      end
-      -- the original row order (by ord, stable). Positions are usually
-      -- distinct and dense: then each entry goes straight to its place
-      -- (linear, no silent sort of a large table); otherwise a stable sort.
-      local placed, lo = {}, nil
-      for _, en in ipairs(entries) do
-        local o = tonumber(en.ord)
-        if lo == nil or o < lo then lo = o end
-      end
-      local dense = lo ~= nil
-      for _, en in ipairs(entries) do
-        local i = tonumber(en.ord) - lo + 1
-        if i > #entries or placed[i] then dense = false break end
-        placed[i] = en
-      end
-      if dense then
-        entries = placed
-      else
-        for i, en in ipairs(entries) do en.seq = i end
-        table.sort(entries, function(a, b)
-          if a.ord ~= b.ord then return a.ord < b.ord end
-          return a.seq < b.seq
-        end)
-      end
-      local defs, affs = {}, {}
-      for i, c in ipairs(cols) do
-        local ty = known and known.types[c] or infer_type(entries, c)
-        defs[i] = ident(c) .. " " .. ty
-        affs[i] = affinity(ty)
-      end
-      local tname = ident(rel.name)
-      emit("sql", "CREATE TABLE " .. tname .. " (" .. table.concat(defs, ", ") .. ")")
-      local lits = {}
-      local total = #entries
-      if progress and progress(0, total, rel.name, ri, #relations) == true then
-        raise("EINVAL", "%s: export cancelled", who)
-      end
-      for n, en in ipairs(entries) do
-        local row = en.row
-        for i, c in ipairs(cols) do
-          local v = row[c]
-          if v == nil then v = NULL end
-          lits[i] = literal(v, affs[i])
         end
-        emit("sql", "INSERT INTO " .. tname .. " VALUES (" .. table.concat(lits, ", ", 1, #cols) .. ")")
-        if progress and (n % 1000 == 0 or n == total) and progress(n, total, rel.name, ri, #relations) == true then
+        -- the original row order (by ord, stable). Positions are usually
+        -- distinct and dense: then each entry goes straight to its place
+        -- (linear, no silent sort of a large table); otherwise a stable sort.
+        local placed, lo = {}, nil
+        for _, en in ipairs(entries) do
+          local o = tonumber(en.ord)
+          if lo == nil or o < lo then lo = o end
+        end
+        local dense = lo ~= nil
+        for _, en in ipairs(entries) do
+          local i = tonumber(en.ord) - lo + 1
+          if i > #entries or placed[i] then dense = false break end
+          placed[i] = en
+        end
+        if dense then
+          entries = placed
+        else
+          for i, en in ipairs(entries) do en.seq = i end
+          table.sort(entries, function(a, b)
+            if a.ord ~= b.ord then return a.ord < b.ord end
+            return a.seq < b.seq
+          end)
+        end
+        local defs, affs = {}, {}
+        for i, c in ipairs(cols) do
+          local ty = known and known.types[c] or infer_type(entries, c)
+          defs[i] = ident(c) .. " " .. ty
+          affs[i] = affinity(ty)
+        end
+        local tname = ident(rel.name)
+        emit("sql", "CREATE TABLE " .. tname .. " (" .. table.concat(defs, ", ") .. ")")
+        local lits = {}
+        local total = #entries
+        if progress and progress(0, total, rel.name, ri, #relations) == true then
           raise("EINVAL", "%s: export cancelled", who)
+        end
+        for n, en in ipairs(entries) do
+          local row = en.row
+          for i, c in ipairs(cols) do
+            local v = row[c]
+            if v == nil then v = NULL end
+            lits[i] = literal(v, affs[i])
+          end
+          emit("sql", "INSERT INTO " .. tname .. " VALUES (" .. table.concat(lits, ", ", 1, #cols) .. ")")
+          if progress and (n % 1000 == 0 or n == total) and progress(n, total, rel.name, ri, #relations) == true then
+            raise("EINVAL", "%s: export cancelled", who)
+          end
         end
       end
     end
-  end
+  end)
 end
 
 -- the end of an export written into temporary file `tmp` (moraine.create_temp_file): its bytes synced, then
