@@ -325,6 +325,61 @@ describe("moraine.push", function()
     db:close()
   end)
 
+  it("a push that starts again after a SQL writer's snapshot leaves moraine's table stats for the tables its first "
+    .. "snapshots changed, in the target and in the catalog", function()
+    local db, file = lake("s2_multi_table")
+    -- P1 inserts into sales.orders (its stats change), P2 changes only sales.tmp
+    db:transaction(function(t)
+      t:add_data_files({ schema = "sales", table = "orders" }, { { path = "new.parquet", record_count = 100,
+        file_size_bytes = 1000 } })
+    end)
+    db:transaction(function(t) t:set_sorting({ schema = "sales", table = "tmp" }, { "x" }) end)
+    local tid = db:read(function(rd) return rd:table_id("sales", "orders") end)
+    local cols = { "table_id", "record_count", "next_row_id", "file_size_bytes" }
+    -- orders' row of ducklake_table_stats (rows with named columns), as texts
+    local function stats_of(rows)
+      for _, r in ipairs(rows) do
+        if vkey(r.table_id) == vkey(tid) then return { istr(r.record_count), istr(r.next_row_id), istr(r.file_size_bytes) } end
+      end
+      return "no row of table " .. istr(tid)
+    end
+    local function target_stats(con)
+      local rows = {}
+      for i, r in ipairs(sqlite.select_rows(con, "ducklake_table_stats", cols)) do
+        rows[i] = {}
+        for k, c in ipairs(cols) do rows[i][c] = r[k] end
+      end
+      return stats_of(rows)
+    end
+    local mine = stats_of(support.rows_of(db, "ducklake_table_stats"))
+    local con, env = env_con(file)
+    assert.are_not.same(mine, target_stats(con))
+    -- after P1 is written, a DuckLake-shaped snapshot creating a schema (no table of moraine's touched): the
+    -- push starts again and rebases P2 onto it
+    local wrote = false
+    local r = push.push(db, file, { progress = function(done, _, s)
+      if done == 1 and not wrote then
+        wrote = true
+        local nid = istr(s + 1)
+        assert(con:execute("BEGIN IMMEDIATE"))
+        assert(con:execute("INSERT INTO ducklake_snapshot SELECT " .. nid .. ", snapshot_time, schema_version + 1, "
+          .. "next_catalog_id + 1, next_file_id FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
+        assert(con:execute("INSERT INTO ducklake_schema SELECT next_catalog_id, 'b5b0e7b6-0000-4000-8000-0000000000aa', "
+          .. nid .. ", NULL, 'other', 'other/', 1 FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
+        assert(con:execute("INSERT INTO ducklake_snapshot_changes VALUES (" .. nid .. ", 'created_schema:\"other\"', "
+          .. "NULL, NULL, NULL)"))
+        assert(con:execute("COMMIT"))
+      end
+    end })
+    assert.is_true(wrote)
+    assert.is_true(r.rebased)
+    assert.are.same(mine, target_stats(con))
+    assert.are.same(mine, stats_of(support.rows_of(db, "ducklake_table_stats")))
+    con:close()
+    env:close()
+    db:close()
+  end)
+
   it("two catalogs pushing to one target: the second rebases onto the first, nothing written twice", function()
     local db, file = lake("s2_multi_table")
     local db2 = moraine.open(support.tmpdir("cat2"), { no_sync = true })

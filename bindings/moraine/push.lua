@@ -37,13 +37,16 @@
 --    `ducklake_file_column_stats`, `ducklake_file_partition_value`, ...); the
 --    `ducklake_schema_versions` rows of S; which rows these are and their
 --    values are moraine's, i.e. what its verbs wrote (docs/verbs.md);
--- 5. in the last snapshot's transaction only: the tables that keep no history
---    (`ducklake_table_stats`, `ducklake_table_column_stats`,
---    `ducklake_metadata`, ...) made equal to moraine's (rows the target has
---    and moraine does not are deleted by rowid or PostgreSQL's ctid, moraine's missing rows are
---    inserted; equal tables are not touched). moraine keeps only their
---    current rows, so intermediate snapshots of a push of several cannot carry
---    DuckLake's intermediate counts.
+-- 5. the tables that keep no history (`ducklake_table_stats`,
+--    `ducklake_table_column_stats`, `ducklake_metadata`, ...) made equal to
+--    moraine's (rows the target has and moraine does not are deleted by rowid
+--    or PostgreSQL's ctid, moraine's missing rows are inserted; equal tables
+--    are not touched), in every snapshot's transaction. moraine keeps only
+--    their current rows, so the snapshots of a push of several all carry the
+--    last one's counts, never DuckLake's intermediate ones (a `next_row_id`
+--    ahead of an intermediate snapshot: no row id is given out twice); and
+--    a push that starts again, or runs again after a kill, finds them
+--    already moraine's for the tables its written snapshots changed.
 --
 -- Values are written as SQL literals: integers exact over int64, NULL distinct
 -- from the empty string, booleans TRUE/FALSE. SQLite: `moraine.sqlite.literal`,
@@ -655,7 +658,10 @@ function M.push(db, target, opts)
             end
           end
         end
-        if i == #pending then
+        -- in every snapshot's transaction, not only the last: a push that starts again (a writer committed
+        -- between two of its transactions) or is run again after a kill keeps the target's rows for the tables
+        -- its remaining snapshots do not change, which must then already be moraine's
+        do
           for _, rel in ipairs(rows_tables) do
             local cols = cols_of[rel.name]
             if cols then
