@@ -380,6 +380,45 @@ describe("moraine.push", function()
     db:close()
   end)
 
+  it("a rebased snapshot's time goes on from the head it lands on, as DuckLake's retry writes NOW(): times follow ids",
+    function()
+      local db, file = lake("s2_multi_table")
+      local db2 = moraine.open(support.tmpdir("cat2"), { no_sync = true })
+      sqlite.import(db2, file)
+      local C = db:last_snapshot()
+      -- db2 commits first (earlier times), db after; db pushes first, so db2's snapshots land above db's
+      db2:transaction(function(t) t:create_table("theirs_first", EVENT_COLS) end)
+      db2:transaction(function(t) t:create_table("theirs_second", EVENT_COLS) end)
+      db:transaction(function(t) t:create_table("mine", EVENT_COLS) end)
+      local early = db2:read(function(rd) return rd:snapshot(db2:last_snapshot()).snapshot_time end)
+      assert.are.equal(1, push.push(db, file).snapshots)
+      local r = push.push(db2, file)
+      assert.is_true(r.rebased)
+      assert.are.equal(2, r.snapshots)
+      local function micros(text) -- "... 12:34:56.5+00" -> "... 12:34:56.500000+00": comparable as text
+        return (text:gsub("%.(%d+)", function(f) return "." .. (f .. "000000"):sub(1, 6) end))
+      end
+      local con, env = env_con(file)
+      local rows = sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id", "snapshot_time" }, "snapshot_id > " .. istr(C))
+      table.sort(rows, function(a, b) return a[1] < b[1] end)
+      assert.are.equal(3, #rows)
+      for i = 2, 3 do
+        assert.is_true(micros(rows[i][2]) > micros(rows[i - 1][2]), rows[i - 1][2] .. " then " .. rows[i][2])
+      end
+      -- moved, not kept: db2's last snapshot was made before db's
+      assert.is_true(micros(early) < micros(rows[1][2]))
+      assert.are_not.equal(micros(early), micros(rows[3][2]))
+      -- the catalog took the target's rows, times included; its push again writes nothing
+      db2:read(function(rd)
+        for _, row in ipairs(rows) do assert.are.equal(micros(row[2]), micros(rd:snapshot(row[1]).snapshot_time)) end
+      end)
+      assert.are.equal(0, push.push(db2, file).snapshots)
+      con:close()
+      env:close()
+      db:close()
+      db2:close()
+    end)
+
   it("two catalogs pushing to one target: the second rebases onto the first, nothing written twice", function()
     local db, file = lake("s2_multi_table")
     local db2 = moraine.open(support.tmpdir("cat2"), { no_sync = true })

@@ -59,6 +59,69 @@ local function is_val(v) return v ~= nil and v ~= NULL end
 -- an integer from a snapshot-id key or an id's text, exact on both runtimes
 local function int_of(text) return moraine.json_decode(text) end
 
+-- ---- snapshot times ----------------------------------------------------------------
+--
+-- DuckLake writes NOW() into a snapshot's snapshot_time on every commit attempt,
+-- a retry included (its InsertSnapshot), and resolves AT (TIMESTAMP => ts) to the
+-- newest snapshot whose time is at most ts. A rebased snapshot keeping its own
+-- earlier time would sit below the head it lands on, and a read by time would
+-- skip it: its time moves by as much as the head's is later than the snapshot it
+-- was made after (never earlier), so the order of times follows the order of ids.
+
+local floor = math.floor
+
+-- days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = floor(y / 400)
+  local yoe = y - era * 400
+  local doy = floor((153 * (m > 2 and m - 3 or m + 9) + 2) / 5) + d - 1
+  return era * 146097 + yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy - 719468
+end
+
+-- the date of @z days since 1970-01-01 (civil_from_days)
+local function civil_from_days(z)
+  z = z + 719468
+  local era = floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
+  local mp = floor((5 * doy + 2) / 153)
+  local d = doy - floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  return yoe + era * 400 + (m <= 2 and 1 or 0), m, d
+end
+
+-- microseconds since 1970-01-01 UTC of a snapshot_time as DuckLake's catalogs
+-- write it ("2026-11-30 15:51:47.058359+00", fraction and zone optional, zone
+-- "+HH", "+HH:MM" or "+HHMM"), or nil for any other text
+local function time_us(v)
+  if type(v) ~= "string" then return nil end
+  local y, mo, d, h, mi, sec, frac, zone = v:match("^(%d%d%d%d)%-(%d%d)%-(%d%d)[ T](%d%d):(%d%d):(%d%d)(%.?%d*)(.*)$")
+  if not y or (frac ~= "" and #frac < 2) or #frac > 7 then return nil end
+  local off = 0
+  if zone ~= "" and zone ~= "Z" then
+    local sign, zh, zm = zone:match("^([%+%-])(%d%d):?(%d?%d?)$")
+    if not sign or #zm == 1 then return nil end
+    off = (tonumber(zh) * 60 + (tonumber(zm) or 0)) * 60 * (sign == "-" and -1 or 1)
+  end
+  local us = frac == "" and 0 or tonumber((frac:sub(2) .. "000000"):sub(1, 6))
+  local secs = days_from_civil(tonumber(y), tonumber(mo), tonumber(d)) * 86400 + tonumber(h) * 3600
+    + tonumber(mi) * 60 + tonumber(sec) - off
+  return secs * 1000000 + us
+end
+
+-- a time in microseconds since 1970-01-01 UTC as DuckLake writes it ("... .058359+00")
+local function time_text(us)
+  local secs = floor(us / 1000000)
+  local frac = us - secs * 1000000
+  local days = floor(secs / 86400)
+  local rest = secs - days * 86400
+  local y, m, d = civil_from_days(days)
+  return string.format("%04d-%02d-%02d %02d:%02d:%02d.%06d+00", y, m, d, floor(rest / 3600), floor(rest % 3600 / 60),
+    rest % 60, frac)
+end
+
 local function renumbering(anchors)
   local R = {}
   local function last(test)
@@ -89,6 +152,17 @@ local function renumbering(anchors)
     if not a then return v end
     return v + (a.t.schema_version - a.m.schema_version)
   end
+  -- the snapshot_time @v of moraine's snapshot @s: later by as much as its anchor's target snapshot is later
+  -- than the moraine snapshot it was made after (unchanged when that one is not later, or a time is not one
+  -- DuckLake writes)
+  function R.time(v, s)
+    if not is_int(s) then return v end
+    local a = last(function(x) return s > x.m.snapshot_id end)
+    if not a then return v end
+    local t, at, am = time_us(v), time_us(a.t.snapshot_time), time_us(a.m.snapshot_time)
+    if not (t and at and am) or at <= am then return v end
+    return time_text(t + (at - am))
+  end
   -- "altered_table:12,created_table:\"main\".\"t\"" with its ids renumbered
   function R.changes(text)
     if type(text) ~= "string" then return text end
@@ -116,6 +190,7 @@ local function renumbering(anchors)
       out[k] = v
     end
     if name == "ducklake_snapshot" then
+      out.snapshot_time = R.time(row.snapshot_time, row.snapshot_id)
       out.schema_version = R.version(row.schema_version, row.snapshot_id)
       out.next_catalog_id = R.cat(row.next_catalog_id)
       out.next_file_id = R.file(row.next_file_id)
