@@ -419,6 +419,63 @@ describe("moraine.push", function()
       db2:close()
     end)
 
+  it("a rebased push whose file another writer deletes right after the push's last transaction: the catalog takes "
+    .. "the pushed snapshots (the file live at them), and a sync brings the delete", function()
+    local db, file = lake("s2_multi_table")
+    local con, env = env_con(file)
+    -- a DuckLake-shaped snapshot creating a schema: the push rebases
+    local function schema_snapshot(s, name)
+      local nid = istr(s + 1)
+      assert(con:execute("BEGIN IMMEDIATE"))
+      assert(con:execute("INSERT INTO ducklake_snapshot SELECT " .. nid .. ", snapshot_time, schema_version + 1, "
+        .. "next_catalog_id + 1, next_file_id FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
+      assert(con:execute("INSERT INTO ducklake_schema SELECT next_catalog_id, 'b5b0e7b6-0000-4000-8000-0000000000" .. nid
+        .. "', " .. nid .. ", NULL, '" .. name .. "', '" .. name .. "/', 1 FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
+      assert(con:execute("INSERT INTO ducklake_snapshot_changes VALUES (" .. nid .. ", 'created_schema:\"" .. name
+        .. "\"', NULL, NULL, NULL)"))
+      assert(con:execute("COMMIT"))
+    end
+    schema_snapshot(db:last_snapshot(), "first")
+    db:transaction(function(t)
+      t:add_data_files({ schema = "sales", table = "orders" }, { { path = "gone-soon.parquet", record_count = 5,
+        file_size_bytes = 50 } })
+    end)
+    local ended
+    local r = push.push(db, file, { progress = function(done, total, s)
+      if done == total and not ended then
+        -- after the push's last transaction, before the catalog takes the target's snapshots: a snapshot ending
+        -- the pushed file
+        ended = istr(s + 1)
+        assert(con:execute("BEGIN IMMEDIATE"))
+        assert(con:execute("INSERT INTO ducklake_snapshot SELECT " .. ended .. ", snapshot_time, schema_version, "
+          .. "next_catalog_id, next_file_id FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
+        assert(con:execute("UPDATE ducklake_data_file SET end_snapshot = " .. ended .. " WHERE path = 'gone-soon.parquet'"))
+        assert(con:execute("INSERT INTO ducklake_snapshot_changes VALUES (" .. ended .. ", 'deleted_from_table:1', NULL, "
+          .. "NULL, NULL)"))
+        assert(con:execute("COMMIT"))
+      end
+    end })
+    assert.is_truthy(ended)
+    assert.is_true(r.rebased)
+    assert.are.equal(istr(r.to), istr(db:last_snapshot()))
+    local live = false
+    for _, row in ipairs(support.rows_of(db, "ducklake_data_file")) do
+      if row.path == "gone-soon.parquet" then live = row.end_snapshot == moraine.null end
+    end
+    assert.is_true(live)
+    assert.are.same({}, db:verify())
+    -- the next sync reads the writer's snapshot: the file ends there
+    require("moraine.sync").sync(db, file)
+    local ends
+    for _, row in ipairs(support.rows_of(db, "ducklake_data_file", { at = moraine.ALL })) do
+      if row.path == "gone-soon.parquet" then ends = istr(row.end_snapshot) end
+    end
+    assert.are.equal(ended, ends)
+    con:close()
+    env:close()
+    db:close()
+  end)
+
   it("two catalogs pushing to one target: the second rebases onto the first, nothing written twice", function()
     local db, file = lake("s2_multi_table")
     local db2 = moraine.open(support.tmpdir("cat2"), { no_sync = true })

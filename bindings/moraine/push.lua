@@ -352,6 +352,14 @@ function M.realign(db, spec, C, head)
         end
         for _, v in ipairs(versions) do
           local name, row = v.t.name, v.row
+          if row.end_snapshot ~= NULL and gt(row.end_snapshot, head) then
+            -- ended by a snapshot above head (another writer's, committed after the push's last): live at head,
+            -- as the catalog holds it until a sync reads that snapshot
+            local live = {}
+            for k, x in pairs(row) do live[k] = x end
+            live.end_snapshot = NULL
+            row = live
+          end
           local b, e = row.begin_snapshot, row.end_snapshot
           local ends_at_head = e ~= NULL and inum(e) == inum(head)
           if not gt(b, C) then -- began at or below C: the catalog holds it live
