@@ -46,6 +46,14 @@ describe("moraine.follow_state", function()
     -- a directory that cannot be written: EIO, the old state kept
     support.expect_err("EIO", "cannot write", follow_state.write, dir .. "/missing", { last_snapshot = 1 })
     assert.are.equal(9, follow_state.read(dir).last_snapshot)
+    -- a state file that is there but damaged (a follower ran): a failing state whose error says so, lag unknown
+    for _, text in ipairs({ "", '{"last_snap', "[1]" }) do
+      support.write(dir .. "/moraine-follow.json", text)
+      st = follow_state.read(dir)
+      assert.is_true(st.failing, text)
+      assert.truthy(st.error:find("follower state unreadable", 1, true), st.error)
+      assert.is_nil((follow_state.lag(st, 3, 1000)))
+    end
     -- now() is wall-clock time
     assert.is_true(math.abs(follow_state.now() - os.time()) < 2)
   end)

@@ -58,7 +58,7 @@ function M.file(dir)
 end
 
 --- Writes the state of catalog directory `dir` atomically: a temporary file
--- in `dir`, flushed and closed, then renamed over `moraine-follow.json`.
+-- in `dir`, flushed, closed and synced, then renamed over `moraine-follow.json`.
 -- @tparam string dir the catalog directory
 -- @tparam table state the fields above (absent ones are written as null)
 -- @treturn boolean true
@@ -79,6 +79,8 @@ function M.write(dir, state)
   local ok, werr = f:write(text)
   if ok then ok, werr = f:flush() end
   f:close()
+  -- on the disk before the rename: a crash never leaves an empty or partial state file under the name
+  if ok then ok, werr = pcall(moraine.sync_path, tmp) end
   if ok then ok, werr = os.rename(tmp, M.file(dir)) end
   if not ok then
     os.remove(tmp)
@@ -90,15 +92,21 @@ end
 --- Reads the state of catalog directory `dir`.
 -- @tparam string dir the catalog directory
 -- @return the state table (the fields above; JSON null read as nil), or nil
---   and a message when there is no state file (no follower ever ran) or it
---   cannot be read or parsed
+--   and a message when there is no state file (no follower ever ran); a file
+--   there that cannot be read or parsed reads as a failing state whose
+--   `error` says so (`failing = true`, the lag unknown): a follower ran, and
+--   whether it keeps the catalog current is not known
 function M.read(dir)
   local f = io.open(M.file(dir), "rb")
   if not f then return nil, "no follower state (" .. M.file(dir) .. ")" end
-  local text = f:read("a")
+  local text, rerr = f:read("a")
   f:close()
-  local ok, doc = pcall(moraine.json_decode, text)
-  if not ok or type(doc) ~= "table" then return nil, "follower state unreadable: " .. tostring(doc) end
+  local ok, doc = false, rerr
+  if text then ok, doc = pcall(moraine.json_decode, text) end
+  if not ok or type(doc) ~= "table" or doc.version == nil then -- (`write` gives every state its version)
+    local why = not ok and (moraine.is_error(doc) and doc.message or tostring(doc)) or "not a follower state"
+    return { failing = true, error = "follower state unreadable (" .. M.file(dir) .. "): " .. why }
+  end
   for k, v in pairs(doc) do
     if v == moraine.null then doc[k] = nil end
   end
