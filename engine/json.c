@@ -88,10 +88,10 @@ int mr_json_string(mr_buf *b, const char *s, size_t n)
     return mr_buf_byte(b, '"') ? -1 : 0;
 }
 
+/* a finite double as JSON (the caller refuses NaN and the infinities: JSON has no form for them) */
 static int json_real(mr_buf *b, double d)
 {
     char buf[40];
-    if (!isfinite(d)) return mr_buf_put(b, "null", 4);
     for (int prec = 15; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, d);
         if (strtod(buf, NULL) == d) break;
@@ -125,7 +125,12 @@ int mr_json_row(mr_buf *b, const moraine_relation_info *rel, const moraine_value
             rc = mr_buf_put(b, num, strlen(num));
             break;
         case MORAINE_BOOL: rc = v->i ? mr_buf_put(b, "true", 4) : mr_buf_put(b, "false", 5); break;
-        case MORAINE_REAL: rc = json_real(b, v->d); break;
+        case MORAINE_REAL:
+            if (!isfinite(v->d)) /* written as null it would read back as NULL: refused, as invalid UTF-8 is */
+                return mr_err(MORAINE_EINVAL, "%s: column '%s' holds %s, which JSON cannot carry", rel->name, rel->colnames[k],
+                              isnan(v->d) ? "NaN" : v->d > 0 ? "Infinity" : "-Infinity");
+            rc = json_real(b, v->d);
+            break;
         case MORAINE_JSON: rc = mr_buf_put(b, v->s, v->len); break;
         case MORAINE_STR: {
             int u = mr_json_string(b, v->s, v->len);

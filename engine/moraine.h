@@ -967,8 +967,9 @@ typedef struct {
  * "<redacted>" (MORAINE_REDACTED) when it is not NULL and as null when it is
  * NULL, unless @flags has MORAINE_JSON_SECRETS (docs/security.md). The text is
  * not NUL-terminated; out->len is its length.
- * Returns 0; MORAINE_EINVAL (a string that is not valid UTF-8: message names
- * the table and column; @out then holds a partial object, reset len to undo;
+ * Returns 0; MORAINE_EINVAL (a string that is not valid UTF-8, or a double
+ * that is NaN or infinite, which JSON cannot carry: message names the table
+ * and column; @out then holds a partial object, reset len to undo;
  * a NULL argument); MORAINE_ECORRUPT (a damaged child); MORAINE_ENOMEM;
  * MORAINE_EFORK (@rd was begun in another process: see moraine_read_begin).
  */
@@ -1182,8 +1183,9 @@ int moraine_import_check_end(moraine_import_check *c);
  * @dir (moraine_import_ndjson, sync from an NDJSON directory) refuses the
  * directory until an export into it ends. One export into @dir at a time:
  * the export holds an flock of @dir.
- * Returns 0; MORAINE_EIO; MORAINE_EINVAL (a string that is not valid UTF-8
- * cannot be written as JSON: message names table, row and column);
+ * Returns 0; MORAINE_EIO; MORAINE_EINVAL (a string that is not valid UTF-8,
+ * or a double that is NaN or infinite, cannot be written as JSON: message
+ * names table, row and column);
  * MORAINE_EEXIST (@dir holds a `<name>.ndjson` of a table the catalog does
  * not have, which an import of @dir would read: nothing is written);
  * MORAINE_ECONFLICT (another export into @dir is running: nothing is

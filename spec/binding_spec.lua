@@ -1129,6 +1129,23 @@ describe("import and export", function()
     end)
     expect_err("EINVAL", "ducklake_table", db.export_ndjson, db, out)
   end)
+
+  it("refuses to export a double that is NaN or infinite (JSON has none: null would read back as NULL)", function()
+    for i, case in ipairs({ { 0 / 0, "NaN" }, { math.huge, "Infinity" }, { -math.huge, "-Infinity" } }) do
+      local cdir = support.tmpdir("nonfinite" .. i)
+      local cdb = moraine.open(cdir, { no_sync = true })
+      cdb:commit(nil, function(tx)
+        tx:define("ducklake_extra_reals", { "v" })
+        tx:put_row("ducklake_extra_reals", { v = 1.5 }, 0)
+        tx:put_row("ducklake_extra_reals", { v = case[1] }, 1)
+      end)
+      local dest = support.tmpdir("nonfinite-out" .. i)
+      expect_err("EINVAL", { "ducklake_extra_reals", "column 'v' holds " .. case[2], "JSON cannot carry",
+        "nothing was exported" }, cdb.export_ndjson, cdb, dest)
+      assert.is_false(exists(dest))
+      cdb:close()
+    end
+  end)
 end)
 
 describe("rd:table_id", function()
