@@ -36,7 +36,8 @@
 --   included, which SQLite reads as an integer); booleans as `TRUE`/`FALSE`
 --   (keywords SQLite >= 3.23 and DuckDB both take; SQLite stores 1/0);
 -- - reals with 17 significant digits (they read back as the same double);
---   infinities as `9e999`/`-9e999`; NaN as NULL (SQLite has no NaN);
+--   infinities as `9e999`/`-9e999`; NaN is refused (EINVAL naming table,
+--   row and column: SQLite has no NaN and would store NULL);
 -- - strings as `'...'` with `'` doubled, newlines and any other valid UTF-8
 --   kept as they are;
 -- - a string holding a NUL byte or invalid UTF-8 as `CAST(X'<hex>' AS VARCHAR)`:
@@ -252,7 +253,7 @@ local function literal(v, aff)
   if t == "table" and type(v.json) == "string" then return string_literal(v.json, aff) end
   if is_integer(v) then return int_text(v) end
   if t == "number" then
-    if v ~= v then return "NULL" end
+    if v ~= v then raise("EINVAL", "sqlite: NaN has no SQLite form (SQLite stores it as NULL, which reads back as NULL)") end
     if v == math.huge then return "9e999" end
     if v == -math.huge then return "-9e999" end
     local s = string.format("%.17g", v)
@@ -380,6 +381,10 @@ local function each_statement(db, progress, who, emit)
           for i, c in ipairs(cols) do
             local v = row[c]
             if v == nil then v = NULL end
+            if v ~= v then
+              raise("EINVAL", "%s: %s row %s: column '%s' holds NaN, which SQLite cannot store (it would read back as "
+                .. "NULL)", who, rel.name, tostring(en.ord), c)
+            end
             lits[i] = literal(v, affs[i])
           end
           emit("sql", "INSERT INTO " .. tname .. " VALUES (" .. table.concat(lits, ", ", 1, #cols) .. ")")
@@ -692,7 +697,8 @@ end
 --   or `{json = s}`)
 -- @tparam string decl_type the column's declared SQL type
 -- @treturn string the literal
--- @raise EINVAL (a value with no SQL form, e.g. a function)
+-- @raise EINVAL (a value with no SQL form: NaN, which SQLite would store as
+--   NULL, or e.g. a function)
 function M.literal(v, decl_type)
   return literal(v, affinity(decl_type))
 end
