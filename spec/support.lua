@@ -196,12 +196,12 @@ end
 -- `path .. ".tmp-XXXXXX"`, and SQLite's journal of one): a list of names, empty when
 -- there are none or @path's directory does not exist.
 function support.temps_beside(path)
-  local dir, base = pl_path.splitpath(path)
+  local dir, name0 = pl_path.splitpath(path)
   local found = {}
   if not pl_path.isdir(dir) then return found end
   for _, file in ipairs(pl_dir.getfiles(dir)) do
     local name = pl_path.basename(file)
-    if name:sub(1, #base + 5) == base .. ".tmp-" then found[#found + 1] = name end
+    if name:sub(1, #name0 + 5) == name0 .. ".tmp-" then found[#found + 1] = name end
   end
   return found
 end

@@ -618,7 +618,7 @@ function M.push(db, target, opts)
 
     -- write, one transaction per snapshot
     local done = 0
-    for i, s in ipairs(pending) do
+    for _, s in ipairs(pending) do
       local srow = cat.snaps[s].row
       t.begin()
       local moved = false

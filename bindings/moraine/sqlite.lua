@@ -412,7 +412,7 @@ local function put_in_place(fname, tmp, path)
       end
       return
     end
-    ok, err = false, rerr
+    err = rerr
   end
   os.remove(tmp)
   raise("EIO", "%s: cannot write %s: %s", fname, path, moraine.is_error(err) and err.message or tostring(err))
