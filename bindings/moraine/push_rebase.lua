@@ -65,8 +65,12 @@ local function int_of(text) return moraine.json_decode(text) end
 -- a retry included (its InsertSnapshot), and resolves AT (TIMESTAMP => ts) to the
 -- newest snapshot whose time is at most ts. A rebased snapshot keeping its own
 -- earlier time would sit below the head it lands on, and a read by time would
--- skip it: its time moves by as much as the head's is later than the snapshot it
--- was made after (never earlier), so the order of times follows the order of ids.
+-- skip it. So each rebased snapshot takes the later of its own time and the time
+-- of the snapshot just below it in the target plus one microsecond, in id order
+-- (the first above the head, each next one above the one before): the order of
+-- times follows the order of ids, and no time moves further than it must. The rule
+-- depends only on the target's snapshot below (an anchor's) and moraine's own
+-- times, so a re-run finds what an earlier push wrote (walk_target).
 
 local floor = math.floor
 
@@ -122,7 +126,19 @@ local function time_text(us)
     rest % 60, frac)
 end
 
-local function renumbering(anchors)
+-- moraine's snapshots as {id =, us =} (us: the time in microseconds, nil when
+-- it is not a time DuckLake writes), in id order: what R.time walks
+local function snapshot_times(cat)
+  local out = {}
+  for _, s in ipairs(cat.order) do
+    local row = cat.snaps[s].row
+    out[#out + 1] = { id = row.snapshot_id, us = time_us(row.snapshot_time) }
+  end
+  table.sort(out, function(a, b) return a.id < b.id end)
+  return out
+end
+
+local function renumbering(anchors, times)
   local R = {}
   local function last(test)
     for i = #anchors, 1, -1 do if test(anchors[i]) then return anchors[i] end end
@@ -152,16 +168,23 @@ local function renumbering(anchors)
     if not a then return v end
     return v + (a.t.schema_version - a.m.schema_version)
   end
-  -- the snapshot_time @v of moraine's snapshot @s: later by as much as its anchor's target snapshot is later
-  -- than the moraine snapshot it was made after (unchanged when that one is not later, or a time is not one
-  -- DuckLake writes)
+  -- the snapshot_time @v of moraine's snapshot @s: walking moraine's snapshots above its anchor's up to @s in
+  -- id order, each at the later of its own time and the one before plus 1 µs, the first after the anchor's
+  -- target snapshot (unchanged when no time moves, or a time is not one DuckLake writes)
   function R.time(v, s)
-    if not is_int(s) then return v end
+    if not is_int(s) or not times then return v end
     local a = last(function(x) return s > x.m.snapshot_id end)
     if not a then return v end
-    local t, at, am = time_us(v), time_us(a.t.snapshot_time), time_us(a.m.snapshot_time)
-    if not (t and at and am) or at <= am then return v end
-    return time_text(t + (at - am))
+    local cur = time_us(a.t.snapshot_time)
+    if not cur then return v end
+    for _, q in ipairs(times) do
+      if q.id > a.m.snapshot_id and q.id <= s then
+        if not q.us then return v end
+        cur = q.us > cur and q.us or cur + 1
+      end
+    end
+    if cur == time_us(v) then return v end
+    return time_text(cur)
   end
   -- "altered_table:12,created_table:\"main\".\"t\"" with its ids renumbered
   function R.changes(text)
@@ -220,6 +243,7 @@ local function walk_target(t, cat, C, pending)
     if sid_less(sid(C), sid(r.snapshot_id)) then after[#after + 1] = r end
   end
   local anchors = {}
+  local times = snapshot_times(cat)
   local prev_m, prev_t = cat.snaps[sid(C)].row, crow_t
   local i = 1
   local foreign = {}
@@ -229,7 +253,7 @@ local function walk_target(t, cat, C, pending)
       local trial = {}
       for k, a in ipairs(anchors) do trial[k] = a end
       trial[#trial + 1] = { m = prev_m, t = prev_t }
-      local R = renumbering(trial)
+      local R = renumbering(trial, times)
       local P = cat.snaps[pending[i]]
       if same_snapshot(R.row("ducklake_snapshot", P.row), X)
         and vkey(R.changes(P.changes)) == vkey(target_changes(t, X.snapshot_id)) then
@@ -393,7 +417,7 @@ local function rebase_plan(t, ttabs, cat, C, pending)
     end
   end
   local anchors, first, foreign, head = walk_target(t, cat, C, pending)
-  local R = renumbering(anchors)
+  local R = renumbering(anchors, snapshot_times(cat))
   local c2 = { snaps = {}, order = {}, rels = cat.rels, rows = {}, names_by_id = {} }
   for _, s in ipairs(cat.order) do
     local sn = cat.snaps[s]
