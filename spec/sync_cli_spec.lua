@@ -275,6 +275,50 @@ describe("moraine sync and compare", function()
     assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
   end)
 
+  it("a failed import of a SQLite file removes nothing another writer committed while its fast path ran", function()
+    -- bad.sqlite: S1 as a SQLite catalog, plus a 2,000,000-row table the fast path reads first (it then runs for
+    -- a second or more) and a ducklake_metadata value that is not UTF-8 (both paths refuse it). While the fast path
+    -- runs, a library writer (moraine.sync: it does not look for the import's mark) syncs S1 into the catalog and
+    -- exits; then the import fails. Before, the import took that writer's commits for its own and removed the
+    -- directory with them
+    local dir = support.tmpdir("fast-race")
+    local good = support.tmpdir("fast-good") .. ".sqlite"
+    local bad = support.tmpdir("fast-bad") .. ".sqlite"
+    local ref = support.tmpdir("fast-ref")
+    ok_run({ "-c", ref, "import", S1 })
+    ok_run({ "-c", ref, "export", good })
+    assert.is_true(support.sh("cp " .. q(good) .. " " .. q(bad) .. " && sqlite3 " .. q(bad) .. " \"CREATE TABLE "
+      .. "ducklake_aapad(x INTEGER); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 2000000) "
+      .. "INSERT INTO ducklake_aapad SELECT i FROM c; INSERT INTO ducklake_metadata VALUES ('bad', CAST(X'C3FF' AS TEXT), "
+      .. "NULL, NULL)\""))
+    local script = support.tmpdir("fast-writer") .. ".lua"
+    support.write(script, string.format([[
+      package.path = %q
+      package.cpath = %q
+      local moraine = require "moraine"
+      local db = moraine.open(%q)
+      print("synced to " .. tostring(require("moraine.sync").sync(db, %q).to))
+      db:close()
+    ]], package.path, package.cpath, dir, S1))
+    local a = spawn({ "-c", dir, "import", bad })
+    local t0 = moraine.clock()
+    local function exists(path)
+      local f = io.open(path, "rb")
+      if f then f:close() end
+      return f ~= nil
+    end
+    while not exists(dir .. "/.moraine-import-sqlite.tmp") and moraine.clock() - t0 < 30 do os.execute("sleep 0.01") end
+    local w = io.popen(RUNTIME .. " " .. q(script) .. " 2>&1")
+    local out = w:read("a")
+    w:close()
+    assert.truthy(out:find("synced to 20", 1, true), out)
+    local r = a.wait()
+    assert.are.equal(1, r.code, r.out .. r.err)
+    assert.truthy(r.err:find("not valid UTF-8", 1, true), r.err)
+    assert.truthy(r.err:find("nothing was removed", 1, true), r.err)
+    assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
+  end)
+
   it("a verb writer committing while an import runs: every acknowledged snapshot of the writer stays", function()
     local dir = support.tmpdir("verbrace")
     local script = support.tmpdir("writer") .. ".lua"

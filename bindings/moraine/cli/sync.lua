@@ -322,7 +322,10 @@ function run.import(ctx, source)
       fmeter(done, total, total ~= 0 and "importing" or "reading and checking")
     end
     local fok, fr = pcall(sync.import_sqlite, db, src, tmp, { progress = fprogress })
-    watch.mine() -- what it committed, or its undo of that when it refused (the engine's)
+    -- what it committed, or its undo of that when it refused (the engine's), is the command's own only when
+    -- it left the catalog empty: it may run for seconds, and another writer's commit meanwhile leaves a
+    -- snapshot or a table (then foreign() stays true and a failure below removes nothing)
+    if not (fok and fr) and db:last_snapshot() == nil and #db:relations() == 0 then watch.mine() end
     ffinish(fok and fr ~= nil)
     if fok and fr then r = fr end
     -- Ctrl-C stops the import: not a refusal for the staged way to read the
