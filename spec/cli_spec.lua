@@ -384,6 +384,23 @@ describe("moraine command", function()
   end)
 
   describe("export", function()
+    it("an NDJSON export into a directory another export holds is refused (ECONFLICT) with a hint to wait", function()
+      local cat = catalog(S1)
+      local dest = support.tmpdir("held")
+      support.mkdir(dest)
+      local out = support.tmpdir("held-run")
+      support.mkdir(out)
+      -- flock(1) holds the directory's lock as a running export does
+      os.execute("flock " .. q(dest) .. " sh -c " .. q(support.moraine_cmd({ "-c", cat, "export", dest }) .. " >"
+        .. q(out .. "/out") .. " 2>" .. q(out .. "/err") .. "; echo $? >" .. q(out .. "/rc")))
+      local err = support.read(out .. "/err")
+      assert.are.equal("1", support.read(out .. "/rc"):match("%d+"), err)
+      assert.truthy(err:find("ECONFLICT: " .. dest .. ": another export into it is running", 1, true), err)
+      assert.truthy(err:find("hint: another export into " .. dest .. " is running: run this one again once it has "
+        .. "ended; nothing was written", 1, true), err)
+      assert.are.same({}, support.tables_of(dest))
+    end)
+
     it("writes an NDJSON directory byte for byte equal to the fixture", function()
       local out = support.tmpdir("exp")
       local r = ok_run({ "-c", catalog(S1), "export", out })

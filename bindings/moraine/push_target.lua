@@ -120,7 +120,14 @@ local function open_sqlite(path)
     end
     return out
   end
-  function t.literal(v, decl) return sqlite.literal(v, decl) end
+  -- SQLite has no NaN (it would store NULL): refused, naming where it is
+  function t.literal(v, decl, where)
+    if v ~= v then
+      raise("EINVAL", "push: %s: %s holds NaN, which SQLite cannot store (it would read back as NULL); nothing of its "
+        .. "snapshot written", path, where or "a value")
+    end
+    return sqlite.literal(v, decl)
+  end
   function t.eq(col, lit) return col .. " IS " .. lit end
   -- BEGIN IMMEDIATE takes SQLite's write lock at once: the head read next is the newest
   function t.begin() t.exec("BEGIN IMMEDIATE") end

@@ -102,8 +102,20 @@ local function run_export(ctx, dest)
   db:close()
   if not ok then
     if moraine.is_error(e) then
-      if e.code == "EIO" then fail(e.code .. ": " .. e.message, "check that " .. dest .. " can be written") end
-      fail(e.code .. ": " .. e.message, "a stored value cannot be exported (the message names its table, row and column); "
+      local said = e.code .. ": " .. e.message
+      if e.code == "EIO" and e.message:find("while it renamed its files", 1, true) then
+        fail(said, dest .. " is marked as a mix of two exports, which imports refuse: check that it can be written, "
+          .. "then export into it again")
+      end
+      if e.code == "EIO" then fail(said, "check that " .. dest .. " can be written") end
+      if e.code == "ECONFLICT" then
+        fail(said, "another export into " .. dest .. " is running: run this one again once it has ended; nothing "
+          .. "was written to " .. dest)
+      end
+      if e.code == "EEXIST" then
+        fail(said, "export into an empty directory, or move the file it names away; nothing was written to " .. dest)
+      end
+      fail(said, "a stored value cannot be exported (the message names its table, row and column); "
         .. "correct that row with a verb, then export again; nothing was written to " .. dest)
     end
     error(e, 0)
