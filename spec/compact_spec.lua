@@ -216,6 +216,12 @@ describe("moraine.compact in place", function()
     local e = run({ "-c", dir, "export", dir })
     assert.are.equal(1, e.code, e.show)
     assert.truthy(e.err:find("is a moraine catalog directory", 1, true), e.show)
+    -- so is one into a directory inside it (compact would then refuse the catalog's directory)
+    e = run({ "-c", dir, "export", dir .. "/sub" })
+    assert.are.equal(1, e.code, e.show)
+    assert.truthy(e.err:find("is in the catalog directory", 1, true), e.show)
+    assert.truthy(e.err:find("holds the catalog alone", 1, true), e.show)
+    assert.is_false(exists(dir .. "/sub"))
     -- a SQL or SQLite export written into the catalog directory (over data.mdb, beside it, by another
     -- spelling of the directory) is refused: the rename over data.mdb lost the catalog (a user's report)
     for _, dest in ipairs({ dir .. "/data.mdb", dir .. "/lock.mdb", dir .. "/x.sql", dir .. "/../" .. dir:match("[^/]+$") .. "/y.sqlite" }) do

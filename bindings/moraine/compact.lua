@@ -151,7 +151,8 @@ end
 -- catalog (killed before the swap: the copy; or right after an exchange: the
 -- old catalog, the copy being in place) is removed; a `.compact-old` beside the
 -- catalog (killed after the swap) is removed. Holds the lock of the
--- directory holding `path` (moraine.core.lock_dir) while it works.
+-- directory holding `path` (moraine.core.lock_dir) while it works; does
+-- nothing when that directory does not exist.
 -- @tparam string path the catalog directory
 -- @treturn {string,...} notes on what was done (empty when nothing was left)
 -- @raise EIO (a rename failed; the directory cannot be locked), EINVAL
@@ -159,7 +160,11 @@ end
 --   catalog, `.compact-new` and `.compact-old` all exist: a catalog was created
 --   after a swap was killed between its renames; nothing is removed)
 function M.recover(path)
-  return locked(clean(path), recover)
+  path = clean(path)
+  -- a directory holding the catalog that does not exist holds nothing a compaction left (and no lock to take):
+  -- what runs next (an import creating the catalog) says what is missing
+  if not exists(parent_of(path)) then return {} end
+  return locked(path, recover)
 end
 
 -- the sum of the entries of every subspace of the catalog at `dir`

@@ -27,7 +27,14 @@ Writes every row of the catalog back out. ndjson: DEST is a directory
 (created if missing) that gets one <table>.ndjson per table, rows in their
 original order, byte for byte what DuckDB's export wrote, encryption keys
 included (an export is a copy of the catalog: when it holds keys, a note
-says so on stderr and the files are written 0600). sql: DEST is a SQL
+says so on stderr and the files are written 0600). A <table>.ndjson already
+in DEST for one of the catalog's tables is replaced (an earlier export of
+any catalog there is overwritten); one for a table the catalog does not
+have is refused, and DEST must be outside the catalog's directory. The
+files appear all at once: an export killed part way leaves DEST's tables
+as they were (and its <table>.ndjson.tmp files), or, killed during its
+renames, marks DEST so that imports refuse it until an export into it
+ends; one export into DEST at a time. sql: DEST is a SQL
 script that recreates the catalog in SQLite. sqlite: DEST is a new SQLite
 DuckLake catalog file that DuckLake can ATTACH (ducklake:sqlite:DEST),
 written whole or not at all (an existing DEST is replaced). The format
@@ -73,11 +80,13 @@ local function run_export(ctx, dest)
       "choose another directory, e.g. " .. dest:gsub("/+$", "") .. "-export")
   end
   local db = open_read(ctx.dir)
-  if format ~= "ndjson" and db:path_in_catalog(dest) then
+  if db:path_in_catalog(dest) then
     db:close()
-    fail("export: " .. dest .. " is in the catalog directory " .. ctx.dir .. ": writing it there could replace "
-      .. "the catalog's own files", "choose a path outside the catalog directory, e.g. " .. ctx.dir:gsub("/+$", "")
-      .. (format == "sql" and ".sql" or ".sqlite"))
+    fail("export: " .. dest .. " is in the catalog directory " .. ctx.dir .. (format == "ndjson"
+      and ": that directory holds the catalog alone (compact moves it whole and refuses other files)"
+      or ": writing it there could replace the catalog's own files"), "choose a path outside the catalog directory, "
+      .. "e.g. " .. ctx.dir:gsub("/+$", "") .. (format == "sql" and ".sql" or format == "sqlite" and ".sqlite"
+      or "-export"))
   end
   local keys = secret_count(db)
   local meter, finish = progress_meter("exporting", format == "ndjson" and "tables" or "rows")

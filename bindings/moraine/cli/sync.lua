@@ -100,6 +100,16 @@ local function commit_watch(db)
   return watch
 end
 
+-- Whether @err is Ctrl-C ("interrupted!", raised by the lua and luajit
+-- commands on SIGINT) stopping a first sync or import before its first commit
+-- (@before and @last: the catalog's last snapshot before it and now, nil;
+-- @had: the directory's entries before, without a data.mdb; no other writer,
+-- @others false): what it created then goes, as after a refusal.
+local function interrupted_fresh(err, before, last, had, others)
+  return type(err) == "string" and err:match("interrupted!$") ~= nil and before == nil and last == nil
+    and not (had and had["data.mdb"]) and not others
+end
+
 -- errors a run of the same command may not meet again (the source or the
 -- disk could not be read or written, another writer)
 local RETRYABLE = { EIO = true, ELMDB = true, EMAPFULL = true, ENOMEM = true }
@@ -225,6 +235,7 @@ function run.sync(ctx, source)
       if r.code == "EIO" then hint = hint .. "; " .. HINT end
       errors.fail(r.code .. ": " .. r.message, hint)
     end
+    if interrupted_fresh(r, before, last, had, others) then undo_created(ctx.dir, had) end
     error(r, 0)
   end
   db:close()
@@ -354,6 +365,11 @@ function run.import(ctx, source)
       local retry = RETRYABLE[r.code]
       local fix = retry and "run the same import again" or ("fix " .. source .. " and retry (running it again as it is "
         .. "fails the same way)")
+      if r.code == "ECONFLICT" or r.code == "ESNAPSHOT" then
+        -- another writer (another import, a verb) committed while it ran: the source is not at fault
+        fix = "run the same import again: it continues when the catalog holds only this source's snapshots, "
+          .. "and refuses, changing nothing, when another writer's are there"
+      end
       if r.code == "EEXIST" then
         -- (robust) a duplicate live key in the source: the message names the table and the row
         fix = source .. " holds two rows with the same key (the message names the table and the row): fix the source "
@@ -377,6 +393,7 @@ function run.import(ctx, source)
       errors.fail(r.code .. ": " .. r.message, "snapshots up to " .. util.istr(last) .. " were imported and stay; "
         .. (retry and "run the same import again to continue" or fix))
     end
+    if interrupted_fresh(r, before, last, had, others) then undo_created(ctx.dir, had) end
     error(r, 0)
   end
   local ntables, nsnaps = #db:relations(), 0
