@@ -137,14 +137,23 @@ local function repl(ctx)
     default_at = s
     return s
   end
-  env.files = function(T)
+  -- files(T) and spec(T) read at at()'s snapshot: a second argument (a snapshot, as a user may guess) is refused,
+  -- not ignored
+  local function one_arg(name, ...)
+    if select("#", ...) > 0 then
+      error(name .. " takes one argument, the table; choose the snapshot with at(S) first", 3)
+    end
+  end
+  env.files = function(T, ...)
+    one_arg("files", ...)
     local id = table_id(T)
     local rows = {}
     db:read(function(rd) for f in rd:files(id, cur()) do rows[#rows + 1] = redacted(db, "ducklake_data_file", f) end end)
     colorder[rows] = relation_columns(db, "ducklake_data_file")
     return rows
   end
-  env.spec = function(T)
+  env.spec = function(T, ...)
+    one_arg("spec", ...)
     local id = table_id(T)
     local res
     db:read(function(rd)
