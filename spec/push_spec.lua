@@ -142,6 +142,13 @@ local function lake(scenario)
 end
 
 local EVENT_COLS = push_support.EVENT_COLS
+
+-- the newest snapshot id of the SQLite catalog behind connection @con
+local function target_head_of(con)
+  local rows = sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" },
+    "snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)")
+  return rows[1][1]
+end
 local migrate = push_support.migrate
 
 after_each(function() support.cleanup() end)
@@ -502,6 +509,50 @@ describe("moraine.push", function()
     assert.are.equal(0, #sqlite.select_rows(con, "ducklake_extra_reals", { "v" }))
     con:close()
     env:close()
+    db:close()
+  end)
+
+  it("a rebase stopped after its first snapshot and run again writes the rest, each once, also when two of moraine's "
+    .. "snapshots have the same time", function()
+    local db, file = lake("s2_multi_table")
+    -- db3: four snapshots (tables a, b, c, d) made from the target before db pushes m1; a and b with the same
+    -- time, all later than m1's (a catalog made with a clock stepped back, or assembled: read back through SQLite)
+    local db2 = moraine.open(support.tmpdir("same-time-src"), { no_sync = true })
+    sqlite.import(db2, file)
+    local C = db2:last_snapshot()
+    for _, name in ipairs({ "a", "b", "c", "d" }) do
+      db2:transaction(function(t) t:create_table(name, EVENT_COLS) end)
+    end
+    local edited = support.tmpdir("same-time") .. ".sqlite"
+    sqlite.export_sqlite(db2, edited)
+    db2:close()
+    local T = os.date("!%Y-%m-%d %H:%M:%S", os.time() + 60)
+    local econ, eenv = env_con(edited)
+    for k, frac in ipairs({ "250000", "250000", "300000", "400000" }) do
+      assert(econ:execute("UPDATE ducklake_snapshot SET snapshot_time = '" .. T .. "." .. frac .. "+00' WHERE snapshot_id = "
+        .. istr(C + k)))
+    end
+    econ:close()
+    eenv:close()
+    local db3 = moraine.open(support.tmpdir("same-time-cat"), { no_sync = true })
+    sqlite.import(db3, edited)
+    db:transaction(function(t) t:create_table("m1", EVENT_COLS) end)
+    assert.are.equal(1, push.push(db, file).snapshots)
+    -- the first push of db3 stops after its first (rebased) snapshot, as a kill would
+    support.expect_err("EINVAL", "push cancelled after snapshot", push.push, db3, file,
+      { progress = function(done) return done == 1 end })
+    local r = push.push(db3, file)
+    assert.are.equal(3, r.snapshots)
+    local con, env = env_con(file)
+    for _, name in ipairs({ "m1", "a", "b", "c", "d" }) do
+      local rows = sqlite.select_rows(con, "ducklake_table", { "table_id" }, "table_name = '" .. name .. "'")
+      assert.are.equal(1, #rows, name)
+    end
+    assert.are.equal(istr(C + 5), istr(target_head_of(con)))
+    con:close()
+    env:close()
+    assert.are.equal(0, push.push(db3, file).snapshots)
+    db3:close()
     db:close()
   end)
 

@@ -487,12 +487,23 @@ function M.push(db, target, opts)
     end
     local head_row
     for _, r in ipairs(hrow) do if sid(r.snapshot_id) == hk then head_row = r end end
-    if not mine or not same_snapshot(mine.row, head_row) then
+    -- a snapshot both have alike: the same row AND the same changes_made. The row alone is not enough: a
+    -- rebased snapshot of moraine's that kept its own time can equal, row for row, moraine's next snapshot
+    -- under the same id (same time, counters moved by as much as the foreign snapshot's), which would then be
+    -- taken as written and never pushed
+    local tchanges = {}
+    for _, r in ipairs(t.select("ducklake_snapshot_changes", { "snapshot_id", "changes_made" })) do
+      tchanges[sid(r[1])] = r[2]
+    end
+    local function alike(m, r)
+      return m ~= nil and r ~= nil and same_snapshot(m.row, r)
+        and vkey(m.changes) == vkey(tchanges[sid(r.snapshot_id)] or NULL)
+    end
+    if not alike(mine, head_row) then
       -- the greatest snapshot both have alike
       local common
       for _, r in ipairs(hrow) do
-        local m = cat.snaps[sid(r.snapshot_id)]
-        if m and same_snapshot(m.row, r) then common = r.snapshot_id end
+        if alike(cat.snaps[sid(r.snapshot_id)], r) then common = r.snapshot_id end
       end
       if common == nil then
         raise("ECONFLICT", "push: %s and the catalog share no snapshot (the target's newest is %s): the catalog was "

@@ -177,11 +177,17 @@ local function renumbering(anchors, times)
     if not a then return v end
     local cur = time_us(a.t.snapshot_time)
     if not cur then return v end
-    for _, q in ipairs(times) do
-      if q.id > a.m.snapshot_id and q.id <= s then
-        if not q.us then return v end
-        cur = q.us > cur and q.us or cur + 1
-      end
+    -- the first of moraine's snapshots above the anchor's (binary search: times is in id order), then up to @s
+    local lo, hi = 1, #times + 1
+    while lo < hi do
+      local mid = floor((lo + hi) / 2)
+      if times[mid].id > a.m.snapshot_id then hi = mid else lo = mid + 1 end
+    end
+    for k = lo, #times do
+      local q = times[k]
+      if q.id > s then break end
+      if not q.us then return v end
+      cur = q.us > cur and q.us or cur + 1
     end
     if cur == time_us(v) then return v end
     return time_text(cur)
