@@ -305,6 +305,12 @@ describe("moraine command", function()
       assert.truthy(r.err:find("moraine: EIO: " .. parent .. "/cat: cannot create directory", 1, true), r.show)
       assert.is_nil(r.err:find("compact", 1, true), r.show)
       assert.is_false(exists(parent))
+      -- a parent that is a file
+      support.write(parent, "")
+      r = run({ "-c", parent .. "/cat", "import", S1 })
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("moraine: EIO: " .. parent .. "/cat: cannot create directory: Not a directory", 1, true),
+        r.show)
     end)
 
     it("refuses a missing source (exit 1) and creates no catalog", function()

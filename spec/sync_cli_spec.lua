@@ -307,6 +307,33 @@ describe("moraine sync and compare", function()
     assert.is_false(exists(dir))
   end)
 
+  it("Ctrl-C during a fresh import of a SQLite file (its fast path, with --progress) removes the catalog directory", function()
+    -- big.sqlite: S1 as a SQLite catalog plus a 3,000,000-row table the fast path reads first (seconds); SIGINT
+    -- comes as soon as the fast path has begun, and is taken in its next progress call
+    local ref = support.tmpdir("int-fast-ref")
+    local good = support.tmpdir("int-fast-good") .. ".sqlite"
+    local big = support.tmpdir("int-fast-big") .. ".sqlite"
+    ok_run({ "-c", ref, "import", S1 })
+    ok_run({ "-c", ref, "export", good })
+    assert.is_true(support.sh("cp " .. q(good) .. " " .. q(big) .. " && sqlite3 " .. q(big) .. " \"CREATE TABLE "
+      .. "ducklake_aapad(x INTEGER); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000000) "
+      .. "INSERT INTO ducklake_aapad SELECT i FROM c\""))
+    local dir = support.tmpdir("int-fast-cat")
+    local p = spawn({ "-c", dir, "import", big, "--progress" })
+    local function exists(path)
+      local f = io.open(path, "rb")
+      if f then f:close() end
+      return f ~= nil
+    end
+    local t0 = moraine.clock()
+    while not exists(dir .. "/.moraine-import-sqlite.tmp") and moraine.clock() - t0 < 30 do os.execute("sleep 0.01") end
+    os.execute("kill -INT " .. p.pid)
+    local r = p.wait()
+    assert.are.equal(130, r.code, r.out .. r.err)
+    assert.truthy(r.err:find("moraine: interrupted", 1, true), r.err)
+    assert.is_false(exists(dir))
+  end)
+
   it("a failed import of a SQLite file removes nothing another writer committed while its fast path ran", function()
     -- bad.sqlite: S1 as a SQLite catalog, plus a 2,000,000-row table the fast path reads first (it then runs for
     -- a second or more) and a ducklake_metadata value that is not UTF-8 (both paths refuse it). While the fast path

@@ -161,9 +161,11 @@ end
 --   after a swap was killed between its renames; nothing is removed)
 function M.recover(path)
   path = clean(path)
-  -- a directory holding the catalog that does not exist holds nothing a compaction left (and no lock to take):
-  -- what runs next (an import creating the catalog) says what is missing
-  if not exists(parent_of(path)) then return {} end
+  -- a directory holding the catalog that does not exist (or is not one) holds nothing a compaction left (and no
+  -- lock to take): what runs next (an import creating the catalog) says what is wrong
+  local probe = io.open(parent_of(path) .. "/.", "rb") -- opens only when that directory is one
+  if not probe then return {} end
+  probe:close()
   return locked(path, recover)
 end
 

@@ -321,7 +321,7 @@ function run.import(ctx, source)
   local watch = commit_watch(db)
   local before = db:last_snapshot()
   local progress = meter and function(done, total) meter(done, total, "importing") end
-  local r
+  local r, interrupted
   if kind == "sqlite" and before == nil then
     -- a fresh import of a SQLite file: read in C into a temporary NDJSON
     -- directory inside the catalog directory and imported by the engine
@@ -341,11 +341,14 @@ function run.import(ctx, source)
     if fok and fr then r = fr end
     -- Ctrl-C stops the import: not a refusal for the staged way to read the
     -- file again (it ran to the end, exit 0, where the user asked to stop);
-    -- the next import finds the temporary directory and starts afresh
-    if not fok and type(fr) == "string" and fr:match("interrupted!$") then error(fr, 0) end
+    -- it ends as any failure below (what a fresh import created goes when
+    -- nothing was committed; else the next import starts afresh)
+    if not fok and type(fr) == "string" and fr:match("interrupted!$") then interrupted = fr end
   end
   if r then
     ok = true
+  elseif interrupted then
+    ok, r = false, interrupted
   else
     -- the whole source is checked in the round before anything is written
     -- (moraine.sync.check), also when continuing an interrupted import
