@@ -313,7 +313,7 @@ int l_dir_entries(lua_State *L)
     }
     closedir(d);
     if (!oom) {
-        qsort(names, n, sizeof *names, cmp_str);
+        if (n > 1) qsort(names, n, sizeof *names, cmp_str); /* (names is NULL for an empty directory) */
         lua_createtable(L, (int)n, 0);
         for (size_t i = 0; i < n; i++) {
             lua_pushstring(L, names[i]);
