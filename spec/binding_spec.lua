@@ -1438,4 +1438,12 @@ describe("moraine.create_temp_file and moraine.sync_path (how exports write thei
     support.expect_err("EIO", { dir .. "/none", "cannot sync" }, moraine.sync_path, dir .. "/none")
     assert.has_error(function() moraine.create_temp_file(path .. "\0x") end)
   end)
+
+  it("core.dir_entries lists a directory's names sorted, an empty one as {} (the ASan build checks the empty list)", function()
+    local dir = support.tmpdir("entries")
+    support.mkdir(dir)
+    assert.are.same({}, moraine.core.dir_entries(dir))
+    for _, n in ipairs({ "b", "a", ".c" }) do support.write(dir .. "/" .. n, "") end
+    assert.are.same({ ".c", "a", "b" }, moraine.core.dir_entries(dir))
+  end)
 end)
