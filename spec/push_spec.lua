@@ -143,6 +143,23 @@ end
 
 local EVENT_COLS = push_support.EVENT_COLS
 
+-- a DuckLake-shaped snapshot @s + 1 committed by SQL on connection @con, as another writer's: its
+-- ducklake_snapshot row copies @s's with schema_version, next_catalog_id and next_file_id moved by
+-- @o.sv, @o.cat and @o.file (default 0), its changes row says @o.changes, and @o.sql (a list) runs in the same
+-- transaction with "%S" standing for the new id; returns the new id's text
+local function sql_snapshot(con, s, o)
+  local nid = istr(s + 1)
+  assert(con:execute("BEGIN IMMEDIATE"))
+  assert(con:execute("INSERT INTO ducklake_snapshot SELECT " .. nid .. ", snapshot_time, schema_version + " .. (o.sv or 0)
+    .. ", next_catalog_id + " .. (o.cat or 0) .. ", next_file_id + " .. (o.file or 0)
+    .. " FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
+  assert(con:execute("INSERT INTO ducklake_snapshot_changes VALUES (" .. nid .. ", '" .. o.changes:gsub("'", "''")
+    .. "', NULL, NULL, NULL)"))
+  for _, stmt in ipairs(o.sql or {}) do assert(con:execute((stmt:gsub("%%S", nid)))) end
+  assert(con:execute("COMMIT"))
+  return nid
+end
+
 -- the newest snapshot id of the SQLite catalog behind connection @con
 local function target_head_of(con)
   local rows = sqlite.select_rows(con, "ducklake_snapshot", { "snapshot_id" },
@@ -555,6 +572,150 @@ describe("moraine.push", function()
     db3:close()
     db:close()
   end)
+
+  it("a rebased push keeps a DuckLake writer's table stats for a table moraine's written snapshot changed", function()
+    local db, file = lake("s2_multi_table")
+    local con, env = env_con(file)
+    sql_snapshot(con, db:last_snapshot(), { changes = 'created_schema:"w1"', sv = 1, cat = 1, sql = {
+      "INSERT INTO ducklake_schema SELECT next_catalog_id - 1, 'b5b0e7b6-0000-4000-8000-0000000000a1', %S, NULL, 'w1', "
+        .. "'w1/', 1 FROM ducklake_snapshot WHERE snapshot_id = %S" } })
+    local orders = { schema = "sales", table = "orders" }
+    db:transaction(function(t)
+      t:add_data_files(orders, { { path = "p1.parquet", record_count = 10, file_size_bytes = 100 } })
+    end)
+    db:transaction(function(t) t:set_sorting({ schema = "sales", table = "tmp" }, { "x" }) end)
+    local tid = db:read(function(rd) return rd:table_id("sales", "orders") end)
+    local function stats(rows_of)
+      for _, r in ipairs(rows_of) do
+        if vkey(r[1]) == vkey(tid) then return { istr(r[2]), istr(r[3]), istr(r[4]) } end
+      end
+    end
+    local cols = { "table_id", "record_count", "next_row_id", "file_size_bytes" }
+    local mine
+    for _, row in ipairs(support.rows_of(db, "ducklake_table_stats")) do
+      if vkey(row.table_id) == vkey(tid) then mine = { row.record_count, row.next_row_id, row.file_size_bytes } end
+    end
+    -- after moraine's first (rebased) snapshot, a DuckLake insert of 5 rows into orders
+    local wrote = false
+    local r = push.push(db, file, { progress = function(done, _, s)
+      if done == 1 and not wrote then
+        wrote = true
+        sql_snapshot(con, s, { changes = "inserted_into_table:" .. istr(tid), sql = {
+          "UPDATE ducklake_table_stats SET record_count = record_count + 5, next_row_id = next_row_id + 5, "
+            .. "file_size_bytes = file_size_bytes + 50 WHERE table_id = " .. istr(tid) } })
+      end
+    end })
+    assert.is_true(wrote)
+    assert.is_true(r.rebased)
+    local want = { istr(mine[1] + 5), istr(mine[2] + 5), istr(mine[3] + 50) }
+    assert.are.same(want, stats(sqlite.select_rows(con, "ducklake_table_stats", cols)))
+    local back = {}
+    for i, row in ipairs(support.rows_of(db, "ducklake_table_stats")) do back[i] = { row.table_id, row.record_count,
+      row.next_row_id, row.file_size_bytes } end
+    assert.are.same(want, stats(back))
+    con:close()
+    env:close()
+    db:close()
+  end)
+
+  it("a push gives no table stats to a table a later snapshot creates before that snapshot is written", function()
+    local db, file = lake("s2_multi_table")
+    local con, env = env_con(file)
+    db:transaction(function(t)
+      t:add_data_files({ schema = "sales", table = "orders" }, { { path = "p1.parquet", record_count = 10,
+        file_size_bytes = 100 } })
+    end)
+    db:transaction(function(t)
+      t:create_table("m2", EVENT_COLS)
+      t:add_data_files("m2", { { path = "m2.parquet", record_count = 77, file_size_bytes = 7777 } })
+    end)
+    local m2 = db:read(function(rd) return rd:table_id(nil, "m2") end)
+    local early, x
+    local r = push.push(db, file, { progress = function(done, _, s)
+      if done == 1 and not x then
+        -- the target after moraine's first snapshot: no stats of m2 (its table does not exist there yet)
+        early = #sqlite.select_rows(con, "ducklake_table_stats", { "table_id" }, "table_id = " .. istr(m2))
+        -- a DuckLake writer creates table main.x, taking the next catalog id: m2's, before the rebase
+        x = istr(m2)
+        sql_snapshot(con, s, { changes = 'created_table:"main"."x"', sv = 1, cat = 1, sql = {
+          "INSERT INTO ducklake_table VALUES (" .. x .. ", 'b5b0e7b6-0000-4000-8000-0000000000a2', %S, NULL, 0, 'x', "
+            .. "'x/', 1)" } })
+      end
+    end })
+    assert.are.equal(0, early)
+    assert.is_true(r.rebased)
+    -- x has no stats row; m2 (renumbered) has its own
+    assert.are.equal(0, #sqlite.select_rows(con, "ducklake_table_stats", { "table_id" }, "table_id = " .. x))
+    local m2now = db:read(function(rd) return rd:table_id(nil, "m2") end)
+    local rows = sqlite.select_rows(con, "ducklake_table_stats", { "record_count", "file_size_bytes" },
+      "table_id = " .. istr(m2now))
+    assert.are.equal(1, #rows)
+    assert.are.same({ "77", "7777" }, { istr(rows[1][1]), istr(rows[1][2]) })
+    con:close()
+    env:close()
+    db:close()
+  end)
+
+  it("a target whose newest snapshot has no changes row (or a NULL one) still takes the push as moraine's, once",
+    function()
+      for _, edit in ipairs({ "DELETE FROM ducklake_snapshot_changes WHERE snapshot_id = %d",
+        "UPDATE ducklake_snapshot_changes SET changes_made = NULL WHERE snapshot_id = %d" }) do
+        local db, file = lake("s2_multi_table")
+        local head = db:last_snapshot()
+        assert.is_true(support.sh("sqlite3 " .. q(file) .. " " .. q(string.format(edit, tonumber(istr(head))))))
+        db:transaction(function(t)
+          t:add_data_files({ schema = "sales", table = "tmp" }, { { path = "once.parquet", record_count = 1,
+            file_size_bytes = 10 } })
+        end)
+        local r = push.push(db, file)
+        assert.are.equal(1, r.snapshots)
+        assert.is_falsy(r.rebased)
+        local con, env = env_con(file)
+        assert.are.equal(1, #sqlite.select_rows(con, "ducklake_data_file", { "data_file_id" }, "path = 'once.parquet'"))
+        con:close()
+        env:close()
+        db:close()
+      end
+    end)
+
+  it("a rebase stopped after its first snapshot, whose next has the same time and changes, is finished by a re-run",
+    function()
+      local db, file = lake("s2_multi_table")
+      local db2 = moraine.open(support.tmpdir("twin-src"), { no_sync = true })
+      sqlite.import(db2, file)
+      local C = db2:last_snapshot()
+      local orders = { schema = "sales", table = "orders" }
+      for _, p in ipairs({ "p1.parquet", "p2.parquet" }) do
+        db2:transaction(function(t) t:add_data_files(orders, { { path = p, record_count = 3, file_size_bytes = 30 } }) end)
+      end
+      local edited = support.tmpdir("twin") .. ".sqlite"
+      sqlite.export_sqlite(db2, edited)
+      db2:close()
+      local T = os.date("!%Y-%m-%d %H:%M:%S", os.time() + 60) .. ".250000+00"
+      assert.is_true(support.sh("sqlite3 " .. q(edited) .. " " .. q("UPDATE ducklake_snapshot SET snapshot_time = '" .. T
+        .. "' WHERE snapshot_id > " .. istr(C))))
+      local db3 = moraine.open(support.tmpdir("twin-cat"), { no_sync = true })
+      sqlite.import(db3, edited)
+      db:transaction(function(t)
+        t:add_data_files({ schema = "sales", table = "tmp" }, { { path = "f.parquet", record_count = 1, file_size_bytes = 9 } })
+      end)
+      assert.are.equal(1, push.push(db, file).snapshots)
+      support.expect_err("EINVAL", "push cancelled after snapshot", push.push, db3, file,
+        { progress = function(done) return done == 1 end })
+      local r = push.push(db3, file)
+      assert.are.equal(1, r.snapshots)
+      assert.is_true(r.rebased)
+      local con, env = env_con(file)
+      for _, p in ipairs({ "f.parquet", "p1.parquet", "p2.parquet" }) do
+        assert.are.equal(1, #sqlite.select_rows(con, "ducklake_data_file", { "data_file_id" }, "path = '" .. p .. "'"), p)
+      end
+      assert.are.equal(istr(C + 3), istr(target_head_of(con)))
+      con:close()
+      env:close()
+      assert.are.equal(0, push.push(db3, file).snapshots)
+      db3:close()
+      db:close()
+    end)
 
   it("two catalogs pushing to one target: the second rebases onto the first, nothing written twice", function()
     local db, file = lake("s2_multi_table")

@@ -37,16 +37,19 @@
 --    `ducklake_file_column_stats`, `ducklake_file_partition_value`, ...); the
 --    `ducklake_schema_versions` rows of S; which rows these are and their
 --    values are moraine's, i.e. what its verbs wrote (docs/verbs.md);
--- 5. the tables that keep no history (`ducklake_table_stats`,
---    `ducklake_table_column_stats`, `ducklake_metadata`, ...) made equal to
---    moraine's (rows the target has and moraine does not are deleted by rowid
---    or PostgreSQL's ctid, moraine's missing rows are inserted; equal tables
---    are not touched), in every snapshot's transaction. moraine keeps only
---    their current rows, so the snapshots of a push of several all carry the
---    last one's counts, never DuckLake's intermediate ones (a `next_row_id`
---    ahead of an intermediate snapshot: no row id is given out twice); and
---    a push that starts again, or runs again after a kill, finds them
---    already moraine's for the tables its written snapshots changed.
+-- 5. the tables that keep no history made equal to moraine's (rows the
+--    target has and moraine does not are deleted by rowid or PostgreSQL's
+--    ctid, moraine's missing rows are inserted; equal tables are not
+--    touched): the table stats (`ducklake_table_stats`,
+--    `ducklake_table_column_stats`) in every snapshot's transaction, for the
+--    tables it and the pending snapshots before it changed (moraine keeps
+--    only their current rows: a table a later snapshot changes again carries
+--    the later counts, a `next_row_id` ahead, so no row id is given out
+--    twice; a table a later snapshot creates gets none yet); in the last
+--    transaction, every table without history (`ducklake_metadata`, ...),
+--    whole. A push that starts again, or runs again after a kill, then finds
+--    the stats of the tables its written snapshots changed already moraine's
+--    (or a later writer's update of them), and keeps them.
 --
 -- Values are written as SQL literals: integers exact over int64, NULL distinct
 -- from the empty string, booleans TRUE/FALSE. SQLite: `moraine.sqlite.literal`,
@@ -109,6 +112,8 @@ local sid, sid_less, same_snapshot = pt.sid, pt.sid_less, pt.same_snapshot
 local open_target, target_tables, target_snapshots, target_head = pt.open_target, pt.target_tables,
   pt.target_snapshots, pt.target_head
 local rebase_plan, MAX_ATTEMPTS = push_rebase.rebase_plan, push_rebase.MAX_ATTEMPTS
+-- the tables without history that hold one table's rows each (written per table: push's step 5)
+local PER_TABLE = { ducklake_table_stats = true, ducklake_table_column_stats = true }
 
 -- ---- moraine's side -----------------------------------------------------------
 
@@ -477,34 +482,33 @@ function M.push(db, target, opts)
     local cat = read_catalog(db)
     local expect = head
     local base -- the common snapshot when the pending snapshots are rebased
-    -- where the two part: the target's newest snapshot must be moraine's
+    -- the target's newest snapshot must be moraine's (else the rebase below)
     local hrow = target_snapshots(t, nil)
     local hk = sid(head)
-    local mine = cat.snaps[hk]
     local pending = {}
     for _, s in ipairs(cat.order) do
       if sid_less(hk, s) then pending[#pending + 1] = s end
     end
-    local head_row
-    for _, r in ipairs(hrow) do if sid(r.snapshot_id) == hk then head_row = r end end
-    -- a snapshot both have alike: the same row AND the same changes_made. The row alone is not enough: a
-    -- rebased snapshot of moraine's that kept its own time can equal, row for row, moraine's next snapshot
-    -- under the same id (same time, counters moved by as much as the foreign snapshot's), which would then be
-    -- taken as written and never pushed
+    -- where the two part: the end of the longest run of the target's snapshots, from its oldest up, that the
+    -- catalog holds alike (the same row, and the same changes_made where the target has one; the catalog's own
+    -- snapshots the target no longer has, expired there, are passed over). Not any snapshot alike: a rebased
+    -- snapshot of moraine's that kept its own time can equal, row for row and even in its changes, moraine's
+    -- next snapshot under the same id, which would then be taken as written and never pushed
     local tchanges = {}
     for _, r in ipairs(t.select("ducklake_snapshot_changes", { "snapshot_id", "changes_made" })) do
       tchanges[sid(r[1])] = r[2]
     end
     local function alike(m, r)
-      return m ~= nil and r ~= nil and same_snapshot(m.row, r)
-        and vkey(m.changes) == vkey(tchanges[sid(r.snapshot_id)] or NULL)
+      if m == nil or r == nil or not same_snapshot(m.row, r) then return false end
+      local tc = tchanges[sid(r.snapshot_id)]
+      return tc == nil or tc == NULL or vkey(m.changes) == vkey(tc)
     end
-    if not alike(mine, head_row) then
-      -- the greatest snapshot both have alike
-      local common
-      for _, r in ipairs(hrow) do
-        if alike(cat.snaps[sid(r.snapshot_id)], r) then common = r.snapshot_id end
-      end
+    local common
+    for _, r in ipairs(hrow) do
+      if not alike(cat.snaps[sid(r.snapshot_id)], r) then break end
+      common = r.snapshot_id
+    end
+    if common == nil or sid(common) ~= hk then
       if common == nil then
         raise("ECONFLICT", "push: %s and the catalog share no snapshot (the target's newest is %s): the catalog was "
           .. "not imported or synced from it; nothing written", t.path, int_text(head))
@@ -627,9 +631,23 @@ function M.push(db, target, opts)
       check(changes_rel, all)
     end
 
+    -- the tables each pending snapshot and the ones before it change (table ids of the rows they begin or end)
+    local changed_upto, acc = {}, {}
+    for _, s in ipairs(pending) do
+      for _, list in ipairs({ begins[s] or {}, ends[s] or {} }) do
+        for _, it in ipairs(list) do
+          local tid = it.entry.row.table_id
+          if tid ~= nil and tid ~= NULL then acc[sid(tid)] = true end
+        end
+      end
+      local upto = {}
+      for k in pairs(acc) do upto[k] = true end
+      changed_upto[s] = upto
+    end
+
     -- write, one transaction per snapshot
     local done = 0
-    for _, s in ipairs(pending) do
+    for i, s in ipairs(pending) do
       local srow = cat.snaps[s].row
       t.begin()
       local moved = false
@@ -677,27 +695,39 @@ function M.push(db, target, opts)
             end
           end
         end
-        -- in every snapshot's transaction, not only the last: a push that starts again (a writer committed
-        -- between two of its transactions) or is run again after a kill keeps the target's rows for the tables
-        -- its remaining snapshots do not change, which must then already be moraine's
-        do
-          for _, rel in ipairs(rows_tables) do
-            local cols = cols_of[rel.name]
-            if cols then
-              local types = ttabs[rel.name].types
-              local want = {}
-              for _, en in ipairs(cat.rows[rel.name] or {}) do
+        -- the tables without history, made moraine's. The stats (PER_TABLE) in every snapshot's transaction,
+        -- for the tables this snapshot and the pending ones before it changed: a push that starts again (a
+        -- writer committed between two of its transactions) or runs again after a kill keeps the target's rows
+        -- for the tables its remaining snapshots do not change, which must then already carry moraine's; a
+        -- table a later snapshot creates gets none yet (its id is not the target's to give out). In the last
+        -- transaction, every table without history, whole
+        local last_one = i == #pending
+        for _, rel in ipairs(rows_tables) do
+          local cols = cols_of[rel.name]
+          local scope = last_one or (PER_TABLE[rel.name] and changed_upto[s]) or nil
+          if cols and scope then
+            local tcol -- the table_id column's place in cols, for a scope of tables
+            for c, col in ipairs(cols) do if col == "table_id" then tcol = c end end
+            local function in_scope(tid)
+              return scope == true or (tcol ~= nil and tid ~= nil and tid ~= NULL and scope[sid(tid)] == true)
+            end
+            local types = ttabs[rel.name].types
+            local want = {}
+            for _, en in ipairs(cat.rows[rel.name] or {}) do
+              if in_scope(en.row.table_id) then
                 local vals = {}
                 for c, col in ipairs(cols) do vals[c] = en.row[col] end
                 local k = rowkey(vals, #cols)
                 want[k] = want[k] or {}
                 table.insert(want[k], en.row)
               end
-              local sel = { t.rowid }
-              for _, c in ipairs(cols) do sel[#sel + 1] = c end
-              local have = t.select(rel.name, sel)
-              local extra = {}
-              for _, r in ipairs(have) do
+            end
+            local sel = { t.rowid }
+            for _, c in ipairs(cols) do sel[#sel + 1] = c end
+            local have = t.select(rel.name, sel)
+            local extra = {}
+            for _, r in ipairs(have) do
+              if in_scope(tcol and r[tcol + 1]) then
                 local vals = {}
                 for c = 1, #cols do vals[c] = r[c + 1] end
                 local k = rowkey(vals, #cols)
@@ -707,10 +737,12 @@ function M.push(db, target, opts)
                   extra[#extra + 1] = r[1]
                 end
               end
-              for _, rid in ipairs(extra) do
-                t.delete_row(rel.name, rid)
-              end
-              for _, en in ipairs(cat.rows[rel.name] or {}) do
+            end
+            for _, rid in ipairs(extra) do
+              t.delete_row(rel.name, rid)
+            end
+            for _, en in ipairs(cat.rows[rel.name] or {}) do
+              if in_scope(en.row.table_id) then
                 local vals = {}
                 for c, col in ipairs(cols) do vals[c] = en.row[col] end
                 local list = want[rowkey(vals, #cols)]

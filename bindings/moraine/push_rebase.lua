@@ -457,9 +457,12 @@ local function rebase_plan(t, ttabs, cat, C, pending)
     return nm and ("table " .. nm .. " (table_id " .. id .. ")") or ("the object of catalog id " .. id)
   end
   check_conflicts(t, ttabs, c2, C, remaining, foreign, label_of)
-  -- the tables without history: per table for the stats, equal for the rest
+  -- the tables without history: per table for the stats, equal for the rest. Moraine's stats for the tables
+  -- its snapshots still to write change; the target's for the others, those its written snapshots changed
+  -- included (each of their transactions wrote moraine's stats of the tables it changed, and a writer that
+  -- committed after one of them since updated the target's: push.lua's step 5)
   local ours = {}
-  for j = 1, #pending do ours[sid(R.snap(int_of(pending[j])))] = true end
+  for j = first, #pending do ours[sid(R.snap(int_of(pending[j])))] = true end
   local mine_tables = {}
   for _, rel in ipairs(cat.rels) do
     for _, en in ipairs(c2.rows[rel.name] or {}) do
