@@ -163,9 +163,10 @@ function M.recover(path)
   path = clean(path)
   -- a directory holding the catalog that does not exist (or is not one) holds nothing a compaction left (and no
   -- lock to take): what runs next (an import creating the catalog) says what is wrong
-  local probe = io.open(parent_of(path) .. "/.", "rb") -- opens only when that directory is one
-  if not probe then return {} end
-  probe:close()
+  -- (renaming "dir/" onto itself fails with ENOENT when it is missing, ENOTDIR when it is a file; any other
+  -- failure, e.g. no permission, is left to the lock to report)
+  local ok, _, code = os.rename(parent_of(path) .. "/", parent_of(path) .. "/")
+  if not ok and (code == 2 or code == 20) then return {} end
   return locked(path, recover)
 end
 
