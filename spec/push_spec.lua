@@ -451,18 +451,9 @@ describe("moraine.push", function()
     local db, file = lake("s2_multi_table")
     local con, env = env_con(file)
     -- a DuckLake-shaped snapshot creating a schema: the push rebases
-    local function schema_snapshot(s, name)
-      local nid = istr(s + 1)
-      assert(con:execute("BEGIN IMMEDIATE"))
-      assert(con:execute("INSERT INTO ducklake_snapshot SELECT " .. nid .. ", snapshot_time, schema_version + 1, "
-        .. "next_catalog_id + 1, next_file_id FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
-      assert(con:execute("INSERT INTO ducklake_schema SELECT next_catalog_id, 'b5b0e7b6-0000-4000-8000-0000000000" .. nid
-        .. "', " .. nid .. ", NULL, '" .. name .. "', '" .. name .. "/', 1 FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
-      assert(con:execute("INSERT INTO ducklake_snapshot_changes VALUES (" .. nid .. ", 'created_schema:\"" .. name
-        .. "\"', NULL, NULL, NULL)"))
-      assert(con:execute("COMMIT"))
-    end
-    schema_snapshot(db:last_snapshot(), "first")
+    sql_snapshot(con, db:last_snapshot(), { changes = 'created_schema:"first"', sv = 1, cat = 1, sql = {
+      "INSERT INTO ducklake_schema SELECT next_catalog_id - 1, 'b5b0e7b6-0000-4000-8000-0000000000a3', %S, NULL, "
+        .. "'first', 'first/', 1 FROM ducklake_snapshot WHERE snapshot_id = %S" } })
     db:transaction(function(t)
       t:add_data_files({ schema = "sales", table = "orders" }, { { path = "gone-soon.parquet", record_count = 5,
         file_size_bytes = 50 } })
@@ -472,14 +463,8 @@ describe("moraine.push", function()
       if done == total and not ended then
         -- after the push's last transaction, before the catalog takes the target's snapshots: a snapshot ending
         -- the pushed file
-        ended = istr(s + 1)
-        assert(con:execute("BEGIN IMMEDIATE"))
-        assert(con:execute("INSERT INTO ducklake_snapshot SELECT " .. ended .. ", snapshot_time, schema_version, "
-          .. "next_catalog_id, next_file_id FROM ducklake_snapshot WHERE snapshot_id = " .. istr(s)))
-        assert(con:execute("UPDATE ducklake_data_file SET end_snapshot = " .. ended .. " WHERE path = 'gone-soon.parquet'"))
-        assert(con:execute("INSERT INTO ducklake_snapshot_changes VALUES (" .. ended .. ", 'deleted_from_table:1', NULL, "
-          .. "NULL, NULL)"))
-        assert(con:execute("COMMIT"))
+        ended = sql_snapshot(con, s, { changes = "deleted_from_table:1", sql = {
+          "UPDATE ducklake_data_file SET end_snapshot = %S WHERE path = 'gone-soon.parquet'" } })
       end
     end })
     assert.is_truthy(ended)

@@ -51,6 +51,46 @@ local function spawn(args)
   }
 end
 
+-- whether @path exists (a file or a directory)
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- waits (30 s at most) until @path exists
+local function wait_for_path(path)
+  local t0 = moraine.clock()
+  while not exists(path) and moraine.clock() - t0 < 30 do os.execute("sleep 0.01") end
+end
+
+-- a new NDJSON source: S1 with its ducklake_column.ndjson a FIFO, which a reader waits on until something
+-- writes it; returns the directory and the FIFO's path
+local function fifo_source(tag)
+  local src = support.tmpdir(tag)
+  support.mkdir(src)
+  for _, name in ipairs(support.tables_of(S1)) do
+    if name ~= "ducklake_column" then support.write(src .. "/" .. name .. ".ndjson", support.read(S1 .. "/" .. name .. ".ndjson")) end
+  end
+  local fifo = src .. "/ducklake_column.ndjson"
+  local rc = os.execute("mkfifo " .. q(fifo))
+  assert.is_true(rc == true or rc == 0)
+  return src, fifo
+end
+
+-- a new SQLite catalog file: S1, plus a table ducklake_aapad of @rows rows (the fast import reads it first: it
+-- then runs for seconds), plus the SQL @more (may be nil)
+local function padded_sqlite(tag, rows, more)
+  local ref, good, file = support.tmpdir(tag .. "-ref"), support.tmpdir(tag .. "-good") .. ".sqlite",
+    support.tmpdir(tag) .. ".sqlite"
+  ok_run({ "-c", ref, "import", S1 })
+  ok_run({ "-c", ref, "export", good })
+  assert.is_true(support.sh("cp " .. q(good) .. " " .. q(file) .. " && sqlite3 " .. q(file) .. " \"CREATE TABLE "
+    .. "ducklake_aapad(x INTEGER); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < "
+    .. rows .. ") INSERT INTO ducklake_aapad SELECT i FROM c; " .. (more or "") .. "\""))
+  return file
+end
+
 describe("moraine sync and compare", function()
   teardown(function() support.cleanup() end)
 
@@ -249,27 +289,14 @@ describe("moraine sync and compare", function()
     -- B's source is S1 with one table file a FIFO: B creates the catalog, opens it and waits on the FIFO; A syncs
     -- S1 into the same catalog and exits; then B reads a broken line and fails. Before, B removed the directory it
     -- had created, A's 21 snapshots with it (no other process had the catalog open by then)
-    local src = support.tmpdir("fifo-src")
-    support.mkdir(src)
-    for _, name in ipairs(support.tables_of(S1)) do
-      if name ~= "ducklake_column" then support.write(src .. "/" .. name .. ".ndjson", support.read(S1 .. "/" .. name .. ".ndjson")) end
-    end
-    local fifo = src .. "/ducklake_column.ndjson"
-    local rc = os.execute("mkfifo " .. q(fifo))
-    assert.is_true(rc == true or rc == 0)
+    local src, fifo = fifo_source("fifo-src")
     local dir = support.tmpdir("fifo-cat")
     local b = spawn({ "-c", dir, "sync", src })
-    local t0 = moraine.clock()
-    local function exists(path)
-      local f = io.open(path, "rb")
-      if f then f:close() end
-      return f ~= nil
-    end
-    while not exists(dir .. "/data.mdb") and moraine.clock() - t0 < 30 do os.execute("sleep 0.02") end
+    wait_for_path(dir .. "/data.mdb")
     local a = ok_run({ "-c", dir, "sync", S1 })
     assert.truthy(a.out:find("21 snapshots replayed", 1, true), a.show)
     -- (a writer of the FIFO waits for its reader: 30 s at most, should B not be reading it)
-    rc = os.execute("timeout 30 sh -c 'printf \"{broken\\n\" > \"$1\"' sh " .. q(fifo))
+    local rc = os.execute("timeout 30 sh -c 'printf \"{broken\\n\" > \"$1\"' sh " .. q(fifo))
     assert.is_true(rc == true or rc == 0)
     local r = b.wait()
     assert.are.equal(1, r.code, r.out .. r.err)
@@ -281,23 +308,10 @@ describe("moraine sync and compare", function()
     -- the source's ducklake_column.ndjson is a FIFO: the import has created the catalog and waits reading it when
     -- SIGINT comes (the wait ends with it; should it not, the FIFO is filled within 3 s and the interrupt is taken
     -- as soon as the reading returns)
-    local src = support.tmpdir("int-src")
-    support.mkdir(src)
-    for _, name in ipairs(support.tables_of(S1)) do
-      if name ~= "ducklake_column" then support.write(src .. "/" .. name .. ".ndjson", support.read(S1 .. "/" .. name .. ".ndjson")) end
-    end
-    local fifo = src .. "/ducklake_column.ndjson"
-    local rc = os.execute("mkfifo " .. q(fifo))
-    assert.is_true(rc == true or rc == 0)
+    local src, fifo = fifo_source("int-src")
     local dir = support.tmpdir("int-cat")
     local p = spawn({ "-c", dir, "import", src })
-    local t0 = moraine.clock()
-    local function exists(path)
-      local f = io.open(path, "rb")
-      if f then f:close() end
-      return f ~= nil
-    end
-    while not exists(dir .. "/data.mdb") and moraine.clock() - t0 < 30 do os.execute("sleep 0.02") end
+    wait_for_path(dir .. "/data.mdb")
     os.execute("sleep 0.2")
     os.execute("kill -INT " .. p.pid)
     os.execute("timeout 3 sh -c 'cat \"$1\" > \"$2\"' sh " .. q(S1 .. "/ducklake_column.ndjson") .. " " .. q(fifo))
@@ -310,23 +324,10 @@ describe("moraine sync and compare", function()
   it("Ctrl-C during a fresh import of a SQLite file (its fast path, with --progress) removes the catalog directory", function()
     -- big.sqlite: S1 as a SQLite catalog plus a 3,000,000-row table the fast path reads first (seconds); SIGINT
     -- comes as soon as the fast path has begun, and is taken in its next progress call
-    local ref = support.tmpdir("int-fast-ref")
-    local good = support.tmpdir("int-fast-good") .. ".sqlite"
-    local big = support.tmpdir("int-fast-big") .. ".sqlite"
-    ok_run({ "-c", ref, "import", S1 })
-    ok_run({ "-c", ref, "export", good })
-    assert.is_true(support.sh("cp " .. q(good) .. " " .. q(big) .. " && sqlite3 " .. q(big) .. " \"CREATE TABLE "
-      .. "ducklake_aapad(x INTEGER); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000000) "
-      .. "INSERT INTO ducklake_aapad SELECT i FROM c\""))
+    local big = padded_sqlite("int-fast-big", 3000000)
     local dir = support.tmpdir("int-fast-cat")
     local p = spawn({ "-c", dir, "import", big, "--progress" })
-    local function exists(path)
-      local f = io.open(path, "rb")
-      if f then f:close() end
-      return f ~= nil
-    end
-    local t0 = moraine.clock()
-    while not exists(dir .. "/.moraine-import-sqlite.tmp") and moraine.clock() - t0 < 30 do os.execute("sleep 0.01") end
+    wait_for_path(dir .. "/.moraine-import-sqlite.tmp")
     os.execute("kill -INT " .. p.pid)
     local r = p.wait()
     assert.are.equal(130, r.code, r.out .. r.err)
@@ -341,15 +342,8 @@ describe("moraine sync and compare", function()
     -- exits; then the import fails. Before, the import took that writer's commits for its own and removed the
     -- directory with them
     local dir = support.tmpdir("fast-race")
-    local good = support.tmpdir("fast-good") .. ".sqlite"
-    local bad = support.tmpdir("fast-bad") .. ".sqlite"
-    local ref = support.tmpdir("fast-ref")
-    ok_run({ "-c", ref, "import", S1 })
-    ok_run({ "-c", ref, "export", good })
-    assert.is_true(support.sh("cp " .. q(good) .. " " .. q(bad) .. " && sqlite3 " .. q(bad) .. " \"CREATE TABLE "
-      .. "ducklake_aapad(x INTEGER); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 2000000) "
-      .. "INSERT INTO ducklake_aapad SELECT i FROM c; INSERT INTO ducklake_metadata VALUES ('bad', CAST(X'C3FF' AS TEXT), "
-      .. "NULL, NULL)\""))
+    local bad = padded_sqlite("fast-bad", 2000000, "INSERT INTO ducklake_metadata VALUES ('bad', CAST(X'C3FF' AS TEXT), "
+      .. "NULL, NULL)")
     local script = support.tmpdir("fast-writer") .. ".lua"
     support.write(script, string.format([[
       package.path = %q
@@ -360,13 +354,7 @@ describe("moraine sync and compare", function()
       db:close()
     ]], package.path, package.cpath, dir, S1))
     local a = spawn({ "-c", dir, "import", bad })
-    local t0 = moraine.clock()
-    local function exists(path)
-      local f = io.open(path, "rb")
-      if f then f:close() end
-      return f ~= nil
-    end
-    while not exists(dir .. "/.moraine-import-sqlite.tmp") and moraine.clock() - t0 < 30 do os.execute("sleep 0.01") end
+    wait_for_path(dir .. "/.moraine-import-sqlite.tmp")
     local w = io.popen(RUNTIME .. " " .. q(script) .. " 2>&1")
     local out = w:read("a")
     w:close()
