@@ -147,8 +147,9 @@ static int sync_dir(int dirfd, const char *dir)
  * first @n relations. The renames are bracketed by MR_EXPORT_INCOMPLETE in
  * @dir (@dirfd), made and synced before the first and removed after the last:
  * an export killed part way through them leaves it, and an import of @dir
- * refuses a directory holding it (its tables may be of two exports). */
-static int finish_export(moraine_db *db, const char *dir, int dirfd, size_t n, int rename_them)
+ * refuses a directory holding it (its tables may be of two exports).
+ * *@marked is set to 1 once the mark is made (before any rename). */
+static int finish_export(moraine_db *db, const char *dir, int dirfd, size_t n, int rename_them, int *marked)
 {
     int rc = 0;
     char mark[4096];
@@ -158,6 +159,8 @@ static int finish_export(moraine_db *db, const char *dir, int dirfd, size_t n, i
         if (fd < 0 || fsync(fd) != 0) rc = mr_err(MORAINE_EIO, "%s: cannot write: %s", mark, strerror(errno));
         if (fd >= 0) close(fd);
         if (!rc) rc = sync_dir(dirfd, dir);
+        if (rc) unlink(mark); /* not one rename made: the export failed whole, unmarked */
+        else *marked = 1;
     }
     for (size_t i = 0; i < n; i++) {
         char tmp[4096], final[4096];
@@ -244,18 +247,18 @@ int moraine_export_ndjson(moraine_db *db, const char *dir, moraine_progress_fn p
         if (!rc) written = i + 1;
         if (!rc && progress && progress(ud, i + 1, nrels)) rc = mr_err(MORAINE_EINVAL, "export cancelled");
     }
-    int renaming = !rc;
-    if (!rc) rc = finish_export(db, dir, dirfd, written, 1);
+    int renaming = 0; /* the mark is made: renames may have begun */
+    if (!rc) rc = finish_export(db, dir, dirfd, written, 1, &renaming);
     if (rc && !renaming) {
         char m[1024];
         snprintf(m, sizeof m, "%s", moraine_errmsg());
-        finish_export(db, dir, dirfd, written, 0);
+        finish_export(db, dir, dirfd, written, 0, &renaming);
         if (made) rmdir(dir);
         rc = mr_err(rc, "%s (nothing was exported)", m);
     } else if (rc) {
         char m[1024];
         snprintf(m, sizeof m, "%s", moraine_errmsg());
-        finish_export(db, dir, dirfd, written, 0);
+        finish_export(db, dir, dirfd, written, 0, &renaming);
         rc = mr_err(rc, "%s (the export failed while it renamed its files: %s/%s marks the directory as a mix an import refuses; export again)", m,
                     dir, MR_EXPORT_INCOMPLETE);
     }
