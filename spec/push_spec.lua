@@ -702,6 +702,61 @@ describe("moraine.push", function()
       db:close()
     end)
 
+  it("a push restarted by another writer: the column mapping its written snapshot's file names went with it", function()
+    -- the catalog follows file A and pushes to B, a copy of A; A's writer (DuckLake) adds two snapshots, the first
+    -- with a file mapped by name (mapping 0)
+    local db, A = lake("s1_evolution")
+    local B = A .. ".mirror.sqlite"
+    support.write(B, support.read(A))
+    local acon, aenv = env_con(A)
+    sql_snapshot(acon, 20, { changes = "inserted_into_table:1", file = 1, sql = {
+      "INSERT INTO ducklake_column_mapping VALUES (0, 1, 'map_by_name')",
+      "INSERT INTO ducklake_name_mapping VALUES (0, 1, 'id', 1, NULL, 0)",
+      "INSERT INTO ducklake_data_file VALUES (113, 1, %S, NULL, NULL, 'm1.parquet', 1, 'parquet', 10, 100, 10, 2209, "
+        .. "NULL, NULL, 0, NULL, 1)",
+      "UPDATE ducklake_table_stats SET record_count = record_count + 10, next_row_id = next_row_id + 10 WHERE table_id = 1" } })
+    sql_snapshot(acon, 21, { changes = "inserted_into_table:1", file = 1, sql = {
+      "INSERT INTO ducklake_data_file VALUES (114, 1, %S, NULL, NULL, 'm2.parquet', 1, 'parquet', 10, 100, 10, 2219, "
+        .. "NULL, NULL, NULL, NULL, 1)",
+      "UPDATE ducklake_table_stats SET record_count = record_count + 10, next_row_id = next_row_id + 10 WHERE table_id = 1" } })
+    acon:close()
+    aenv:close()
+    require("moraine.sync").sync(db, A)
+    local con, env = env_con(B)
+    local mapped_after_first
+    local r = push.push(db, B, { progress = function(done, _, s)
+      if done == 1 and mapped_after_first == nil then
+        mapped_after_first = #sqlite.select_rows(con, "ducklake_column_mapping", { "mapping_id" }, "mapping_id = 0")
+        sql_snapshot(con, s, { changes = 'created_schema:"w1"', sv = 1, cat = 1, sql = {
+          "INSERT INTO ducklake_schema SELECT next_catalog_id - 1, 'b5b0e7b6-0000-4000-8000-0000000000a4', %S, NULL, 'w1', "
+            .. "'w1/', 1 FROM ducklake_snapshot WHERE snapshot_id = %S" } })
+      end
+    end })
+    assert.are.equal(1, mapped_after_first) -- with the file that names it, not after
+    assert.is_true(r.rebased)
+    assert.are.equal(1, #sqlite.select_rows(con, "ducklake_column_mapping", { "mapping_id" }))
+    assert.are.equal(1, #sqlite.select_rows(con, "ducklake_name_mapping", { "mapping_id" }))
+    con:close()
+    env:close()
+    db:close()
+  end)
+
+  it("a catalog whose source expired snapshots the target still has pushes its own, not rebased", function()
+    for _, expired in ipairs({ "0, 1", "5" }) do
+      local db, A = lake("s1_evolution")
+      local B = A .. ".mirror.sqlite"
+      support.write(B, support.read(A))
+      assert.is_true(support.sh("sqlite3 " .. q(A) .. " " .. q("DELETE FROM ducklake_snapshot WHERE snapshot_id IN ("
+        .. expired .. "); DELETE FROM ducklake_snapshot_changes WHERE snapshot_id IN (" .. expired .. ")")))
+      require("moraine.sync").sync(db, A)
+      db:transaction(function(t) t:create_table("k", EVENT_COLS) end)
+      local r = push.push(db, B)
+      assert.are.equal(1, r.snapshots, expired)
+      assert.is_falsy(r.rebased, expired)
+      db:close()
+    end
+  end)
+
   it("two catalogs pushing to one target: the second rebases onto the first, nothing written twice", function()
     local db, file = lake("s2_multi_table")
     local db2 = moraine.open(support.tmpdir("cat2"), { no_sync = true })

@@ -13,13 +13,15 @@
 -- The target is a SQLite DuckLake catalog file (the file DuckLake ATTACHes as
 -- `ducklake:sqlite:FILE`) or a PostgreSQL DuckLake catalog (`postgres:CONNINFO`
 -- with libpq's `host=... dbname=...` string, or a `postgres://` /
--- `postgresql://` URI; LuaSQL's driver, Debian `lua-sql-postgres`). Its newest
--- snapshot H must be one of moraine's
--- own: the same `ducklake_snapshot` row (snapshot_time, schema_version,
--- next_catalog_id, next_file_id) under the same id. That is how moraine
--- knows where the target and the catalog part: the target was imported into
--- moraine, or exported from it, or synced, or pushed to before. Every
--- snapshot S moraine committed after H is then written in increasing order,
+-- `postgresql://` URI; LuaSQL's driver, Debian `lua-sql-postgres`). Where
+-- the target and the catalog part is the end of the longest run of the
+-- target's snapshots, from its oldest up, that the catalog holds alike (the
+-- same `ducklake_snapshot` row: snapshot_time, schema_version,
+-- next_catalog_id, next_file_id, under the same id; the same changes_made
+-- where the target has one; snapshots one side expired are passed over).
+-- When that is the target's newest snapshot H (the target was imported into
+-- moraine, or exported from it, or synced, or pushed to before), every
+-- snapshot S moraine committed after H is written in increasing order,
 -- each in ONE SQL transaction (SQLite `BEGIN IMMEDIATE`; PostgreSQL `BEGIN`
 -- then `LOCK TABLE ducklake_snapshot IN SHARE ROW EXCLUSIVE MODE`, so no other
 -- writer inserts a snapshot until COMMIT):
@@ -40,15 +42,18 @@
 -- 5. the tables that keep no history made equal to moraine's (rows the
 --    target has and moraine does not are deleted by rowid or PostgreSQL's
 --    ctid, moraine's missing rows are inserted; equal tables are not
---    touched): the table stats (`ducklake_table_stats`,
---    `ducklake_table_column_stats`) in every snapshot's transaction, for the
---    tables it and the pending snapshots before it changed (moraine keeps
---    only their current rows: a table a later snapshot changes again carries
---    the later counts, a `next_row_id` ahead, so no row id is given out
---    twice; a table a later snapshot creates gets none yet); in the last
---    transaction, every table without history (`ducklake_metadata`, ...),
+--    touched): those whose rows each belong to one table (a table_id column:
+--    `ducklake_table_stats`, `ducklake_table_column_stats`,
+--    `ducklake_column_mapping`, ...; `ducklake_name_mapping` through its
+--    column mapping) in every snapshot's transaction, for the tables it and
+--    the pending snapshots before it changed (moraine keeps only their
+--    current rows: a table a later snapshot changes again carries the later
+--    counts, a `next_row_id` ahead, so no row id is given out twice; the
+--    mapping a written file names is there with it; a table a later snapshot
+--    creates gets none yet); in the last transaction, every table without
+--    history (`ducklake_metadata`, the files scheduled for deletion, ...),
 --    whole. A push that starts again, or runs again after a kill, then finds
---    the stats of the tables its written snapshots changed already moraine's
+--    the rows of the tables its written snapshots changed already moraine's
 --    (or a later writer's update of them), and keeps them.
 --
 -- Values are written as SQL literals: integers exact over int64, NULL distinct
@@ -76,8 +81,8 @@
 --
 -- DuckLake's writers append snapshots to the same catalog. If the target's
 -- newest snapshot is not one of moraine's (a DuckLake writer committed since
--- moraine last read the target), push finds C, the newest snapshot both hold
--- alike, and rebases moraine's snapshots after C onto the target's head H as
+-- moraine last read the target), push finds C, the end of that run below H,
+-- and rebases moraine's snapshots after C onto the target's head H as
 -- DuckLake retries a commit (DuckLake: DuckLakeTransaction::FlushChanges,
 -- DuckLakeTransactionState::CheckForConflicts): snapshot ids move by H - C,
 -- the catalog ids moraine took (schema, table, view, partition, sort, macro)
@@ -112,8 +117,11 @@ local sid, sid_less, same_snapshot = pt.sid, pt.sid_less, pt.same_snapshot
 local open_target, target_tables, target_snapshots, target_head = pt.open_target, pt.target_tables,
   pt.target_snapshots, pt.target_head
 local rebase_plan, MAX_ATTEMPTS = push_rebase.rebase_plan, push_rebase.MAX_ATTEMPTS
--- the tables without history that hold one table's rows each (written per table: push's step 5)
-local PER_TABLE = { ducklake_table_stats = true, ducklake_table_column_stats = true }
+-- the sid of an id, or nil for a missing or NULL one
+local function sid_or_nil(v)
+  if v == nil or v == NULL then return nil end
+  return sid(v)
+end
 
 -- ---- moraine's side -----------------------------------------------------------
 
@@ -490,8 +498,8 @@ function M.push(db, target, opts)
       if sid_less(hk, s) then pending[#pending + 1] = s end
     end
     -- where the two part: the end of the longest run of the target's snapshots, from its oldest up, that the
-    -- catalog holds alike (the same row, and the same changes_made where the target has one; the catalog's own
-    -- snapshots the target no longer has, expired there, are passed over). Not any snapshot alike: a rebased
+    -- catalog holds alike (the same row, and the same changes_made where the target has one; the snapshots
+    -- one side expired and the other still has are passed over). Not any snapshot alike: a rebased
     -- snapshot of moraine's that kept its own time can equal, row for row and even in its changes, moraine's
     -- next snapshot under the same id, which would then be taken as written and never pushed
     local tchanges = {}
@@ -505,8 +513,13 @@ function M.push(db, target, opts)
     end
     local common
     for _, r in ipairs(hrow) do
-      if not alike(cat.snaps[sid(r.snapshot_id)], r) then break end
-      common = r.snapshot_id
+      local m = cat.snaps[sid(r.snapshot_id)]
+      -- (a snapshot of the target's that the catalog does not have, below the catalog's newest: expired in the
+      -- catalog, synced from a source that expired it; passed over too)
+      if m ~= nil or not sid_less(sid(r.snapshot_id), cat.order[#cat.order]) then
+        if not alike(m, r) then break end
+        common = r.snapshot_id
+      end
     end
     if common == nil or sid(common) ~= hk then
       if common == nil then
@@ -631,6 +644,11 @@ function M.push(db, target, opts)
       check(changes_rel, all)
     end
 
+    -- the table of each of moraine's column mappings (mapping_id -> table_id): a name mapping's owner
+    local moraine_maps = {}
+    for _, en in ipairs(cat.rows.ducklake_column_mapping or {}) do
+      if en.row.mapping_id ~= nil and en.row.mapping_id ~= NULL then moraine_maps[sid(en.row.mapping_id)] = en.row.table_id end
+    end
     -- the tables each pending snapshot and the ones before it change (table ids of the rows they begin or end)
     local changed_upto, acc = {}, {}
     for _, s in ipairs(pending) do
@@ -695,26 +713,45 @@ function M.push(db, target, opts)
             end
           end
         end
-        -- the tables without history, made moraine's. The stats (PER_TABLE) in every snapshot's transaction,
-        -- for the tables this snapshot and the pending ones before it changed: a push that starts again (a
-        -- writer committed between two of its transactions) or runs again after a kill keeps the target's rows
-        -- for the tables its remaining snapshots do not change, which must then already carry moraine's; a
-        -- table a later snapshot creates gets none yet (its id is not the target's to give out). In the last
-        -- transaction, every table without history, whole
+        -- the tables without history, made moraine's. Those whose rows each belong to one table (a table_id
+        -- column, or a name mapping through its column mapping: push_rebase.owner_of) in every snapshot's
+        -- transaction, for the tables this snapshot and the pending ones before it changed: a push that starts
+        -- again (a writer committed between two of its transactions) or runs again after a kill keeps the
+        -- target's rows for the tables its remaining snapshots do not change, which must then already be
+        -- moraine's; the files a written snapshot's rows name (their mapping_id) have their mapping; a table a
+        -- later snapshot creates gets none yet (its ids are not the target's to give out). In the last
+        -- transaction, every table without history, whole (ducklake_metadata, the files scheduled for deletion)
         local last_one = i == #pending
+        local scope = last_one or changed_upto[s]
+        -- owner tables of name mappings: moraine's column mappings, and the target's as they stand
+        local target_maps
+        local function owner_in_scope(rel_name, row, from_target)
+          if scope == true then return true end
+          local tid = row.table_id
+          if rel_name == "ducklake_name_mapping" then
+            tid = moraine_maps[sid_or_nil(row.mapping_id)]
+            if tid == nil and from_target then
+              if not target_maps then
+                target_maps = {}
+                if ttabs.ducklake_column_mapping then
+                  for _, r in ipairs(t.select("ducklake_column_mapping", { "mapping_id", "table_id" })) do
+                    target_maps[sid(r[1])] = r[2]
+                  end
+                end
+              end
+              tid = target_maps[sid_or_nil(row.mapping_id)]
+            end
+          end
+          return tid ~= nil and tid ~= NULL and scope[sid(tid)] == true
+        end
         for _, rel in ipairs(rows_tables) do
           local cols = cols_of[rel.name]
-          local scope = last_one or (PER_TABLE[rel.name] and changed_upto[s]) or nil
-          if cols and scope then
-            local tcol -- the table_id column's place in cols, for a scope of tables
-            for c, col in ipairs(cols) do if col == "table_id" then tcol = c end end
-            local function in_scope(tid)
-              return scope == true or (tcol ~= nil and tid ~= nil and tid ~= NULL and scope[sid(tid)] == true)
-            end
+          local per_table = push_rebase.per_table(rel)
+          if cols and (last_one or per_table) then
             local types = ttabs[rel.name].types
             local want = {}
             for _, en in ipairs(cat.rows[rel.name] or {}) do
-              if in_scope(en.row.table_id) then
+              if owner_in_scope(rel.name, en.row, false) then
                 local vals = {}
                 for c, col in ipairs(cols) do vals[c] = en.row[col] end
                 local k = rowkey(vals, #cols)
@@ -727,7 +764,9 @@ function M.push(db, target, opts)
             local have = t.select(rel.name, sel)
             local extra = {}
             for _, r in ipairs(have) do
-              if in_scope(tcol and r[tcol + 1]) then
+              local row = {}
+              for c, col in ipairs(cols) do row[col] = r[c + 1] end
+              if owner_in_scope(rel.name, row, true) then
                 local vals = {}
                 for c = 1, #cols do vals[c] = r[c + 1] end
                 local k = rowkey(vals, #cols)
@@ -742,7 +781,7 @@ function M.push(db, target, opts)
               t.delete_row(rel.name, rid)
             end
             for _, en in ipairs(cat.rows[rel.name] or {}) do
-              if in_scope(en.row.table_id) then
+              if owner_in_scope(rel.name, en.row, false) then
                 local vals = {}
                 for c, col in ipairs(cols) do vals[c] = en.row[col] end
                 local list = want[rowkey(vals, #cols)]

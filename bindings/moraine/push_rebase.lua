@@ -48,9 +48,16 @@ for _, n in ipairs({ "ducklake_metadata", "ducklake_snapshot", "ducklake_snapsho
   "ducklake_partition_info", "ducklake_partition_column", "ducklake_file_partition_value", "ducklake_sort_info",
   "ducklake_sort_expression", "ducklake_tag", "ducklake_column_tag", "ducklake_schema_versions",
   "ducklake_view_column_tag" }) do KNOWN[n] = true end
--- tables without history kept per table: moraine's rows for the tables its
--- snapshots changed, the target's for the others
-local PER_TABLE = { ducklake_table_stats = true, ducklake_table_column_stats = true }
+-- whether the rows of relation @rel (a table without history) each belong to
+-- one table: a table_id column (the stats, the column mappings, the inlined
+-- data tables), or a name mapping, whose table is its column mapping's. Such
+-- tables are kept per table: moraine's rows for the tables its snapshots
+-- still to write change, the target's for the others
+local function per_table(rel)
+  if rel.name == "ducklake_name_mapping" then return true end
+  for _, c in ipairs(rel.columns) do if c == "table_id" then return true end end
+  return false
+end
 
 local MAX_ATTEMPTS = 10
 
@@ -486,13 +493,30 @@ local function rebase_plan(t, ttabs, cat, C, pending)
         for k, c in ipairs(cols) do row[c] = r[k] end
         theirs[#theirs + 1] = row
       end
-      if PER_TABLE[rel.name] then
+      if per_table(rel) then
+        -- a row's table: its table_id, or a name mapping's column mapping's (each side's own)
+        local function owner(row, maps)
+          local tid = row.table_id
+          if rel.name == "ducklake_name_mapping" then tid = is_val(row.mapping_id) and maps[sid(row.mapping_id)] or nil end
+          return is_val(tid) and sid(tid) or nil
+        end
+        local my_maps, their_maps = {}, {}
+        for _, en in ipairs(c2.rows.ducklake_column_mapping or {}) do
+          if is_val(en.row.mapping_id) then my_maps[sid(en.row.mapping_id)] = en.row.table_id end
+        end
+        if ttabs.ducklake_column_mapping and rel.name == "ducklake_name_mapping" then
+          for _, r in ipairs(t.select("ducklake_column_mapping", { "mapping_id", "table_id" })) do
+            if is_val(r[1]) then their_maps[sid(r[1])] = r[2] end
+          end
+        end
         local list = {}
         for _, en in ipairs(c2.rows[rel.name] or {}) do
-          if mine_tables[sid(en.row.table_id)] then list[#list + 1] = en end
+          local o = owner(en.row, my_maps)
+          if o and mine_tables[o] then list[#list + 1] = en end
         end
         for _, row in ipairs(theirs) do
-          if not mine_tables[sid(row.table_id)] then list[#list + 1] = { row = row, children = {} } end
+          local o = owner(row, their_maps)
+          if not (o and mine_tables[o]) then list[#list + 1] = { row = row, children = {} } end
         end
         c2.rows[rel.name] = list
       else
@@ -522,6 +546,8 @@ end
 
 --- `rebase_plan(t, ttabs, cat, C, pending)`: moraine's pending snapshots renumbered onto the target's head, or ECONFLICT naming table and snapshots.
 M.rebase_plan = rebase_plan
+--- `per_table(rel)`: whether the rows of table without history `rel` each belong to one table (kept per table).
+M.per_table = per_table
 --- How many times a push starts again on a new head when a writer commits during it.
 M.MAX_ATTEMPTS = MAX_ATTEMPTS
 
