@@ -741,6 +741,40 @@ describe("moraine.push", function()
     db:close()
   end)
 
+  it("a snapshot that inlines rows carries its table's stats and inlined data table row in its own transaction",
+    function()
+      local db, A = lake("s1_evolution")
+      local acon, aenv = env_con(A)
+      local h = tonumber(istr(target_head_of(acon)))
+      assert(acon:execute("CREATE TABLE ducklake_inlined_data_1_9(row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT, "
+        .. "id BIGINT)"))
+      local B = A .. ".mirror.sqlite"
+      support.write(B, support.read(A))
+      sql_snapshot(acon, h, { changes = "inserted_into_table:1", sql = {
+        "INSERT INTO ducklake_inlined_data_tables VALUES (1, 'ducklake_inlined_data_1_9', 9)",
+        "INSERT INTO ducklake_inlined_data_1_9 SELECT next_row_id, %S, NULL, 7 FROM ducklake_table_stats WHERE table_id = 1",
+        "UPDATE ducklake_table_stats SET record_count = record_count + 1, next_row_id = next_row_id + 1 WHERE table_id = 1" } })
+      sql_snapshot(acon, h + 1, { changes = 'created_schema:"w1"', sv = 1, cat = 1, sql = {
+        "INSERT INTO ducklake_schema SELECT next_catalog_id - 1, 'b5b0e7b6-0000-4000-8000-0000000000a5', %S, NULL, 'w1', "
+          .. "'w1/', 1 FROM ducklake_snapshot WHERE snapshot_id = %S" } })
+      local want = sqlite.select_rows(acon, "ducklake_table_stats", { "next_row_id" }, "table_id = 1")[1][1]
+      acon:close()
+      aenv:close()
+      require("moraine.sync").sync(db, A)
+      local con, env = env_con(B)
+      local seen
+      assert.are.equal(2, push.push(db, B, { progress = function(done)
+        if done == 1 then
+          seen = { istr(sqlite.select_rows(con, "ducklake_table_stats", { "next_row_id" }, "table_id = 1")[1][1]),
+            #sqlite.select_rows(con, "ducklake_inlined_data_tables", { "table_id" }) }
+        end
+      end }).snapshots)
+      assert.are.same({ istr(want), 1 }, seen)
+      con:close()
+      env:close()
+      db:close()
+    end)
+
   it("a catalog whose source expired snapshots the target still has pushes its own, not rebased", function()
     for _, expired in ipairs({ "0, 1", "5" }) do
       local db, A = lake("s1_evolution")

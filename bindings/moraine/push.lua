@@ -656,6 +656,9 @@ function M.push(db, target, opts)
         for _, it in ipairs(list) do
           local tid = it.entry.row.table_id
           if tid ~= nil and tid ~= NULL then acc[sid(tid)] = true end
+          -- an inlined data table's rows carry no table_id: its name does (ducklake_inlined_data_<table_id>_<version>)
+          local named = it.rel.name:match("^ducklake_inlined_data_(%d+)_%d+$")
+          if named then acc[named] = true end
         end
       end
       local upto = {}
