@@ -117,11 +117,6 @@ local sid, sid_less, same_snapshot = pt.sid, pt.sid_less, pt.same_snapshot
 local open_target, target_tables, target_snapshots, target_head = pt.open_target, pt.target_tables,
   pt.target_snapshots, pt.target_head
 local rebase_plan, MAX_ATTEMPTS = push_rebase.rebase_plan, push_rebase.MAX_ATTEMPTS
--- the sid of an id, or nil for a missing or NULL one
-local function sid_or_nil(v)
-  if v == nil or v == NULL then return nil end
-  return sid(v)
-end
 
 -- ---- moraine's side -----------------------------------------------------------
 
@@ -644,26 +639,20 @@ function M.push(db, target, opts)
       check(changes_rel, all)
     end
 
-    -- the table of each of moraine's column mappings (mapping_id -> table_id): a name mapping's owner
-    local moraine_maps = {}
-    for _, en in ipairs(cat.rows.ducklake_column_mapping or {}) do
-      if en.row.mapping_id ~= nil and en.row.mapping_id ~= NULL then moraine_maps[sid(en.row.mapping_id)] = en.row.table_id end
-    end
-    -- the tables each pending snapshot and the ones before it change (table ids of the rows they begin or end)
-    local changed_upto, acc = {}, {}
-    for _, s in ipairs(pending) do
+    -- the table of each of moraine's column mappings: a name mapping's owner
+    local moraine_maps = push_rebase.column_maps(cat.rows.ducklake_column_mapping)
+    -- the first pending snapshot (its place in `pending`) that changes each table: the table id of a row it
+    -- begins or ends, or an inlined data table's (its rows carry no table_id: its name does,
+    -- ducklake_inlined_data_<table_id>_<version>)
+    local first_change = {}
+    for n, s in ipairs(pending) do
       for _, list in ipairs({ begins[s] or {}, ends[s] or {} }) do
         for _, it in ipairs(list) do
           local tid = it.entry.row.table_id
-          if tid ~= nil and tid ~= NULL then acc[sid(tid)] = true end
-          -- an inlined data table's rows carry no table_id: its name does (ducklake_inlined_data_<table_id>_<version>)
-          local named = it.rel.name:match("^ducklake_inlined_data_(%d+)_%d+$")
-          if named then acc[named] = true end
+          tid = (tid ~= nil and tid ~= NULL) and sid(tid) or it.rel.name:match("^ducklake_inlined_data_(%d+)_%d+$")
+          if tid and not first_change[tid] then first_change[tid] = n end
         end
       end
-      local upto = {}
-      for k in pairs(acc) do upto[k] = true end
-      changed_upto[s] = upto
     end
 
     -- write, one transaction per snapshot
@@ -725,27 +714,15 @@ function M.push(db, target, opts)
         -- later snapshot creates gets none yet (its ids are not the target's to give out). In the last
         -- transaction, every table without history, whole (ducklake_metadata, the files scheduled for deletion)
         local last_one = i == #pending
-        local scope = last_one or changed_upto[s]
-        -- owner tables of name mappings: moraine's column mappings, and the target's as they stand
-        local target_maps
+        local target_maps -- the target's column mappings, read when a name mapping row needs them
         local function owner_in_scope(rel_name, row, from_target)
-          if scope == true then return true end
-          local tid = row.table_id
-          if rel_name == "ducklake_name_mapping" then
-            tid = moraine_maps[sid_or_nil(row.mapping_id)]
-            if tid == nil and from_target then
-              if not target_maps then
-                target_maps = {}
-                if ttabs.ducklake_column_mapping then
-                  for _, r in ipairs(t.select("ducklake_column_mapping", { "mapping_id", "table_id" })) do
-                    target_maps[sid(r[1])] = r[2]
-                  end
-                end
-              end
-              tid = target_maps[sid_or_nil(row.mapping_id)]
-            end
+          if last_one then return true end
+          local tid = push_rebase.owner_of(rel_name, row, moraine_maps)
+          if tid == nil and from_target and rel_name == "ducklake_name_mapping" then
+            target_maps = target_maps or push_rebase.column_maps(nil, t, ttabs)
+            tid = push_rebase.owner_of(rel_name, row, target_maps)
           end
-          return tid ~= nil and tid ~= NULL and scope[sid(tid)] == true
+          return tid ~= nil and first_change[tid] ~= nil and first_change[tid] <= i
         end
         for _, rel in ipairs(rows_tables) do
           local cols = cols_of[rel.name]

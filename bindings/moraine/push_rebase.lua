@@ -61,6 +61,35 @@ end
 
 local MAX_ATTEMPTS = 10
 
+-- column mappings as mapping_id (sid) -> table_id: of moraine's rows (a list of {row =}) when @t is nil, else
+-- of target @t's ducklake_column_mapping (none when @ttabs has no such table)
+local function column_maps(entries, t, ttabs)
+  local maps = {}
+  if t then
+    if ttabs.ducklake_column_mapping then
+      for _, r in ipairs(t.select("ducklake_column_mapping", { "mapping_id", "table_id" })) do
+        if r[1] ~= nil and r[1] ~= NULL then maps[sid(r[1])] = r[2] end
+      end
+    end
+  else
+    for _, en in ipairs(entries or {}) do
+      if en.row.mapping_id ~= nil and en.row.mapping_id ~= NULL then maps[sid(en.row.mapping_id)] = en.row.table_id end
+    end
+  end
+  return maps
+end
+
+-- the table (sid) a row of per_table relation @rel_name belongs to: its table_id, or a name mapping's column
+-- mapping's (@maps, column_maps); nil when it has none
+local function owner_of(rel_name, row, maps)
+  local tid = row.table_id
+  if rel_name == "ducklake_name_mapping" then
+    tid = row.mapping_id ~= nil and row.mapping_id ~= NULL and maps[sid(row.mapping_id)] or nil
+  end
+  if tid == nil or tid == NULL then return nil end
+  return sid(tid)
+end
+
 local function is_val(v) return v ~= nil and v ~= NULL end
 
 -- an integer from a snapshot-id key or an id's text, exact on both runtimes
@@ -80,57 +109,25 @@ local function int_of(text) return moraine.json_decode(text) end
 -- times, so a re-run finds what an earlier push wrote (walk_target).
 
 local floor = math.floor
-
--- days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
-local function days_from_civil(y, m, d)
-  if m <= 2 then y = y - 1 end
-  local era = floor(y / 400)
-  local yoe = y - era * 400
-  local doy = floor((153 * (m > 2 and m - 3 or m + 9) + 2) / 5) + d - 1
-  return era * 146097 + yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy - 719468
-end
-
--- the date of @z days since 1970-01-01 (civil_from_days)
-local function civil_from_days(z)
-  z = z + 719468
-  local era = floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
-  local mp = floor((5 * doy + 2) / 153)
-  local d = doy - floor((153 * mp + 2) / 5) + 1
-  local m = mp < 10 and mp + 3 or mp - 9
-  return yoe + era * 400 + (m <= 2 and 1 or 0), m, d
-end
+local typed = require "moraine.typed"
+local DAY_US = 86400 * 1000000
 
 -- microseconds since 1970-01-01 UTC of a snapshot_time as DuckLake's catalogs
--- write it ("2026-11-30 15:51:47.058359+00", fraction and zone optional, zone
--- "+HH", "+HH:MM" or "+HHMM"), or nil for any other text
+-- write it ("2026-11-30 15:51:47.058359+00"; moraine.typed's timestamp with
+-- time zone), or nil for any other text
 local function time_us(v)
-  if type(v) ~= "string" then return nil end
-  local y, mo, d, h, mi, sec, frac, zone = v:match("^(%d%d%d%d)%-(%d%d)%-(%d%d)[ T](%d%d):(%d%d):(%d%d)(%.?%d*)(.*)$")
-  if not y or (frac ~= "" and #frac < 2) or #frac > 7 then return nil end
-  local off = 0
-  if zone ~= "" and zone ~= "Z" then
-    local sign, zh, zm = zone:match("^([%+%-])(%d%d):?(%d?%d?)$")
-    if not sign or #zm == 1 then return nil end
-    off = (tonumber(zh) * 60 + (tonumber(zm) or 0)) * 60 * (sign == "-" and -1 or 1)
-  end
-  local us = frac == "" and 0 or tonumber((frac:sub(2) .. "000000"):sub(1, 6))
-  local secs = days_from_civil(tonumber(y), tonumber(mo), tonumber(d)) * 86400 + tonumber(h) * 3600
-    + tonumber(mi) * 60 + tonumber(sec) - off
-  return secs * 1000000 + us
+  local t = typed.parse("timestamptz", v)
+  return t and t.days * DAY_US + t.us or nil
 end
 
 -- a time in microseconds since 1970-01-01 UTC as DuckLake writes it ("... .058359+00")
 local function time_text(us)
-  local secs = floor(us / 1000000)
-  local frac = us - secs * 1000000
-  local days = floor(secs / 86400)
-  local rest = secs - days * 86400
-  local y, m, d = civil_from_days(days)
-  return string.format("%04d-%02d-%02d %02d:%02d:%02d.%06d+00", y, m, d, floor(rest / 3600), floor(rest % 3600 / 60),
-    rest % 60, frac)
+  local days = floor(us / DAY_US)
+  local rest = us - days * DAY_US
+  local secs = floor(rest / 1000000)
+  local y, m, d = typed.civil_from_days(days)
+  return string.format("%04d-%02d-%02d %02d:%02d:%02d.%06d+00", y, m, d, floor(secs / 3600), floor(secs % 3600 / 60),
+    secs % 60, rest - secs * 1000000)
 end
 
 -- moraine's snapshots as {id =, us =} (us: the time in microseconds, nil when
@@ -494,28 +491,17 @@ local function rebase_plan(t, ttabs, cat, C, pending)
         theirs[#theirs + 1] = row
       end
       if per_table(rel) then
-        -- a row's table: its table_id, or a name mapping's column mapping's (each side's own)
-        local function owner(row, maps)
-          local tid = row.table_id
-          if rel.name == "ducklake_name_mapping" then tid = is_val(row.mapping_id) and maps[sid(row.mapping_id)] or nil end
-          return is_val(tid) and sid(tid) or nil
-        end
-        local my_maps, their_maps = {}, {}
-        for _, en in ipairs(c2.rows.ducklake_column_mapping or {}) do
-          if is_val(en.row.mapping_id) then my_maps[sid(en.row.mapping_id)] = en.row.table_id end
-        end
-        if ttabs.ducklake_column_mapping and rel.name == "ducklake_name_mapping" then
-          for _, r in ipairs(t.select("ducklake_column_mapping", { "mapping_id", "table_id" })) do
-            if is_val(r[1]) then their_maps[sid(r[1])] = r[2] end
-          end
-        end
+        -- each side's rows by their own table (a name mapping's: its side's column mapping's)
+        local named = rel.name == "ducklake_name_mapping"
+        local my_maps = named and column_maps(c2.rows.ducklake_column_mapping) or {}
+        local their_maps = named and column_maps(nil, t, ttabs) or {}
         local list = {}
         for _, en in ipairs(c2.rows[rel.name] or {}) do
-          local o = owner(en.row, my_maps)
+          local o = owner_of(rel.name, en.row, my_maps)
           if o and mine_tables[o] then list[#list + 1] = en end
         end
         for _, row in ipairs(theirs) do
-          local o = owner(row, their_maps)
+          local o = owner_of(rel.name, row, their_maps)
           if not (o and mine_tables[o]) then list[#list + 1] = { row = row, children = {} } end
         end
         c2.rows[rel.name] = list
@@ -548,6 +534,11 @@ end
 M.rebase_plan = rebase_plan
 --- `per_table(rel)`: whether the rows of table without history `rel` each belong to one table (kept per table).
 M.per_table = per_table
+--- `column_maps(entries)` / `column_maps(nil, t, ttabs)`: mapping_id (text) -> table_id of moraine's column
+-- mapping rows (a list of `{row =}`) or of target `t`'s.
+M.column_maps = column_maps
+--- `owner_of(rel_name, row, maps)`: the table_id (text) a row of a per-table relation belongs to, or nil.
+M.owner_of = owner_of
 --- How many times a push starts again on a new head when a writer commits during it.
 M.MAX_ATTEMPTS = MAX_ATTEMPTS
 
