@@ -170,6 +170,30 @@ local migrate = push_support.migrate
 
 after_each(function() support.cleanup() end)
 
+-- a new catalog imported from SQLite catalog @file, with the snapshots @commit(db) makes, their snapshot_time
+-- then set (read back through SQLite, as a catalog made with a clock stepped back or assembled) to one minute from
+-- now with the microseconds @fracs[k] for the k-th ("250000"); returns it and the last snapshot before them
+local function retimed_catalog(file, tag, commit, fracs)
+  local src = moraine.open(support.tmpdir(tag .. "-src"), { no_sync = true })
+  sqlite.import(src, file)
+  local C = src:last_snapshot()
+  commit(src)
+  local edited = support.tmpdir(tag) .. ".sqlite"
+  sqlite.export_sqlite(src, edited)
+  src:close()
+  local T = os.date("!%Y-%m-%d %H:%M:%S", os.time() + 60)
+  local con, env = env_con(edited)
+  for k, frac in ipairs(fracs) do
+    assert(con:execute("UPDATE ducklake_snapshot SET snapshot_time = '" .. T .. "." .. frac .. "+00' WHERE snapshot_id = "
+      .. istr(C + k)))
+  end
+  con:close()
+  env:close()
+  local db = moraine.open(support.tmpdir(tag .. "-cat"), { no_sync = true })
+  sqlite.import(db, edited)
+  return db, C
+end
+
 describe("moraine.sqlite.export_sqlite", function()
   it("writes a SQLite DuckLake catalog file with DuckLake's schema that imports back to the same rows", function()
     for _, scenario in ipairs({ "s1_evolution", "s2_multi_table", "s3_edge_values", "s4_encrypted" }) do
@@ -518,26 +542,12 @@ describe("moraine.push", function()
     .. "snapshots have the same time", function()
     local db, file = lake("s2_multi_table")
     -- db3: four snapshots (tables a, b, c, d) made from the target before db pushes m1; a and b with the same
-    -- time, all later than m1's (a catalog made with a clock stepped back, or assembled: read back through SQLite)
-    local db2 = moraine.open(support.tmpdir("same-time-src"), { no_sync = true })
-    sqlite.import(db2, file)
-    local C = db2:last_snapshot()
-    for _, name in ipairs({ "a", "b", "c", "d" }) do
-      db2:transaction(function(t) t:create_table(name, EVENT_COLS) end)
-    end
-    local edited = support.tmpdir("same-time") .. ".sqlite"
-    sqlite.export_sqlite(db2, edited)
-    db2:close()
-    local T = os.date("!%Y-%m-%d %H:%M:%S", os.time() + 60)
-    local econ, eenv = env_con(edited)
-    for k, frac in ipairs({ "250000", "250000", "300000", "400000" }) do
-      assert(econ:execute("UPDATE ducklake_snapshot SET snapshot_time = '" .. T .. "." .. frac .. "+00' WHERE snapshot_id = "
-        .. istr(C + k)))
-    end
-    econ:close()
-    eenv:close()
-    local db3 = moraine.open(support.tmpdir("same-time-cat"), { no_sync = true })
-    sqlite.import(db3, edited)
+    -- time, all later than m1's
+    local db3, C = retimed_catalog(file, "same-time", function(db2)
+      for _, name in ipairs({ "a", "b", "c", "d" }) do
+        db2:transaction(function(t) t:create_table(name, EVENT_COLS) end)
+      end
+    end, { "250000", "250000", "300000", "400000" })
     db:transaction(function(t) t:create_table("m1", EVENT_COLS) end)
     assert.are.equal(1, push.push(db, file).snapshots)
     -- the first push of db3 stops after its first (rebased) snapshot, as a kill would
@@ -666,21 +676,12 @@ describe("moraine.push", function()
   it("a rebase stopped after its first snapshot, whose next has the same time and changes, is finished by a re-run",
     function()
       local db, file = lake("s2_multi_table")
-      local db2 = moraine.open(support.tmpdir("twin-src"), { no_sync = true })
-      sqlite.import(db2, file)
-      local C = db2:last_snapshot()
       local orders = { schema = "sales", table = "orders" }
-      for _, p in ipairs({ "p1.parquet", "p2.parquet" }) do
-        db2:transaction(function(t) t:add_data_files(orders, { { path = p, record_count = 3, file_size_bytes = 30 } }) end)
-      end
-      local edited = support.tmpdir("twin") .. ".sqlite"
-      sqlite.export_sqlite(db2, edited)
-      db2:close()
-      local T = os.date("!%Y-%m-%d %H:%M:%S", os.time() + 60) .. ".250000+00"
-      assert.is_true(support.sh("sqlite3 " .. q(edited) .. " " .. q("UPDATE ducklake_snapshot SET snapshot_time = '" .. T
-        .. "' WHERE snapshot_id > " .. istr(C))))
-      local db3 = moraine.open(support.tmpdir("twin-cat"), { no_sync = true })
-      sqlite.import(db3, edited)
+      local db3, C = retimed_catalog(file, "twin", function(db2)
+        for _, p in ipairs({ "p1.parquet", "p2.parquet" }) do
+          db2:transaction(function(t) t:add_data_files(orders, { { path = p, record_count = 3, file_size_bytes = 30 } }) end)
+        end
+      end, { "250000", "250000" })
       db:transaction(function(t)
         t:add_data_files({ schema = "sales", table = "tmp" }, { { path = "f.parquet", record_count = 1, file_size_bytes = 9 } })
       end)

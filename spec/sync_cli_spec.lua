@@ -78,6 +78,16 @@ local function fifo_source(tag)
   return src, fifo
 end
 
+-- starts `moraine -c DIR VERB SRC` on a new catalog DIR and a fifo_source SRC; returns once DIR holds data.mdb
+-- (the command then waits reading the FIFO): the process, DIR and the FIFO's path
+local function spawn_on_fifo(tag, verb)
+  local src, fifo = fifo_source(tag .. "-src")
+  local dir = support.tmpdir(tag .. "-cat")
+  local p = spawn({ "-c", dir, verb, src })
+  wait_for_path(dir .. "/data.mdb")
+  return p, dir, fifo
+end
+
 -- a new SQLite catalog file: S1, plus a table ducklake_aapad of @rows rows (the fast import reads it first: it
 -- then runs for seconds), plus the SQL @more (may be nil)
 local function padded_sqlite(tag, rows, more)
@@ -289,10 +299,7 @@ describe("moraine sync and compare", function()
     -- B's source is S1 with one table file a FIFO: B creates the catalog, opens it and waits on the FIFO; A syncs
     -- S1 into the same catalog and exits; then B reads a broken line and fails. Before, B removed the directory it
     -- had created, A's 21 snapshots with it (no other process had the catalog open by then)
-    local src, fifo = fifo_source("fifo-src")
-    local dir = support.tmpdir("fifo-cat")
-    local b = spawn({ "-c", dir, "sync", src })
-    wait_for_path(dir .. "/data.mdb")
+    local b, dir, fifo = spawn_on_fifo("fifo", "sync")
     local a = ok_run({ "-c", dir, "sync", S1 })
     assert.truthy(a.out:find("21 snapshots replayed", 1, true), a.show)
     -- (a writer of the FIFO waits for its reader: 30 s at most, should B not be reading it)
@@ -308,10 +315,7 @@ describe("moraine sync and compare", function()
     -- the source's ducklake_column.ndjson is a FIFO: the import has created the catalog and waits reading it when
     -- SIGINT comes (the wait ends with it; should it not, the FIFO is filled within 3 s and the interrupt is taken
     -- as soon as the reading returns)
-    local src, fifo = fifo_source("int-src")
-    local dir = support.tmpdir("int-cat")
-    local p = spawn({ "-c", dir, "import", src })
-    wait_for_path(dir .. "/data.mdb")
+    local p, dir, fifo = spawn_on_fifo("int", "import")
     os.execute("sleep 0.2")
     os.execute("kill -INT " .. p.pid)
     os.execute("timeout 3 sh -c 'cat \"$1\" > \"$2\"' sh " .. q(S1 .. "/ducklake_column.ndjson") .. " " .. q(fifo))
