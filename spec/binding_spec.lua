@@ -1099,6 +1099,20 @@ describe("import and export", function()
     db2:close()
   end)
 
+  it("an export whose in-renames mark cannot be made fails whole: nothing renamed, no temporary file left", function()
+    local db2 = support.import_fixture("s1_evolution")
+    local sdir = support.tmpdir("no-mark")
+    db2:export_ndjson(sdir)
+    local before = {}
+    for _, name in ipairs(support.tables_of(sdir)) do before[name] = support.read(sdir .. "/" .. name .. ".ndjson") end
+    db2:transaction(function(tx) tx:create_schema("later") end)
+    support.mkdir(sdir .. "/.moraine-export-incomplete/in-the-way") -- the mark's name taken by a directory
+    expect_err("EIO", { ".moraine-export-incomplete: cannot write", "nothing was exported" }, db2.export_ndjson, db2, sdir)
+    for name, text in pairs(before) do assert.are.equal(text, support.read(sdir .. "/" .. name .. ".ndjson"), name) end
+    for _, f in ipairs(moraine.core.dir_entries(sdir)) do assert.is_nil(f:match("%.tmp$"), f) end
+    db2:close()
+  end)
+
   it("one export into a directory at a time: a second one while the first runs is refused (ECONFLICT), writing nothing", function()
     local db2 = support.import_fixture("s2_multi_table")
     local other = support.import_fixture("s1_evolution")
