@@ -91,6 +91,14 @@ function M.no_catalog(dir)
   fail("no catalog at " .. dir .. "; run 'moraine init' or 'moraine import'", M.NO_CATALOG_HINT)
 end
 
+--- Fails as `no_catalog` when `dir` holds no catalog: it does not exist, or
+-- is a directory without data.mdb (a file at `dir` is left to the caller).
+-- @tparam string dir the catalog directory
+-- @raise a CLI error when there is no catalog at `dir`
+function M.need_catalog(dir)
+  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then M.no_catalog(dir) end
+end
+
 --- Opens the catalog read-only.
 -- @tparam string dir the catalog directory
 -- @return the catalog (moraine.open)
@@ -98,7 +106,7 @@ end
 --   or an import of a SQLite file into it is running or did not end
 function M.open_read(dir)
   if is_dir(dir) then M.refuse_unfinished_import(dir) end
-  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then M.no_catalog(dir) end
+  M.need_catalog(dir)
   if not is_dir(dir) then
     fail(dir .. " is not a catalog directory (it is a file)", M.NO_CATALOG_HINT)
   end

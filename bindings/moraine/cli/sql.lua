@@ -9,7 +9,6 @@ local catalog = require "moraine.cli.catalog"
 
 local fail = errors.fail
 local with_hint = errors.with_hint
-local exists = util.exists
 local is_dir = util.is_dir
 local NO_CATALOG_HINT = catalog.NO_CATALOG_HINT
 
@@ -44,7 +43,7 @@ committed, or that nothing was committed. A failing statement stops the run
 local function sql(ctx, text)
   if text == "-" then text = io.stdin:read("*a") or "" end
   local dir = ctx.dir
-  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then require("moraine.cli.catalog").no_catalog(dir) end
+  require("moraine.cli.catalog").need_catalog(dir)
   if is_dir(dir) then require("moraine.cli.catalog").refuse_unfinished_import(dir) end
   local db = with_hint(NO_CATALOG_HINT, moraine.open, dir, { create = false })
   if db:last_snapshot() == nil then

@@ -13,7 +13,6 @@ local NULL = moraine.null
 local fail = errors.fail
 local istr = util.istr
 local num = util.num
-local exists = util.exists
 local is_dir = util.is_dir
 local cell = output.cell
 local obj = output.obj
@@ -72,7 +71,7 @@ end
 -- makes LMDB fault kills the child, and is reported where the walk was.
 local function cmd_verify_isolated(ctx)
   local dir = ctx.dir
-  if not exists(dir) or (is_dir(dir) and not exists(dir .. "/data.mdb")) then require("moraine.cli.catalog").no_catalog(dir) end
+  require("moraine.cli.catalog").need_catalog(dir)
   if not is_dir(dir) then fail(dir .. " is not a catalog directory (it is a file)", NO_CATALOG_HINT) end
   local progress, finish = progress_meter("verifying", "entries")
   local checked
