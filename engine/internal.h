@@ -193,8 +193,10 @@ int mr_decode_header(const uint8_t **p, const uint8_t *end, const uint8_t *key, 
 uint32_t mr_crc32c(const uint8_t *p, size_t n);
 uint32_t mr_crc32c_update(uint32_t crc, const uint8_t *p, size_t n); /* mr_crc32c(a||b) == update(mr_crc32c(a), b) */
 /* the CRC-32C paths, for tests: mr_crc32c_best() the fastest this CPU has
- * (2: the crc32 instruction in three lanes as long as the buffer, joined by
- * PCLMULQDQ; 1: in lanes of 64 bytes, joined by a table; 0: a table), and
+ * (3: from 128 bytes, 64-byte blocks folded by VPCLMULQDQ (AVX-512), shorter
+ * buffers as 2; 2: the crc32 instruction in three lanes as long as the
+ * buffer, joined by PCLMULQDQ; 1: in lanes of 64 bytes, joined by a table;
+ * 0: a table), and
  * mr_crc32c_update by path @path (0 .. mr_crc32c_best()) */
 int mr_crc32c_best(void);
 uint32_t mr_crc32c_path(int path, uint32_t crc, const uint8_t *p, size_t n);

@@ -295,7 +295,8 @@ static void test_every_type(void)
         /* every length up to 400 bytes, then every 37th up to 2 KiB and every
          * 211th up to 7 KiB (past three lanes of the longest, 3 KiB), from
          * every start offset mod 8 and a running CRC: each path (the table,
-         * the 64-byte lanes, the lanes as long as the buffer) equals a plain
+         * the 64-byte lanes, the lanes as long as the buffer,
+         * the 64-byte blocks folded by VPCLMULQDQ) equals a plain
          * bitwise CRC-32C */
         static uint8_t buf[7168 + 8];
         for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)(i * 131u + 7u + (i >> 5));
