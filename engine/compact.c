@@ -210,6 +210,40 @@ static int copy_keys(moraine_db *db, moraine_read *rd, MDB_env *env, const char 
     return 0;
 }
 
+/* @path gets @want's group and permission bits (the group first: changing it
+ * can clear set-id bits). The copy's files are created with umask applied
+ * and the process's group, so a catalog shared through its group (readers in
+ * another account, e.g. nginx's workers, need lock.mdb writable) would lose
+ * that after `moraine compact`. 0, or MORAINE_EIO naming @path and the group
+ * or mode it cannot be given (a group the caller is not a member of: EPERM). */
+static int same_access(const char *path, const struct stat *want)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return mr_err(MORAINE_EIO, "compact: cannot stat %s: %s", path, strerror(errno));
+    if (st.st_gid != want->st_gid && chown(path, (uid_t)-1, want->st_gid) != 0)
+        return mr_err(MORAINE_EIO, "compact: cannot give %s the catalog's group (gid %lu): %s", path, (unsigned long)want->st_gid,
+                      strerror(errno));
+    if (chmod(path, want->st_mode & 07777) != 0)
+        return mr_err(MORAINE_EIO, "compact: cannot set the mode of %s: %s", path, strerror(errno));
+    return 0;
+}
+
+/* The copy's directory, data.mdb and lock.mdb get the source's group and
+ * modes (same_access); a source without lock.mdb (a read-only medium) gives
+ * the copy's lock.mdb data.mdb's. */
+static int copy_access(const char *src_dir, const char *dest, const struct stat *dir_st, const struct stat *data_st)
+{
+    char s[4096], d[4096];
+    struct stat lock_st;
+    snprintf(s, sizeof s, "%s/lock.mdb", src_dir);
+    if (stat(s, &lock_st) != 0) lock_st = *data_st;
+    snprintf(d, sizeof d, "%s/data.mdb", dest);
+    int rc = same_access(d, data_st);
+    snprintf(d, sizeof d, "%s/lock.mdb", dest);
+    if (!rc) rc = same_access(d, &lock_st);
+    return rc ? rc : same_access(dest, dir_st);
+}
+
 int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info, moraine_progress_fn progress, void *ud)
 {
     if (!db || !dest || !*dest) return mr_err(MORAINE_EINVAL, "moraine_compact: NULL catalog or destination");
@@ -264,6 +298,7 @@ int moraine_compact(moraine_db *db, const char *dest, moraine_compact_info *info
     mdb_env_close(env);
     char dest_data[4096];
     snprintf(dest_data, sizeof dest_data, "%s/data.mdb", dest);
+    if (!rc) rc = copy_access(src_dir, dest, &dir_st, &src_st);
     if (!rc && (mr_fsync_path(dest_data, 0) != 0 || mr_fsync_path(dest, 1) != 0))
         rc = mr_err(MORAINE_EIO, "compact: cannot sync %s: %s", dest, strerror(errno));
     if (!rc && stat(dest_data, &dst_st) != 0) rc = mr_err(MORAINE_EIO, "compact: cannot stat %s: %s", dest_data, strerror(errno));

@@ -897,8 +897,10 @@ typedef struct {
  * The source is read in one read transaction (a consistent copy, writers go
  * on meanwhile and are not in the copy); the copy is written in write
  * transactions of about 64 MiB each, without fsync, then synced whole
- * (data.mdb and @dest's directory entry) before the call returns. @dest gets
- * the catalog directory's mode and data.mdb's. The copy must hold as many
+ * (data.mdb and @dest's directory entry) before the call returns. @dest,
+ * its data.mdb and its lock.mdb get the group and permission bits of the
+ * catalog's (whatever the umask), so a catalog shared through its group stays
+ * so. The copy must hold as many
  * entries as the source counted. Nothing is left at @dest on failure.
  * A catalog of store format 2, 3 or 4 (an older moraine's; it opens, but reads
  * and commits are refused) is copied in format 5: every record of an older
@@ -914,7 +916,8 @@ typedef struct {
  * (entries copied, entries in all); nonzero cancels.
  * Returns 0, or MORAINE_EINVAL (NULL argument; "compact cancelled"),
  * MORAINE_EEXIST (@dest exists), MORAINE_EIO (@dest cannot be created,
- * synced or stat'ed; the catalog's files cannot be stat'ed), MORAINE_ECORRUPT
+ * synced or stat'ed, or given the catalog's group, e.g. one the caller is
+ * not a member of; the catalog's files cannot be stat'ed), MORAINE_ECORRUPT
  * (keys out of order, or entry counts that disagree; an older format's record
  * that does not decode), MORAINE_ELMDB,
  * MORAINE_ENOMEM, MORAINE_EFORK.

@@ -138,6 +138,28 @@ describe("moraine_compact (db:compact)", function()
     verify_clean(dest)
   end)
 
+  it("the copy keeps the catalog's group and group-write bits whatever the umask (a catalog shared through its group)", function()
+    local dir = grown()
+    -- root (CI) can give any group; another user the first of its other groups, if it has one
+    local function out(cmd) local f = io.popen(cmd); local s = f:read("a"); f:close(); return (s:gsub("%s+$", "")) end
+    local mine, others = out("id -g"), {}
+    for g in out("id -G"):gmatch("%d+") do if g ~= mine then others[#others + 1] = g end end
+    local gid = out("id -u") == "0" and "4242" or others[1]
+    if gid then os.execute("chgrp " .. gid .. " " .. q(dir) .. " " .. q(dir .. "/data.mdb") .. " " .. q(dir .. "/lock.mdb")) end
+    os.execute("chmod 2770 " .. q(dir) .. " && chmod 660 " .. q(dir .. "/data.mdb") .. " && chmod 664 " .. q(dir .. "/lock.mdb"))
+    local db = moraine.open(dir)
+    local dest = support.tmpdir("copy")
+    -- under the usual umask (022, 027, 077) a copy made with the umask loses group write
+    db:compact(dest)
+    db:close()
+    local function stat(p) return out("stat -c '%a %g' " .. q(p)) end
+    local g = gid or mine
+    assert.are.equal("2770 " .. g, stat(dest))
+    assert.are.equal("660 " .. g, stat(dest .. "/data.mdb"))
+    assert.are.equal("664 " .. g, stat(dest .. "/lock.mdb"))
+    verify_clean(dest)
+  end)
+
   it("refuses a destination that exists (EEXIST) and leaves it as it was; a cancel leaves nothing", function()
     local dir = fixture("s1_evolution")
     local db = moraine.open(dir, { read_only = true })
