@@ -383,6 +383,22 @@ describe("moraine.layout", function()
     assert.are.same({ column = "v", lo = "3" }, layout.parse_where("v >= 3"))
     assert.are.same({ column = "v", hi = "3" }, layout.parse_where("v < 3"))
     assert.is_nil(layout.parse_where("v LIKE 'x'"))
+    -- a lower and an upper bound joined by AND; an AND inside quotes is the value's
+    assert.are.same({ column = "ts", lo = "2025-01-01", hi = "2025-02-01" },
+      layout.parse_where("ts >= '2025-01-01' AND ts < '2025-02-01'"))
+    assert.are.same({ column = "ts", lo = "1", hi = "9" }, layout.parse_where("ts <= 9 and ts > 1"))
+    assert.are.same({ column = "a AND b", lo = "x AND y", hi = "x AND y" }, layout.parse_where([["a AND b" = 'x AND y']]))
+    assert.are.same({ column = "brand", lo = "ANDROID", hi = "ANDROID" }, layout.parse_where("brand = ANDROID"))
+    -- what cannot be one range on one column says so, not that a bound is not a timestamp
+    local function refused(s, msg)
+      local r, e = layout.parse_where(s)
+      assert.is_nil(r)
+      assert.is_truthy(e:find(msg, 1, true), e)
+    end
+    refused("ts >= 1 AND v < 2", "names two columns ('ts' and 'v')")
+    refused("ts >= 1 AND ts > 2", "two lower bounds on 'ts'")
+    refused("ts BETWEEN 1 AND 5 AND ts <= 3", "two upper bounds on 'ts'")
+    refused("ts >= 1 AND ts LIKE 3", "cannot parse 'ts LIKE 3'")
   end)
 
   it("prunes each era at its own granularity and estimates a rewrite under the live spec", function()

@@ -62,27 +62,93 @@ local function ident(s)
   return s
 end
 
+-- The predicate cut at its top-level ANDs (not inside a quoted string or
+-- identifier), each piece with whether it holds a top-level BETWEEN.
+local function split_and(s)
+  local pieces, from, i, n, quote = {}, 1, 1, #s, nil
+  local between = false
+  local function word_at(j, w)
+    return s:sub(j, j + #w - 1):upper() == w and not s:sub(j - 1, j - 1):match("[%w_]") and not s:sub(j + #w, j + #w):match("[%w_]")
+  end
+  while i <= n do
+    local c = s:sub(i, i)
+    if quote then
+      if c == quote then
+        if s:sub(i + 1, i + 1) == quote then i = i + 1 else quote = nil end
+      end
+    elseif c == "'" or c == '"' then
+      quote = c
+    elseif word_at(i, "BETWEEN") then
+      between = true
+    elseif word_at(i, "AND") then
+      pieces[#pieces + 1] = { text = s:sub(from, i - 1), between = between }
+      between, from, i = false, i + 3, i + 2
+    end
+    i = i + 1
+  end
+  pieces[#pieces + 1] = { text = s:sub(from), between = between }
+  return pieces
+end
+
+-- one comparison or BETWEEN: column, lo, hi (text or nil)
+local function parse_bound(s)
+  local col, a, b = s:match("^%s*(.-)%s+[Bb][Ee][Tt][Ww][Ee][Ee][Nn]%s+(.-)%s+[Aa][Nn][Dd]%s+(.-)%s*$")
+  if col then return ident(col), literal(a), literal(b) end
+  local c, op, v = s:match("^%s*(.-)%s*([<>=]=?)%s*(.-)%s*$")
+  if c and c ~= "" and v ~= "" then
+    c, v = ident(c), literal(v)
+    if op == "=" or op == "==" then return c, v, v end
+    if op == ">=" or op == ">" then return c, v, nil end
+    if op == "<=" or op == "<" then return c, nil, v end
+  end
+  return nil
+end
+
 --- Parses a range predicate on one column.
 -- Accepted: `col BETWEEN a AND b`, `col = v`, `col >= a`, `col > a`,
--- `col <= b`, `col < b` (keywords case-insensitive; `col` may be a
+-- `col <= b`, `col < b`, and two of these on the same column joined by
+-- `AND` (`ts >= a AND ts < b`: one lower and one upper bound at most)
+-- (keywords case-insensitive; `col` may be a
 -- double-quoted identifier; a value may be a bare word or number, a
 -- single-quoted string, or a typed literal such as `DATE '2025-03-27'`).
 -- `<` and `>` are taken as `<=` and `>=`: pruning by bounds cannot tell them
 -- apart on a continuous column, and the counts stay conservative.
 -- @tparam string s the predicate
 -- @return `{column = name, lo = text or nil, hi = text or nil}` (nil: unbounded), or nil and a message
+-- naming what could not be parsed: a piece that is no comparison, two columns, two lower (or upper) bounds
 function M.parse_where(s)
   if type(s) ~= "string" then return nil, "the predicate must be a string" end
-  local col, a, b = s:match("^%s*(.-)%s+[Bb][Ee][Tt][Ww][Ee][Ee][Nn]%s+(.-)%s+[Aa][Nn][Dd]%s+(.-)%s*$")
-  if col then return { column = ident(col), lo = literal(a), hi = literal(b) } end
-  local c, op, v = s:match("^%s*(.-)%s*([<>=]=?)%s*(.-)%s*$")
-  if c and c ~= "" and v ~= "" then
-    c, v = ident(c), literal(v)
-    if op == "=" or op == "==" then return { column = c, lo = v, hi = v } end
-    if op == ">=" or op == ">" then return { column = c, lo = v } end
-    if op == "<=" or op == "<" then return { column = c, hi = v } end
+  local usage = " (expected: col BETWEEN a AND b, col = v, col >= a, col <= b, or col >= a AND col <= b)"
+  local raw, parts = split_and(s), {}
+  local k = 1
+  while k <= #raw do -- a BETWEEN takes the AND after it
+    local piece = raw[k].text
+    if raw[k].between and raw[k + 1] then
+      piece, k = piece .. "AND" .. raw[k + 1].text, k + 1
+    end
+    parts[#parts + 1] = piece
+    k = k + 1
   end
-  return nil, "cannot parse the predicate '" .. s .. "' (expected: col BETWEEN a AND b, col = v, col >= a, col <= b)"
+  local out = {}
+  for _, piece in ipairs(parts) do
+    local c, lo, hi = parse_bound(piece)
+    if not c then
+      local what = #parts > 1 and "cannot parse '" .. piece:match("^%s*(.-)%s*$") .. "' in the predicate '" .. s .. "'"
+        or "cannot parse the predicate '" .. s .. "'"
+      return nil, what .. usage
+    end
+    if out.column and out.column ~= c then
+      return nil, "the predicate '" .. s .. "' names two columns ('" .. out.column .. "' and '" .. c .. "'): layout prunes on one"
+    end
+    out.column = c
+    for side, v in pairs({ lo = lo, hi = hi }) do
+      if out[side] ~= nil then
+        return nil, "the predicate '" .. s .. "' has two " .. (side == "lo" and "lower" or "upper") .. " bounds on '" .. c .. "'" .. usage
+      end
+      out[side] = v
+    end
+  end
+  return out
 end
 
 -- ---- pruning ---------------------------------------------------------------------------------
