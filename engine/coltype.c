@@ -155,7 +155,11 @@ static int read_leaf(reader *r, mv_type *t)
         e = r->p;
     }
     if (!(t->type = dupn(b, (size_t)(e - b)))) return mr_err(MORAINE_ENOMEM, "out of memory");
-    return mv_decimal_check(r->col, t->type);
+    const char *canon;
+    int rc = mv_leaf_type(r->col, t->type, &canon);
+    if (rc || canon == t->type) return rc;
+    free(t->type);
+    return (t->type = strdup(canon)) ? 0 : mr_err(MORAINE_ENOMEM, "out of memory");
 }
 
 static int read_type(reader *r, mv_type *t, int depth)
@@ -216,10 +220,11 @@ int mv_type_parse(const char *col, const char *text, mv_type *out)
     blanks(&r);
     int nested = is_kw(r.p, "struct") || is_kw(r.p, "list") || is_kw(r.p, "map");
     if (!nested) {
-        /* a non-nested type is stored as given (DuckLake's spelling) */
-        int rc = mv_decimal_check(r.col, text);
+        /* a non-nested type is stored in DuckLake's spelling */
+        const char *canon;
+        int rc = mv_leaf_type(r.col, text, &canon);
         if (rc) return rc;
-        if (!(out->type = strdup(text))) return mr_err(MORAINE_ENOMEM, "out of memory");
+        if (!(out->type = strdup(canon))) return mr_err(MORAINE_ENOMEM, "out of memory");
         return 0;
     }
     int rc = read_type(&r, out, 0);
@@ -364,6 +369,25 @@ static int ltype_of(const char *text, ltype *t)
         if (strcasecmp(text, dl_types[i].name) == 0) {
             t->id = dl_types[i].id, t->width = t->scale = 0, t->duckdb = dl_types[i].duckdb;
             return 1;
+        }
+    return 0;
+}
+
+int mv_leaf_type(const char *col, const char *text, const char **canon)
+{
+    int rc = mv_decimal_check(col, text);
+    if (rc) return rc;
+    ltype t;
+    if (!ltype_of(text, &t))
+        return mr_err(MORAINE_EINVAL, "column \"%s\": DuckLake cannot load the type \"%s\" (Failed to parse DuckLake type - unsupported type '%s')",
+                      col ? col : "", text, text);
+    *canon = text;
+    if (t.id == LT_DECIMAL) return 0;
+    /* DuckLakeTypes::ToString: the first name of the type's id in DuckLake's list */
+    for (size_t i = 0; i < sizeof dl_types / sizeof dl_types[0]; i++)
+        if (dl_types[i].id == t.id) {
+            *canon = dl_types[i].name;
+            break;
         }
     return 0;
 }

@@ -28,8 +28,12 @@ typedef struct moraine_tx moraine_tx;
 /**
  * A column of create_table / add_column (or a field of add_field).
  *
- * @type is the column_type as DuckLake spells it ("int64", "varchar",
- * "timestamp", "decimal(18,2)", ...), stored as given. A nested type names
+ * @type is a column_type DuckLake's loader reads ("int64", "varchar",
+ * "timestamp", "decimal(18,2)", ...: DuckLakeTypes::FromString, names without
+ * regard to case), stored as DuckLake writes it (DuckLakeTypes::ToString:
+ * "INT64" as "int64", "timestamp_us" as "timestamp"); a type its loader
+ * cannot read ("int", "varchar(10)", "unknown") is refused (EINVAL naming the
+ * column and the type: "Failed to parse DuckLake type"). A nested type names
  * its children, nested arbitrarily (engine/coltype.c):
  *
  *     struct(a int32, "b c" varchar)    STRUCT(a INTEGER, "b c" VARCHAR)

@@ -58,6 +58,10 @@ static int emit_tree(model *m, tstate *t, const mv_type *ty, const char *name, c
         /* a non-nested column or field: its definition's default and NOT NULL */
         if ((rc = mv_column_row(m, t, d, id, id, &c))) return rc;
         if (how == MV_COL_FIELD) mv_orow_set_bool(&c, "nulls_allowed", 0);
+        if ((rc = mv_orow_set_str(&c, "column_type", ty->type))) { /* DuckLake's spelling (mv_leaf_type) */
+            mv_orow_free(&c);
+            return rc;
+        }
     } else {
         if ((rc = mv_new_row(m, "ducklake_column", &c))) return rc;
         mv_orow_set_int(&c, "column_id", id);
@@ -350,6 +354,7 @@ int mv_do_alter_column(model *m, verb *v)
     if (ci < 0) return mr_err(MORAINE_ENOTFOUND, "alter_column: table \"%s\" has no column \"%s\"", v->table, v->a ? v->a : "");
     const moraine_column_alter *a = &v->alt;
     int same_type = 0;
+    const char *new_canon = NULL; /* the new type in DuckLake's spelling */
     if (a->type && !*a->type) return mr_err(MORAINE_EINVAL, "alter_column \"%s\": empty type", v->a);
     if (a->nulls_allowed < -1 || a->nulls_allowed > 1)
         return mr_err(MORAINE_EINVAL, "alter_column \"%s\": nulls_allowed must be -1, 0 or 1", v->a);
@@ -365,7 +370,12 @@ int mv_do_alter_column(model *m, verb *v)
         mv_type nt;
         if ((rc = mv_type_parse(v->a, a->type, &nt))) return rc;
         int nested = mv_type_nested(&nt);
+        /* the new type in DuckLake's spelling (mv_leaf_type) */
+        const char *canon = NULL;
+        if (!nested) rc = mv_leaf_type(v->a, a->type, &canon);
         mv_type_free(&nt);
+        if (rc) return rc;
+        new_canon = canon;
         const char *old = mv_orow_str(&t->cols[ci], "column_type");
         if (nested || (old && (strcmp(old, "struct") == 0 || strcmp(old, "list") == 0 || strcmp(old, "map") == 0)))
             return mr_err(MORAINE_EINVAL, "alter_column \"%s\": moraine changes the type of a column only between non-nested types (%s to %s)",
@@ -381,7 +391,7 @@ int mv_do_alter_column(model *m, verb *v)
         m->schema_changed = 1;
         return 0;
     }
-    const char *new_type = same_type ? NULL : a->type;
+    const char *new_type = same_type ? NULL : new_canon;
     /* DuckLake (DuckLakeTableEntry::AlterTable(SetDefaultInfo)): a default
      * that is not a constant only for a column created with its table (corpus
      * seed_0020 step 36 refuses it on a table renamed since) */

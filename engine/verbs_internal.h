@@ -392,6 +392,13 @@ const char *mv_type_duckdb_kind(const mv_type *t);
  * decimal(digits,digits) in DuckLake's spelling (lower case, no blanks or
  * leading zeros). */
 int mv_decimal_check(const char *col, const char *text);
+/* A non-nested type @text of column @col as DuckLake writes it
+ * (DuckLakeTypes::ToString: "int64" for "INT64", "timestamp" for
+ * "timestamp_us"): *canon a static string, or @text itself for a decimal
+ * (mv_decimal_check's spelling). EINVAL naming the column and the text when
+ * DuckLake's loader cannot read it (DuckLakeTypes::FromString: "Failed to
+ * parse DuckLake type - unsupported type 'bogus'"), or as mv_decimal_check. */
+int mv_leaf_type(const char *col, const char *text, const char **canon);
 /* ALTER COLUMN @col TYPE: the change of a non-nested column from DuckLake
  * type @from to @to, as DuckLake's TypePromotion decides it
  * (ducklake_table_entry.cpp: TypePromotionIsAllowed, DuckDB's

@@ -240,8 +240,50 @@ int main(void)
         CHECK_RC(moraine_tx_begin(db, &tx), 0);
         moraine_column_alter a = {.type = "int", .nulls_allowed = -1};
         CHECK_RC(moraine_tx_alter_column(tx, NULL, name, "x", &a), MORAINE_EINVAL);
-        CHECK(strstr(moraine_errmsg(), "does not know the DuckLake type \"int\"") != NULL, "%s", moraine_errmsg());
+        CHECK(strstr(moraine_errmsg(), "DuckLake cannot load the type \"int\"") != NULL, "%s", moraine_errmsg());
         moraine_tx_abort(tx);
+    }
+    /* types as DuckLake writes them (DuckLakeTypes::ToString): any spelling its
+     * loader reads is stored in DuckLake's (lower case; timestamp_us is
+     * timestamp), by create_table, add_column and alter_column, nested leaves
+     * too; one its loader cannot read is refused and nothing is committed */
+    {
+        static const char *const spelt[][2] = {{"INT64", "int64"}, {"timestamp_us", "timestamp"}, {"VarChar", "varchar"},
+                                               {"TIMESTAMPTZ", "timestamptz"}, {"Json", "json"}};
+        for (size_t i = 0; i < sizeof spelt / sizeof spelt[0]; i++) {
+            char name[32], got[64];
+            table_of(db, spelt[i][0], name, sizeof name);
+            live_type(db, name, "x", got, sizeof got);
+            CHECK(strcmp(got, spelt[i][1]) == 0, "create_table %s: column_type %s, DuckLake writes %s", spelt[i][0], got, spelt[i][1]);
+        }
+        char name[32], got[64];
+        table_of(db, "int16", name, sizeof name);
+        moraine_tx *tx;
+        CHECK_RC(moraine_tx_begin(db, &tx), 0);
+        moraine_column_alter a = {.type = "INT32", .nulls_allowed = -1};
+        CHECK_RC(moraine_tx_alter_column(tx, NULL, name, "x", &a), 0);
+        moraine_column_def add[2] = {{.name = "y", .type = "FLOAT64"}, {.name = "z", .type = "list(UINT8)"}};
+        CHECK_RC(moraine_tx_add_column(tx, NULL, name, &add[0]), 0);
+        CHECK_RC(moraine_tx_add_column(tx, NULL, name, &add[1]), 0);
+        CHECK_RC(moraine_tx_commit(tx, NULL), 0);
+        live_type(db, name, "x", got, sizeof got);
+        CHECK(strcmp(got, "int32") == 0, "alter_column to INT32: column_type %s", got);
+        live_type(db, name, "y", got, sizeof got);
+        CHECK(strcmp(got, "float64") == 0, "add_column FLOAT64: column_type %s", got);
+        live_type(db, name, "element", got, sizeof got);
+        CHECK(strcmp(got, "uint8") == 0, "list(UINT8)'s element: column_type %s", got);
+        static const char *const bad[] = {"bogus", "unknown", "varchar(10)", "list(int)", "struct(a bogus)", "decimal"};
+        int64_t before = last_snap(db), cols = count_columns(db);
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            CHECK_RC(moraine_tx_begin(db, &tx), 0);
+            moraine_column_def d = {.name = "w", .type = bad[i]};
+            int rc = moraine_tx_create_table(tx, NULL, "never", &d, 1, NULL);
+            if (rc == 0) rc = moraine_tx_commit(tx, NULL);
+            else moraine_tx_abort(tx);
+            CHECK(rc == MORAINE_EINVAL, "create_table with type %s: rc %d (%s)", bad[i], rc, moraine_errmsg());
+        }
+        CHECK_INT(last_snap(db), before);
+        CHECK_INT(count_columns(db), cols);
     }
 
     /* decimal(W,S): DuckDB's BindDecimalType, in every verb that takes a type */
