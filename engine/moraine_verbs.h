@@ -194,7 +194,8 @@ int moraine_tx_drop_schema(moraine_tx *tx, const char *name, int cascade);
  * initial_default NULL, default_value 'NULL' and default_value_type ''
  * (ConvertColumn writes no default for it), a non-nested child NULL,
  * 'NULL', 'literal'.
- * Errors: ENOTFOUND (no such schema), EEXIST (a live table of that name),
+ * Errors: ENOTFOUND (no such schema), EEXIST (a live table or view of that
+ * name: DuckLake keeps tables and views in one set of names per schema),
  * EINVAL (no columns, duplicate column name, empty type, a nested type
  * moraine_column_def refuses).
  */
@@ -293,7 +294,8 @@ int moraine_tx_rename_field(moraine_tx *tx, const char *schema, const char *tabl
  */
 int moraine_tx_drop_field(moraine_tx *tx, const char *schema, const char *table, const char *const *path, size_t npath);
 
-/** DuckLake: ALTER TABLE RENAME TO. The table keeps its id and path. ENOTFOUND, EEXIST. */
+/** DuckLake: ALTER TABLE RENAME TO. The table keeps its id and path. ENOTFOUND, EEXIST (a table or a view
+ * of the new name in the schema: DuckLakeSchemaEntry::Alter). */
 int moraine_tx_rename_table(moraine_tx *tx, const char *schema, const char *table, const char *new_name);
 
 /** DuckLake: DROP TABLE. Ends the table, its columns, specs, data and delete files. ENOTFOUND. */

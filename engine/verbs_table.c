@@ -55,6 +55,24 @@ int mv_do_create_schema(model *m, verb *v)
     return rc;
 }
 
+static int load_views(model *m);
+static orow *find_view(model *m, int64_t schema_id, const char *name);
+
+/* EEXIST when schema @schema_id holds a live view named @name: DuckLake keeps
+ * tables and views in one set of names per schema (DuckLakeSchemaEntry::
+ * GetCatalogSet), so CREATE TABLE refuses it (HandleCreateConflict) and so
+ * does a rename (DuckLakeSchemaEntry::Alter); a catalog with both could not
+ * be loaded. @what names the verb. */
+static int view_named(model *m, int64_t schema_id, const char *name, const char *what)
+{
+    int rc = load_views(m);
+    if (rc) return rc;
+    orow *w = find_view(m, schema_id, name);
+    if (!w) return 0;
+    return mr_err(MORAINE_EEXIST, "%s: a view \"%s\" already exists in that schema (tables and views share one set of names)", what,
+                  mv_orow_str(w, "view_name"));
+}
+
 int mv_do_create_table(model *m, verb *v)
 {
     sstate *s = mv_find_schema(m, v->schema);
@@ -69,6 +87,7 @@ int mv_do_create_table(model *m, verb *v)
     int rc = mv_find_table(m, v->schema, v->table, &have);
     if (rc == 0) return mr_err(MORAINE_EEXIST, "create_table: table \"%s\".\"%s\" already exists", v->schema ? v->schema : "main", v->table);
     if (rc != MORAINE_ENOTFOUND) return rc;
+    if ((rc = view_named(m, s->schema_id, v->table, "create_table"))) return rc;
     orow r = {0};
     if ((rc = mv_new_row(m, "ducklake_table", &r))) return rc;
     char uuid[37], path[1024];
@@ -122,6 +141,7 @@ int mv_do_rename_table(model *m, verb *v)
     rc = mv_find_table(m, v->schema, v->a, &other);
     if (rc == 0) return mr_err(MORAINE_EEXIST, "rename_table: table \"%s\" already exists", v->a);
     if (rc != MORAINE_ENOTFOUND) return rc;
+    if ((rc = view_named(m, t->schema_id, v->a, "rename_table"))) return rc;
     orow r;
     if ((rc = mv_orow_from(&r, t->row.rel, t->row.v))) return rc;
     rc = mv_retire_row(m, &t->row);

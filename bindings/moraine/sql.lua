@@ -785,6 +785,10 @@ local function run(m, tx, st, on_data)
     elseif a == "rename_table" then
       local other = find(s.tables, st.new)
       if other and other ~= t then fail("EEXIST", 'Table with name "' .. st.new .. '" already exists!') end
+      -- DuckLake: tables and views share one set of names (DuckLakeSchemaEntry::Alter, RENAME_TABLE)
+      if find(s.views, st.new) then
+        fail("EEXIST", "Cannot rename table " .. t.name .. " to " .. st.new .. ", since " .. st.new .. " already exists.")
+      end
       tx:rename_table(ref(s, t), st.new)
       t.name = st.new
     elseif a == "set_partitioning" then
