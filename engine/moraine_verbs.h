@@ -208,7 +208,9 @@ int moraine_tx_create_table(moraine_tx *tx, const char *schema, const char *name
  * the ids after it, depth first, with the values create_table writes for
  * them (DuckLakeTableEntry::GetAddColumnInfo). A default is initial_default
  * and default_value. ENOTFOUND (table), EEXIST (column name), EINVAL (no
- * name or type, a nested type moraine_column_def refuses).
+ * name or type, a nested type moraine_column_def refuses; not_null set:
+ * DuckDB's parser refuses a constraint on ADD COLUMN, "Adding columns with
+ * constraints not yet supported").
  */
 int moraine_tx_add_column(moraine_tx *tx, const char *schema, const char *table, const moraine_column_def *col);
 
@@ -354,6 +356,19 @@ typedef struct {
  * nulls_allowed outside -1..1, nothing to change, a type change from or to
  * a nested type: DuckLake's TypePromotion rewrites child rows, which moraine
  * does not write; a decimal type as create_table refuses it).
+ *
+ * nulls_allowed 0 (SET NOT NULL) and 1 (DROP NOT NULL) are checked as
+ * DuckLake checks them (DuckLakeTableEntry::AlterTable(SetNotNullInfo /
+ * DropNotNullInfo)), each EINVAL in its words: "Cannot DROP NULL on column a
+ * - it has no NOT NULL constraint defined"; "Cannot SET NOT NULL on column a
+ * - it already has a NOT NULL constraint"; "... on table t - the table has
+ * transaction-local changes or no stats are available" (no
+ * ducklake_table_stats row, a table created in this transaction, or files
+ * added to it before in this transaction: DuckLake then scans the new data,
+ * which moraine cannot); "... on table t - no column stats are available"
+ * (no ducklake_table_column_stats row for the column); "... on column a -
+ * the column has NULL values" (its contains_null: DuckLake then scans the
+ * files, as a delete may have removed the NULLs; moraine refuses).
  *
  * A type change is DuckLake's TypePromotion (ducklake_table_entry.cpp):
  * allowed only when DuckDB's max of the old and the new type is the new

@@ -143,6 +143,12 @@ int64_t mv_orow_int(const orow *r, const char *name, int64_t dflt)
     return i >= 0 && r->v[i].type == MORAINE_INT ? r->v[i].i : dflt;
 }
 
+int mv_orow_bool(const orow *r, const char *name, int dflt)
+{
+    int i = col_of(r, name);
+    return i >= 0 && r->v[i].type == MORAINE_BOOL ? r->v[i].i != 0 : dflt;
+}
+
 int mv_orow_is_null(const orow *r, const char *name)
 {
     int i = col_of(r, name);

@@ -111,6 +111,8 @@ int mv_do_add_column(model *m, verb *v)
     int rc = mv_find_table(m, v->schema, v->table, &t);
     if (rc) return rc;
     if (mv_find_column(t, v->cols[0].name) >= 0) return mr_err(MORAINE_EEXIST, "add_column: table \"%s\" already has a column \"%s\"", v->table, v->cols[0].name);
+    /* DuckDB's parser refuses any constraint on ADD COLUMN (Transformer::TransformAlter): DuckLake never sees one */
+    if (v->cols[0].not_null) return mr_err(MORAINE_EINVAL, "Adding columns with constraints not yet supported (add_column \"%s\" NOT NULL)", v->cols[0].name);
     const char *dt = v->cols[0].default_value_type;
     if (v->cols[0].default_value && dt && strcmp(dt, "expression") == 0)
         return mr_err(MORAINE_EINVAL, "We cannot add a column with a non-literal default value. Add the column and then explicitly set the "
@@ -345,6 +347,34 @@ static int created_with_table(model *m, const char *table, const char *col, int 
     return rc < 0 ? rc : 0;
 }
 
+/* DuckLake's checks of SET NOT NULL (@nulls_allowed 0) and DROP NOT NULL (1)
+ * on column @ci of @t (DuckLakeTableEntry::AlterTable(SetNotNullInfo /
+ * DropNotNullInfo), ducklake_table_entry.cpp), in its order and words. Where
+ * DuckLake reads the column's data (the table's stats count NULLs, which a
+ * delete may have removed; inserts earlier in the transaction) moraine,
+ * which reads no data file, refuses: it cannot tell. 0 or EINVAL. */
+static int not_null_check(model *m, tstate *t, int ci, int nulls_allowed)
+{
+    const char *cn = mv_orow_str(&t->cols[ci], "column_name");
+    const char *tn = mv_orow_str(&t->row, "table_name");
+    cn = cn ? cn : "", tn = tn ? tn : "";
+    int has = !mv_orow_bool(&t->cols[ci], "nulls_allowed", 1);
+    if (nulls_allowed == 1)
+        return has ? 0 : mr_err(MORAINE_EINVAL, "Cannot DROP NULL on column %s - it has no NOT NULL constraint defined", cn);
+    if (has) return mr_err(MORAINE_EINVAL, "Cannot SET NOT NULL on column %s - it already has a NOT NULL constraint", cn);
+    int rc = mv_cstats_load(m, t);
+    if (rc) return rc;
+    if (t->inserted || !t->cst_base_stats)
+        return mr_err(MORAINE_EINVAL, "Cannot SET NOT NULL on table %s - the table has transaction-local changes or no stats are available", tn);
+    const int64_t id = mv_orow_int(&t->cols[ci], "column_id", -1);
+    const mv_cstat *c = NULL;
+    for (size_t i = 0; i < t->ncst; i++)
+        if (t->cst[i].column_id == id) c = &t->cst[i];
+    if (!c) return mr_err(MORAINE_EINVAL, "Cannot SET NOT NULL on table %s - no column stats are available", tn);
+    if (c->has_nulls && c->null_count > 0) return mr_err(MORAINE_EINVAL, "Cannot SET NOT NULL on column %s - the column has NULL values", cn);
+    return 0;
+}
+
 int mv_do_alter_column(model *m, verb *v)
 {
     tstate *t;
@@ -363,6 +393,7 @@ int mv_do_alter_column(model *m, verb *v)
         return mr_err(MORAINE_EINVAL, "alter_column \"%s\": default_value_type must be literal or expression, not \"%s\"", v->a,
                       a->default_value_type);
     if (!a->type && !a->set_default && a->nulls_allowed < 0) return mr_err(MORAINE_EINVAL, "alter_column \"%s\": nothing to change", v->a);
+    if (a->nulls_allowed >= 0 && (rc = not_null_check(m, t, ci, a->nulls_allowed))) return rc;
     if (a->type) {
         /* DuckLake changes a nested column's type by TypePromotion
          * (ducklake_table_entry.cpp), which rewrites its child rows: moraine

@@ -59,6 +59,8 @@ int mv_orow_set_str_at(orow *r, int i, const char *s);
 int mv_text_check(const char *name, const char *s, size_t *len_out);
 /* Column @name's integer, or @dflt when absent or not an integer. */
 int64_t mv_orow_int(const orow *r, const char *name, int64_t dflt);
+/* Column @name's boolean (0 or 1), or @dflt when absent or not a boolean. */
+int mv_orow_bool(const orow *r, const char *name, int dflt);
 /* 1 when column @name is NULL or absent. */
 int mv_orow_is_null(const orow *r, const char *name);
 /* Column @name's string (owned by the row), or NULL when absent or not a string. */

@@ -50,4 +50,59 @@ describe("verbs refuse what DuckLake refuses", function()
     assert.are.same({ "v" }, live_names(db, "ducklake_table", "table_name"))
     db:close()
   end)
+
+  it("SET / DROP NOT NULL are checked as DuckLake checks them (alter_column and db:exec), in its words", function()
+    local db = fresh()
+    db:transaction(function(tx) tx:create_table("u", { { name = "a", type = "int32" } }) end)
+    db:transaction(function(tx)
+      tx:add_data_files("u", { { path = "f", record_count = 3, file_size_bytes = 5,
+        stats = { { column = "a", value_count = 3, null_count = 2, min_value = "1", max_value = "1" } } } })
+    end)
+    refused(db, "EINVAL", "Cannot DROP NULL on column a - it has no NOT NULL constraint defined",
+      function(tx) tx:alter_column("u", "a", { not_null = false }) end)
+    refused(db, "EINVAL", "Cannot SET NOT NULL on column a - the column has NULL values",
+      function(tx) tx:alter_column("u", "a", { not_null = true }) end)
+    db:transaction(function(tx) tx:add_column("u", { name = "b", type = "int32" }) end)
+    refused(db, "EINVAL", "Cannot SET NOT NULL on table u - no column stats are available",
+      function(tx) tx:alter_column("u", "b", { not_null = true }) end)
+    local ok, err = pcall(db.exec, db, "ALTER TABLE u ALTER COLUMN b SET NOT NULL")
+    assert.is_false(ok)
+    assert.is_truthy(err.message:find("no column stats are available", 1, true), err.message)
+    -- a table created in this transaction, or given files before in it, has no stats DuckLake reads
+    refused(db, "EINVAL", "Cannot SET NOT NULL on table n - the table has transaction-local changes or no stats are available",
+      function(tx) tx:create_table("n", { { name = "a", type = "int32" } }); tx:alter_column("n", "a", { not_null = true }) end)
+    db:transaction(function(tx) tx:create_table("w", { { name = "a", type = "int32" } }) end)
+    local file = { path = "g", record_count = 3, file_size_bytes = 5,
+      stats = { { column = "a", value_count = 3, null_count = 0, min_value = "1", max_value = "1" } } }
+    refused(db, "EINVAL", "the table has transaction-local changes or no stats are available",
+      function(tx) tx:add_data_files("w", { file }); tx:alter_column("w", "a", { not_null = true }) end)
+    db:transaction(function(tx) tx:add_data_files("w", { file }) end)
+    db:transaction(function(tx) tx:alter_column("w", "a", { not_null = true }) end)
+    refused(db, "EINVAL", "Cannot SET NOT NULL on column a - it already has a NOT NULL constraint",
+      function(tx) tx:alter_column("w", "a", { not_null = true }) end)
+    ok, err = pcall(db.exec, db, "ALTER TABLE w ALTER COLUMN a SET NOT NULL")
+    assert.is_false(ok)
+    assert.is_truthy(err.message:find("it already has a NOT NULL constraint", 1, true), err.message)
+    db:transaction(function(tx) tx:alter_column("w", "a", { not_null = false }) end)
+    local wid
+    for _, r in ipairs(db:scan("ducklake_table", { at = db:last_snapshot() })) do
+      if r.row.table_name == "w" then wid = r.row.table_id end
+    end
+    local a = db:scan("ducklake_column", { at = db:last_snapshot(), table_id = wid })
+    assert.are.equal(1, #a)
+    assert.are.equal(true, a[1].row.nulls_allowed)
+    db:close()
+  end)
+
+  it("ADD COLUMN ... NOT NULL is refused (verb and db:exec), as DuckDB's parser refuses any constraint there", function()
+    local db = fresh()
+    db:transaction(function(tx) tx:create_table("t", { { name = "a", type = "int64" } }) end)
+    refused(db, "EINVAL", "Adding columns with constraints not yet supported",
+      function(tx) tx:add_column("t", { name = "b", type = "int64", not_null = true }) end)
+    local ok, err = pcall(db.exec, db, "ALTER TABLE t ADD COLUMN c INTEGER NOT NULL")
+    assert.is_false(ok)
+    assert.is_truthy(err.message:find("Adding columns with constraints not yet supported", 1, true), err.message)
+    assert.are.equal(1, db:last_snapshot())
+    db:close()
+  end)
 end)
