@@ -161,6 +161,7 @@ static const luaL_Reg module_funcs[] = {{"open", l_open},
                                         {"import_ndjson_check", l_import_ndjson_check},
                                         {"import_check", l_import_check_new},
                                         {"column_type", l_column_type},
+                                        {"required_tables", l_required_tables},
                                         {NULL, NULL}};
 
 static const luaL_Reg dirlock_methods[] = {{"release", l_dirlock_release}, {NULL, NULL}};

@@ -654,6 +654,20 @@ int l_column_type(lua_State *L)
     return 1;
 }
 
+/* core.required_tables(version) -> {name, ...}: the tables every DuckLake
+ * catalog of @version (a string, or nil: 0.1's) has (moraine_required_table). */
+int l_required_tables(lua_State *L)
+{
+    const char *version = luaL_optstring(L, 1, NULL);
+    lua_newtable(L);
+    const char *name;
+    for (size_t i = 0; (name = moraine_required_table(version, i)); i++) {
+        lua_pushstring(L, name);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
 /* verify/stats callbacks run inside the engine: the Lua work they do is
  * protected (lua_pcall), so no error can longjmp through engine frames. */
 typedef struct {

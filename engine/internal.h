@@ -230,6 +230,11 @@ int mr_known_release(const char *version);
  * column @col: 1 for a column the table always had (or one moraine does not
  * list as added later). */
 int mr_known_column_since(const char *table, const char *col);
+/* The release (as mr_known_release) since which every DuckLake catalog has
+ * table @table (its migrations create it: docs/upgrade.md); 0 for a table
+ * moraine does not know (ducklake_file_column_stats, named
+ * ducklake_file_column_statistics before, is required from 0.3). */
+int mr_known_table_since(const char *table);
 
 /* ---- store.c: handle and relation descriptors ---- */
 #define MR_MAX_KEYCOLS 4

@@ -284,6 +284,19 @@ int moraine_column_index(const moraine_relation_info *rel, const char *col);
  */
 moraine_coltype moraine_known_column_type(const char *table, const char *column);
 
+/**
+ * moraine_required_table - the @i-th (0-based) table every DuckLake catalog
+ * of version @version has (ducklake_metadata's 'version' value, e.g. "0.4",
+ * "1.1-dev1"; a dev version: the tables of the release before it; a version
+ * DuckLake never wrote, or NULL: none), among the tables moraine knows
+ * (engine/tables.c; DuckLake's migrations add ducklake_column_mapping and
+ * ducklake_name_mapping in 0.2, ducklake_schema_versions in 0.3, the macro,
+ * sort and variant-stats tables in 0.4). A source lacking one is incomplete:
+ * the imports and sync refuse it. Returns the table's name (static), or NULL
+ * past the last.
+ */
+const char *moraine_required_table(const char *version, size_t i);
+
 /* ---- staged commits (the write path DuckLake's own rows take) ----------------- */
 typedef struct moraine_txn moraine_txn;
 

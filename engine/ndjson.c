@@ -1082,7 +1082,7 @@ int moraine_import_ndjson_check(const char *dir, moraine_progress_fn progress, v
 {
     if (!dir) return mr_err(MORAINE_EINVAL, "moraine_import_ndjson_check: NULL argument");
     tables ts = {0};
-    ts.from_files = 1;
+    ts.from_files = ts.whole_dir = 1;
     ts.slim = 1;
     ts.progress = progress;
     ts.ud = ud;
@@ -1106,6 +1106,7 @@ static int import_dir(moraine_db *db, const char *dir, const mr_nd_given *g, siz
     if (rc) return rc;
     tables ts = {0};
     ts.from_files = 1;
+    ts.whole_dir = !g; /* the tables given (a SQLite source's) are checked by sync (check_tables) */
     ts.progress = progress;
     ts.ud = ud;
     rc = g ? read_given(dir, &ts, g, n, write, wud) : read_dir(dir, &ts);

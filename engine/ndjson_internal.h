@@ -63,6 +63,7 @@ typedef struct {
     moraine_value *vals;
     size_t vcap;
     int from_files; /* rows came from <table>.ndjson files: messages say file:line */
+    int whole_dir;  /* the files are a directory's, as an export left them: every table of the catalog's version must be there */
     int slim;       /* a check only (moraine_import_*check*): tables are slim (table.slim) */
     moraine_progress_fn progress; /* the check phase reports rows read as (read, 0) */
     void *ud;

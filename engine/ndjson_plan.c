@@ -371,6 +371,17 @@ static int check_columns_present(tables *ts)
         }
     }
     int release = mr_known_release(version[0] ? version : NULL);
+    /* every table of the catalog's version has its file, empty or not: a
+     * table left out of an export would read as holding nothing (no delete
+     * files, no partition keys). (A SQLite or PostgreSQL source is checked
+     * by sync, check_tables: its tables are the caller's to give here.) */
+    const char *name;
+    for (size_t i = 0; ts->whole_dir && (name = moraine_required_table(version[0] ? version : NULL, i)); i++) {
+        if (!mr_nd_find_table(ts, name))
+            return mr_err(MORAINE_EINVAL, "the catalog has no %s.ndjson: a DuckLake catalog of version %s has that table (an export "
+                          "that left it out is incomplete; export the whole catalog again)",
+                          name, version[0] ? version : "(unknown)");
+    }
     for (size_t ti = 0; ti < ts->n; ti++) {
         table *t = &ts->t[ti];
         const mr_known_table *kt = mr_known(t->name);

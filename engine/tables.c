@@ -187,6 +187,38 @@ int mr_known_release(const char *version)
     return 1;
 }
 
+/* Tables DuckLake's migrations added (bindings/moraine/upgrade.lua: MigrateV01
+ * creates the mappings, MigrateV02 the schema versions, MigrateV03 the macros,
+ * sort tables and variant stats); every other known table is in every version. */
+int mr_known_table_since(const char *table)
+{
+    static const struct {
+        const char *table;
+        int since;
+    } later[] = {
+        {"ducklake_column_mapping", 2},    {"ducklake_name_mapping", 2},       {"ducklake_file_column_stats", 3},
+        {"ducklake_schema_versions", 3},   {"ducklake_macro", 4},              {"ducklake_macro_impl", 4},
+        {"ducklake_macro_parameters", 4},  {"ducklake_sort_info", 4},          {"ducklake_sort_expression", 4},
+        {"ducklake_file_variant_stats", 4},
+    };
+    if (!mr_known(table)) return 0;
+    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+        if (strcmp(later[i].table, table) == 0) return later[i].since;
+    return 1;
+}
+
+const char *moraine_required_table(const char *version, size_t i)
+{
+    /* a version DuckLake never wrote (none, "1", a later one): nothing is required */
+    if (!version || (mr_known_release(version) == 1 && strcmp(version, "0.1") != 0)) return NULL;
+    int release = mr_known_release(version);
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        int since = mr_known_table_since(known[k].name);
+        if (since && since <= release && i-- == 0) return known[k].name;
+    }
+    return NULL;
+}
+
 int mr_known_column_since(const char *table, const char *col)
 {
     for (size_t i = 0; i < sizeof added / sizeof added[0]; i++)

@@ -294,6 +294,11 @@ describe("bad import files", function()
     support.mkdir(dir)
     support.write(dir .. "/ducklake_metadata.json", '[{"key":"version","value":"1.1-dev1","scope":null,"scope_id":null},\n' ..
       ' {"key":"data_path","value":"data/","scope":null,"scope_id":null}]\n')
+    -- the other tables of a 1.1-dev1 catalog, empty (a catalog without one is refused)
+    for _, name in ipairs(moraine.core.required_tables("1.1-dev1")) do
+      if name ~= "ducklake_metadata" then support.write(dir .. "/" .. name .. ".ndjson", "") end
+    end
+    support.write(dir .. "/ducklake_snapshot.ndjson", SNAP)
     local db = moraine.open(support.tmpdir("arr-cat"), { no_sync = true })
     db:import_ndjson(dir)
     local rows = db:scan("ducklake_metadata", { at = moraine.ALL })

@@ -79,8 +79,18 @@ local CASES = {
     sql_needles = { "ducklake_data_file row 5:", "table_id=77 names no ducklake_table row" } },
   { what = "ducklake_column left out", edit = function(dir) assert(os.remove(dir .. "/ducklake_column.ndjson")) end,
     sql = "DROP TABLE ducklake_column",
-    needles = { "ducklake_table.ndjson:1:", "no ducklake_column.ndjson" },
-    sql_needles = { "ducklake_table row 1:", "no ducklake_column table" } },
+    needles = { "the catalog has no ducklake_column.ndjson", "a DuckLake catalog of version 1.1-dev1 has that table" },
+    sql_needles = { "the catalog has no ducklake_column table", "a DuckLake catalog of version 1.1-dev1 has that table" } },
+  -- a table with no row to name it: without the check it read as empty (no delete file anywhere)
+  { what = "ducklake_delete_file left out", edit = function(dir) assert(os.remove(dir .. "/ducklake_delete_file.ndjson")) end,
+    sql = "DROP TABLE ducklake_delete_file",
+    needles = { "the catalog has no ducklake_delete_file.ndjson", "a DuckLake catalog of version 1.1-dev1 has that table" },
+    sql_needles = { "the catalog has no ducklake_delete_file table", "a DuckLake catalog of version 1.1-dev1 has that table" } },
+  { what = "ducklake_partition_column left out", edit = function(dir)
+      assert(os.remove(dir .. "/ducklake_partition_column.ndjson"))
+    end, sql = "DROP TABLE ducklake_partition_column",
+    needles = { "the catalog has no ducklake_partition_column.ndjson" },
+    sql_needles = { "the catalog has no ducklake_partition_column table" } },
   { what = "snapshot 2's row deleted (its changes row stays)", edit = function(dir)
       edit_line(dir, "ducklake_snapshot.ndjson", 3, function(line)
         assert(line:find('"snapshot_id":2,', 1, true), line)
@@ -317,6 +327,29 @@ describe("a malformed DuckLake catalog", function()
     local dc = dump_of(c)
     assert.are.equal(dc, dump_of(a))
     assert.are.equal(dc, dump_of(b))
+  end)
+
+  it("a later sync round whose source lost a table (dropped from the SQLite file, or its NDJSON file removed) is "
+    .. "refused and changes nothing; before, it read as empty", function()
+    local file = sqlite_copy()
+    local dir = support.tmpdir("follower")
+    assert.are.equal(0, run({ "-c", dir, "sync", file }).code)
+    local orig = sqlite_copy()
+    assert.is_true(support.sh("sqlite3 " .. q(file) .. " 'DROP TABLE ducklake_table_stats'"))
+    local r = run({ "-c", dir, "sync", file })
+    assert.are.equal(1, r.code, r.show)
+    assert.is_truthy(r.err:find("the catalog has no ducklake_table_stats table: a DuckLake catalog of version 1.1-dev1 has "
+      .. "that table", 1, true), r.show)
+    local src = s1_copy()
+    local ndir = support.tmpdir("nfollower")
+    assert.are.equal(0, run({ "-c", ndir, "sync", src }).code)
+    assert(os.remove(src .. "/ducklake_file_partition_value.ndjson"))
+    r = run({ "-c", ndir, "sync", src })
+    assert.are.equal(1, r.code, r.show)
+    assert.is_truthy(r.err:find("the catalog has no ducklake_file_partition_value.ndjson", 1, true), r.show)
+    assert.are.equal(0, run({ "-c", ndir, "compare", S1 }).code)
+    r = run({ "-c", dir, "compare", orig })
+    assert.are.equal(0, r.code, r.show)
   end)
 
   describe("from PostgreSQL", function()

@@ -162,6 +162,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (1, 'a.parquet', 1, '20
 DELETE FROM ducklake_files_scheduled_for_deletion WHERE data_file_id = 1;
 INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, NULL);
 ]]
+  EDGE = EDGE .. support.rest_of_catalog_sql(EDGE, "1.1-dev1")
 
   it("edge values: int64 limits, NULL and '', NUL bytes, reals, booleans, BLOBs, rowid gaps, an empty unknown table", function()
     local file = sqlite_of_sql(EDGE)
@@ -407,8 +408,7 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
     it("a malformed source: the staged import's refusal, word for word; nothing left", function()
       -- a data file's table_id names no table
       local file = sqlite_of_sql(EDGE .. [[
-CREATE TABLE ducklake_data_file(data_file_id BIGINT PRIMARY KEY, table_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT, path VARCHAR);
-INSERT INTO ducklake_data_file VALUES (1, 42, 1, NULL, 'x.parquet');
+INSERT INTO ducklake_data_file (data_file_id, table_id, begin_snapshot, end_snapshot, path) VALUES (1, 42, 1, NULL, 'x.parquet');
 ]])
       local staged = open_new("staged")
       local ok, e = pcall(sync.sync, staged, file)

@@ -168,7 +168,7 @@ describe("moraine.sqlite round trip", function()
     local snaps = {}
     for i, t in ipairs(times) do snaps[i] = { i - 1, t, 0, 1, 0 } end
     local db = new_db("exotic")
-    db:import_rows({
+    db:import_rows(support.with_rest_of_catalog({
       { name = "ducklake_metadata", columns = META_COLS, rows = {
         { "version", "1.1-dev1", N, N },
         { "max", "\0", "table", MAX },
@@ -180,7 +180,7 @@ describe("moraine.sqlite round trip", function()
         "schema_name", "path", "path_is_relative" }, rows = { { 0, "42", 0, N, "main", "main/", 1 } } },
       { name = "ducklake_inlined_data_1_1", columns = { "row_id", "begin_snapshot", "end_snapshot", "x", "y", "z" },
         rows = { { 0, 0, N, 2.5, true, "s\255" }, { 1, 0, N, -0.125, false, N } } },
-    })
+    }, "1.1-dev1"))
     local db2 = through_sqlite(db, "exotic")
     local meta = rows_of(db2, "ducklake_metadata")
     assert.are.equal(4, #meta)
@@ -311,6 +311,7 @@ INSERT INTO ducklake_schema VALUES (0, 'u-0', 0, NULL, 'main', 'main/', 1);
 CREATE TABLE not_ducklake (x INTEGER);
 INSERT INTO not_ducklake VALUES (1);
 ]]
+  SCHEMA_SQL = SCHEMA_SQL .. support.rest_of_catalog_sql(SCHEMA_SQL, "1.1-dev1")
 
   it("reads INTEGER values exactly (2^63-1, -2^63, 2^53+1), TEXT and BLOB bytes whole, 0/1 as booleans", function()
     local file = sqlite_file(SCHEMA_SQL .. [[

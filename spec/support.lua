@@ -30,6 +30,42 @@ end
 local RUNTIME = rawget(_G, "jit") and "luajit" or "lua5.4"
 local ROOT = os.getenv("PWD") or "."
 
+-- the tables every DuckLake catalog of @version has (`moraine.core.required_tables`) that
+-- @present(name) does not, each with DuckLake's columns and their SQLite types
+-- (`moraine.sqlite.columns` / `types`): what a hand-built catalog adds, empty, to
+-- be whole (imports refuse a catalog without one of them)
+local function rest_of_catalog(version, present)
+  local sqlite = require "moraine.sqlite"
+  local out = {}
+  for _, name in ipairs(moraine.core.required_tables(version)) do
+    if not present(name) then out[#out + 1] = { name = name, columns = sqlite.columns[name], types = sqlite.types[name] } end
+  end
+  return out
+end
+
+--- `CREATE TABLE` statements (SQLite) for the tables of DuckLake @version
+-- that SQL script @sql does not create, empty (see rest_of_catalog).
+function support.rest_of_catalog_sql(sql, version)
+  local out = {}
+  for _, t in ipairs(rest_of_catalog(version, function(name) return sql:find("CREATE TABLE " .. name .. "%s*%(") end)) do
+    local cols = {}
+    for i, c in ipairs(t.columns) do cols[i] = c .. " " .. t.types[c] end
+    out[#out + 1] = "CREATE TABLE " .. t.name .. "(" .. table.concat(cols, ", ") .. ");\n"
+  end
+  return table.concat(out)
+end
+
+--- @tables (`db:import_rows`'s argument) with the tables of DuckLake
+-- @version it lacks appended, empty (see rest_of_catalog). Returns @tables.
+function support.with_rest_of_catalog(tables, version)
+  local have = {}
+  for _, t in ipairs(tables) do have[t.name] = true end
+  for _, t in ipairs(rest_of_catalog(version, function(name) return have[name] end)) do
+    tables[#tables + 1] = { name = t.name, columns = t.columns, rows = {} }
+  end
+  return tables
+end
+
 --- The rows of relation @name a scan gives (`db:scan(name, opts)`), without
 -- their positions: an array of column name -> value tables.
 function support.rows_of(db, name, opts)

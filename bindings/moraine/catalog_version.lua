@@ -80,6 +80,39 @@ function M.info(version)
     partition_column_is_position = version == "0.1", sort_tables = r >= RANK["0.4"], tables = M.TABLES[version] }
 end
 
+--- The first table every DuckLake catalog of `version` has that `has(name)`
+-- does not find: a source without it is incomplete (a table left out of an
+-- export, or dropped), and would read as holding nothing. The tables are
+-- `moraine.core.required_tables(version)` (`moraine_required_table`, among
+-- those moraine knows: a dev version needs those of the release before it).
+-- @tparam ?string version the source's version (nil, `moraine.null` or one
+--   DuckLake never wrote: nothing is required)
+-- @tparam function has `has(name)` true when the source has table `name`
+-- @treturn ?string the missing table's name, or nil
+function M.missing_table(version, has)
+  if version == nil or version == NULL then return nil end
+  for _, name in ipairs(moraine.core.required_tables(tostring(version))) do
+    if not has(name) then return name end
+  end
+  return nil
+end
+
+--- Refuses a source that lacks a table every DuckLake catalog of its
+-- version has (`missing_table`), in the words of the engine's NDJSON import.
+-- @tparam ?string version the source's version
+-- @tparam function has `has(name)` true when the source has table `name`
+-- @tparam boolean files the source is a directory of `<table>.ndjson` files
+--   (the message names the file), else a database (it names the table)
+-- @raise EINVAL "the catalog has no ducklake_delete_file.ndjson: a DuckLake
+--   catalog of version 1.1-dev1 has that table (...)"
+function M.require_tables(version, has, files)
+  local name = M.missing_table(version, has)
+  if not name then return end
+  moraine.core.raise("EINVAL", string.format("the catalog has no %s%s: a DuckLake catalog of version %s has that table "
+    .. "(an export that left it out is incomplete; export the whole catalog again)", name, files and ".ndjson" or " table",
+    tostring(version)))
+end
+
 --- Compares two known versions.
 -- @tparam string a a version in M.ORDER
 -- @tparam string b a version in M.ORDER

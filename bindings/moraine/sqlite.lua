@@ -645,7 +645,9 @@ end
 --   open <path>: ..."), EINVAL (the file is not a SQLite database: "<path> is
 --   not a SQLite database"; it has no ducklake_metadata or no
 --   ducklake_snapshot table: "<path> is not a DuckLake catalog: it has no
---   ducklake_snapshot table"; an unknown option), and every error of
+--   ducklake_snapshot table"; a table every DuckLake catalog of its version
+--   has is missing: "the catalog has no ducklake_delete_file table",
+--   `catalog_version.require_tables`; an unknown option), and every error of
 --   `db:import_rows` (EEXIST: the catalog is not empty; EINVAL naming table,
 --   row and column for a value of the wrong type); a plain string error for
 --   arguments of the wrong type or when LuaSQL's driver is not installed
@@ -684,6 +686,20 @@ function M.import(db, path, opts)
   con:close()
   env:close()
   if not ok then error(tables, 0) end
+  -- every table of the catalog's DuckLake version is there (catalog_version.missing_table)
+  local by_name, version = {}, nil
+  for _, t in ipairs(tables) do by_name[t.name] = t end
+  local meta = by_name.ducklake_metadata
+  if meta then
+    local ki, vi, si
+    for i, c in ipairs(meta.columns) do
+      if c == "key" then ki = i elseif c == "value" then vi = i elseif c == "scope" then si = i end
+    end
+    for _, r in ipairs(ki and vi and meta.rows or {}) do
+      if r[ki] == "version" and (not si or r[si] == nil or r[si] == moraine.null) then version = r[vi] end
+    end
+  end
+  require("moraine.catalog_version").require_tables(version, function(n) return by_name[n] ~= nil end, false)
   return db:import_rows(tables, iopts)
 end
 

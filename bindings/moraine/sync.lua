@@ -126,6 +126,7 @@ local moraine = require "moraine"
 local sqlite = require "moraine.sqlite"
 local sync_source = require "moraine.sync_source"
 local rewrite = require "moraine.sync_rewrite"
+local cv = require "moraine.catalog_version"
 
 local core = moraine.core
 local NULL = moraine.null
@@ -503,6 +504,25 @@ local function plan_streams(src, tables, from)
   end
 end
 
+-- The source's DuckLake catalog version: the value of its ducklake_metadata
+-- row with key 'version' (and no scope), or nil.
+local function catalog_version(src, tables)
+  local t = tables.ducklake_metadata
+  if not t then return nil end
+  local v
+  for row in src:select(t, nil) do
+    if row.key == "version" and (row.scope == nil or row.scope == NULL) then v = row.value end
+  end
+  return v
+end
+
+-- Every table of the source's DuckLake version is there (`core.required_tables`): a
+-- table missing from a later round's source (dropped from the file, left out
+-- of an export) would read as holding nothing. The first round's `check` refuses it too.
+local function check_tables(src, tables)
+  cv.require_tables(catalog_version(src, tables), function(n) return tables[n] ~= nil end, src.kind == "ndjson")
+end
+
 local function check_columns(db, tables)
   for _, t in ipairs(tables) do
     local rel = db:relation(t.name)
@@ -559,17 +579,6 @@ local function expired_at_source(db, src, tables, from)
   return gone
 end
 
--- The source's DuckLake catalog version: the value of its ducklake_metadata
--- row with key 'version' (and no scope), or nil.
-local function catalog_version(src, tables)
-  local t = tables.ducklake_metadata
-  if not t then return nil end
-  local v
-  for row in src:select(t, nil) do
-    if row.key == "version" and (row.scope == nil or row.scope == NULL) then v = row.value end
-  end
-  return v
-end
 
 --- Brings the catalog up to date with a source (see "How sync replays").
 -- @param db a catalog handle (`moraine.open`), empty or holding what an
@@ -634,6 +643,7 @@ function M.sync(db, source, opts)
       local tables = src:tables()
       local from = catalog_last(db)
       -- a first round (or opts.check) checks the whole source before it writes
+      check_tables(src, tables)
       if from == nil or opts.check then M.check(src, tables) end
       check_follows(db, src, tables, from)
       check_columns(db, tables)
@@ -845,8 +855,9 @@ function M.import_sqlite(db, src, tmpdir, opts)
   local okb = pcall(src.begin, src)
   if not okb then return nil end
   local ok, tables = pcall(src.tables, src)
-  -- a source without a snapshot row goes the staged way, which refuses it
-  -- before anything is written
+  -- a source without a snapshot row, or without a table of its version
+  -- (check_tables), goes the staged way, which refuses it before anything is written
+  if ok and not pcall(check_tables, src, tables) then ok = false end
   local okn, newest = true, nil
   if ok then okn, newest = pcall(src.snapshot_stats, src, nil) end
   pcall(src.finish, src)
