@@ -466,8 +466,11 @@ void moraine_tx_abort(moraine_tx *tx);
  * ATTACH does: every ducklake_* table of catalog version 1.1-dev1 defined,
  * ducklake_metadata (version, created_by, data_path, encrypted) and
  * snapshot 0 with schema "main" (created_schema:"main").
- * @data_path: the lake's DATA_PATH, e.g. "data/". Returns 0, MORAINE_EEXIST
- * (not empty), MORAINE_EINVAL.
+ * @data_path: the lake's DATA_PATH, e.g. "data/", stored as DuckLake stores
+ * it (DuckLakeInitializer::InitializeDataPath): trailing '/' and '\\'
+ * dropped and one '/' added, so "data", "data/" and "data//" are all
+ * "data/" (file paths join it as text). Returns 0, MORAINE_EEXIST (not
+ * empty), MORAINE_EINVAL, MORAINE_ENOMEM.
  */
 int moraine_init(moraine_db *db, const char *data_path);
 

@@ -4,6 +4,7 @@
  */
 #include "verbs_internal.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- moraine_init ---- */
@@ -72,10 +73,22 @@ int moraine_init(moraine_db *db, const char *data_path)
     if (db->opts.read_only) return mr_err(MORAINE_EREADONLY, "the catalog is open read-only");
     int rc = mr_catalog_empty(db);
     if (rc) return rc == MORAINE_EEXIST ? mr_err(rc, "moraine_init: the catalog is not empty") : rc;
+    /* DuckLake (DuckLakeInitializer::InitializeDataPath): trailing separators
+     * dropped, one '/' put back, so "data" and "data//" are stored "data/"
+     * (file paths are the data path and the relative path joined as text) */
+    size_t n = strlen(data_path);
+    while (n && (data_path[n - 1] == '/' || data_path[n - 1] == '\\')) n--;
+    char *dp = malloc(n + 2);
+    if (!dp) return mr_err(MORAINE_ENOMEM, "out of memory");
+    memcpy(dp, data_path, n);
+    dp[n] = '/', dp[n + 1] = 0;
     moraine_txn *txn;
-    if ((rc = moraine_txn_begin(db, 0, &txn))) return rc;
+    if ((rc = moraine_txn_begin(db, 0, &txn))) {
+        free(dp);
+        return rc;
+    }
     for (size_t i = 0; !rc && i < sizeof v11_tables / sizeof v11_tables[0]; i++) rc = define_list(txn, v11_tables[i][0], v11_tables[i][1]);
-    const char *meta[][2] = {{"version", "1.1-dev1"}, {"created_by", "moraine " MORAINE_VERSION_STRING}, {"data_path", data_path}, {"encrypted", "false"}};
+    const char *meta[][2] = {{"version", "1.1-dev1"}, {"created_by", "moraine " MORAINE_VERSION_STRING}, {"data_path", dp}, {"encrypted", "false"}};
     for (size_t i = 0; !rc && i < 4; i++) {
         const char *row[4] = {meta[i][0], meta[i][1], NULL, NULL};
         rc = put_str_row(txn, "ducklake_metadata", row, 4);
@@ -101,9 +114,8 @@ int moraine_init(moraine_db *db, const char *data_path)
                               {.type = MORAINE_BOOL, .i = 1}};
         rc = moraine_txn_insert(txn, "ducklake_schema", s, 7, -1);
     }
-    if (rc) {
-        moraine_txn_abort(txn);
-        return rc;
-    }
-    return moraine_txn_commit(txn);
+    if (rc) moraine_txn_abort(txn);
+    else rc = moraine_txn_commit(txn);
+    free(dp);
+    return rc;
 }

@@ -246,6 +246,22 @@ describe("moraine command", function()
       assert.are.equal(0, #t)
     end)
 
+    it("stores the data path as DuckLake does, ending in one '/' (a file's path is the data path joined as text)", function()
+      for given, want in pairs({ ["relative/path"] = "relative/path/", ["lake//"] = "lake/", ["s3://b/x\\"] = "s3://b/x/" }) do
+        local dir = support.tmpdir("init")
+        ok_run({ "-c", dir, "init", "--data-path", given })
+        ok_run({ "-c", dir, "sql", "CREATE TABLE x (a INTEGER)" })
+        local db = moraine.open(dir)
+        db:transaction(function(tx) tx:add_data_files("x", { { path = "f1.parquet", record_count = 3, file_size_bytes = 10 } }) end)
+        local dp
+        for _, e in ipairs(db:scan("ducklake_metadata")) do if e.row.key == "data_path" then dp = e.row.value end end
+        db:close()
+        assert.are.equal(want, dp)
+        local f = tsv(ok_run({ "-c", dir, "files", "x" }).out)
+        assert.are.equal(want .. "main/x/f1.parquet", f[1].path)
+      end
+    end)
+
     it("defaults the data path to data/", function()
       local dir = support.tmpdir("init")
       ok_run({ "-c", dir, "init" })
