@@ -131,6 +131,12 @@ function M.parse_where(s)
   end
   local out = {}
   for _, piece in ipairs(parts) do
+    local bare = piece:gsub("'[^']*'", ""):gsub('"[^"]*"', "") -- outside quoted values and names
+    local op = bare:match("(<>)") or bare:match("(!=)")
+    if op then
+      return nil, "'" .. op .. "' in the predicate '" .. s .. "' is no range (it leaves out one value, which pruning by bounds "
+        .. "cannot use)" .. usage
+    end
     local c, lo, hi = parse_bound(piece)
     if not c then
       local what = #parts > 1 and "cannot parse '" .. piece:match("^%s*(.-)%s*$") .. "' in the predicate '" .. s .. "'"

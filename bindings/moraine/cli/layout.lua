@@ -50,7 +50,9 @@ it in a lake's CI). docs/layout.md explains each rule.]],
     text = [[
 For a range predicate on one column ('col BETWEEN a AND b', 'col = v',
 'col >= a', 'col <= b', or a lower and an upper bound joined by AND, as
-'col >= a AND col < b'; values bare, quoted or typed as DATE '...'), counts
+'col >= a AND col < b'; values bare, quoted or typed as DATE '...'; '<' and
+'>' are read as '<=' and '>=', so a file whose bound equals the value is
+counted: the counts never miss a file a planner reads), counts
 per partition spec era the live files and rows, those left after partition
 pruning (DuckLake's transforms, each era at its own granularity), and those
 left after min/max pruning too: the files a planner reads. Then estimates

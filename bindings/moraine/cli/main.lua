@@ -69,7 +69,9 @@ local function mark_words(argv)
       for j = i + 1, #argv do out[#out + 1] = (argv[j]:sub(1, 1) == "-" and MARK or "") .. argv[j] end
       break
     end
-    if (value_next and a:sub(1, 1) == "-") or a:match("^%-%d") then
+    -- a value, a negative number, or text no option looks like: SQL starting
+    -- with a "-- comment", anything spanning lines
+    if (value_next and a:sub(1, 1) == "-") or a:match("^%-%d") or a:match("^%-%-%s") or (a:sub(1, 1) == "-" and a:find("\n")) then
       out[#out + 1] = MARK .. a
       value_next = false
     else
