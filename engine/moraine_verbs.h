@@ -421,7 +421,11 @@ int moraine_tx_drop_view(moraine_tx *tx, const char *schema, const char *name);
  * an integer (an optional '-', no leading zero), for identity a value of the
  * column's type in DuckDB's rendering (moraine_stat_check). A live spec whose
  * transform DuckLake could not load (an imported catalog's) takes no files (EINVAL).
- * @first_id_out (may be NULL) receives the first data_file_id on the base.
+ * @first_id_out (may be NULL) receives the first data_file_id on the base,
+ * as the verbs stand now: the commit gives file ids in DuckLake's order (the
+ * transaction's new data files table by table in table-id order, then its
+ * delete files, then rewrite outputs: docs/verbs.md), so a later verb adding
+ * files to a table of lower id moves these.
  * ENOTFOUND (table, or a column named in stats).
  */
 int moraine_tx_add_data_files(moraine_tx *tx, const char *schema, const char *table, const moraine_data_file *files, size_t n,

@@ -520,6 +520,64 @@ static int plan_ids(moraine_tx *tx, int64_t start, int64_t **first_out)
     return rc;
 }
 
+/* The data_file_ids (and delete_file_ids: one counter) a verb takes: one a
+ * data file added or written by a rewrite, one a delete file; 0 for other verbs. */
+static int64_t file_ids_used(const verb *v)
+{
+    if (v->kind == V_ADD_FILES || v->kind == V_REWRITE) return (int64_t)v->nfiles;
+    if (v->kind == V_ADD_DELETES) return (int64_t)v->ndels;
+    return 0;
+}
+
+static int file_phase(int kind) { return kind == V_ADD_FILES ? 0 : kind == V_ADD_DELETES ? 1 : 2; }
+
+/* DuckLake's file-id order (DuckLakeTransactionState::CommitChanges): the
+ * transaction's new data files first (GetNewDataFiles), then its delete files
+ * (GetNewDeleteFiles), then the outputs of its compactions
+ * (GetCompactionChanges), each table by table in table-id order (its
+ * LocalTableChanges map; tables this transaction created come after the
+ * others, in creation order, as their ids do), a table's files in statement
+ * order. (DuckLake walks one table's delete files in the order of a hash map
+ * of data file paths; moraine keeps statement order there.) So an UPDATE's
+ * new data files take ids below its delete files whatever the order of the
+ * verbs. @start: the commit's next_file_id. *first_out: each verb's first
+ * id, *end_out: next_file_id after them all. ENOMEM. */
+static int plan_file_ids(const moraine_tx *tx, int64_t start, int64_t **first_out, int64_t *end_out)
+{
+    size_t n = tx->nverbs, k = 0;
+    int64_t *first = calloc(n ? n : 1, sizeof *first);
+    size_t *order = calloc(n ? n : 1, sizeof *order);
+    if (!first || !order) {
+        free(first);
+        free(order);
+        return mr_err(MORAINE_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        if (file_ids_used(&tx->verbs[i])) order[k++] = i;
+    /* insertion sort by (phase, table, statement): few verbs */
+    for (size_t a = 1; a < k; a++) {
+        size_t x = order[a], b = a;
+        const verb *vx = &tx->verbs[x];
+        while (b > 0) {
+            const verb *vy = &tx->verbs[order[b - 1]];
+            int px = file_phase(vx->kind), py = file_phase(vy->kind);
+            if (py < px || (py == px && vy->tkey <= vx->tkey)) break;
+            order[b] = order[b - 1];
+            b--;
+        }
+        order[b] = x;
+    }
+    int64_t cur = start;
+    for (size_t a = 0; a < k; a++) {
+        first[order[a]] = cur;
+        cur += file_ids_used(&tx->verbs[order[a]]);
+    }
+    free(order);
+    *first_out = first;
+    *end_out = cur;
+    return 0;
+}
+
 int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
 {
     if (!tx) return mr_err(MORAINE_EINVAL, "NULL transaction");
@@ -550,19 +608,26 @@ int moraine_tx_commit(moraine_tx *tx, int64_t *snapshot_out)
         /* the checking model's reads are over: reopen a read on the newest snapshot for the conflict check */
         rc = check_conflicts(&m, &tx->m);
     }
-    int64_t *first = NULL;
+    int64_t *first = NULL, *ffirst = NULL, fend = 0;
     if (!rc) rc = plan_ids(tx, m.next_catalog_id, &first);
+    if (!rc) rc = plan_file_ids(tx, m.next_file_id, &ffirst, &fend);
     int64_t end_id = m.next_catalog_id;
     for (size_t i = 0; !rc && i < tx->nverbs; i++) {
         int64_t before = m.next_catalog_id;
         m.next_catalog_id = first[i];
+        const int64_t fused = file_ids_used(&tx->verbs[i]);
+        if (fused) m.next_file_id = ffirst[i];
         rc = mv_apply(&m, &tx->verbs[i]);
+        if (!rc && fused && m.next_file_id != ffirst[i] + fused) /* each file takes one id: a verb that took another count breaks the plan */
+            rc = mr_err(MORAINE_ECORRUPT, "commit: a verb took %lld file ids where %lld were planned", (long long)(m.next_file_id - ffirst[i]),
+                        (long long)fused);
         int64_t took = m.next_catalog_id - first[i];
         end_id += took;
         m.next_catalog_id = before + took;
     }
-    if (!rc) m.next_catalog_id = end_id;
+    if (!rc) m.next_catalog_id = end_id, m.next_file_id = fend;
     free(first);
+    free(ffirst);
     int changed = !rc && anything_changed(&m);
     if (!rc && changed) rc = emit_snapshot(&m, tx);
     int64_t snap = m.snap;

@@ -127,6 +127,9 @@ typedef struct {
     size_t ncs;
     int cs_made;
     int64_t cs_base;
+    /* V_ADD_FILES, V_ADD_DELETES, V_REWRITE: the table's id when the verb was
+     * recorded, the key of DuckLake's file-id order at commit (plan_file_ids) */
+    int64_t tkey;
     void **owned;
     size_t nowned, capowned;
 } verb;

@@ -238,6 +238,10 @@ static int record(moraine_tx *tx, verb *v)
     }
     tx->m.rd = rd;
     rc = mv_apply(&tx->m, v);
+    if (!rc && (v->kind == V_ADD_FILES || v->kind == V_ADD_DELETES || v->kind == V_REWRITE)) {
+        tstate *t;
+        v->tkey = mv_find_table(&tx->m, v->schema, v->table, &t) == 0 ? t->table_id : INT64_MAX;
+    }
     moraine_read_end(rd);
     tx->m.rd = NULL;
     if (rc) {

@@ -53,7 +53,29 @@ local function alloc(m, tname)
   return ph
 end
 
+-- a data file this transaction adds (@phase 0) or a rewrite writes (2) to table @t:
+-- its id is given at commit (number_ids), in DuckLake's order
+local function falloc(m, t, phase)
+  m.fallocs = m.fallocs or {}
+  local ph = -2000000 - #m.fallocs
+  m.fallocs[#m.fallocs + 1] = { ph = ph, phase = phase, tid = t.id, seq = #m.fallocs }
+  return ph
+end
+
 local function number_ids(m)
+  -- DuckLake's file ids (DuckLakeTransactionState::CommitChanges): new data files, then
+  -- compaction outputs, table by table in table-id order, each in statement order
+  local fmap, fa = {}, m.fallocs or {}
+  table.sort(fa, function(x, y)
+    if x.phase ~= y.phase then return x.phase < y.phase end
+    if x.tid ~= y.tid then return x.tid < y.tid end
+    return x.seq < y.seq
+  end)
+  for _, a in ipairs(fa) do fmap[a.ph] = m.next_file_id; m.next_file_id = m.next_file_id + 1 end
+  for _, t in pairs(m.tables) do
+    for _, f in ipairs(t.files) do if fmap[f.id] then f.id = fmap[f.id] end end
+  end
+  m.fallocs = nil
   local map = {}
   for i = #(m.touched or {}), 1, -1 do
     for _, a in ipairs(m.allocs or {}) do
@@ -137,8 +159,7 @@ local function random_verb(m, tx, S)
       local vals = {}
       for k = 1, nkeys do vals[k] = math.random(1, 4) == 1 and N or tostring(math.random(0, 2)) end
       files[i] = { path = "f" .. i .. ".parquet", record_count = math.random(1, 100), file_size_bytes = 10, partition_values = vals }
-      t.files[#t.files + 1] = { id = m.next_file_id, b = S, pid = nkeys > 0 and spec.id or N, vals = vals }
-      m.next_file_id = m.next_file_id + 1
+      t.files[#t.files + 1] = { id = falloc(m, t, 0), b = S, pid = nkeys > 0 and spec.id or N, vals = vals }
     end
     tx:add_data_files(tname, files)
   elseif pick == 6 then -- rewrite the files of one partition; a merge across partitions is refused
@@ -162,8 +183,7 @@ local function random_verb(m, tx, S)
     local ids = {}
     for i, f in ipairs(g) do ids[i] = f.id; f.e = S end
     tx:rewrite_files(tname, ids, { { path = "merged.parquet", record_count = 5, file_size_bytes = 5 } })
-    t.files[#t.files + 1] = { id = m.next_file_id, b = S, pid = g[1].pid, vals = g[1].vals }
-    m.next_file_id = m.next_file_id + 1
+    t.files[#t.files + 1] = { id = falloc(m, t, 2), b = S, pid = g[1].pid, vals = g[1].vals }
   elseif pick == 7 then -- delete whole files
     local cands = {}
     for _, f in ipairs(t.files) do if f.e == nil and f.b < S then cands[#cands + 1] = f end end
@@ -323,7 +343,7 @@ local function run_case(seed)
             :format(name, pretty.write(saved.tables[name], ""), pretty.write(t, ""))
         end
       end
-      if m.next_catalog_id ~= saved.next_catalog_id or m.next_file_id ~= saved.next_file_id or m.allocs then
+      if m.next_catalog_id ~= saved.next_catalog_id or m.next_file_id ~= saved.next_file_id or m.allocs or m.fallocs then
         return "a transaction that took ids in the model committed nothing"
       end
       m = saved

@@ -1,6 +1,7 @@
---- What DuckLake refuses, the verbs refuse too, and nothing is committed
--- (found by review against DuckLake's source; each case fails on the code
--- before its fix).
+--- DuckLake's rules the verbs follow, found by review against DuckLake's
+-- source (each case fails on the code before its fix): what DuckLake
+-- refuses, the verbs refuse too, and nothing is committed; the ids a
+-- commit gives its files are DuckLake's.
 local moraine = require "moraine"
 local support = require "support"
 
@@ -27,7 +28,7 @@ local function live_names(db, rel, col)
   return names
 end
 
-describe("verbs refuse what DuckLake refuses", function()
+describe("verbs follow DuckLake's rules", function()
   after_each(support.cleanup)
 
   it("a table cannot take a view's name (create_table, rename_table, db:exec's ALTER TABLE RENAME): one set of names", function()
@@ -103,6 +104,39 @@ describe("verbs refuse what DuckLake refuses", function()
     assert.is_false(ok)
     assert.is_truthy(err.message:find("Adding columns with constraints not yet supported", 1, true), err.message)
     assert.are.equal(1, db:last_snapshot())
+    db:close()
+  end)
+  it("file ids are given in DuckLake's commit order: new data files (table by table), then delete files, then "
+    .. "compaction outputs, whatever the order of the verbs", function()
+    local db = fresh()
+    db:transaction(function(tx)
+      tx:create_table("a", { { name = "x", type = "int32" } })
+      tx:create_table("b", { { name = "x", type = "int32" } })
+    end)
+    local ids = {}
+    for _, r in ipairs(db:scan("ducklake_table", { at = db:last_snapshot() })) do ids[r.row.table_name] = r.row.table_id end
+    local lo, hi = ids.a < ids.b and "a" or "b", ids.a < ids.b and "b" or "a"
+    local f = function(path) return { path = path, record_count = 4, file_size_bytes = 5 } end
+    db:transaction(function(tx) tx:add_data_files(hi, { f(hi .. "0") }); tx:add_data_files(lo, { f(lo .. "0"), f(lo .. "00") }) end)
+    local function id_of(rel, col, path)
+      for _, r in ipairs(db:scan(rel, { at = db:last_snapshot() })) do if r.row.path == path then return r.row[col] end end
+    end
+    -- the lower table id's files first (DuckLake's table map), each table's in statement order
+    assert.are.same({ 0, 1, 2 }, { id_of("ducklake_data_file", "data_file_id", lo .. "0"),
+      id_of("ducklake_data_file", "data_file_id", lo .. "00"), id_of("ducklake_data_file", "data_file_id", hi .. "0") })
+    -- an UPDATE written delete first: the new data files still take the ids below the delete file's,
+    -- and a compaction's output comes last (the snapshot's next_file_id counts them all)
+    local snap = db:transaction(function(tx)
+      tx:rewrite_files(lo, { 0, 1 }, { f("merged") })
+      tx:add_delete_files(hi, { { data_file_id = 2, path = "del", delete_count = 1, file_size_bytes = 1, footer_size = 1 } })
+      tx:add_data_files(hi, { f("new_hi") })
+      tx:add_data_files(lo, { f("new_lo") })
+    end)
+    assert.are.same({ 3, 4, 5, 6 }, { id_of("ducklake_data_file", "data_file_id", "new_lo"),
+      id_of("ducklake_data_file", "data_file_id", "new_hi"), id_of("ducklake_delete_file", "delete_file_id", "del"),
+      id_of("ducklake_data_file", "data_file_id", "merged") })
+    assert.are.equal(7, db:scan("ducklake_snapshot", { at = moraine.ALL })[snap + 1].row.next_file_id)
+    assert.same({}, db:verify())
     db:close()
   end)
 end)
