@@ -379,8 +379,11 @@ int mv_leaf_type(const char *col, const char *text, const char **canon)
     if (rc) return rc;
     ltype t;
     if (!ltype_of(text, &t))
-        return mr_err(MORAINE_EINVAL, "column \"%s\": DuckLake cannot load the type \"%s\" (Failed to parse DuckLake type - unsupported type '%s')",
-                      col ? col : "", text, text);
+        return strcasecmp(text, "unknown") == 0
+                   ? mr_err(MORAINE_EINVAL, "column \"%s\": the type \"%s\" is no type DuckLake writes for a column", col ? col : "", text)
+                   : mr_err(MORAINE_EINVAL,
+                            "column \"%s\": DuckLake cannot load the type \"%s\" (Failed to parse DuckLake type - unsupported type '%s')",
+                            col ? col : "", text, text);
     *canon = text;
     if (t.id == LT_DECIMAL) return 0;
     /* DuckLakeTypes::ToString: the first name of the type's id in DuckLake's list */

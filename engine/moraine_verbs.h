@@ -32,8 +32,9 @@ typedef struct moraine_tx moraine_tx;
  * "timestamp", "decimal(18,2)", ...: DuckLakeTypes::FromString, names without
  * regard to case), stored as DuckLake writes it (DuckLakeTypes::ToString:
  * "INT64" as "int64", "timestamp_us" as "timestamp"); a type its loader
- * cannot read ("int", "varchar(10)", "unknown") is refused (EINVAL naming the
- * column and the type: "Failed to parse DuckLake type"). A nested type names
+ * cannot read ("int", "varchar(10)") is refused (EINVAL naming the column and
+ * the type: "Failed to parse DuckLake type"), and so is "unknown", which its
+ * loader reads but no DuckLake statement writes. A nested type names
  * its children, nested arbitrarily (engine/coltype.c):
  *
  *     struct(a int32, "b c" varchar)    STRUCT(a INTEGER, "b c" VARCHAR)

@@ -68,6 +68,10 @@ describe("moraine sql", function()
     r = run({ "-c", cat, "sql", "--bogus" })
     assert.are.equal(2, r.code, r.err)
     assert.truthy(r.err:find("unknown option --bogus", 1, true), r.err)
+    -- an --option=value whose value spans lines stays an option
+    r = run({ "-c", cat, "layout", "t", "--where=a >= 1\nAND a <= 2" })
+    assert.are.equal(0, r.code, r.err)
+    assert.truthy(r.out:find("where a >= 1\nAND a <= 2", 1, true), r.out)
   end)
 
   it("refuses DML with exit status 1: moraine writes no data", function()

@@ -398,6 +398,7 @@ describe("moraine.layout", function()
     refused("ts >= 1 AND v < 2", "names two columns ('ts' and 'v')")
     refused("ts >= 1 AND ts > 2", "two lower bounds on 'ts'")
     refused("ts BETWEEN 1 AND 5 AND ts <= 3", "two upper bounds on 'ts'")
+    refused("x = 1 AND x = 1", "two lower bounds on 'x'") -- always the lower first
     refused("ts >= 1 AND ts LIKE 3", "cannot parse 'ts LIKE 3'")
     refused("id <> 5", "'<>' in the predicate 'id <> 5' is no range")
     refused("id != 5", "'!=' in the predicate 'id != 5' is no range")

@@ -147,11 +147,13 @@ function M.parse_where(s)
       return nil, "the predicate '" .. s .. "' names two columns ('" .. out.column .. "' and '" .. c .. "'): layout prunes on one"
     end
     out.column = c
-    for side, v in pairs({ lo = lo, hi = hi }) do
-      if out[side] ~= nil then
+    local given = { lo = lo, hi = hi }
+    for _, side in ipairs({ "lo", "hi" }) do
+      local v = given[side]
+      if v ~= nil and out[side] ~= nil then
         return nil, "the predicate '" .. s .. "' has two " .. (side == "lo" and "lower" or "upper") .. " bounds on '" .. c .. "'" .. usage
       end
-      out[side] = v
+      if v ~= nil then out[side] = v end
     end
   end
   return out

@@ -307,7 +307,7 @@ end
 
 --- The table TABLE names at snapshot S: "name", "schema.name" or "#ID" (a
 -- table_id). A table not there at S is an error that says when it was there
--- (a dropped table is reached with `--at S`, or by its id).
+-- and which `--at S` reaches it (a dropped table, by name or by its id).
 -- @param rd a read transaction
 -- @tparam string name TABLE
 -- @param S the snapshot

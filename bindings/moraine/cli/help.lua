@@ -60,7 +60,8 @@ directory: -c/--catalog DIR, else $MORAINE_CATALOG, else ./catalog.moraine.
   out:write(wrap("--json (" .. names(order, help, function(h) return h.json end)
     .. "): one JSON document on stdout. --at S (" .. names(order, help, function(h) return h.flags["--at"] end)
     .. "): the catalog as of snapshot S. TABLE is \"name\", \"schema.name\" or \"#ID\" (a table_id,"
-    .. " also --table-id ID); show, files and history reach a dropped table with --at S, or by its id."))
+    .. " also --table-id ID); show and files reach a dropped table with --at S at a snapshot where it was"
+    .. " live (by name or #ID), history by its id alone."))
   out:write([[
 
 Tables print aligned on a terminal, for people: NULL shows as NULL, like

@@ -45,6 +45,9 @@ local function init(ctx)
   end
   local db = with_hint(NO_CATALOG_HINT, moraine.open, ctx.dir, { create = true })
   local ok, e = pcall(db.init, db, dp)
+  if ok then -- the data path as stored (moraine_init keeps DuckLake's form: one '/' at the end)
+    for _, m in ipairs(db:scan("ducklake_metadata")) do if m.row.key == "data_path" then dp = m.row.value end end
+  end
   db:close()
   if not ok then
     if moraine.is_error(e) and e.code == "EEXIST" then

@@ -71,7 +71,8 @@ local function mark_words(argv)
     end
     -- a value, a negative number, or text no option looks like: SQL starting
     -- with a "-- comment", anything spanning lines
-    if (value_next and a:sub(1, 1) == "-") or a:match("^%-%d") or a:match("^%-%-%s") or (a:sub(1, 1) == "-" and a:find("\n")) then
+    if (value_next and a:sub(1, 1) == "-") or a:match("^%-%d") or a:match("^%-%-%s")
+      or (a:sub(1, 1) == "-" and a:find("\n") and not a:match("^%-%-?[%w][%w-]*=")) then
       out[#out + 1] = MARK .. a
       value_next = false
     else
