@@ -281,6 +281,20 @@ describe("moraine.compact in place", function()
     no_leftovers(dir)
   end)
 
+  it("reports the copy, then the check of the copy as its own phase: no phase's count goes backwards", function()
+    local dir = grown()
+    local calls = {}
+    compact.compact(dir, { progress = function(done, total, phase) calls[#calls + 1] = { done, total, phase or "copy" } end })
+    local phases, last = {}, {}
+    for _, c in ipairs(calls) do
+      if phases[#phases] ~= c[3] then phases[#phases + 1] = c[3] end
+      assert.is_true(c[1] >= (last[c[3]] or 0), ("%s went from %d to %d"):format(c[3], last[c[3]] or 0, c[1]))
+      last[c[3]] = c[1]
+    end
+    assert.are.same({ "copy", "verifying the copy" }, phases)
+    no_leftovers(dir)
+  end)
+
   it("refuses when a writer committed while the copy was made, changing nothing", function()
     local dir = grown()
     local db = moraine.open(dir)

@@ -187,7 +187,9 @@ end
 -- db:compact's result); removes it and raises when it fails
 local function check_copy(dir, info, progress)
   local ok, err = pcall(function()
-    local bad = moraine.verify_path(dir, { progress = progress })
+    -- its own phase: a meter counts the check from 0 under its own label, not backwards
+    local verify_progress = progress and function(done, total) return progress(done, total, "verifying the copy") end
+    local bad = moraine.verify_path(dir, { progress = verify_progress })
     if #bad > 0 then
       raise("ECORRUPT", "compact: the compacted copy fails verify (%d violations; first: %s: %s); the catalog is unchanged",
         #bad, bad[1].key, bad[1].problem)
@@ -225,8 +227,10 @@ end
 -- (docs/codec.md, Versioning).
 -- @tparam string path the catalog directory
 -- @tparam string dest the new catalog directory (must not exist)
--- @tparam[opt] table opts `progress(done, total)`: called as the copy goes
---   (entries copied, entries in all), then as the copy is verified
+-- @tparam[opt] table opts `progress(done, total, phase)`: called as the copy
+--   goes (entries copied, entries in all; phase nil), then as the copy is
+--   verified (counted from 0 again, phase "verifying the copy": a progress
+--   meter shows it as its own phase)
 -- @treturn table `{entries = n, before = bytes of data.mdb, after = bytes of
 --   the copy's data.mdb, notes = {}}`
 -- @raise EIO (no catalog at `path`; `dest` cannot be created), EEXIST

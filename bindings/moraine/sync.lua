@@ -554,8 +554,8 @@ local function check_follows(db, src, tables, from)
     theirs = row
   end
   if not theirs or M.row_form(theirs, t.columns) ~= M.row_form(mine, t.columns) then
-    raise("ECONFLICT", "sync: the catalog's last snapshot %s is not snapshot %s of %s (%s): another writer committed it; "
-      .. "the catalog no longer follows this source", inum(from), inum(from), src.label,
+    raise("ECONFLICT", "sync: the catalog's last snapshot %s is not snapshot %s of %s (%s): another writer committed it, "
+      .. "or the catalog holds another lake; the catalog no longer follows this source", inum(from), inum(from), src.label,
       theirs and "the source's differs" or "the source has no such snapshot")
   end
 end
@@ -620,7 +620,7 @@ end
 --   "sync: the catalog's last snapshot is X, expected Y ... source snapshot Z
 --   not written"; or before it: the catalog's last snapshot is not the
 --   source's snapshot of that id, its ducklake_snapshot row differs or the
---   source has none: "... another writer committed it"), EINVAL (a table's columns differ between catalog and
+--   source has none: "... another writer committed it, or the catalog holds another lake"), EINVAL (a table's columns differ between catalog and
 --   source; cancelled; unknown option), the errors of `source`, of the source's
 --   queries (EIO naming the query), of `db:commit` and the staged path
 --   (ESNAPSHOT, EEXIST, ENOTLIVE naming table and row), of the history

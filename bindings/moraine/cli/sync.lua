@@ -176,9 +176,9 @@ local function follow(ctx, source)
         note_expired(r)
       end
       if r.snapshots > 0 or r.rows_changed > 0 then
-        io.stdout:write(string.format("synced %d snapshots, last snapshot %s, %d rows of non-versioned tables "
-          .. "changed, in %.3f s; behind the source: %s\n", r.snapshots, r.to and util.istr(r.to) or "none",
-          r.rows_changed, moraine.clock() - t0, lag_text(follow_state.lag(state, nil, follow_state.now()))))
+        io.stdout:write(string.format("synced %s, last snapshot %s, %s of non-versioned tables "
+          .. "changed, in %.3f s; behind the source: %s\n", util.count(r.snapshots, "snapshot"), r.to and util.istr(r.to) or "none",
+          util.count(r.rows_changed, "row"), moraine.clock() - t0, lag_text(follow_state.lag(state, nil, follow_state.now()))))
         io.stdout:flush()
       end
     else
@@ -240,9 +240,9 @@ function run.sync(ctx, source)
   end
   db:close()
   note_expired(r)
-  io.stdout:write(string.format("synced %s into %s: %d snapshots replayed, last snapshot %s (was %s), "
-    .. "%d rows of non-versioned tables changed; DuckLake catalog version %s\n", r.source, ctx.dir, r.snapshots,
-    r.to and util.istr(r.to) or "none", r.from and util.istr(r.from) or "none", r.rows_changed, r.version or "unknown"))
+  io.stdout:write(string.format("synced %s into %s: %s replayed, last snapshot %s (was %s), "
+    .. "%s of non-versioned tables changed; DuckLake catalog version %s\n", r.source, ctx.dir, util.count(r.snapshots, "snapshot"),
+    r.to and util.istr(r.to) or "none", r.from and util.istr(r.from) or "none", util.count(r.rows_changed, "row"), r.version or "unknown"))
 end
 
 -- moraine import: sync into an empty catalog (or one an earlier,
@@ -416,8 +416,9 @@ function run.import(ctx, source)
         or ce), "); it is whole as it is, and 'moraine compact' can do it later\n")
     end
   end
-  io.stdout:write(string.format("imported %s (%s, DuckLake catalog version %s) into %s: %d tables, %d snapshots, "
-    .. "last snapshot %s%s\n", source, kind, r.version or "unknown", ctx.dir, ntables, nsnaps, r.to and util.istr(r.to) or "none",
+  io.stdout:write(string.format("imported %s (%s, DuckLake catalog version %s) into %s: %s, %s, "
+    .. "last snapshot %s%s\n", source, kind, r.version or "unknown", ctx.dir, util.count(ntables, "table"),
+    util.count(nsnaps, "snapshot"), r.to and util.istr(r.to) or "none",
     r.from == nil and "" or r.snapshots == 0 and " (it was complete: nothing to do)"
       or (" (continued after snapshot " .. util.istr(r.from) .. ")")))
 end

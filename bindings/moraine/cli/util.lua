@@ -33,6 +33,25 @@ end
 --- A map key for an id value (LuaJIT compares cdata integers by identity).
 -- @param v the value (nil and NULL give "NULL")
 -- @treturn string
+--- @n (an integer) and @noun, plural unless @n is 1: "1 snapshot", "21 snapshots".
+-- @tparam integer n the count
+-- @tparam string noun the singular noun ("snapshot", "row")
+-- @tparam[opt] string plural its plural (default @noun .. "s")
+-- @treturn string
+function M.count(n, noun, plural)
+  return string.format("%d %s", n, n == 1 and noun or (plural or noun .. "s"))
+end
+
+--- @s as one single-quoted shell word (each ' inside as '\''), for a
+-- command a message tells the user to paste; a plain word (letters, digits,
+-- / . _ - + : , @) stays as it is.
+-- @tparam string s
+-- @treturn string
+function M.shell_word(s)
+  if s:match("^[%w/%._%-%+:,@]+$") then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
 function M.key(v)
   if v == NULL or v == nil then return "NULL" end
   return M.istr(v)

@@ -60,7 +60,8 @@ local function store_warnings(dir)
     if keys > 0 then
       warnings[1] = string.format("%s/data.mdb is readable by group or others (mode %04o, directory %04o) and the catalog "
         .. "holds %s encryption keys: any local user who can read the file can read the lake; "
-        .. "chmod 600 %s/data.mdb %s/lock.mdb && chmod 700 %s", dir, acc.data_mode, acc.dir_mode, istr(keys), dir, dir, dir)
+        .. "chmod 600 %s %s && chmod 700 %s", dir, acc.data_mode, acc.dir_mode, istr(keys),
+        util.shell_word(dir .. "/data.mdb"), util.shell_word(dir .. "/lock.mdb"), util.shell_word(dir))
     end
   end
   db:close()
