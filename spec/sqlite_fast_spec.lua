@@ -310,6 +310,23 @@ INSERT INTO ducklake_files_scheduled_for_deletion VALUES (3, 'c.parquet', NULL, 
       db:close()
     end)
 
+    it("Ctrl-C in the compaction after a fresh import stops the command (exit 130); the imported catalog stays whole",
+      function()
+      -- before, the command went on, exit 0, with the interrupt's Lua location in its note (a new user's report)
+      local file = sqlite_of_fixture("s2_multi_table")
+      local dir = support.tmpdir("intc")
+      local compact = require "moraine.compact"
+      local real = compact.compact
+      compact.compact = function() error("interrupted!") end
+      local main = require "moraine.cli.main"
+      local okc, status = pcall(main.main, { "-c", dir, "import", file })
+      compact.compact = real
+      assert(okc, status)
+      assert.are.equal(130, status)
+      local r = moraine_in(dir, { "compare", file })
+      assert.are.equal(0, r.code, r.show)
+    end)
+
     it("gives what the staged import gives, leaves no temporary directory, and a later sync has nothing to do", function()
       local file = sqlite_of_fixture("s1_evolution")
       local dir = support.tmpdir("cli")

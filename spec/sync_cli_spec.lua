@@ -339,6 +339,21 @@ describe("moraine sync and compare", function()
     assert.is_false(exists(dir))
   end)
 
+  it("Ctrl-C during a fresh import of a SQLite file without --progress stops it too: exit 130, nothing left", function()
+    -- before, the fast path ran to its end (no Lua ran to take the interrupt), then the command said
+    -- "interrupted" and left the whole import behind, uncompacted (a new user's report)
+    local big = padded_sqlite("int-fast-quiet", 3000000)
+    local dir = support.tmpdir("int-fast-quiet-cat")
+    local p = spawn({ "-c", dir, "import", big })
+    wait_for_path(dir .. "/.moraine-import-sqlite.tmp")
+    os.execute("kill -INT " .. p.pid)
+    local r = p.wait()
+    assert.are.equal(130, r.code, r.out .. r.err)
+    assert.truthy(r.err:find("moraine: interrupted", 1, true), r.err)
+    assert.are.equal("", r.out)
+    assert.is_false(exists(dir))
+  end)
+
   it("a failed import of a SQLite file removes nothing another writer committed while its fast path ran", function()
     -- bad.sqlite: S1 as a SQLite catalog, plus a 2,000,000-row table the fast path reads first (it then runs for
     -- a second or more) and a ducklake_metadata value that is not UTF-8 (both paths refuse it). While the fast path

@@ -329,8 +329,10 @@ function run.import(ctx, source)
     -- the staged way below, which reads the file again and gives the same
     -- result, or the same refusal in its own words
     local fmeter, ffinish = output.progress_meter("importing", "rows")
-    local fprogress = fmeter and function(done, total)
-      fmeter(done, total, total ~= 0 and "importing" or "reading and checking")
+    -- a callback even without a meter: Ctrl-C is taken in Lua code, and this is the Lua code the C import runs
+    -- (every 4096 rows), so it stops the import, which then undoes itself
+    local fprogress = function(done, total)
+      if fmeter then fmeter(done, total, total ~= 0 and "importing" or "reading and checking") end
     end
     local fok, fr = pcall(sync.import_sqlite, db, src, tmp, { progress = fprogress })
     -- what it committed, or its undo of that when it refused (the engine's), is the command's own only when
@@ -409,9 +411,14 @@ function run.import(ctx, source)
     -- half-empty pages: rewrite the store in key order (moraine.compact;
     -- about 1% of the import's time, a quarter less disk)
     local cmeter, cfinish = output.progress_meter("compacting", "entries")
-    local cok, ce = pcall(require("moraine.compact").compact, ctx.dir, { progress = cmeter })
+    local cok, ce = pcall(require("moraine.compact").compact, ctx.dir, { progress = cmeter or function() end })
     cfinish(cok)
-    if not cok then
+    if not cok and type(ce) == "string" and ce:match("interrupted!$") then
+      -- Ctrl-C while compacting: the import is done and whole; the command stops as asked (exit 130)
+      io.stderr:write("moraine: note: interrupted while compacting the imported catalog (", source, ", last snapshot ",
+        r.to and util.istr(r.to) or "none", "): it is whole as it is, and 'moraine compact' can do it later\n")
+      error(ce, 0)
+    elseif not cok then
       io.stderr:write("moraine: note: the imported catalog was not compacted (", tostring(moraine.is_error(ce) and ce.message
         or ce), "); it is whole as it is, and 'moraine compact' can do it later\n")
     end
@@ -498,7 +505,8 @@ end); a failure then leaves nothing. A catalog that holds anything other than an
 import of SOURCE is refused (EEXIST) and left unchanged; nothing another
 writer committed is ever removed. An import into an empty catalog ends
 by rewriting the store in key order, as 'moraine compact' does (a kill
-then leaves the imported catalog, compacted or not). Progress goes to
+then leaves the imported catalog, compacted or not; Ctrl-C then stops the
+command, exit 130, the catalog whole). Progress goes to
 stderr on a terminal (or with --progress): snapshots imported, with the
 wall-clock time elapsed and, once it can be estimated, the time left.]],
     options = {},
