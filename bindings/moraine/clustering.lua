@@ -9,7 +9,8 @@
 -- reads is then `s` plus the (row-weighted) average width of the files
 -- along it; for `k` columns clustered together and `N` files no layout can
 -- read less, averaged over the columns, than `s + N^(-1/k)` (files as
--- cubes of volume 1/N).
+-- cubes of volume 1/N) when the columns vary independently; columns that
+-- rise together (an id and its time) can read less, down to `s + 1/N`.
 --
 -- moraine has no rows, only each file's bounds
 -- (`ducklake_file_column_stats`) and record_count, so the rank of a value is
@@ -174,7 +175,8 @@ end
 
 --- Seed 004's lower bound on the share of rows read, averaged over `k`
 -- clustered columns, by a range selecting a share `s` of one column, with
--- `n` files: `s + n^(-1/k)` (capped at 1).
+-- `n` files: `s + n^(-1/k)` (capped at 1). A bound for columns that vary
+-- independently: correlated columns can read less.
 -- @tparam number s the selectivity (0..1)
 -- @tparam integer n the number of files (>= 1)
 -- @tparam integer k the number of clustered columns (>= 1)

@@ -79,7 +79,9 @@ default: the live sort spec's columns, else every column with bounds), in
 rank space (each column's values replaced by their estimated rank among the
 table's rows), the expected share of rows a range selecting a share s of
 one column reads: s plus the average width of the files along it; beside
-it seed 004's bound s + N^(-1/k) for k columns and N files, for the table
+it seed 004's bound s + N^(-1/k) for k columns and N files (the least a
+layout reads when the columns vary independently; columns that rise
+together, as an id and its time, can read less), for the table
 and for each spec era; and for each column whether the current order
 serves it (average width below 0.5 and within twice the bound's
 N^(-1/k)), partly, or not (width 0.5 or more).]],
@@ -228,7 +230,8 @@ local function cmd_clustering(ctx, db, tname, columns)
   output.print_table({ { key = "scope" }, { key = "files" }, { key = "column" }, { key = "width", title = "avg width" },
     { key = "share", title = "share read" }, { key = "bound", title = "bound s+N^(-1/k)" }, { key = "verdict" } }, rows,
     { indent = "  " })
-  out:write("\nexpected share of rows read, averaged over the columns: ", pct(t.share), " (bound ", pct(t.bound), ")\n")
+  out:write("\nexpected share of rows read, averaged over the columns: ", pct(t.share), " (bound for columns varying independently ",
+    pct(t.bound), ")\n")
   return 0
 end
 
