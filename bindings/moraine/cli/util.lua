@@ -30,9 +30,6 @@ function M.istr(v)
   return tostring(v)
 end
 
---- A map key for an id value (LuaJIT compares cdata integers by identity).
--- @param v the value (nil and NULL give "NULL")
--- @treturn string
 --- @n (an integer) and @noun, plural unless @n is 1: "1 snapshot", "21 snapshots".
 -- @tparam integer n the count
 -- @tparam string noun the singular noun ("snapshot", "row")
@@ -52,6 +49,9 @@ function M.shell_word(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
+--- A map key for an id value (LuaJIT compares cdata integers by identity).
+-- @param v the value (nil and NULL give "NULL")
+-- @treturn string
 function M.key(v)
   if v == NULL or v == nil then return "NULL" end
   return M.istr(v)
