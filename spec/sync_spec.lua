@@ -763,6 +763,17 @@ describe("moraine.sync", function()
       ok, e = pcall(sync.sync, db, "postgresql://moraine:s3cr3t@127.0.0.1:1/postgres?connect_timeout=2")
       assert.is_false(ok)
       assert.is_nil(e.message:find("s3cr3t", 1, true), e.message)
+      -- every form libpq takes: blanks around '=', a quoted value with blanks and an escaped quote, a
+      -- URI parameter, and a value with a blank libpq refuses while quoting its words back in its error
+      for _, conninfo in ipairs({ "host=127.0.0.1 port=1 user=moraine password = s3cr3t connect_timeout=2",
+        "host=127.0.0.1 port=1 password='s3cr3t horse\\'s' connect_timeout=2",
+        "postgresql://127.0.0.1:1/postgres?password=s3cr3t&connect_timeout=2",
+        "host=127.0.0.1 port=1 password=s3cr3t horse connect_timeout=2" }) do
+        ok, e = pcall(sync.sync, db, "postgres:" .. conninfo)
+        assert.is_false(ok)
+        assert.is_nil(e.message:find("s3cr3t", 1, true), e.message)
+        assert.is_nil(e.message:find("horse", 1, true), e.message)
+      end
       db:close()
     end)
   end)

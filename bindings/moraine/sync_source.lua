@@ -380,12 +380,62 @@ local function kind_of_decl(decl)
   return "text"
 end
 
---- A PostgreSQL connection string as it may be shown: a `password=` value
--- and a URI's password replaced by `...`.
+-- the [first, last] byte span of each password value in libpq `key = value`
+-- text @s: a quoted value to its closing quote (\' and \\ escaped inside), an
+-- unquoted one up to the next `key=` (so a value with a blank, which libpq
+-- refuses, is hidden whole too), spaces around `=` allowed
+local function password_spans(s)
+  local spans, i, n = {}, 1, #s
+  while i <= n do
+    local a, b, key = s:find("([%w_]+)%s*=%s*", i)
+    if not a then break end
+    local j, last = b + 1
+    if s:sub(j, j) == "'" then
+      local k = j + 1
+      while k <= n and s:sub(k, k) ~= "'" do k = k + (s:sub(k, k) == "\\" and 2 or 1) end
+      last = math.min(k, n)
+    else
+      local nxt = s:find("%s+[%w_]+%s*=", j)
+      last = nxt and nxt - 1 or n
+      if key:lower() ~= "password" then last = (s:find("%s", j) or n + 1) - 1 end
+    end
+    if key:lower() == "password" then spans[#spans + 1] = { j, last } end
+    i = math.max(last + 1, j)
+  end
+  return spans
+end
+
+--- A PostgreSQL connection string as it may be shown: every password
+-- replaced by `...`: a `password` value in libpq's `key = value` form
+-- (quoted or not, blanks around `=` or not), and a URI's (`user:pw@`, or a
+-- `password=` parameter).
 -- @tparam string conninfo libpq's `key=value` string or a postgres:// URI
 -- @treturn string
 function M.pg_label(conninfo)
-  return (conninfo:gsub("password=%S*", "password=..."):gsub("://([^:@/]*):[^@/]*@", "://%1:...@"))
+  if conninfo:match("^%s*postgres[%w]*://") then
+    return (conninfo:gsub("://([^:@/]*):[^@/]*@", "://%1:...@"):gsub("([?&][Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]=)[^&#]*", "%1..."))
+  end
+  local spans, out, at = password_spans(conninfo), {}, 1
+  for _, sp in ipairs(spans) do
+    out[#out + 1] = conninfo:sub(at, sp[1] - 1) .. "..."
+    at = sp[2] + 1
+  end
+  out[#out + 1] = conninfo:sub(at)
+  return table.concat(out)
+end
+
+-- @msg (libpq's error) with every password of @conninfo in it replaced by `...`:
+-- libpq quotes a bad connection string's words back ('missing "=" after "b"')
+local function hide_passwords(msg, conninfo)
+  for _, sp in ipairs(password_spans(conninfo)) do
+    local v = conninfo:sub(sp[1], sp[2]):gsub("^'", ""):gsub("'$", "")
+    for word in v:gmatch("%S+") do
+      if #word >= 1 then msg = msg:gsub(word:gsub("%p", "%%%0"), "...") end
+    end
+  end
+  local user_pw = conninfo:match("://[^:@/]*:([^@/]*)@")
+  if user_pw and #user_pw > 0 then msg = msg:gsub(user_pw:gsub("%p", "%%%0"), "...") end
+  return msg
 end
 
 --- Connects to PostgreSQL through LuaSQL (Debian: lua-sql-postgres).
@@ -406,7 +456,7 @@ function M.pg_connect(conninfo, who, level)
   local con, err = env:connect(conninfo)
   if not con then
     env:close()
-    raise("EIO", "%s: cannot connect to %s: %s", who, label, (tostring(err):gsub("^LuaSQL: ", "")))
+    raise("EIO", "%s: cannot connect to %s: %s", who, label, hide_passwords((tostring(err):gsub("^LuaSQL: ", "")), conninfo))
   end
   return con, env, label
 end
