@@ -285,6 +285,32 @@ describe("moraine command", function()
     end)
   end)
 
+  it("history, layout and clustering refuse a sum of record_count past 2^53 instead of printing a wrapped count",
+    function()
+    local src = support.tmpdir("huge")
+    assert.is_true(support.sh("cp -r " .. support.q(S1) .. " " .. support.q(src)))
+    local path = src .. "/ducklake_data_file.ndjson"
+    local lines, n = {}, 0
+    for line in support.read(path):gmatch("([^\n]*)\n") do
+      n = n + 1
+      if n == 1 then line = line:gsub('"record_count":%d+', '"record_count":9223372036854775807')
+      elseif n == 2 then line = line:gsub('"record_count":%d+', '"record_count":9007199254740993') end
+      lines[#lines + 1] = line
+    end
+    support.write(path, table.concat(lines, "\n") .. "\n")
+    local dir = support.tmpdir("huge-cat")
+    ok_run({ "-c", dir, "import", src })
+    for _, args in ipairs({ { "history", "events" }, { "layout", "events", "--where", "id > 5" },
+      { "clustering", "events" } }) do
+      local cmd = { "-c", dir }
+      for _, a in ipairs(args) do cmd[#cmd + 1] = a end
+      local r = run(cmd)
+      assert.are.equal(1, r.code, r.show)
+      assert.truthy(r.err:find("the sum of record_count reaches 2^53", 1, true), r.show)
+      assert.is_nil(r.out:find("-92", 1, true), r.show)
+    end
+  end)
+
   describe("import", function()
     it("imports an NDJSON catalog directory: every row, 21 snapshots", function()
       local dir = support.tmpdir("imp")

@@ -209,7 +209,7 @@ end
 local function measure(files, cols, s)
   local n = #files
   local res = { files = n, rows = 0, columns = {} }
-  for _, f in ipairs(files) do res.rows = res.rows + f.records end
+  for _, f in ipairs(files) do res.rows = tf.add_count(res.rows, f.records, "record_count") end
   local k = #cols
   local sum = 0
   for i, c in ipairs(cols) do

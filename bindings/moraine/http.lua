@@ -66,6 +66,7 @@ local moraine = require "moraine"
 local catalog_version = require "moraine.catalog_version"
 local policy_mod = require "moraine.policy"
 local follow_state = require "moraine.follow_state"
+local add_count = require("moraine.tablefiles").add_count
 
 local ngx = ngx
 local json = moraine.json_encode
@@ -384,7 +385,7 @@ local function get_history(rd, args, name, acc)
       layout[k] = l
       order[#order + 1] = k
     end
-    l.files, l.rows, l.bytes = l.files + 1, l.rows + recs[i], l.bytes + bytes[i]
+    l.files, l.rows, l.bytes = l.files + 1, add_count(l.rows, recs[i], "record_count"), add_count(l.bytes, bytes[i], "file_size_bytes")
   end
   local lparts = {}
   for i, k in ipairs(order) do

@@ -38,6 +38,7 @@
 local moraine = require "moraine"
 local typed = require "moraine.typed"
 local tf = require "moraine.tablefiles"
+local add_count = tf.add_count
 
 local M = {}
 local raise = moraine.core.raise
@@ -447,18 +448,18 @@ function M.run(db, opts)
         eras[k] = e
         order[#order + 1] = k
       end
-      e.files, e.rows = e.files + 1, e.rows + f.records
+      e.files, e.rows = e.files + 1, add_count(e.rows, f.records, "record_count")
       local read = false
       if partition_survives(P, e.spec, f) then
-        e.partition_files, e.partition_rows = e.partition_files + 1, e.partition_rows + f.records
+        e.partition_files, e.partition_rows = e.partition_files + 1, add_count(e.partition_rows, f.records, "record_count")
         if bounds_survive(P, f) then
           read = true
-          e.read_files, e.read_rows = e.read_files + 1, e.read_rows + f.records
+          e.read_files, e.read_rows = e.read_files + 1, add_count(e.read_rows, f.records, "record_count")
         end
       end
       if not e.live then
-        rw.old_files, rw.old_rows = rw.old_files + 1, rw.old_rows + f.records
-        if read then rw.read_rows_now = rw.read_rows_now + f.records end
+        rw.old_files, rw.old_rows = rw.old_files + 1, add_count(rw.old_rows, f.records, "record_count")
+        if read then rw.read_rows_now = add_count(rw.read_rows_now, f.records, "record_count") end
         if touch then rw.read_rows_after = rw.read_rows_after + rows_after(P, touch, f, read) end
       end
     end
@@ -471,8 +472,8 @@ function M.run(db, opts)
       e.spec = nil
       rep.eras[#rep.eras + 1] = e
       local T = rep.total
-      T.files, T.rows = T.files + e.files, T.rows + e.rows
-      T.read_files, T.read_rows = T.read_files + e.read_files, T.read_rows + e.read_rows
+      T.files, T.rows = T.files + e.files, add_count(T.rows, e.rows, "record_count")
+      T.read_files, T.read_rows = T.read_files + e.read_files, add_count(T.read_rows, e.read_rows, "record_count")
     end
     if rw.read_rows_after then
       rw.read_rows_after = floor(rw.read_rows_after + 0.5)
@@ -525,7 +526,7 @@ function M.history(db, opts)
         order[#order + 1] = k
       end
       local g = groups[k]
-      g.files, g.rows = g.files + 1, g.rows + f.records
+      g.files, g.rows = g.files + 1, add_count(g.rows, f.records, "record_count")
     end
     table.sort(order, function(a, b)
       if a == "none" then return false elseif b == "none" then return true end

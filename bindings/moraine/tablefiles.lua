@@ -37,6 +37,26 @@ local is_null = M.is_null
 function M.num(v) return tonumber(v) or tonumber(tostring(v):match("^(-?%d+)")) end
 local num = M.num
 
+--- @a + @b for the sums the reports print (rows, bytes): exact, or EINVAL.
+-- Both runtimes add counts as Lua numbers, exact below 2^53 (LuaJIT's are
+-- doubles; Lua 5.4's integers would wrap at 2^63 into a negative count):
+-- a sum that reaches 2^53 (only a catalog with absurd counts, e.g. a
+-- record_count near 2^63) is refused rather than shown wrong.
+-- @param a a count (number, or an int64 cdata)
+-- @param b a count (number, or an int64 cdata)
+-- @tparam string what the column summed, for the message ("record_count")
+-- @treturn number the sum
+-- @raise EINVAL "the sum of record_count reaches 2^53 ..."
+function M.add_count(a, b, what)
+  a, b = num(a), num(b)
+  local s = a + b
+  if s >= 2 ^ 53 or s <= -2 ^ 53 or (b > 0 and s < a) or (b < 0 and s > a) then
+    raise("EINVAL", string.format("the sum of %s reaches 2^53 (%s + %s): moraine adds counts exactly only below that; "
+      .. "the catalog's counts are not a lake's", what, tostring(a), tostring(b)))
+  end
+  return s
+end
+
 local function key_text(v)
   if is_null(v) then return "NULL" end
   return (tostring(v):gsub("U?LL$", ""))

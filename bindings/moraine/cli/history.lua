@@ -229,8 +229,9 @@ local function history(ctx, tname)
       end
       g.files = g.files + 1
       -- a NULL count is unknown: the group's sum is unknown (NULL), not a sum of the known ones
-      if is_null(f.record_count) then g.unknown_rows = g.unknown_rows + 1 else g.rows = g.rows + num(f.record_count) end
-      if is_null(f.file_size_bytes) then g.unknown_bytes = g.unknown_bytes + 1 else g.bytes = g.bytes + num(f.file_size_bytes) end
+      if is_null(f.record_count) then g.unknown_rows = g.unknown_rows + 1 else g.rows = tf.add_count(g.rows, f.record_count, "record_count") end
+      if is_null(f.file_size_bytes) then g.unknown_bytes = g.unknown_bytes + 1
+      else g.bytes = tf.add_count(g.bytes, f.file_size_bytes, "file_size_bytes") end
     end
     for _, g in ipairs(order) do
       if g.unknown_rows > 0 then g.rows = NULL end
@@ -267,7 +268,7 @@ local function history(ctx, tname)
   for _, g in ipairs(layout) do
     total_files = total_files + g.files
     unknown_rows, unknown_bytes = unknown_rows + g.unknown_rows, unknown_bytes + g.unknown_bytes
-    if not is_null(total_rows) then total_rows = is_null(g.rows) and NULL or total_rows + g.rows end
+    if not is_null(total_rows) then total_rows = is_null(g.rows) and NULL or tf.add_count(total_rows, g.rows, "record_count") end
     if is_null(g.partition_id) then unpart_files = unpart_files + g.files else spec_groups = spec_groups + 1 end
   end
   if ctx.json then
