@@ -198,7 +198,10 @@ int moraine_tx_drop_schema(moraine_tx *tx, const char *name, int cascade);
  * Errors: ENOTFOUND (no such schema), EEXIST (a live table or view of that
  * name: DuckLake keeps tables and views in one set of names per schema),
  * EINVAL (no columns, duplicate column name, empty type, a nested type
- * moraine_column_def refuses).
+ * moraine_column_def refuses; on a catalog of 1.1 metadata a column name
+ * starting with "_ducklake_", any case: DuckLake reserves them for its
+ * inlined data tables, ValidateNoInlinedSystemColumns; so do add_column and
+ * rename_column's new name).
  */
 int moraine_tx_create_table(moraine_tx *tx, const char *schema, const char *name, const moraine_column_def *cols, size_t ncols,
                             int64_t *table_id_out);

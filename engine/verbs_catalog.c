@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -141,6 +142,43 @@ int64_t mv_orow_int(const orow *r, const char *name, int64_t dflt)
 {
     int i = col_of(r, name);
     return i >= 0 && r->v[i].type == MORAINE_INT ? r->v[i].i : dflt;
+}
+
+int mv_reserved_column(model *m, const char *name)
+{
+    if (!name || strncasecmp(name, "_ducklake_", 10) != 0) return 0;
+    if (m->v11_metadata == 0) {
+        m->v11_metadata = -1;
+        if (mv_rel(m, "ducklake_metadata")) {
+            moraine_cursor *c;
+            moraine_row row;
+            int rc = moraine_scan_open(m->rd, "ducklake_metadata", MORAINE_ANY_SCOPE, m->base, &c);
+            if (rc) {
+                m->v11_metadata = 0;
+                return rc;
+            }
+            int ik = -1, iv = -1, is = -1;
+            while ((rc = moraine_cursor_next(c, &row)) == 1) {
+                if (ik < 0) {
+                    ik = moraine_column_index(row.rel, "key"), iv = moraine_column_index(row.rel, "value");
+                    is = moraine_column_index(row.rel, "scope");
+                }
+                if (ik < 0 || iv < 0) break;
+                const moraine_value *k = &row.vals[ik], *v = &row.vals[iv];
+                if (k->type == MORAINE_STR && k->len == 7 && memcmp(k->s, "version", 7) == 0 && (is < 0 || row.vals[is].type == MORAINE_NULL) &&
+                    v->type == MORAINE_STR && v->len >= 3 && memcmp(v->s, "1.1", 3) == 0)
+                    m->v11_metadata = 1;
+            }
+            moraine_cursor_close(c);
+            if (rc < 0) {
+                m->v11_metadata = 0;
+                return rc;
+            }
+        }
+    }
+    if (m->v11_metadata < 0) return 0;
+    return mr_err(MORAINE_EINVAL, "Column name \"%s\" is reserved by DuckLake for internal use: column names starting with \"_ducklake_\" are "
+                  "not allowed.", name);
 }
 
 int mv_orow_bool(const orow *r, const char *name, int dflt)

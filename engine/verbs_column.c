@@ -111,6 +111,7 @@ int mv_do_add_column(model *m, verb *v)
     int rc = mv_find_table(m, v->schema, v->table, &t);
     if (rc) return rc;
     if (mv_find_column(t, v->cols[0].name) >= 0) return mr_err(MORAINE_EEXIST, "add_column: table \"%s\" already has a column \"%s\"", v->table, v->cols[0].name);
+    if ((rc = mv_reserved_column(m, v->cols[0].name))) return rc;
     /* DuckDB's parser refuses any constraint on ADD COLUMN (Transformer::TransformAlter): DuckLake never sees one */
     if (v->cols[0].not_null) return mr_err(MORAINE_EINVAL, "Adding columns with constraints not yet supported (add_column \"%s\" NOT NULL)", v->cols[0].name);
     const char *dt = v->cols[0].default_value_type;
@@ -170,6 +171,7 @@ int mv_do_rename_column(model *m, verb *v)
     if (!v->b || !*v->b) return mr_err(MORAINE_EINVAL, "rename_column: empty new name");
     int other = mv_find_column(t, v->b);
     if (other >= 0 && other != ci) return mr_err(MORAINE_EEXIST, "rename_column: table \"%s\" already has a column \"%s\"", v->table, v->b);
+    if ((rc = mv_reserved_column(m, v->b))) return rc;
     /* the live sort spec: rewrite plain references, refuse others unless new keys are given */
     moraine_sort_key *keys = NULL;
     int rewrite = 0;

@@ -268,6 +268,7 @@ typedef struct {
     orow *views;           /* ducklake_view rows live at the base or written here (loaded on first use) */
     size_t nviews;
     int views_loaded;
+    int v11_metadata;      /* mv_reserved_column: 0 not read yet, 1 a catalog of 1.1 metadata, -1 older */
     int64_t *dropped_views, *created_views; /* view_ids, for the change list */
     size_t ndropped_views, ncreated_views;
     int64_t *dropped_schemas; /* schema_ids, for the change list */
@@ -290,6 +291,15 @@ mv_loaded *mv_reads_use(model *m, int64_t table_id);
  * through *rc. */
 mv_loaded *mv_reads_keep(model *m, int64_t table_id, int *rc);
 
+/* EINVAL when @name (a new top-level column's name, or a column's new name)
+ * is reserved: on a catalog of DuckLake 1.1 metadata (ducklake_metadata
+ * 'version' 1.1-dev1, what moraine_init writes) DuckLake refuses every name
+ * starting with "_ducklake_", without regard to case (its inlined data
+ * tables' system columns: DuckLakeUtil::ValidateInlinedSystemColumn, from
+ * CreateTableExtended, ADD COLUMN and RENAME COLUMN), in its words. An older
+ * catalog's rule depends on its data inlining limit, which moraine does not
+ * read: no check there. */
+int mv_reserved_column(model *m, const char *name);
 /* 1 when @id is among the @n @ids. */
 int mv_id_in(const int64_t *ids, size_t n, int64_t id);
 /* Appends @id to the array *ids of *n ids. ENOMEM. */

@@ -83,6 +83,10 @@ int mv_do_create_table(model *m, verb *v)
         for (size_t j = 0; j < i; j++)
             if (v->cols[i].name && v->cols[j].name && mr_ident_eq(v->cols[i].name, v->cols[j].name))
                 return mr_err(MORAINE_EINVAL, "create_table \"%s\": column \"%s\" appears twice", v->table, v->cols[i].name);
+    for (size_t i = 0; i < v->ncols; i++) {
+        int rc = mv_reserved_column(m, v->cols[i].name);
+        if (rc) return rc;
+    }
     tstate *have;
     int rc = mv_find_table(m, v->schema, v->table, &have);
     if (rc == 0) return mr_err(MORAINE_EEXIST, "create_table: table \"%s\".\"%s\" already exists", v->schema ? v->schema : "main", v->table);

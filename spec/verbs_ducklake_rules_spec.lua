@@ -139,4 +139,20 @@ describe("verbs follow DuckLake's rules", function()
     assert.same({}, db:verify())
     db:close()
   end)
+  it("a column name starting with _ducklake_ (any case) is refused on a 1.1 catalog: create, add, rename", function()
+    local db = fresh()
+    local msg = 'is reserved by DuckLake for internal use: column names starting with "_ducklake_" are not allowed'
+    refused(db, "EINVAL", 'Column name "_ducklake_x" ' .. msg,
+      function(tx) tx:create_table("t", { { name = "_ducklake_x", type = "int64" } }) end)
+    db:transaction(function(tx) tx:create_table("u", { { name = "a", type = "int64" } }) end)
+    refused(db, "EINVAL", 'Column name "_DuckLake_y" ' .. msg,
+      function(tx) tx:add_column("u", { name = "_DuckLake_y", type = "int64" }) end)
+    refused(db, "EINVAL", 'Column name "_ducklake_z" ' .. msg, function(tx) tx:rename_column("u", "a", "_ducklake_z") end)
+    local ok, err = pcall(db.exec, db, "ALTER TABLE u ADD COLUMN _ducklake_w INT")
+    assert.is_false(ok)
+    assert.is_truthy(err.message:find(msg, 1, true), err.message)
+    -- other names are free: the prefix alone is reserved
+    db:transaction(function(tx) tx:add_column("u", { name = "ducklake_x", type = "int64" }) end)
+    db:close()
+  end)
 end)
