@@ -395,7 +395,8 @@ int moraine_tx_alter_column(moraine_tx *tx, const char *schema, const char *tabl
  * DuckLake: COMMENT ON TABLE t / COMMENT ON COLUMN t.c IS 'text' (NULL: IS
  * NULL). Ends the live 'comment' row of ducklake_tag (object_id = table_id) or
  * ducklake_column_tag (table_id, column_id) and inserts one with the new
- * value (none for NULL). altered_table, schema_version + 1, no
+ * value, NULL for IS NULL (DuckLake's WriteNewTags writes the row whatever
+ * the value). altered_table, schema_version + 1, no
  * schema_versions row, no catalog id (corpus seed_0005 step 5). @column NULL:
  * the table. ENOTFOUND (table or column).
  */

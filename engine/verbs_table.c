@@ -297,7 +297,9 @@ int mv_do_set_comment(model *m, verb *v)
             rc = mv_end_row(m, r);
         }
     }
-    if (!rc && v->b) {
+    /* DuckLake (WriteNewTags / WriteNewColumnTags): the old row ended, a new one
+     * always written, its value NULL for COMMENT ... IS NULL */
+    if (!rc) {
         orow r = {0};
         rc = mv_new_row(m, relname, &r);
         if (!rc) {
