@@ -52,6 +52,31 @@ static int table_cmp(const void *a, const void *b)
     return (x->table_id > y->table_id) - (x->table_id < y->table_id);
 }
 
+static int id_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* @n ids of kind @kind as changes, ids ascending (DuckLake keeps dropped
+ * schemas and views in ordered containers: TransactionChangeInformation's
+ * map and set, walked in order by WriteSnapshotChanges). */
+static int add_sorted_ids(mr_buf *b, const char *kind, const int64_t *ids, size_t n)
+{
+    int64_t *c = malloc((n ? n : 1) * sizeof *c);
+    if (!c) return mr_err(MORAINE_ENOMEM, "out of memory");
+    if (n) memcpy(c, ids, n * sizeof *c);
+    qsort(c, n, sizeof *c, id_cmp);
+    int rc = 0;
+    char tmp[64];
+    for (size_t i = 0; !rc && i < n; i++) {
+        snprintf(tmp, sizeof tmp, "%lld", (long long)c[i]);
+        rc = add_change(b, kind, tmp);
+    }
+    free(c);
+    return rc;
+}
+
 /* DuckLake's change list for what the model did, in DuckLake's fixed order
  * (docs/ducklake-behaviour.md): dropped_table, created_schema, created_table,
  * inserted_into_table, deleted_from_table, altered_table, rewrite_delete;
@@ -65,19 +90,13 @@ static int build_changes(model *m, mr_buf *b)
     for (size_t i = 0; i < m->ntables; i++) ts[i] = &m->tables[i];
     qsort(ts, m->ntables, sizeof *ts, table_cmp);
     /* DuckLake (DuckLakeTransactionState::WriteSnapshotChanges): dropped schemas first */
-    for (size_t i = 0; !rc && i < m->ndropped_schemas; i++) {
-        snprintf(tmp, sizeof tmp, "%lld", (long long)m->dropped_schemas[i]);
-        rc = add_change(b, "dropped_schema", tmp);
-    }
+    rc = add_sorted_ids(b, "dropped_schema", m->dropped_schemas, m->ndropped_schemas);
     for (size_t i = 0; !rc && i < m->ntables; i++) {
         if (!ts[i]->dropped || ts[i]->created) continue;
         snprintf(tmp, sizeof tmp, "%lld", (long long)ts[i]->table_id);
         rc = add_change(b, "dropped_table", tmp);
     }
-    for (size_t i = 0; !rc && i < m->ndropped_views; i++) {
-        snprintf(tmp, sizeof tmp, "%lld", (long long)m->dropped_views[i]);
-        rc = add_change(b, "dropped_view", tmp);
-    }
+    if (!rc) rc = add_sorted_ids(b, "dropped_view", m->dropped_views, m->ndropped_views);
     for (size_t i = 0; !rc && i < m->ncreated_schema_names; i++) {
         quote_ident(q, sizeof q, m->created_schema_names[i]);
         rc = add_change(b, "created_schema", q);

@@ -170,4 +170,24 @@ describe("verbs follow DuckLake's rules", function()
     end
     db:close()
   end)
+  it("dropped_view and dropped_schema changes are listed by ascending id, whatever the order of the drops", function()
+    local db = fresh()
+    db:exec("CREATE SCHEMA a; CREATE SCHEMA b")
+    db:exec("CREATE VIEW v1 AS SELECT 1; CREATE VIEW v2 AS SELECT 2")
+    local ids = {}
+    for _, r in ipairs(db:scan("ducklake_view", { at = db:last_snapshot() })) do ids[r.row.view_name] = r.row.view_id end
+    for _, r in ipairs(db:scan("ducklake_schema", { at = db:last_snapshot() })) do ids[r.row.schema_name] = r.row.schema_id end
+    local function changes()
+      local c = db:scan("ducklake_snapshot_changes", { at = db:last_snapshot() })
+      return c[#c].row.changes_made
+    end
+    -- the higher id dropped first
+    local first, second = ids.v1 > ids.v2 and "v1" or "v2", ids.v1 > ids.v2 and "v2" or "v1"
+    db:exec(("BEGIN; DROP VIEW %s; DROP VIEW %s; COMMIT;"):format(first, second))
+    assert.are.equal(("dropped_view:%d,dropped_view:%d"):format(ids[second], ids[first]), changes())
+    first, second = ids.a > ids.b and "a" or "b", ids.a > ids.b and "b" or "a"
+    db:exec(("BEGIN; DROP SCHEMA %s; DROP SCHEMA %s; COMMIT;"):format(first, second))
+    assert.are.equal(("dropped_schema:%d,dropped_schema:%d"):format(ids[second], ids[first]), changes())
+    db:close()
+  end)
 end)
