@@ -1462,6 +1462,15 @@ describe("moraine command", function()
       assert.are.equal("9\n38\n", r.out)
     end)
 
+    it("files(ID) and spec(ID) refuse a table_id no table has, or one not live at at()'s snapshot, as files and show do",
+      function()
+      local r = run({ "-c", catalog(S1), "repl" }, { stdin = "spec(999)\nfiles(999)\n#files(1)\nspec(1).partition_state\n" })
+      assert.are.equal(1, r.code, r.show)
+      local _, n = r.err:gsub("no table with table_id 999 in the catalog", "")
+      assert.are.equal(2, n, r.show)
+      assert.truthy(r.out:find("68\n\"partitioned\"", 1, true), r.show)
+    end)
+
     it("ends at end of input with exit 0", function()
       local r = ok_run({ "-c", catalog(S1), "repl" }, { stdin = "1 + 1\n" })
       assert.are.equal("2\n", r.out)

@@ -112,8 +112,13 @@ local function repl(ctx)
     if default_at ~= nil then return default_at end
     return db:last_snapshot()
   end
+  -- a table by name or by id, live at at()'s snapshot (else the error says when it was, as the commands' do)
   local function table_id(T)
-    if type(T) == "number" or type(T) == "cdata" then return T end
+    if type(T) == "number" or type(T) == "cdata" then
+      local n = tonumber(T)
+      if n ~= math.floor(n) then error("a table_id is an integer, not " .. tostring(T), 3) end
+      T = "#" .. string.format("%d", n)
+    end
     if type(T) ~= "string" then error("a table is a name or a table_id", 3) end
     local id
     db:read(function(rd) id = resolve_table(rd, T, cur()).id end)
