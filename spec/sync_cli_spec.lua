@@ -32,6 +32,18 @@ local function spawn(args)
   return {
     pid = p.pid,
     -- true once the process' stdout so far holds @text (30 s at most)
+    -- true once the process' stderr so far holds @text (30 s at most)
+    said = function(text)
+      local t0 = moraine.clock()
+      repeat
+        local f = io.open(dir .. "/err", "rb")
+        local err = f and f:read("*a") or ""
+        if f then f:close() end
+        if err:find(text, 1, true) then return true end
+        os.execute("sleep 0.05")
+      until moraine.clock() - t0 > 30
+      return false
+    end,
     printed = function(text)
       local t0 = moraine.clock()
       repeat
@@ -114,6 +126,27 @@ describe("moraine sync and compare", function()
     assert.are.equal(130, r.code, r.out .. r.err)
     assert.are.equal("moraine: interrupted\n", r.err)
     assert.are.equal(0, run({ "-c", dir, "verify" }).code)
+    assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
+  end)
+
+  it("a follower whose source cannot be read whole for a moment retries it, and goes on when it is back", function()
+    -- before, any error but EIO ended the follower (a SQLite file truncated while being replaced; a new user's report)
+    local src = support.tmpdir("flaky-src")
+    assert.is_true(support.sh("cp -r " .. q(S1) .. " " .. q(src)))
+    local dir = support.tmpdir("flaky")
+    local p = spawn({ "-c", dir, "sync", src, "--follow", "--interval", "0.1" })
+    assert.is_true(p.printed("synced 21 snapshots"), "the follower never finished its first round")
+    assert.is_true(support.sh("mv " .. q(src .. "/ducklake_delete_file.ndjson") .. " " .. q(src .. "/aside")))
+    assert.is_true(p.said("the catalog has no ducklake_delete_file.ndjson"), "no round failed")
+    assert.is_true(p.said("trying again in 0.1"), "the follower did not say it retries")
+    assert.is_true(support.sh("mv " .. q(src .. "/aside") .. " " .. q(src .. "/ducklake_delete_file.ndjson")))
+    os.execute("sleep 0.5")
+    assert.is_true(support.sh("kill -0 " .. p.pid), "the follower ended")
+    local state = moraine.json_decode(support.read(dir .. "/moraine-follow.json"))
+    assert.is_false(state.failing)
+    os.execute("kill -INT " .. p.pid)
+    local r = p.wait()
+    assert.are.equal(130, r.code, r.out .. r.err)
     assert.are.equal("no differences\n", ok_run({ "-c", dir, "compare", S1 }).out)
   end)
 

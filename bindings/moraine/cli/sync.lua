@@ -137,6 +137,9 @@ local function lag_text(snaps, secs)
     secs and string.format("%.3f s", secs) or "unknown s")
 end
 
+-- the errors that end `sync --follow` (every other one is reported and the round tried again)
+local FOLLOW_ENDS = { ECONFLICT = true, ECORRUPT = true, EREADONLY = true, EFORMAT = true, ELMDB = true }
+
 local function follow(ctx, source)
   local text = ctx.opts.interval or "1"
   local n, unit = text:match("^(%d*%.?%d+)(m?s?)$")
@@ -185,9 +188,15 @@ local function follow(ctx, source)
       state.last_snapshot, state.failing = db:last_snapshot(), true
       state.error = moraine.is_error(r) and (r.code .. ": " .. r.message) or tostring(r)
       save()
-      if moraine.is_error(r) and r.code ~= "EIO" then
+      -- what waiting cannot mend ends the follower: a conflict (the catalog no longer follows the source), or
+      -- the catalog itself refusing (damaged, read-only, of another format, LMDB failing); a source that cannot
+      -- be read or read whole (a file being rewritten, a table missing for a moment, a server away) is retried
+      if not moraine.is_error(r) or FOLLOW_ENDS[r.code] then
         db:close()
-        errors.fail(r.code .. ": " .. r.message, "the catalog keeps every snapshot it had; nothing of another writer was removed")
+        if not moraine.is_error(r) then error(r, 0) end
+        errors.fail(r.code .. ": " .. r.message, r.code == "ECONFLICT"
+          and "the catalog keeps every snapshot it had; nothing of another writer was removed"
+          or "the catalog keeps every snapshot it had")
       end
       io.stderr:write("moraine: ", state.error, " (trying again in ", text, "; behind the source: ",
         lag_text(follow_state.lag(state, nil, now)), ")\n")
@@ -539,8 +548,10 @@ delete file, cleanup) are replayed too (docs/sync.md). With --follow, sync runs 
 every --interval (default 1 second) until it is stopped, printing one line
 per round that replayed something, with how far the catalog is behind the
 source (snapshots, and seconds since the start of the last round that
-caught up); a source that cannot be read is reported and tried again next
-round; a conflict ends it (exit 1). After every round it writes
+caught up); a source that cannot be read, or not read whole (a file being
+rewritten, a table missing for a moment, a server away), is reported and
+tried again next round; a conflict, or a catalog that refuses the round
+(damaged, read-only), ends it (exit 1). After every round it writes
 DIR/moraine-follow.json (written whole, then renamed into place): the
 catalog's last snapshot, the source's newest, when the last round
 succeeded, whether it is failing; moraine.http answers it as
