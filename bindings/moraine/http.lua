@@ -2,7 +2,10 @@
 -- (OpenResty, or nginx with Debian's libnginx-mod-http-lua), in the style of
 -- the lua-resty-* modules.
 --
---     init_worker_by_lua_block { require("moraine.http").init_worker("/var/lib/lake.moraine") }
+--     init_worker_by_lua_block {
+--         local ok, err = pcall(require("moraine.http").init_worker, "/var/lib/lake.moraine")
+--         if not ok then ngx.log(ngx.ERR, "moraine.http: ", tostring(err)) end  -- (nginx logs a raised table as "unknown error")
+--     }
 --     location /catalog/ { content_by_lua_block { require("moraine.http").serve({ prefix = "/catalog" }) } }
 --
 -- Each worker opens the catalog read-only once (`init_worker`); each request
@@ -525,14 +528,18 @@ local function health()
 end
 
 local function serve(opts)
-  local prefix = opts and opts.prefix or ""
+  -- "/lake/" and "/lake" are one prefix; it matches whole path segments ("/lakes/x" is not under "/lake")
+  local prefix = (opts and opts.prefix or ""):gsub("/+$", "")
   if not db then return fail(503, "the catalog is not open in this worker (init_worker)") end
   local method = ngx.req.get_method()
   if method ~= "GET" and method ~= "HEAD" then return fail(405, "only GET") end
   local uri = ngx.var.uri
   if prefix ~= "" then
-    if uri:sub(1, #prefix) ~= prefix then return fail(404, "no such path") end
-    uri = uri:sub(#prefix + 1)
+    local rest = uri:sub(#prefix + 1)
+    if uri:sub(1, #prefix) ~= prefix or (rest ~= "" and rest:sub(1, 1) ~= "/") then
+      return fail(404, "no such path: " .. uri .. " (not under this location's prefix " .. prefix .. ")")
+    end
+    uri = rest
   end
   uri = uri:gsub("/+$", "")
   if not is_utf8(uri) then return fail(400, "the path is not valid UTF-8 (table names are UTF-8 text)") end
@@ -556,7 +563,10 @@ local function serve(opts)
   if lag then ngx.header["X-Moraine-Lag"] = lag end
   local handler, name, pic = route(uri)
   if name and not is_utf8(name) then return fail(400, "the table name is not valid UTF-8") end
-  if not handler then return fail(404, "no such path: " .. uri .. " (GET " .. prefix .. "/ lists the endpoints)") end
+  if not handler then
+    return fail(404, "no such path: " .. uri .. " (GET " .. prefix .. "/ lists the endpoints"
+      .. (prefix == "" and "; a location other than / passes its path as serve's prefix" or "") .. ")")
+  end
   local args = ngx.req.get_uri_args()
   local inm = ngx.var.http_if_none_match
   if handler == "svg" then -- issue 19: the table found as the JSON endpoints find it (scopes: 403/404)
@@ -594,7 +604,8 @@ local function serve(opts)
 end
 
 --- Serves one request. Call from content_by_lua.
--- @tparam[opt] table opts `prefix`: the location prefix to strip from the URI (default "")
+-- @tparam[opt] table opts `prefix`: the location prefix to strip from the URI (default "";
+--   "/lake" and "/lake/" alike; it matches whole path segments)
 -- Responds 200/304 with JSON, 400/404 with a JSON error (a path or table
 -- name that is not valid UTF-8 is 400), 401 (no valid bearer token while a
 -- policy is set; with WWW-Authenticate) and 403 (a table outside the token's
