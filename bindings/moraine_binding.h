@@ -286,6 +286,7 @@ int l_import_ndjson_check(lua_State *L);
 int l_import_check_new(lua_State *L);
 int l_column_type(lua_State *L);
 int l_required_tables(lua_State *L);
+int l_catch_interrupts(lua_State *L);
 int l_import_check_add(lua_State *L);
 int l_import_check_finish(lua_State *L);
 int l_import_check_gc(lua_State *L);

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -253,6 +254,41 @@ int l_sleep(lua_State *L)
     struct timespec ts = {(time_t)secs, (long)((secs - (lua_Number)(time_t)secs) * 1e9)};
     if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
     lua_pushboolean(L, nanosleep(&ts, NULL) == 0);
+    return 1;
+}
+
+/* SIGINT as the lua and luajit commands take it (a hook that raises
+ * "interrupted!" as soon as Lua runs), but armed for good: their handler
+ * lets a second Ctrl-C kill the process, as it resets the signal first. */
+static lua_State *interrupt_L;
+
+static void interrupt_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "interrupted!");
+}
+
+static void interrupt_action(int sig)
+{
+    (void)sig;
+    if (interrupt_L) lua_sethook(interrupt_L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+/* core.catch_interrupts() -> true: from now on every SIGINT raises
+ * "interrupted!" in the calling Lua thread at its next instruction (a
+ * blocking read returns early: no SA_RESTART), each Ctrl-C alike, so an
+ * interactive loop (the repl) can cancel what it was doing and go on.
+ * EIO naming the reason when the handler cannot be installed. */
+int l_catch_interrupts(lua_State *L)
+{
+    interrupt_L = L;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = interrupt_action;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) != 0) return raise_errf(L, MORAINE_EIO, "cannot take SIGINT: %s", strerror(errno));
+    lua_pushboolean(L, 1);
     return 1;
 }
 

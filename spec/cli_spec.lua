@@ -1471,6 +1471,53 @@ describe("moraine command", function()
       assert.truthy(r.out:find("68\n\"partitioned\"", 1, true), r.show)
     end)
 
+    it("on a terminal, Ctrl-C at the prompt (or in the middle of a statement) cancels the line; the session goes on",
+      function()
+      -- stdin a FIFO this test holds open, MORAINE_FORCE_TTY=1 for the terminal; before, the first Ctrl-C at the
+      -- prompt ended the session with exit 130 (a new user's report)
+      local dir = support.tmpdir("repl-int")
+      support.mkdir(dir)
+      local fifo = dir .. "/in"
+      assert.is_true(support.sh("mkfifo " .. q(fifo)))
+      local cmd = support.moraine_cmd({ "-c", catalog(S1), "repl" }):gsub("MORAINE_FORCE_TTY= ", "MORAINE_FORCE_TTY=1 ")
+      support.write(dir .. "/run.sh", "echo $$ > " .. q(dir .. "/pid") .. "\nexec " .. cmd .. "\n")
+      os.execute("(sh " .. q(dir .. "/run.sh") .. " <" .. q(fifo) .. " >" .. q(dir .. "/out") .. " 2>" .. q(dir .. "/err")
+        .. "; echo $? >" .. q(dir .. "/rc")  .. ") &")
+      local w = assert(io.open(fifo, "w"))
+      w:setvbuf("no")
+      local function rd(name)
+        local f = io.open(dir .. "/" .. name, "rb")
+        if not f then return "" end
+        local t = f:read("a")
+        f:close()
+        return t
+      end
+      local function out_has(text)
+        for _ = 1, 300 do
+          if rd("out"):find(text, 1, true) then return true end
+          os.execute("sleep 0.02")
+        end
+        return false
+      end
+      w:write("1 + 41\n")
+      assert.is_true(out_has("42\n"), rd("out"))
+      local pid = rd("pid"):match("%d+")
+      w:write("at(1\n") -- an unfinished statement: the prompt becomes '>> '
+      assert.is_true(out_has(">> "), rd("out"))
+      os.execute("kill -INT " .. pid)
+      os.execute("sleep 0.2")
+      os.execute("kill -INT " .. pid) -- and a second one at the fresh prompt
+      os.execute("sleep 0.2")
+      w:write("2 + 98\n")
+      assert.is_true(out_has("100\n"), rd("out") .. rd("err"))
+      w:close()
+      for _ = 1, 300 do
+        if rd("rc") ~= "" then break end
+        os.execute("sleep 0.02")
+      end
+      assert.are.equal("0", (rd("rc"):match("%d+")), rd("err"))
+    end)
+
     it("ends at end of input with exit 0", function()
       local r = ok_run({ "-c", catalog(S1), "repl" }, { stdin = "1 + 1\n" })
       assert.are.equal("2\n", r.out)

@@ -48,7 +48,9 @@ while `db` itself reads the catalog as stored):
   spec(T)           T's partition and sort spec in SQL form, with
                     partition_state and sort_state as in 'moraine tables'
   T                 a table name, "schema.name", "#ID", or a table_id
-Exits on end of input or ".exit". Works with a piped stdin: each error is
+Exits on end of input or ".exit". On a terminal Ctrl-C cancels the line
+being typed, or stops what is running ("error: interrupted!"), and the
+prompt comes back. Works with a piped stdin: each error is
 printed to stderr as "error: ..." and the rest of the input still runs; the
 exit status is then 1 if any line failed (a Lua error, a syntax error, or an
 unfinished statement at the end), else 0, as with sqlite3.]],
@@ -210,7 +212,7 @@ local function repl(ctx)
     io.stdout:write("(", #list, " row", #list == 1 and "" or "s", ")\n")
   end
 
-  local interactive = sh_ok("test -t 0")
+  local interactive = sh_ok("test -t 0") or os.getenv("MORAINE_FORCE_TTY") == "1"
   local function compile(src)
     local f = load("return " .. src, "=repl", "t", env)
     if f then return f end
@@ -228,11 +230,12 @@ local function repl(ctx)
       "); helpers: show, scan, at, files, spec; .exit to quit\n")
   end
   local buffer = nil
-  while true do
+  -- one line read and run; "quit" at end of input or .exit
+  local function step()
     if interactive then io.stdout:write(buffer and ">> " or "moraine> ") io.stdout:flush() end
     local line = io.stdin:read("*l")
-    if line == nil then break end
-    if buffer == nil and line:match("^%s*%.exit%s*$") then break end
+    if line == nil then return "quit" end
+    if buffer == nil and line:match("^%s*%.exit%s*$") then return "quit" end
     local src = buffer and (buffer .. "\n" .. line) or line
     if src:match("^%s*$") then
       buffer = nil
@@ -260,6 +263,19 @@ local function repl(ctx)
         end
         io.stdout:flush()
       end
+    end
+  end
+  -- on a terminal Ctrl-C cancels the line being typed (as in sqlite3 and psql) or stops what runs
+  -- ("error: interrupted!"), every time; piped input stops at the first, as any command does
+  if interactive then moraine.core.catch_interrupts() end
+  while true do
+    local ok, r = pcall(step)
+    if not ok then
+      if not (interactive and type(r) == "string" and r:match("interrupted!$")) then error(r, 0) end
+      io.stdout:write("\n")
+      buffer = nil
+    elseif r == "quit" then
+      break
     end
   end
   if buffer then report("unfinished input at end of file") end
