@@ -285,6 +285,13 @@ describe("moraine command", function()
     end)
   end)
 
+  it("push to a directory (an NDJSON export) says so, with no word of snapshots pushed", function()
+    local r = run({ "-c", catalog(S1), "push", S1 })
+    assert.are.equal(1, r.code, r.show)
+    assert.truthy(r.err:find("is a directory, not a SQL DuckLake catalog", 1, true), r.show)
+    assert.is_nil(r.err:find("run the push again", 1, true), r.show)
+  end)
+
   it("history, layout and clustering refuse a sum of record_count past 2^53 instead of printing a wrapped count",
     function()
     local src = support.tmpdir("huge")

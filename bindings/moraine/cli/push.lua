@@ -51,6 +51,11 @@ local function push(ctx, target)
     fail("no such file: " .. target, "TARGET is a SQLite DuckLake catalog file (write one with 'moraine export "
       .. "FILE.sqlite') or postgres:CONNINFO")
   end
+  if not is_pg and util.is_dir(target) then
+    -- an NDJSON export is no catalog DuckLake writes to: nothing to push into
+    fail("push: " .. target .. " is a directory, not a SQL DuckLake catalog", "TARGET is a SQLite DuckLake catalog "
+      .. "file or postgres:CONNINFO; an NDJSON directory is written by 'moraine export DIR' instead")
+  end
   local ok, pushmod = pcall(require, "moraine.push")
   if not ok or type(pushmod) ~= "table" then
     fail("push is not available in this build (module moraine.push is missing)", "install moraine's Lua modules")
