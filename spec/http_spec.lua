@@ -129,7 +129,10 @@ describe("moraine.http under nginx with a concurrent writer", function()
     assert.truthy(body:find('"path":"/lake/health"', 1, true), body)
     code, _, body = get(port, "/lake/nope")
     assert.equal(404, code, body)
-    assert.truthy(body:find("GET /lake/ lists the endpoints", 1, true), body)
+    assert.truthy(body:find("no such path: /lake/nope (GET /lake/ lists the endpoints", 1, true), body)
+    -- whole segments: /lakes/... is not under /lake (it falls to the root location, which has no such path)
+    code, _, body = get(port, "/lakes/health")
+    assert.equal(404, code, body)
   end)
 
   it("revalidates with ETag: 304 for the snapshot asked, 200 for another", function()
@@ -258,5 +261,50 @@ describe("moraine.http under nginx with a concurrent writer", function()
   it("logged no error in the workers", function()
     local log = support.read(prefix .. "/logs/error.log")
     assert.is_falsy(log:find("%[error%]") or log:find("%[crit%]") or log:find("%[alert%]"), log)
+  end)
+end)
+
+describe("moraine.http on a catalog with a NULL record_count", function()
+  if not have_nginx() then
+    pending("nginx with its Lua module is not installed")
+    return
+  end
+  local prefix, port
+  setup(function()
+    local root = support.tmpdir("http-null")
+    support.mkdir(root)
+    local src = root .. "/src"
+    assert(sh("cp -r " .. support.q(support.FIXTURES .. "/s1_evolution/catalog") .. " " .. support.q(src)))
+    local path = src .. "/ducklake_data_file.ndjson"
+    local text = support.read(path)
+    support.write(path, (text:gsub('"record_count":%d+', '"record_count":null', 1)))
+    local catalog = root .. "/catalog"
+    local db = moraine.open(catalog, { no_sync = true })
+    db:import_ndjson(src)
+    db:close()
+    port = 20000 + math.random(0, 9999)
+    local p = io.popen(("MORAINE_BUILD=%s sh examples/openresty/serve.sh %s %d 2>&1"):format(BUILD, catalog, port))
+    local out = p:read("a")
+    p:close()
+    prefix = out:match("prefix ([^%)]+)%)")
+    assert(prefix, "nginx did not start: " .. out)
+    for _ = 1, 50 do
+      if get(port, "/health") == 200 then break end
+      sh("sleep 0.1")
+    end
+  end)
+  teardown(function()
+    if prefix then sh(("nginx -p %s -c nginx.conf -s quit 2>/dev/null"):format(prefix)) end
+    sh("sleep 0.3")
+    if prefix then support.remove(prefix) end
+  end)
+
+  it("answers the history with that group's rows NULL (unknown), as moraine history does, not 500", function()
+    local code, _, body = get(port, "/tables/events/history")
+    assert.equal(200, code, body)
+    local doc = moraine.json_decode(body)
+    local nulls = 0
+    for _, g in ipairs(doc.mixed_layout) do if g.rows == moraine.null then nulls = nulls + 1 end end
+    assert.equal(1, nulls, body)
   end)
 end)

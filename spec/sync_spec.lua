@@ -768,12 +768,19 @@ describe("moraine.sync", function()
       for _, conninfo in ipairs({ "host=127.0.0.1 port=1 user=moraine password = s3cr3t connect_timeout=2",
         "host=127.0.0.1 port=1 password='s3cr3t horse\\'s' connect_timeout=2",
         "postgresql://127.0.0.1:1/postgres?password=s3cr3t&connect_timeout=2",
-        "host=127.0.0.1 port=1 password=s3cr3t horse connect_timeout=2" }) do
+        "host=127.0.0.1 port=1 password=s3cr3t horse connect_timeout=2",
+        "postgresql://127.0.0.1:1/postgres?pass%77ord=s3cr3t&connect_timeout=2",
+        "host=127.0.0.1 port=1 sslpassword=s3cr3t connect_timeout=2",
+        "postgresql://127.0.0.1:1/postgres?sslpassword=s3cr3t&connect_timeout=2" }) do
         ok, e = pcall(sync.sync, db, "postgres:" .. conninfo)
         assert.is_false(ok)
         assert.is_nil(e.message:find("s3cr3t", 1, true), e.message)
         assert.is_nil(e.message:find("horse", 1, true), e.message)
       end
+      -- a short password hides only what libpq quotes back, not every letter of the message
+      ok, e = pcall(sync.sync, db, "postgres:host=127.0.0.1 port=1 password=e connect_timeout=2")
+      assert.is_false(ok)
+      assert.truthy(e.message:find("Connection refused", 1, true), e.message)
       db:close()
     end)
   end)

@@ -388,7 +388,11 @@ local function get_history(rd, args, name, acc)
       layout[k] = l
       order[#order + 1] = k
     end
-    l.files, l.rows, l.bytes = l.files + 1, add_count(l.rows, recs[i], "record_count"), add_count(l.bytes, bytes[i], "file_size_bytes")
+    l.files = l.files + 1
+    -- a NULL count is unknown: the group's sum is NULL (as `moraine history` gives it), not a sum of the known ones
+    local r, y = recs[i], bytes[i]
+    l.rows = (l.rows == NULL or r == NULL or r == nil) and NULL or add_count(l.rows, r, "record_count")
+    l.bytes = (l.bytes == NULL or y == NULL or y == nil) and NULL or add_count(l.bytes, y, "file_size_bytes")
   end
   local lparts = {}
   for i, k in ipairs(order) do
@@ -541,6 +545,7 @@ local function serve(opts)
     end
     uri = rest
   end
+  local shown = prefix .. uri -- the path as the client asked it, for a 404
   uri = uri:gsub("/+$", "")
   if not is_utf8(uri) then return fail(400, "the path is not valid UTF-8 (table names are UTF-8 text)") end
   if uri == "/health" then return health() end
@@ -564,7 +569,7 @@ local function serve(opts)
   local handler, name, pic = route(uri)
   if name and not is_utf8(name) then return fail(400, "the table name is not valid UTF-8") end
   if not handler then
-    return fail(404, "no such path: " .. uri .. " (GET " .. prefix .. "/ lists the endpoints"
+    return fail(404, "no such path: " .. shown .. " (GET " .. prefix .. "/ lists the endpoints"
       .. (prefix == "" and "; a location other than / passes its path as serve's prefix" or "") .. ")")
   end
   local args = ngx.req.get_uri_args()

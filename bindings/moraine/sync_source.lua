@@ -380,7 +380,11 @@ local function kind_of_decl(decl)
   return "text"
 end
 
--- the [first, last] byte span of each password value in libpq `key = value`
+-- libpq's keywords whose value is a secret: the server password and the
+-- client key's (sslpassword)
+local SECRET_KEYS = { password = true, sslpassword = true }
+
+-- the [first, last] byte span of each secret value in libpq `key = value`
 -- text @s: a quoted value to its closing quote (\' and \\ escaped inside), an
 -- unquoted one up to the next `key=` (so a value with a blank, which libpq
 -- refuses, is hidden whole too), spaces around `=` allowed
@@ -390,30 +394,41 @@ local function password_spans(s)
     local a, b, key = s:find("([%w_]+)%s*=%s*", i)
     if not a then break end
     local j, last = b + 1
+    local secret = SECRET_KEYS[key:lower()]
     if s:sub(j, j) == "'" then
       local k = j + 1
       while k <= n and s:sub(k, k) ~= "'" do k = k + (s:sub(k, k) == "\\" and 2 or 1) end
       last = math.min(k, n)
-    else
+    elseif secret then
       local nxt = s:find("%s+[%w_]+%s*=", j)
       last = nxt and nxt - 1 or n
-      if key:lower() ~= "password" then last = (s:find("%s", j) or n + 1) - 1 end
+    else
+      last = (s:find("%s", j) or n + 1) - 1
     end
-    if key:lower() == "password" then spans[#spans + 1] = { j, last } end
+    if secret then spans[#spans + 1] = { j, last } end
     i = math.max(last + 1, j)
   end
   return spans
 end
 
---- A PostgreSQL connection string as it may be shown: every password
--- replaced by `...`: a `password` value in libpq's `key = value` form
+-- a URI's %XX escapes decoded (libpq decodes parameter names and values)
+local function pct_decode(t)
+  return (t:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
+end
+
+--- A PostgreSQL connection string as it may be shown: every secret replaced
+-- by `...`: a `password` or `sslpassword` value in libpq's `key = value` form
 -- (quoted or not, blanks around `=` or not), and a URI's (`user:pw@`, or a
--- `password=` parameter).
+-- `password=` / `sslpassword=` parameter, its name %-escaped or not).
 -- @tparam string conninfo libpq's `key=value` string or a postgres:// URI
 -- @treturn string
 function M.pg_label(conninfo)
   if conninfo:match("^%s*postgres[%w]*://") then
-    return (conninfo:gsub("://([^:@/]*):[^@/]*@", "://%1:...@"):gsub("([?&][Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]=)[^&#]*", "%1..."))
+    local s = conninfo:gsub("://([^:@/]*):[^@/]*@", "://%1:...@")
+    return (s:gsub("([?&])([^=&#]*)=([^&#]*)", function(sep, name, value)
+      if SECRET_KEYS[pct_decode(name):lower()] then return sep .. name .. "=..." end
+      return sep .. name .. "=" .. value
+    end))
   end
   local spans, out, at = password_spans(conninfo), {}, 1
   for _, sp in ipairs(spans) do
@@ -424,17 +439,24 @@ function M.pg_label(conninfo)
   return table.concat(out)
 end
 
--- @msg (libpq's error) with every password of @conninfo in it replaced by `...`:
--- libpq quotes a bad connection string's words back ('missing "=" after "b"')
+-- @msg (libpq's error) with the secrets of @conninfo it quotes back replaced by
+-- `...`: libpq names a bad connection string's word in double quotes
+-- ('missing "=" after "b"'); only such quoted words are replaced, so no
+-- other text of the message is touched (a short password would match it)
 local function hide_passwords(msg, conninfo)
+  local words = {}
   for _, sp in ipairs(password_spans(conninfo)) do
     local v = conninfo:sub(sp[1], sp[2]):gsub("^'", ""):gsub("'$", "")
-    for word in v:gmatch("%S+") do
-      if #word >= 1 then msg = msg:gsub(word:gsub("%p", "%%%0"), "...") end
-    end
+    for word in v:gmatch("%S+") do words[#words + 1] = word end
+  end
+  for name, value in conninfo:gmatch("[?&]([^=&#]*)=([^&#]*)") do
+    if SECRET_KEYS[pct_decode(name):lower()] then words[#words + 1] = value; words[#words + 1] = pct_decode(value) end
   end
   local user_pw = conninfo:match("://[^:@/]*:([^@/]*)@")
-  if user_pw and #user_pw > 0 then msg = msg:gsub(user_pw:gsub("%p", "%%%0"), "...") end
+  if user_pw and #user_pw > 0 then words[#words + 1] = user_pw; words[#words + 1] = pct_decode(user_pw) end
+  for _, word in ipairs(words) do
+    if #word > 0 then msg = msg:gsub('"' .. word:gsub("%p", "%%%0") .. '"', '"..."') end
+  end
   return msg
 end
 

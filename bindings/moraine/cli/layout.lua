@@ -15,6 +15,8 @@ local svg = require "moraine.svg"
 local errors = require "moraine.cli.errors"
 local output = require "moraine.cli.output"
 local catalog = require "moraine.cli.catalog"
+-- counts as exact integers (LuaJIT would print a large one as %.14g)
+local istr = require("moraine.cli.util").istr
 
 local M = {}
 local NULL = moraine.null
@@ -165,26 +167,26 @@ local function cmd_layout(ctx, db, tname)
   local rows = {}
   for i, e in ipairs(rep.eras) do
     rows[i] = { spec = e.partition_id or NULL, keys = e.keys or "unpartitioned", live = e.live and "live" or "",
-      files = e.files, rows = e.rows, after_partition = e.partition_files .. " (" .. e.partition_rows .. " rows)",
-      read = e.read_files .. " (" .. e.read_rows .. " rows)" }
+      files = e.files, rows = istr(e.rows), after_partition = e.partition_files .. " (" .. istr(e.partition_rows) .. " rows)",
+      read = e.read_files .. " (" .. istr(e.read_rows) .. " rows)" }
   end
   output.print_table({ { key = "spec" }, { key = "keys" }, { key = "live" }, { key = "files" }, { key = "rows" },
     { key = "after_partition", title = "after partition pruning" }, { key = "read", title = "after min/max: read" } },
     rows, { indent = "  " })
   local T, rw = rep.total, rep.rewrite
-  out:write("\nread: ", T.read_files, " of ", T.files, " files, ", T.read_rows, " of ", T.rows, " rows",
+  out:write("\nread: ", T.read_files, " of ", T.files, " files, ", istr(T.read_rows), " of ", istr(T.rows), " rows",
     T.rows > 0 and (" (" .. pct(T.read_rows / T.rows) .. ")") or "", "\n")
   if rw.old_files == 0 then
     out:write("every live file is under the live spec: nothing to rewrite\n")
   elseif rw.read_rows_after == nil then
-    out:write("older eras: ", rw.old_files, " files, ", rw.old_rows, " rows, ", rw.read_rows_now,
+    out:write("older eras: ", rw.old_files, " files, ", istr(rw.old_rows), " rows, ", istr(rw.read_rows_now),
       " read now; the live spec does not prune on ", rep.column, ", so a rewrite saves nothing here\n")
   else
-    out:write("older eras: ", rw.old_files, " files, ", rw.old_rows, " rows, ", rw.read_rows_now, " read now, about ",
-      rw.read_rows_after, " if rewritten under the live spec (estimate)\n")
+    out:write("older eras: ", rw.old_files, " files, ", istr(rw.old_rows), " rows, ", istr(rw.read_rows_now), " read now, about ",
+      istr(rw.read_rows_after), " if rewritten under the live spec (estimate)\n")
     if rw.queries_to_pay then
-      out:write("a rewrite saves about ", rw.saving, " rows per such query and pays after about ",
-        string.format("%.0f", math.ceil(rw.queries_to_pay)), " of them (", rw.old_rows, " rows rewritten)\n")
+      out:write("a rewrite saves about ", istr(rw.saving), " rows per such query and pays after about ",
+        string.format("%.0f", math.ceil(rw.queries_to_pay)), " of them (", istr(rw.old_rows), " rows rewritten)\n")
     else
       out:write("a rewrite saves nothing for this predicate\n")
     end
@@ -214,7 +216,7 @@ local function cmd_clustering(ctx, db, tname, columns)
   end
   local out = io.stdout
   local t = rep.table_result
-  out:write(tostring(rep.schema), ".", tostring(rep.table), " at snapshot ", rep.snapshot, ": ", t.files, " files, ", t.rows, " rows; columns ",
+  out:write(tostring(rep.schema), ".", tostring(rep.table), " at snapshot ", rep.snapshot, ": ", t.files, " files, ", istr(t.rows), " rows; columns ",
     table.concat(rep.columns, ", "), " (", rep.columns_from, "); a range selecting s = ", tostring(rep.share), "\n\n")
   local rows = {}
   local function add(scope, r)

@@ -118,7 +118,7 @@ local function repl(ctx)
   local function table_id(T)
     if type(T) == "number" or type(T) == "cdata" then
       local n = tonumber(T)
-      if n ~= math.floor(n) then error("a table_id is an integer, not " .. tostring(T), 3) end
+      if n ~= n or n ~= math.floor(n) or n >= 2 ^ 63 or n < -2 ^ 63 then error("a table_id is an integer, not " .. tostring(T), 3) end
       T = "#" .. string.format("%d", n)
     end
     if type(T) ~= "string" then error("a table is a name or a table_id", 3) end

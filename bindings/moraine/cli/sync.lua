@@ -137,8 +137,21 @@ local function lag_text(snaps, secs)
     secs and string.format("%.3f s", secs) or "unknown s")
 end
 
--- the errors that end `sync --follow` (every other one is reported and the round tried again)
-local FOLLOW_ENDS = { ECONFLICT = true, ECORRUPT = true, EREADONLY = true, EFORMAT = true, ELMDB = true }
+-- whether a failed round of `sync --follow` is tried again: a source that cannot be read (EIO), or not
+-- read whole for a moment (a file half written: EJSON; one being replaced or a table missing: the EINVALs
+-- below), or a catalog another writer committed to during the round (ESNAPSHOT); every other error (a
+-- conflict, the source's rows or columns refused, the catalog refusing the round) ends the follower
+local TRANSIENT_EINVAL = { "is neither a directory of NDJSON files nor a SQLite database", "the catalog has no ducklake_",
+  "holds no ducklake_", "is not a DuckLake catalog", "is not a SQLite database" }
+local function follow_retries(e)
+  if not moraine.is_error(e) then return false end
+  if e.code == "EIO" or e.code == "EJSON" or e.code == "ESNAPSHOT" then return true end
+  if e.code ~= "EINVAL" then return false end
+  for _, t in ipairs(TRANSIENT_EINVAL) do
+    if e.message:find(t, 1, true) then return true end
+  end
+  return false
+end
 
 local function follow(ctx, source)
   local text = ctx.opts.interval or "1"
@@ -191,7 +204,7 @@ local function follow(ctx, source)
       -- what waiting cannot mend ends the follower: a conflict (the catalog no longer follows the source), or
       -- the catalog itself refusing (damaged, read-only, of another format, LMDB failing); a source that cannot
       -- be read or read whole (a file being rewritten, a table missing for a moment, a server away) is retried
-      if not moraine.is_error(r) or FOLLOW_ENDS[r.code] then
+      if not follow_retries(r) then
         db:close()
         if not moraine.is_error(r) then error(r, 0) end
         errors.fail(r.code .. ": " .. r.message, r.code == "ECONFLICT"
@@ -550,8 +563,9 @@ per round that replayed something, with how far the catalog is behind the
 source (snapshots, and seconds since the start of the last round that
 caught up); a source that cannot be read, or not read whole (a file being
 rewritten, a table missing for a moment, a server away), is reported and
-tried again next round; a conflict, or a catalog that refuses the round
-(damaged, read-only), ends it (exit 1). After every round it writes
+tried again next round; a conflict, a source whose rows or columns are
+refused, or a catalog that refuses the round, ends it (exit 1). After every
+round it writes
 DIR/moraine-follow.json (written whole, then renamed into place): the
 catalog's last snapshot, the source's newest, when the last round
 succeeded, whether it is failing; moraine.http answers it as
