@@ -297,6 +297,7 @@ describe("moraine.http on a catalog with a NULL record_count", function()
     if prefix then sh(("nginx -p %s -c nginx.conf -s quit 2>/dev/null"):format(prefix)) end
     sh("sleep 0.3")
     if prefix then support.remove(prefix) end
+    support.cleanup()
   end)
 
   it("answers the history with that group's rows NULL (unknown), as moraine history does, not 500", function()
