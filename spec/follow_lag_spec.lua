@@ -115,16 +115,7 @@ describe("moraine.http answers the follower's lag", function()
     sqlite.export_sqlite(ref, src)
     ref:close()
     assert(sh(moraine_cmd({ "-c", catalog, "sync", src }) .. " >/dev/null"), "the first sync failed")
-    port = 20000 + math.random(0, 9999)
-    local p = io.popen(("MORAINE_BUILD=%s sh examples/openresty/serve.sh %s %d 2>&1"):format(BUILD, catalog, port))
-    local out = p:read("a")
-    p:close()
-    prefix = out:match("prefix ([^%)]+)%)")
-    assert(prefix, "nginx did not start: " .. out)
-    for _ = 1, 50 do
-      if get(port, "/health") == 200 then break end
-      sh("sleep 0.1")
-    end
+    prefix, port = support.serve_catalog(catalog, BUILD)
     env = require("luasql.sqlite3").sqlite3()
     con = assert(env:connect(src))
     -- the follower's read transactions hold SQLite's shared lock for a moment each round
@@ -136,9 +127,7 @@ describe("moraine.http answers the follower's lag", function()
     if follower_pid then sh("kill " .. follower_pid .. " 2>/dev/null") end
     if con then con:close() end
     if env then env:close() end
-    if prefix then sh(("nginx -p %s -c nginx.conf -s quit 2>/dev/null"):format(prefix)) end
-    sh("sleep 0.3")
-    if prefix then support.remove(prefix) end
+    support.stop_serving(prefix)
     support.cleanup()
   end)
 

@@ -76,9 +76,7 @@ describe("moraine.http under nginx with a concurrent writer", function()
 
   teardown(function()
     if writer_pid then sh("kill -9 " .. writer_pid .. " 2>/dev/null") end
-    if prefix then sh(("nginx -p %s -c nginx.conf -s quit 2>/dev/null"):format(prefix)) end
-    sh("sleep 0.3")
-    if prefix then support.remove(prefix) end
+    support.stop_serving(prefix)
     support.cleanup()
   end)
 
@@ -282,21 +280,10 @@ describe("moraine.http on a catalog with a NULL record_count", function()
     local db = moraine.open(catalog, { no_sync = true })
     db:import_ndjson(src)
     db:close()
-    port = 20000 + math.random(0, 9999)
-    local p = io.popen(("MORAINE_BUILD=%s sh examples/openresty/serve.sh %s %d 2>&1"):format(BUILD, catalog, port))
-    local out = p:read("a")
-    p:close()
-    prefix = out:match("prefix ([^%)]+)%)")
-    assert(prefix, "nginx did not start: " .. out)
-    for _ = 1, 50 do
-      if get(port, "/health") == 200 then break end
-      sh("sleep 0.1")
-    end
+    prefix, port = support.serve_catalog(catalog, BUILD)
   end)
   teardown(function()
-    if prefix then sh(("nginx -p %s -c nginx.conf -s quit 2>/dev/null"):format(prefix)) end
-    sh("sleep 0.3")
-    if prefix then support.remove(prefix) end
+    support.stop_serving(prefix)
     support.cleanup()
   end)
 

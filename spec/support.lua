@@ -125,6 +125,33 @@ function support.spawn_moraine(args)
   end }
 end
 
+--- Serves catalog @catalog through examples/openresty/serve.sh (a real nginx
+-- on a random loopback port, build @build) and waits until it answers
+-- /health. Returns the nginx prefix directory and the port; fails the test
+-- when nginx does not start.
+function support.serve_catalog(catalog, build)
+  local port = 20000 + math.random(0, 9999)
+  local p = io.popen(("MORAINE_BUILD=%s sh examples/openresty/serve.sh %s %d 2>&1"):format(build, catalog, port))
+  local out = p:read("a")
+  p:close()
+  local prefix = out:match("prefix ([^%)]+)%)")
+  luassert(prefix, "nginx did not start: " .. out)
+  for _ = 1, 50 do
+    if support.sh(("env -u LD_PRELOAD curl -s -m 2 -o /dev/null 'http://127.0.0.1:%d/health'"):format(port)) then break end
+    os.execute("sleep 0.1")
+  end
+  return prefix, port
+end
+
+--- Stops the nginx support.serve_catalog started under @prefix (nil: none)
+-- and removes its prefix directory.
+function support.stop_serving(prefix)
+  if not prefix then return end
+  support.sh(("nginx -p %s -c nginx.conf -s quit 2>/dev/null"):format(prefix))
+  os.execute("sleep 0.3")
+  support.remove(prefix)
+end
+
 --- Starts another process that opens catalog @dir read-only and holds it
 -- open; returns once it has. Returns release(), which makes the process close
 -- the catalog and returns once it has exited. The holder gives up by itself

@@ -25,36 +25,30 @@ end
 -- starts `moraine ARGS` in the background; returns {pid = the interpreter's
 -- process id (the shell execs env, moraine-dev, run-lua.sh and the
 -- interpreter in turn: one process), wait = fn() -> {out, err, code}}
--- starts `moraine ARGS` in the background; returns {pid, printed = fn(text), wait = fn() -> {out, err, code}}
+-- true once file @path (maybe not there yet) holds @text, polled for 30 s at most
+local function file_holds(path, text)
+  local t0 = moraine.clock()
+  repeat
+    local f = io.open(path, "rb")
+    local got = f and f:read("*a") or ""
+    if f then f:close() end
+    if got:find(text, 1, true) then return true end
+    os.execute("sleep 0.05")
+  until moraine.clock() - t0 > 30
+  return false
+end
+
+-- starts `moraine ARGS` in the background; returns {pid, printed = fn(text), said = fn(text),
+-- wait = fn() -> {out, err, code}}
 local function spawn(args)
   local p = support.spawn_moraine(args)
   local dir = p.dir
   return {
     pid = p.pid,
-    -- true once the process' stdout so far holds @text (30 s at most)
     -- true once the process' stderr so far holds @text (30 s at most)
-    said = function(text)
-      local t0 = moraine.clock()
-      repeat
-        local f = io.open(dir .. "/err", "rb")
-        local err = f and f:read("*a") or ""
-        if f then f:close() end
-        if err:find(text, 1, true) then return true end
-        os.execute("sleep 0.05")
-      until moraine.clock() - t0 > 30
-      return false
-    end,
-    printed = function(text)
-      local t0 = moraine.clock()
-      repeat
-        local f = io.open(dir .. "/out", "rb")
-        local out = f and f:read("*a") or ""
-        if f then f:close() end
-        if out:find(text, 1, true) then return true end
-        os.execute("sleep 0.05")
-      until moraine.clock() - t0 > 30
-      return false
-    end,
+    said = function(text) return file_holds(dir .. "/err", text) end,
+    -- true once the process' stdout so far holds @text (30 s at most)
+    printed = function(text) return file_holds(dir .. "/out", text) end,
     wait = function()
       p.wait()
       return { out = support.read(dir .. "/out"), err = support.read(dir .. "/err"),
